@@ -1,0 +1,30 @@
+# `make demo` converts the bundled sample; `make test` runs lint and the whole suite.
+# Each creates .venv with the pinned requirements on first use.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: demo test lint format clean
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt -e .
+	touch $@
+
+demo: $(VENV)/.installed
+	$(PY) -m pipelines.convert --runner=DirectRunner --output output --overwrite
+
+lint: $(VENV)/.installed
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+test: lint
+	$(PY) -m pytest
+
+format: $(VENV)/.installed
+	$(PY) -m ruff format .
+	$(PY) -m ruff check --fix .
+
+clean:
+	rm -rf $(VENV) output

@@ -1,0 +1,182 @@
+"""What is written beside the shards: labels.txt, rejects.jsonl and summary.json, and the table
+printed at the end of a run. The tally is a plain object so it is tested without Beam.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from apache_beam.io.filesystems import FileSystems
+
+from beam_tfrecord.plan import Plan, RejectLine
+from beam_tfrecord.records import ConvertedRecord
+
+LABELS_FILE = "labels.txt"
+REJECTS_FILE = "rejects.jsonl"
+SUMMARY_FILE = "summary.json"
+
+
+@dataclass
+class Tally:
+    """Counts of every outcome, mergeable across workers (the accumulator of a CombineFn)."""
+
+    records: Counter = field(default_factory=Counter)  # split -> n
+    by_split_label: Counter = field(default_factory=Counter)  # (split, label) -> n
+    rejects: Counter = field(default_factory=Counter)  # reason -> n
+    source_formats: Counter = field(default_factory=Counter)
+    reencoded: int = 0
+    heights: Counter = field(default_factory=Counter)
+    widths: Counter = field(default_factory=Counter)
+
+    def add(self, outcome: ConvertedRecord | RejectLine) -> Tally:
+        if isinstance(outcome, RejectLine):
+            self.rejects[outcome.reason] += 1
+            return self
+        self.records[outcome.split] += 1
+        self.by_split_label[(outcome.split, outcome.label_text)] += 1
+        self.source_formats[outcome.source_format] += 1
+        self.reencoded += int(outcome.reencoded)
+        self.heights[outcome.height] += 1
+        self.widths[outcome.width] += 1
+        return self
+
+    def merge(self, other: Tally) -> Tally:
+        for name in ("records", "by_split_label", "rejects", "source_formats", "heights", "widths"):
+            getattr(self, name).update(getattr(other, name))
+        self.reencoded += other.reencoded
+        return self
+
+
+def without_pixels(record: ConvertedRecord) -> ConvertedRecord:
+    """The facts of a record with its bytes dropped, so tallies never carry images."""
+    return record._replace(example=b"")
+
+
+def _size_stats(sizes: Counter) -> dict[str, float]:
+    if not sizes:
+        return {}
+    total = sum(sizes.values())
+    mean = sum(size * n for size, n in sizes.items()) / total
+    return {"min": min(sizes), "max": max(sizes), "mean": round(mean, 1)}
+
+
+def build_summary(
+    plan: Plan,
+    tally: Tally,
+    shard_files: Iterable[tuple[str, int]],
+    run_info: Mapping[str, Any],
+) -> dict[str, Any]:
+    """summary.json: counts per split, label and reason, the shards, and the nothing-lost check."""
+    skipped = plan.skipped
+    planned_rejects = Counter(r.reason for r in plan.rejects if r.reason != "skipped")
+    rejects = Counter(tally.rejects) + planned_rejects
+    inputs = plan.listed - skipped
+    records = sum(tally.records.values())
+    rejected = sum(rejects.values())
+    shards: dict[str, list[tuple[str, int]]] = {name: [] for name in plan.splits}
+    for path, size in sorted(shard_files):
+        split = posixpath.basename(path).split("-", 1)[0]
+        shards.setdefault(split, []).append((posixpath.basename(path), size))
+    splits = {}
+    for name in plan.splits:
+        per_label = {
+            label: n for (split, label), n in sorted(tally.by_split_label.items(), key=str) if split == name
+        }
+        splits[name] = {
+            "fraction": plan.splits[name],
+            "records": tally.records.get(name, 0),
+            "labels": {str(k): v for k, v in per_label.items()} if plan.class_names is not None else {},
+            "shards": len(shards[name]),
+            "planned_shards": plan.shard_counts[name],
+            "bytes": sum(size for _, size in shards[name]),
+            "files": [file for file, _ in shards[name]],
+        }
+    warnings = []
+    label_counts: Counter = Counter()
+    for (_, label), n in tally.by_split_label.items():
+        label_counts[label] += n
+    for label in plan.class_names or []:
+        if label_counts[label] == 0:
+            warnings.append(f"class {label!r} has no valid image")
+    if plan.manifest_unmatched:
+        warnings.append(f"{len(plan.manifest_unmatched)} manifest rows name no listed file")
+    if records == 0:
+        warnings.append("every input was rejected: no record was written")
+    return {
+        "inputs_listed": plan.listed,
+        "skipped": skipped,
+        "inputs": inputs,
+        "records": records,
+        "rejects": rejected,
+        "consistent": inputs == records + rejected,
+        "splits": splits,
+        "class_names": plan.class_names,
+        "records_per_label": {str(k): v for k, v in sorted(label_counts.items(), key=str)}
+        if plan.class_names is not None
+        else {},
+        "rejects_per_reason": dict(sorted(rejects.items())),
+        "reencoded": tally.reencoded,
+        "source_formats": dict(sorted(tally.source_formats.items())),
+        "image_height": _size_stats(tally.heights),
+        "image_width": _size_stats(tally.widths),
+        "manifest_rows_without_file": len(plan.manifest_unmatched),
+        "manifest_rows_without_file_sample": plan.manifest_unmatched[:20],
+        "warnings": warnings,
+        **run_info,
+    }
+
+
+def write_text(path: str, text: str) -> None:
+    with FileSystems.create(path) as handle:
+        handle.write(text.encode("utf-8"))
+
+
+def write_metadata(
+    output: str,
+    class_names: Sequence[str] | None,
+    rejects: Iterable[RejectLine],
+    summary: Mapping[str, Any],
+) -> None:
+    """labels.txt and rejects.jsonl first, summary.json last: its presence means the run ended."""
+    if class_names is not None:
+        write_text(FileSystems.join(output, LABELS_FILE), "".join(f"{name}\n" for name in class_names))
+    write_text(FileSystems.join(output, REJECTS_FILE), "".join(r.to_json() + "\n" for r in sorted(rejects)))
+    write_text(
+        FileSystems.join(output, SUMMARY_FILE),
+        json.dumps(summary, indent=2, sort_keys=False, ensure_ascii=False) + "\n",
+    )
+
+
+def read_summary(output: str) -> dict[str, Any]:
+    with FileSystems.open(FileSystems.join(output, SUMMARY_FILE)) as handle:
+        return json.loads(handle.read().decode("utf-8"))
+
+
+def format_table(summary: Mapping[str, Any]) -> str:
+    """The summary as a small aligned table for the terminal."""
+    rows: list[tuple[str, str]] = []
+    for name, split in summary["splits"].items():
+        mb = split["bytes"] / 1e6
+        rows.append((f"split {name}", f"{split['records']} records in {split['shards']} shards, {mb:.1f} MB"))
+        for label, n in split["labels"].items():
+            rows.append((f"  {label}", str(n)))
+    rows.append(("inputs", f"{summary['inputs']} ({summary['skipped']} more skipped)"))
+    rows.append(("records", str(summary["records"])))
+    rows.append(("rejects", str(summary["rejects"])))
+    for reason, n in summary["rejects_per_reason"].items():
+        rows.append((f"  {reason}", str(n)))
+    rows.append(("re-encoded", f"{summary['reencoded']} of {summary['records']}"))
+    check = "yes" if summary["consistent"] else "NO"
+    rows.append(("inputs = records + rejects", check))
+    if "wall_time_s" in summary:
+        rate = summary["inputs"] / summary["wall_time_s"] if summary["wall_time_s"] else 0.0
+        rows.append(("wall time", f"{summary['wall_time_s']:.1f} s ({rate:.0f} inputs/s)"))
+    width = max(len(key) for key, _ in rows)
+    lines = [f"{key.ljust(width)}  {value}" for key, value in rows]
+    lines += [f"warning: {w}" for w in summary.get("warnings", [])]
+    return "\n".join(lines)

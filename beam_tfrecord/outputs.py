@@ -1,0 +1,28 @@
+"""Guarding the output directory: an earlier run's shards are never mixed with a new run's."""
+
+from __future__ import annotations
+
+import posixpath
+
+from apache_beam.io.filesystems import FileSystems
+
+from beam_tfrecord import sharding
+from beam_tfrecord.metadata import LABELS_FILE, REJECTS_FILE, SUMMARY_FILE
+
+METADATA_FILES = (LABELS_FILE, REJECTS_FILE, SUMMARY_FILE)
+
+
+def existing_outputs(output: str) -> list[str]:
+    """Paths of shards and metadata files of an earlier run directly under `output`."""
+    (result,) = FileSystems.match([FileSystems.join(output, "*")])
+    found = []
+    for metadata in result.metadata_list:
+        name = posixpath.basename(metadata.path)
+        if sharding.is_shard_name(name) or name in METADATA_FILES:
+            found.append(metadata.path)
+    return sorted(found)
+
+
+def clear_outputs(paths: list[str]) -> None:
+    if paths:
+        FileSystems.delete(paths)

@@ -1,0 +1,161 @@
+"""The plan of a run, made from the listing alone: each input's label and split, the rejects
+known before any byte is read, the class names and the shard count of each split.
+
+It is small (paths and sizes) and deterministic, so the workers only read, decode and write.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+from beam_tfrecord import labels as labels_lib
+from beam_tfrecord import sharding
+from beam_tfrecord import splits as splits_lib
+from beam_tfrecord.listing import InputFile, skip_reason
+
+
+@dataclass(frozen=True)
+class PlannedInput:
+    """One input file with everything the worker needs besides its bytes."""
+
+    relpath: str
+    path: str
+    size: int
+    split: str
+    label: int | None = None
+    label_text: str | None = None
+
+
+@dataclass(frozen=True, order=True)
+class RejectLine:
+    """One line of rejects.jsonl: the input's path relative to --input, a code and a detail."""
+
+    path: str
+    reason: str
+    detail: str
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class LabelSource:
+    """Where labels come from: `mode` is one of labels.LABEL_MODES."""
+
+    mode: str = "folder"
+    pattern: re.Pattern[str] | None = None
+    manifest: labels_lib.Manifest | None = None
+
+    def label_of(self, relpath: str) -> str | None:
+        if self.mode == "none":
+            return None
+        if self.mode == "folder":
+            return labels_lib.label_from_folder(relpath)
+        if self.mode == "filename":
+            assert self.pattern is not None
+            return labels_lib.label_from_filename(relpath, self.pattern)
+        if self.mode == "manifest":
+            assert self.manifest is not None
+            return self.manifest.label_of(relpath)
+        raise ValueError(f"--labels must be one of {labels_lib.LABEL_MODES}, not {self.mode!r}")
+
+
+@dataclass
+class Plan:
+    inputs: list[PlannedInput]
+    rejects: list[RejectLine]  # known from the listing: skipped, unlabeled, unknown_class
+    class_names: list[str] | None  # None for an unlabeled run
+    splits: dict[str, float]
+    shard_counts: dict[str, int]
+    listed: int
+    manifest_unmatched: list[str] = field(default_factory=list)
+
+    @property
+    def skipped(self) -> int:
+        return sum(1 for r in self.rejects if r.reason == "skipped")
+
+    def bytes_per_split(self) -> dict[str, int]:
+        totals = dict.fromkeys(self.splits, 0)
+        for item in self.inputs:
+            totals[item.split] += item.size
+        return totals
+
+
+def make_plan(
+    files: Sequence[InputFile],
+    label_source: LabelSource,
+    splits: dict[str, float],
+    split_seed: int = 0,
+    stratify: bool = False,
+    num_shards: int | None = None,
+    shard_size_mb: float = 128.0,
+    fixed_class_names: Sequence[str] | None = None,
+) -> Plan:
+    rejects: list[RejectLine] = []
+    labeled: list[tuple[InputFile, str | None]] = []
+    for file in files:
+        reason = skip_reason(file.relpath)
+        if reason is not None:
+            rejects.append(RejectLine(file.relpath, "skipped", reason))
+            continue
+        try:
+            labeled.append((file, label_source.label_of(file.relpath)))
+        except labels_lib.Unlabeled as error:
+            rejects.append(RejectLine(file.relpath, "unlabeled", str(error)))
+
+    class_names: list[str] | None = None
+    if label_source.mode != "none":
+        class_names = labels_lib.class_names_from(
+            (label for _, label in labeled if label is not None), fixed_class_names
+        )
+        known = set(class_names)
+        kept = []
+        for file, label in labeled:
+            if label in known:
+                kept.append((file, label))
+            else:
+                rejects.append(
+                    RejectLine(file.relpath, "unknown_class", f"class {label!r} is not in --class_names")
+                )
+        labeled = kept
+    ids = {name: i for i, name in enumerate(class_names or [])}
+
+    if stratify:
+        split_by_path = splits_lib.stratified_splits(
+            ((f.relpath, label or "") for f, label in labeled), splits, split_seed
+        )
+    else:
+        split_by_path = {f.relpath: splits_lib.split_of(f.relpath, splits, split_seed) for f, _ in labeled}
+
+    inputs = [
+        PlannedInput(
+            relpath=f.relpath,
+            path=f.path,
+            size=f.size,
+            split=split_by_path[f.relpath],
+            label=ids.get(label) if label is not None else None,
+            label_text=label,
+        )
+        for f, label in labeled
+    ]
+    totals: dict[str, int] = defaultdict(int)
+    for item in inputs:
+        totals[item.split] += item.size
+    shard_counts = {
+        name: num_shards if num_shards else sharding.shard_count(totals[name], shard_size_mb)
+        for name in splits
+    }
+    unmatched = label_source.manifest.unmatched() if label_source.manifest else []
+    return Plan(
+        inputs=inputs,
+        rejects=sorted(rejects),
+        class_names=class_names,
+        splits=dict(splits),
+        shard_counts=shard_counts,
+        listed=len(files),
+        manifest_unmatched=unmatched,
+    )

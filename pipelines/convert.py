@@ -1,0 +1,157 @@
+"""`python -m pipelines.convert`: list, plan, run the Beam pipeline, print the summary.
+
+With no arguments it converts the bundled sample (sample/shapes) into ./output.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, SetupOptions, StandardOptions
+
+from beam_tfrecord import metadata, outputs
+from beam_tfrecord.listing import list_inputs
+from beam_tfrecord.pipeline import ConvertConfig, ImagesToTFRecords
+from beam_tfrecord.plan import Plan, make_plan
+from pipelines.options import ConvertArgs, UsageError, build_parser, check_args
+
+LOCAL_RUNNERS = (None, "DirectRunner", "direct", "FnApiRunner")
+
+
+def is_local(options: PipelineOptions) -> bool:
+    return options.view_as(StandardOptions).runner in LOCAL_RUNNERS
+
+
+def local_runner(options: PipelineOptions) -> beam.runners.PipelineRunner:
+    """Beam's Python FnApiRunner, as the DirectRunner picks it, without first trying Prism.
+
+    Beam 2.77's DirectRunner tries to download the Prism binary on every run; the outcome (and
+    so the speed and behaviour) would depend on the network. This keeps local runs on one runner.
+    """
+    from apache_beam.portability.api import beam_provision_api_pb2
+    from apache_beam.runners.portability.fn_api_runner import fn_runner
+    from apache_beam.runners.portability.portable_runner import JobServiceHandle
+
+    encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
+    provision = fn_runner.ExtendedProvisionInfo(
+        beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded)
+    )
+    return fn_runner.FnApiRunner(provision_info=provision)
+
+
+def prepare_output(args: ConvertArgs) -> None:
+    """Refuse to mix runs: shards already in --output need --overwrite, which removes them first."""
+    existing = outputs.existing_outputs(args.output)
+    if existing and not args.overwrite:
+        raise UsageError(
+            f"--output {args.output} already holds {len(existing)} files of an earlier run "
+            f"(e.g. {os.path.basename(existing[0])}); pass --overwrite to replace them"
+        )
+    outputs.clear_outputs(existing)
+
+
+def plan_run(args: ConvertArgs) -> Plan:
+    try:
+        files = list_inputs(args.input)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    plan = make_plan(
+        files,
+        args.label_source,
+        args.splits,
+        split_seed=args.split_seed,
+        stratify=args.stratify,
+        num_shards=args.num_shards,
+        shard_size_mb=args.shard_size_mb,
+        fixed_class_names=args.class_names,
+    )
+    if not plan.inputs and not plan.rejects:
+        raise UsageError(f"--input {args.input} holds no files")
+    return plan
+
+
+def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> int:
+    """Run one conversion; returns the process exit code (0 when at least one record is written
+    and every input is accounted for)."""
+    started = time.time()
+    parser = build_parser()
+    known, pipeline_args = parser.parse_known_args(argv)
+    try:
+        args = check_args(known)
+        plan = plan_run(args)
+        prepare_output(args)
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+    options = PipelineOptions(pipeline_args)
+    options.view_as(SetupOptions).save_main_session = save_main_session
+    local = is_local(options)
+    progress_dir = tempfile.mkdtemp(prefix="beam-tfrecord-progress-") if local and args.progress else None
+    config = ConvertConfig(
+        output=args.output,
+        schema=args.schema,
+        image_options=args.image_options,
+        compression=args.compression,
+        progress_dir=progress_dir,
+    )
+    run_info = {
+        "input": args.input,
+        "output": args.output,
+        "options": args.raw,
+        "runner": "FnApiRunner" if local else options.view_as(StandardOptions).runner,
+        "direct_running_mode": options.view_as(DirectOptions).direct_running_mode if local else None,
+        "beam_version": beam.__version__,
+        "started_at": started,
+    }
+    logging.info(
+        "%d inputs planned (%d rejected from the listing), splits %s, shards %s",
+        len(plan.inputs),
+        len(plan.rejects),
+        args.splits,
+        plan.shard_counts,
+    )
+    pipeline = beam.Pipeline(runner=local_runner(options) if local else None, options=options)
+    _ = pipeline | "ImagesToTFRecords" >> ImagesToTFRecords(plan, config, run_info)
+    try:
+        if progress_dir:
+            from beam_tfrecord.progress import ProgressPrinter
+
+            with ProgressPrinter(progress_dir, total=len(plan.inputs)):
+                pipeline.run().wait_until_finish()
+        else:
+            result = pipeline.run()
+            if not local:
+                logging.info("submitted; the summary is written to %s when the job ends", args.output)
+                return 0
+            result.wait_until_finish()
+    finally:
+        if progress_dir:
+            shutil.rmtree(progress_dir, ignore_errors=True)
+    return report(args.output)
+
+
+def report(output: str) -> int:
+    summary = metadata.read_summary(output)
+    print(metadata.format_table(summary))
+    if not summary["consistent"]:
+        print("error: inputs != records + rejects; some input is unaccounted for", file=sys.stderr)
+        return 1
+    if summary["records"] == 0:
+        print(f"error: every input was rejected; see {output}/rejects.jsonl for the reasons", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    for noisy in ("apache_beam", "absl"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    sys.exit(run())

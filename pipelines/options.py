@@ -1,0 +1,147 @@
+"""Command-line options of `python -m pipelines.convert`, checked before any work starts."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+
+from beam_tfrecord import labels as labels_lib
+from beam_tfrecord import schema as schema_lib
+from beam_tfrecord.images import DEFAULT_MAX_PIXELS, ImageOptions, parse_size
+from beam_tfrecord.plan import LabelSource
+from beam_tfrecord.splits import parse_splits
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLE_INPUT = os.path.join(REPO_ROOT, "sample", "shapes")
+
+
+class UsageError(ValueError):
+    """A bad option or input, reported as one clear line before any work starts."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m pipelines.convert",
+        description="Convert a tree of images into sharded TFRecord files of tf.train.Example. "
+        "Every standard Beam pipeline option (--runner, --direct_num_workers, ...) is accepted too.",
+    )
+    add = parser.add_argument
+    add("--input", default=SAMPLE_INPUT, help="directory (recursive), glob or gs:// prefix of images")
+    add("--output", default="output", help="directory for shards, labels.txt, rejects.jsonl, summary.json")
+    add(
+        "--labels",
+        default="folder",
+        choices=labels_lib.LABEL_MODES,
+        help="where each file's class comes from",
+    )
+    add("--label_pattern", help=r"regex for --labels filename; group 1 is the class, e.g. '^(cat|dog)\.'")
+    add("--manifest", help="CSV or JSONL with a path-or-id column and a label column, for --labels manifest")
+    add("--class_names", help="comma-separated class names fixing the label ids (default: sorted names)")
+    add("--splits", default="train=1", help="NAME=FRACTION,... e.g. train=0.8,validation=0.2")
+    add("--split_seed", type=int, default=0, help="seed of the path hash that assigns splits")
+    add("--stratify", action="store_true", help="give every class each split's exact share")
+    add("--num_shards", type=int, help="shards per split (default: derived from --shard_size_mb)")
+    add("--shard_size_mb", type=float, default=128.0, help="target shard size when --num_shards is not given")
+    add("--compression", default="none", choices=("none", "gzip"))
+    add("--image_format", default="original", choices=("original", "jpeg", "png"))
+    add("--jpeg_quality", type=int, default=95)
+    add("--resize", help="WIDTHxHEIGHT, e.g. 224x224")
+    add("--resize_mode", default="stretch", choices=("stretch", "crop", "pad"))
+    add("--channels", type=int, choices=(1, 3), help="force grayscale (1) or RGB (3)")
+    add("--max_pixels", type=int, default=DEFAULT_MAX_PIXELS, help="reject images with more pixels")
+    add("--schema", default="tfds", choices=schema_lib.SCHEMAS)
+    add("--overwrite", action="store_true", help="replace the shards and metadata of an earlier run")
+    add("--no_progress", action="store_true", help="no progress line on local runs")
+    return parser
+
+
+@dataclass(frozen=True)
+class ConvertArgs:
+    """The parsed, checked options that are this project's (Beam's own stay in PipelineOptions)."""
+
+    input: str
+    output: str
+    label_source: LabelSource
+    class_names: list[str] | None
+    splits: dict[str, float]
+    split_seed: int
+    stratify: bool
+    num_shards: int | None
+    shard_size_mb: float
+    compression: str
+    image_options: ImageOptions
+    schema: str
+    overwrite: bool
+    progress: bool
+    raw: dict[str, object]
+
+
+def _absolute(path: str) -> str:
+    return path if "://" in path else os.path.abspath(path)
+
+
+def check_args(namespace: argparse.Namespace) -> ConvertArgs:
+    """Turn parsed arguments into ConvertArgs, or raise UsageError naming the option."""
+    try:
+        return _check(namespace)
+    except UsageError:
+        raise
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def _check(ns: argparse.Namespace) -> ConvertArgs:
+    source_input, output = _absolute(ns.input), _absolute(ns.output)
+    if "://" not in source_input and not os.path.exists(source_input.split("*")[0].rstrip("/") or "/"):
+        raise UsageError(f"--input {ns.input} does not exist")
+    if output.rstrip("/") == source_input.rstrip("/") or output.startswith(source_input.rstrip("/") + "/"):
+        raise UsageError(
+            f"--output {ns.output} is inside --input {ns.input}: the input tree is never written to"
+        )
+    pattern = manifest = None
+    if ns.labels == "filename":
+        if not ns.label_pattern:
+            raise UsageError("--labels filename needs --label_pattern, e.g. '^(cat|dog)\\.'")
+        pattern = labels_lib.compile_label_pattern(ns.label_pattern)
+    if ns.labels == "manifest":
+        if not ns.manifest:
+            raise UsageError("--labels manifest needs --manifest PATH")
+        try:
+            manifest = labels_lib.Manifest.load(_absolute(ns.manifest))
+        except OSError as error:
+            raise UsageError(f"--manifest {ns.manifest} cannot be read: {error}") from None
+    if ns.num_shards is not None and ns.num_shards < 1:
+        raise UsageError("--num_shards must be at least 1")
+    if ns.shard_size_mb <= 0:
+        raise UsageError("--shard_size_mb must be positive")
+    if not 1 <= ns.jpeg_quality <= 100:
+        raise UsageError("--jpeg_quality must be in 1..100")
+    if ns.max_pixels < 1:
+        raise UsageError("--max_pixels must be positive")
+    class_names = [c.strip() for c in ns.class_names.split(",") if c.strip()] if ns.class_names else None
+    image_options = ImageOptions(
+        image_format=ns.image_format,
+        jpeg_quality=ns.jpeg_quality,
+        resize=parse_size(ns.resize) if ns.resize else None,
+        resize_mode=ns.resize_mode,
+        max_pixels=ns.max_pixels,
+        channels=ns.channels,
+    )
+    return ConvertArgs(
+        input=source_input,
+        output=output,
+        label_source=LabelSource(ns.labels, pattern, manifest),
+        class_names=class_names,
+        splits=parse_splits(ns.splits),
+        split_seed=ns.split_seed,
+        stratify=ns.stratify,
+        num_shards=ns.num_shards,
+        shard_size_mb=ns.shard_size_mb,
+        compression=ns.compression,
+        image_options=image_options,
+        schema=ns.schema,
+        overwrite=ns.overwrite,
+        progress=not ns.no_progress,
+        raw=dict(vars(ns)),
+    )

@@ -1,0 +1,26 @@
+"""Installs beam_tfrecord and pipelines; also Dataflow's --setup_file, so workers get the same code.
+
+Versions are pinned in requirements.txt only.
+"""
+
+import os
+
+from setuptools import find_packages, setup
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def pinned_requirements() -> list[str]:
+    with open(os.path.join(HERE, "requirements.txt")) as handle:
+        lines = (line.split("#", 1)[0].strip() for line in handle)
+        return [line for line in lines if line]
+
+
+setup(
+    name="beam-tfrecord",
+    version="0.1.0",
+    description="Images on disk or GCS to sharded TFRecord files of tf.train.Example, with Apache Beam",
+    packages=find_packages(include=["beam_tfrecord", "beam_tfrecord.*", "pipelines", "pipelines.*"]),
+    python_requires=">=3.11,<3.12",
+    install_requires=pinned_requirements(),
+)

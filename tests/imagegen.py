@@ -1,0 +1,159 @@
+"""Images made by the tests themselves: good ones, odd ones TensorFlow cannot read as they are,
+and broken ones. Every function returns the file's bytes."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from PIL import Image
+
+
+def gradient(width: int = 48, height: int = 32, mode: str = "RGB", seed: int = 0) -> Image.Image:
+    """A deterministic picture with structure (so JPEG sizes are realistic, not flat)."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:height, 0:width]
+    base = np.stack([(x * 255 // max(width - 1, 1)), (y * 255 // max(height - 1, 1)), (x + y) % 256], -1)
+    noise = rng.integers(0, 32, size=base.shape)
+    rgb = Image.fromarray(np.clip(base + noise, 0, 255).astype(np.uint8), "RGB")
+    return rgb if mode == "RGB" else rgb.convert(mode)
+
+
+def encode(image: Image.Image, fmt: str, **kwargs) -> bytes:
+    out = io.BytesIO()
+    image.save(out, format=fmt, **kwargs)
+    return out.getvalue()
+
+
+def jpeg(width: int = 48, height: int = 32, seed: int = 0, mode: str = "RGB") -> bytes:
+    return encode(gradient(width, height, mode, seed), "JPEG", quality=90)
+
+
+def png(width: int = 48, height: int = 32, seed: int = 0, mode: str = "RGB") -> bytes:
+    return encode(gradient(width, height, mode, seed), "PNG")
+
+
+def text_named_jpg() -> bytes:
+    return b"this is a text file that someone named photo.jpg\n"
+
+
+def truncated_jpeg() -> bytes:
+    data = jpeg(64, 64, seed=3)
+    return data[: len(data) // 2]
+
+
+def cmyk_jpeg() -> bytes:
+    return encode(gradient().convert("CMYK"), "JPEG", quality=90)
+
+
+def png16() -> bytes:
+    """16-bit grayscale; the true values span the 16-bit range."""
+    ramp = (np.arange(48 * 32, dtype=np.uint32).reshape(32, 48) * 40).astype(np.uint16)
+    return encode(Image.fromarray(ramp), "PNG")
+
+
+def palette_png_with_transparency() -> bytes:
+    image = gradient().convert("P", palette=Image.Palette.ADAPTIVE, colors=16)
+    return encode(image, "PNG", transparency=0)
+
+
+def rgba_png() -> bytes:
+    """Left half fully transparent, right half opaque."""
+    image = gradient().convert("RGBA")
+    alpha = np.zeros((32, 48), np.uint8)
+    alpha[:, 24:] = 255
+    image.putalpha(Image.fromarray(alpha))
+    return encode(image, "PNG")
+
+
+def animated_gif(frames: int = 3) -> bytes:
+    images = [gradient(seed=i).convert("P") for i in range(frames)]
+    return encode(images[0], "GIF", save_all=True, append_images=images[1:], duration=100, loop=0)
+
+
+def tiff() -> bytes:
+    return encode(gradient(), "TIFF")
+
+
+def bmp() -> bytes:
+    return encode(gradient(), "BMP")
+
+
+def webp() -> bytes:
+    return encode(gradient(), "WEBP", quality=90)
+
+
+def exif_rotated_jpeg(orientation: int = 6) -> bytes:
+    """Stored 48 wide and 32 high; orientation 6 means a viewer shows it 32 wide, 48 high."""
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    return encode(gradient(48, 32), "JPEG", quality=90, exif=exif.tobytes())
+
+
+def big_jpeg(width: int = 1200, height: int = 1000) -> bytes:
+    return encode(Image.new("RGB", (width, height), (10, 20, 30)), "JPEG")
+
+
+def grayscale_jpeg() -> bytes:
+    return jpeg(mode="L")
+
+
+# One tree with every case above: relpath -> bytes. Labels come from the folder.
+def bad_input_tree() -> dict[str, bytes]:
+    return {
+        "cat/ok 1.jpg": jpeg(seed=1),
+        "cat/ok_upper.JPG": jpeg(seed=2),
+        "cat/chat été ü.jpg": jpeg(seed=3),
+        "cat/gray.jpg": grayscale_jpeg(),
+        "cat/empty.jpg": b"",
+        "cat/text.jpg": text_named_jpg(),
+        "cat/truncated.jpg": truncated_jpeg(),
+        "cat/cmyk.jpg": cmyk_jpeg(),
+        "dog/deep.png": png16(),
+        "dog/palette.png": palette_png_with_transparency(),
+        "dog/rgba.png": rgba_png(),
+        "dog/animated.gif": animated_gif(),
+        "dog/scan.tiff": tiff(),
+        "dog/paint.bmp": bmp(),
+        "dog/web.webp": webp(),
+        "dog/rotated.jpg": exif_rotated_jpeg(),
+        "dog/huge.jpg": big_jpeg(),
+        "dog/ok.png": png(seed=4),
+        "dog/.hidden.jpg": jpeg(seed=5),
+        "Thumbs.db": b"\x00junk",
+    }
+
+
+# What becomes of each input of bad_input_tree() with --max_pixels 1000000:
+# a reject reason, or the stored format and (height, width, channels).
+BAD_INPUT_OUTCOMES: dict[str, tuple[str, ...]] = {
+    "cat/ok 1.jpg": ("kept", "jpeg", "32x48x3"),
+    "cat/ok_upper.JPG": ("kept", "jpeg", "32x48x3"),
+    "cat/chat été ü.jpg": ("kept", "jpeg", "32x48x3"),
+    "cat/gray.jpg": ("kept", "jpeg", "32x48x1"),
+    "cat/empty.jpg": ("reject", "empty"),
+    "cat/text.jpg": ("reject", "not_an_image"),
+    "cat/truncated.jpg": ("reject", "truncated"),
+    "cat/cmyk.jpg": ("reencoded", "jpeg", "32x48x3"),
+    "dog/deep.png": ("reencoded", "png", "32x48x1"),
+    "dog/palette.png": ("reencoded", "png", "32x48x3"),
+    "dog/rgba.png": ("reencoded", "png", "32x48x3"),
+    "dog/animated.gif": ("reencoded", "png", "32x48x3"),
+    "dog/scan.tiff": ("reencoded", "png", "32x48x3"),
+    "dog/paint.bmp": ("reencoded", "png", "32x48x3"),
+    "dog/web.webp": ("reencoded", "jpeg", "32x48x3"),
+    "dog/rotated.jpg": ("reencoded", "jpeg", "48x32x3"),
+    "dog/huge.jpg": ("reject", "too_large"),
+    "dog/ok.png": ("kept", "png", "32x48x3"),
+    "dog/.hidden.jpg": ("reject", "skipped"),
+    "Thumbs.db": ("reject", "skipped"),
+}
+BAD_INPUT_MAX_PIXELS = 1_000_000
+
+
+def write_tree(root, files: dict[str, bytes]) -> None:
+    """Write relpath -> bytes under `root` (a pathlib.Path)."""
+    for relpath, data in files.items():
+        path = root / relpath
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
