@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import logging
 import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow loads: no C++ info chatter
 import shutil
 import sys
 import tempfile
@@ -112,7 +114,7 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         "started_at": started,
     }
     logging.info(
-        "%d inputs planned (%d rejected from the listing), splits %s, shards %s",
+        "%d inputs planned (%d skipped or unlabeled from the listing), splits %s, shards %s",
         len(plan.inputs),
         len(plan.rejects),
         args.splits,

@@ -1,0 +1,43 @@
+"""Reading a conversion's output back the way a training job would, for assertions."""
+
+from __future__ import annotations
+
+import json
+import os
+from glob import glob
+
+import tensorflow as tf
+
+from beam_tfrecord import schema as schema_lib
+
+
+def shard_files(output, split: str) -> list[str]:
+    return sorted(glob(os.path.join(output, f"{split}-*-of-*.tfrecord*")))
+
+
+def read_records(output, split: str, schema: str = "tfds", labeled: bool = True) -> list[dict]:
+    """Every record of a split parsed with the schema's own spec; images decoded with TF."""
+    files = shard_files(output, split)
+    compression = "GZIP" if files and files[0].endswith(".gz") else ""
+    spec = schema_lib.parse_spec(schema, labeled)
+    records = []
+    for raw in tf.data.TFRecordDataset(files, compression_type=compression):
+        parsed = {k: v.numpy() for k, v in tf.io.parse_single_example(raw, spec).items()}
+        pixels = tf.io.decode_image(parsed[schema_lib.image_key(schema)], expand_animations=False)
+        parsed["pixels_shape"] = tuple(pixels.shape)
+        records.append(parsed)
+    return records
+
+
+def rejects(output) -> list[dict]:
+    with open(os.path.join(output, "rejects.jsonl"), encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle]
+
+
+def summary(output) -> dict:
+    with open(os.path.join(output, "summary.json"), encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def all_inputs(root) -> set[str]:
+    return {os.path.relpath(os.path.join(d, f), root) for d, _, files in os.walk(root) for f in files}
