@@ -85,9 +85,14 @@ def encode_for_tensorflow(data: bytes, options: ImageOptions = ImageOptions()) -
             f"{width}x{height} = {width * height} pixels is over --max_pixels={options.max_pixels}",
         )
     animated = getattr(image, "n_frames", 1) > 1
+    keep = _can_keep_source(data, image, source_format, animated, options)
+    if keep and source_format == "JPEG":
+        # The pixels are not needed, only proof that every byte decodes: JPEG's DCT scaling
+        # decodes all entropy-coded data (so truncation and corruption still show) at 1/8 size.
+        image.draft(image.mode, ((width + 7) // 8, (height + 7) // 8))
     _load(image)
 
-    if _can_keep_source(data, image, source_format, animated, options):
+    if keep:
         return EncodedImage(
             data=data,
             format=source_format.lower(),

@@ -4,16 +4,27 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecord import shardwriter
 from beam_tfrecord.images import ImageOptions
 from beam_tfrecord.metadata import Tally, build_summary, write_metadata
-from beam_tfrecord.plan import Plan, RejectLine
-from beam_tfrecord.transforms import ConvertImages, WriteSplits, tally_outcomes
+from beam_tfrecord.plan import Plan, RejectLine, shard_tasks
+from beam_tfrecord.transforms import (
+    ConvertImages,
+    MergeTallies,
+    WriteShardFn,
+    WriteShards,
+    WriteSplits,
+    tally_outcomes,
+)
+
+SINKS = ("paths", "beam")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,6 +36,11 @@ class ConvertConfig:
     image_options: ImageOptions = dataclasses.field(default_factory=ImageOptions)
     compression: str = "none"
     progress_dir: str | None = None
+    # "paths": plan shards on paths, each worker writes whole shards (no image bytes grouped);
+    # "beam": WriteToTFRecord per split (for runners whose shuffle service holds the records).
+    sink: str = "paths"
+    threads: int = 2  # read/decode threads per shard, "paths" sink only
+    split_seed: int = 0
 
 
 class WriteMetadataFn(beam.DoFn):
@@ -60,6 +76,41 @@ class ImagesToTFRecords(beam.PTransform):
         self.run_info = dict(run_info or {})
 
     def expand(self, root: beam.pvalue.PBegin) -> beam.PCollection[dict[str, Any]]:
+        if self.config.sink == "paths":
+            shards, rejects, tally = self._write_planned_shards(root)
+        elif self.config.sink == "beam":
+            shards, rejects, tally = self._write_with_beam_sink(root)
+        else:
+            raise ValueError(f"sink must be one of {SINKS}, not {self.config.sink!r}")
+        return (
+            root
+            | "Once" >> beam.Create([None])
+            | "WriteMetadata"
+            >> beam.ParDo(
+                WriteMetadataFn(self.plan, self.config.output, self.run_info),
+                tally=beam.pvalue.AsSingleton(tally),
+                rejects=beam.pvalue.AsList(rejects),
+                shards=beam.pvalue.AsList(shards),
+            )
+        )
+
+    def _write_planned_shards(self, root: beam.pvalue.PBegin):
+        config = self.config
+        temp_dir = shardwriter.temp_dir_for(config.output, uuid.uuid4().hex[:12])
+        fn = WriteShardFn(
+            temp_dir,
+            config.schema,
+            config.image_options,
+            config.compression,
+            config.threads,
+            config.progress_dir,
+        )
+        # ShardTask: one output shard and the paths that go into it; no bytes yet.
+        tasks = root | "PlanShards" >> beam.Create(shard_tasks(self.plan, config.split_seed))
+        shards, rejects, tallies = tasks | "WriteShards" >> WriteShards(fn, config.output)
+        return shards, rejects, tallies | "Tally" >> beam.CombineGlobally(MergeTallies())
+
+    def _write_with_beam_sink(self, root: beam.pvalue.PBegin):
         config = self.config
         # PlannedInput: a path, its size, split and label; no bytes yet.
         inputs = root | "Plan" >> beam.Create(self.plan.inputs, reshuffle=False)
@@ -70,15 +121,4 @@ class ImagesToTFRecords(beam.PTransform):
         shards = converted.records | "Write" >> WriteSplits(
             config.output, self.plan.shard_counts, config.compression
         )
-        tally = tally_outcomes(converted.records, converted.rejects)
-        return (
-            root
-            | "Once" >> beam.Create([None])
-            | "WriteMetadata"
-            >> beam.ParDo(
-                WriteMetadataFn(self.plan, config.output, self.run_info),
-                tally=beam.pvalue.AsSingleton(tally),
-                rejects=beam.pvalue.AsList(converted.rejects),
-                shards=beam.pvalue.AsList(shards),
-            )
-        )
+        return shards, converted.rejects, tally_outcomes(converted.records, converted.rejects)

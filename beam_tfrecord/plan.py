@@ -6,6 +6,7 @@ It is small (paths and sizes) and deterministic, so the workers only read, decod
 
 from __future__ import annotations
 
+import heapq
 import json
 import re
 from collections import defaultdict
@@ -28,6 +29,17 @@ class PlannedInput:
     split: str
     label: int | None = None
     label_text: str | None = None
+
+
+@dataclass(frozen=True)
+class ShardTask:
+    """One output shard and the inputs that go into it, in order: the unit of work of the
+    path-planned sink (paths travel between workers, image bytes never do)."""
+
+    split: str
+    index: int
+    count: int
+    inputs: tuple[PlannedInput, ...]
 
 
 @dataclass(frozen=True, order=True)
@@ -159,3 +171,27 @@ def make_plan(
         listed=len(files),
         manifest_unmatched=unmatched,
     )
+
+
+def shard_tasks(plan: Plan, split_seed: int = 0) -> list[ShardTask]:
+    """Every planned shard with its inputs, balanced by bytes and independent of listing order.
+
+    Inputs are taken in path-hash order and each goes to the shard with the fewest bytes so far,
+    so shards of one split differ in size by at most about one image.
+    """
+    by_split: dict[str, list[PlannedInput]] = defaultdict(list)
+    for item in plan.inputs:
+        by_split[item.split].append(item)
+    tasks = []
+    for split, count in plan.shard_counts.items():
+        items = sorted(
+            by_split[split], key=lambda i: (splits_lib.path_hash(i.relpath, split_seed + 1), i.relpath)
+        )
+        heap = [(0, index) for index in range(count)]
+        members: list[list[PlannedInput]] = [[] for _ in range(count)]
+        for item in items:
+            size, index = heapq.heappop(heap)
+            members[index].append(item)
+            heapq.heappush(heap, (size + item.size, index))
+        tasks += [ShardTask(split, index, count, tuple(members[index])) for index in range(count)]
+    return tasks

@@ -1,8 +1,11 @@
 """The Beam side: DoFns that adapt the plain functions, and the composite transforms.
 
 Element shapes:
-  PlannedInput --ConvertImages--> ConvertedRecord (main) | RejectLine ("rejects")
-  ConvertedRecord --WriteSplits--> str (final shard path), one per shard
+  Beam sink (remote runners, whose shuffle service holds the grouped records):
+    PlannedInput --ConvertImages--> ConvertedRecord (main) | RejectLine ("rejects")
+    ConvertedRecord --WriteSplits--> str (final shard path), one per shard
+  Path-planned sink (local runs):
+    ShardTask --WriteShards--> str (final shard path) | RejectLine ("rejects") | Tally ("tallies")
 """
 
 from __future__ import annotations
@@ -15,14 +18,25 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 from apache_beam.pvalue import TaggedOutput
 
-from beam_tfrecord import sharding
+from beam_tfrecord import sharding, shardwriter
 from beam_tfrecord.images import ImageOptions
 from beam_tfrecord.metadata import Tally, without_pixels
-from beam_tfrecord.plan import PlannedInput, RejectLine
+from beam_tfrecord.plan import PlannedInput, RejectLine, ShardTask
 from beam_tfrecord.records import ConvertedRecord, convert_input
 
 NAMESPACE = "beam_tfrecord"
 REJECTS = "rejects"
+TALLIES = "tallies"
+
+
+def count_outcome(outcome: ConvertedRecord | RejectLine) -> None:
+    """One Beam counter per outcome: records, reencoded, rejected_<reason>."""
+    if isinstance(outcome, RejectLine):
+        Metrics.counter(NAMESPACE, f"rejected_{outcome.reason}").inc()
+        return
+    Metrics.counter(NAMESPACE, "records").inc()
+    if outcome.reencoded:
+        Metrics.counter(NAMESPACE, "reencoded").inc()
 
 
 class ConvertFn(beam.DoFn):
@@ -44,14 +58,8 @@ class ConvertFn(beam.DoFn):
         outcome = convert_input(item, self.schema, self.image_options)
         if self._progress is not None:
             self._progress.add()
-        if isinstance(outcome, RejectLine):
-            Metrics.counter(NAMESPACE, f"rejected_{outcome.reason}").inc()
-            yield TaggedOutput(REJECTS, outcome)
-            return
-        Metrics.counter(NAMESPACE, "records").inc()
-        if outcome.reencoded:
-            Metrics.counter(NAMESPACE, "reencoded").inc()
-        yield outcome
+        count_outcome(outcome)
+        yield TaggedOutput(REJECTS, outcome) if isinstance(outcome, RejectLine) else outcome
 
     def finish_bundle(self) -> None:
         if self._progress is not None:
@@ -130,3 +138,97 @@ def tally_outcomes(
     """One Tally of all outcomes; the record bytes are dropped before anything is combined."""
     facts = records | "DropPixels" >> beam.Map(without_pixels)
     return (facts, rejects) | "Outcomes" >> beam.Flatten() | "Tally" >> beam.CombineGlobally(TallyFn())
+
+
+class WriteShardFn(beam.DoFn):
+    """Adapts `shardwriter.write_shard`: one ShardTask in, one temporary shard out, plus the
+    shard's rejects and one Tally (not one element per record: fewer elements, less overhead)."""
+
+    def __init__(
+        self,
+        temp_dir: str,
+        schema: str,
+        image_options: ImageOptions,
+        compression: str,
+        threads: int,
+        progress_dir: str | None = None,
+    ) -> None:
+        self.temp_dir = temp_dir
+        self.schema = schema
+        self.image_options = image_options
+        self.compression = compression
+        self.threads = threads
+        self.progress_dir = progress_dir
+        self._progress = None
+
+    def setup(self) -> None:
+        if self.progress_dir:
+            from beam_tfrecord.progress import ProgressCounter
+
+            self._progress = ProgressCounter(self.progress_dir)
+
+    def _convert(self, item: PlannedInput) -> ConvertedRecord | RejectLine:
+        return convert_input(item, self.schema, self.image_options)
+
+    def _observe(self, outcome: ConvertedRecord | RejectLine) -> None:
+        count_outcome(outcome)
+        if self._progress is not None:
+            self._progress.add()
+
+    def process(self, task: ShardTask) -> Iterator[shardwriter.WrittenShard | TaggedOutput]:
+        written, outcomes = shardwriter.write_shard(
+            task, self.temp_dir, self._convert, self.compression, self.threads, self._observe
+        )
+        tally = Tally()
+        for outcome in outcomes:
+            tally.add(outcome)
+            if isinstance(outcome, RejectLine):
+                yield TaggedOutput(REJECTS, outcome)
+        yield TaggedOutput(TALLIES, tally)
+        yield written
+
+    def finish_bundle(self) -> None:
+        if self._progress is not None:
+            self._progress.flush()
+
+
+class FinalizeShardsFn(beam.DoFn):
+    """Runs once, after every shard task: renames the temporary shards into place."""
+
+    def __init__(self, output: str, temp_dir: str, compression: str) -> None:
+        self.output = output
+        self.temp_dir = temp_dir
+        self.compression = compression
+
+    def process(self, _: None, written: list[shardwriter.WrittenShard]) -> Iterator[str]:
+        yield from shardwriter.finalize_shards(written, self.output, self.temp_dir, self.compression)
+
+
+class WriteShards(beam.PTransform):
+    """ShardTask -> final shard paths (main), RejectLine ("rejects"), Tally ("tallies")."""
+
+    def __init__(self, fn: WriteShardFn, output: str) -> None:
+        super().__init__()
+        self.fn = fn
+        self.output = output
+
+    def expand(self, tasks: beam.PCollection[ShardTask]) -> beam.pvalue.DoOutputsTuple:
+        fn = self.fn
+        written = tasks | "WriteShard" >> beam.ParDo(fn).with_outputs(REJECTS, TALLIES, main="written")
+        finals = (
+            tasks.pipeline
+            | "Once" >> beam.Create([None])
+            | "Finalize"
+            >> beam.ParDo(
+                FinalizeShardsFn(self.output, fn.temp_dir, fn.compression),
+                written=beam.pvalue.AsList(written.written),
+            )
+        )
+        return finals, written[REJECTS], written[TALLIES]
+
+
+class MergeTallies(TallyFn):
+    """Tally per shard -> one Tally."""
+
+    def add_input(self, total: Tally, tally: Tally) -> Tally:
+        return total.merge(tally)

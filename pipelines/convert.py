@@ -103,6 +103,9 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         image_options=args.image_options,
         compression=args.compression,
         progress_dir=progress_dir,
+        sink=args.sink if args.sink != "auto" else ("paths" if local else "beam"),
+        threads=args.decode_threads,
+        split_seed=args.split_seed,
     )
     run_info = {
         "input": args.input,
@@ -110,6 +113,7 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         "options": args.raw,
         "runner": "FnApiRunner" if local else options.view_as(StandardOptions).runner,
         "direct_running_mode": options.view_as(DirectOptions).direct_running_mode if local else None,
+        "sink": config.sink,
         "beam_version": beam.__version__,
         "started_at": started,
     }

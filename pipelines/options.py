@@ -52,6 +52,14 @@ def build_parser() -> argparse.ArgumentParser:
     add("--max_pixels", type=int, default=DEFAULT_MAX_PIXELS, help="reject images with more pixels")
     add("--schema", default="tfds", choices=schema_lib.SCHEMAS)
     add("--overwrite", action="store_true", help="replace the shards and metadata of an earlier run")
+    add(
+        "--sink",
+        default="auto",
+        choices=("auto", "paths", "beam"),
+        help="auto: 'paths' (shards planned on paths, written whole by one worker) on local runners, "
+        "'beam' (WriteToTFRecord) on remote runners",
+    )
+    add("--decode_threads", type=int, default=2, help="read/decode threads per shard writer ('paths' sink)")
     add("--no_progress", action="store_true", help="no progress line on local runs")
     return parser
 
@@ -74,6 +82,8 @@ class ConvertArgs:
     schema: str
     overwrite: bool
     progress: bool
+    sink: str
+    decode_threads: int
     raw: dict[str, object]
 
 
@@ -117,6 +127,8 @@ def _check(ns: argparse.Namespace) -> ConvertArgs:
         raise UsageError("--shard_size_mb must be positive")
     if not 1 <= ns.jpeg_quality <= 100:
         raise UsageError("--jpeg_quality must be in 1..100")
+    if ns.decode_threads < 1:
+        raise UsageError("--decode_threads must be at least 1")
     if ns.max_pixels < 1:
         raise UsageError("--max_pixels must be positive")
     class_names = [c.strip() for c in ns.class_names.split(",") if c.strip()] if ns.class_names else None
@@ -143,5 +155,7 @@ def _check(ns: argparse.Namespace) -> ConvertArgs:
         schema=ns.schema,
         overwrite=ns.overwrite,
         progress=not ns.no_progress,
+        sink=ns.sink,
+        decode_threads=ns.decode_threads,
         raw=dict(vars(ns)),
     )

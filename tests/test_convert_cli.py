@@ -180,3 +180,20 @@ def test_usage_errors_before_any_work(tmp_path, capsys, make, args, message):
 def test_output_inside_input_is_refused(pets_tree, capsys):
     assert convert(pets_tree, pets_tree / "out") == 2
     assert "inside --input" in capsys.readouterr().err
+
+
+def test_both_sinks_write_the_same_records(bad_tree, tmp_path):
+    contents = {}
+    for sink in ("paths", "beam"):
+        out = tmp_path / sink
+        args = ("--max_pixels", str(imagegen.BAD_INPUT_MAX_PIXELS), "--num_shards", "2", "--sink", sink)
+        assert convert(bad_tree, out, *args) == 0
+        records = read_records(out, "train")
+        contents[sink] = (
+            sorted((r["image/filename"], r["image/encoded"], r["image/class/label"]) for r in records),
+            sorted((r["path"], r["reason"]) for r in rejects(out)),
+            len(shard_files(out, "train")),
+        )
+        assert summary(out)["sink"] == sink
+        assert not [n for n in os.listdir(out) if n.startswith((".temp", "beam-temp"))]
+    assert contents["paths"] == contents["beam"]
