@@ -7,8 +7,9 @@ Two schemas: `tfds` (the keys TensorFlow Datasets and the object-detection tools
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-import tensorflow as tf
+from beam_tfrecord.example_proto import example_class
 
 SCHEMAS = ("tfds", "simple")
 
@@ -28,17 +29,18 @@ class RecordFields:
     label_text: str | None = None
 
 
-def _bytes(value: bytes | str) -> tf.train.Feature:
+def _bytes(value: bytes | str) -> dict[str, Any]:
     data = value.encode("utf-8") if isinstance(value, str) else value
-    return tf.train.Feature(bytes_list=tf.train.BytesList(value=[data]))
+    return {"bytes_list": {"value": [data]}}
 
 
-def _int(value: int) -> tf.train.Feature:
-    return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+def _int(value: int) -> dict[str, Any]:
+    return {"int64_list": {"value": [value]}}
 
 
-def build_example(schema: str, fields: RecordFields) -> tf.train.Example:
-    """A `tf.train.Example` with the schema's keys; label keys only when the run is labeled."""
+def build_example(schema: str, fields: RecordFields):
+    """A `tf.train.Example` (TensorFlow's message, see example_proto) with the schema's keys;
+    label keys only when the run is labeled."""
     if schema == "tfds":
         feature = {
             "image/encoded": _bytes(fields.encoded),
@@ -64,15 +66,17 @@ def build_example(schema: str, fields: RecordFields) -> tf.train.Example:
             feature["label"] = _int(fields.label)
     else:
         raise ValueError(f"schema must be one of {SCHEMAS}, not {schema!r}")
-    return tf.train.Example(features=tf.train.Features(feature=feature))
+    return example_class()(features={"feature": feature})
 
 
 def serialize(schema: str, fields: RecordFields) -> bytes:
     return build_example(schema, fields).SerializeToString()
 
 
-def parse_spec(schema: str, labeled: bool = True) -> dict[str, tf.io.FixedLenFeature]:
-    """The `tf.io.parse_single_example` spec matching `build_example`."""
+def parse_spec(schema: str, labeled: bool = True) -> dict[str, Any]:
+    """The `tf.io.parse_single_example` spec matching `build_example` (imports TensorFlow)."""
+    import tensorflow as tf
+
     string, int64 = tf.io.FixedLenFeature([], tf.string), tf.io.FixedLenFeature([], tf.int64)
     if schema == "tfds":
         spec = {
