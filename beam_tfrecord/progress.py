@@ -21,7 +21,7 @@ class ProgressCounter:
         self.path = os.path.join(directory, f"{os.getpid()}-{uuid.uuid4().hex}")
         self.interval = interval
         self.count = 0
-        self._flushed_at = 0.0
+        self._flushed_at = time.monotonic()
 
     def add(self, n: int = 1) -> None:
         self.count += n
