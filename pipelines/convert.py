@@ -23,7 +23,7 @@ from beam_tfrecord.listing import list_inputs
 from beam_tfrecord.pipeline import ConvertConfig, ImagesToTFRecords
 from beam_tfrecord.plan import Plan, make_plan
 from pipelines import dry_run
-from pipelines.dataflow_checks import check_remote_run
+from pipelines.dataflow_checks import check_dry_run_paths, check_remote_run
 from pipelines.options import ConvertArgs, UsageError, build_parser, check_args
 
 LOCAL_RUNNERS = (None, "DirectRunner", "direct", "FnApiRunner")
@@ -90,6 +90,8 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
     options = PipelineOptions(pipeline_args)
     local = is_local(options)
     try:
+        if known.dry_run:
+            check_dry_run_paths(known.input, known.manifest)
         args = check_args(known)
         check_remote_run(args, options, local)
         plan = plan_run(args)

@@ -132,13 +132,7 @@ def check_dataflow(args: ConvertArgs, options: PipelineOptions) -> list[str]:
     problems += check_gcs_path("--temp_location", cloud.temp_location)
     problems += check_gcs_path("--staging_location", cloud.staging_location, required=False)
     problems += check_gcs_path("--output", args.output)
-    if args.dry_run:
-        if "://" in args.input:
-            problems.append(
-                f"--input {args.input}: a dry run plans from a listing, and {args.input} cannot be "
-                "listed offline; pass a local --input with the same layout (a sample is enough)"
-            )
-    elif not args.input.startswith("gs://"):
+    if not args.dry_run and not args.input.startswith("gs://"):
         problems.append(f"--input {args.input} is on this machine; Dataflow workers read only gs:// inputs")
     setup = options.view_as(SetupOptions)
     if not setup.setup_file and not options.view_as(WorkerOptions).sdk_container_image:
@@ -149,6 +143,21 @@ def check_dataflow(args: ConvertArgs, options: PipelineOptions) -> list[str]:
     problems += check_model_path(args.raw.get("model_path"))  # type: ignore[arg-type]
     problems += check_accelerator(options)
     return problems
+
+
+def check_dry_run_paths(input_spec: str, manifest: str | None) -> None:
+    """A dry run reads its input listing and manifest here, so both must be local files.
+
+    The job graph holds the planned paths, so planning needs the listing; a gs:// listing would
+    need credentials and network, which a dry run must not (Beam's GCS client retries for minutes).
+    """
+    if "://" in input_spec:
+        raise UsageError(
+            f"--input {input_spec}: a dry run plans from a listing, and {input_spec} cannot be listed "
+            "offline; pass a local --input with the same layout (a sample is enough)"
+        )
+    if manifest and "://" in manifest:
+        raise UsageError(f"--manifest {manifest}: a dry run reads the manifest offline; pass a local copy")
 
 
 def check_portable(args: ConvertArgs, options: PipelineOptions) -> list[str]:
