@@ -5,7 +5,10 @@
 #   TEMPLATE=gs://my-bucket/templates/beam-tfrecord.json \
 #   IMAGE=us-central1-docker.pkg.dev/my-project/beam/beam-tfrecord:0.1.0 \
 #   INPUT=gs://my-bucket/PetImages OUTPUT=gs://my-bucket/tfrecords/pets \
-#   deploy/run_template.sh [--gpu] [-- more gcloud flags, e.g. --parameters splits=train=0.8,validation=0.2]
+#   deploy/run_template.sh [--gpu] [-- more gcloud flags, e.g. --parameters schema=simple]
+#
+# gcloud splits --parameters at commas: a value with commas needs another delimiter, e.g.
+# --parameters '^~^splits=train=0.8,validation=0.2'.
 #
 # The template's launcher runs pipelines/convert.py inside IMAGE; the workers start from IMAGE too.
 # Optional: MAX_WORKERS (default 10), MACHINE_TYPE. PRINT_ONLY=1 prints the command only.
