@@ -18,6 +18,8 @@ demo: $(VENV)/.installed
 lint: $(VENV)/.installed
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(VENV)/bin/shellcheck deploy/*.sh
+	$(VENV)/bin/hadolint deploy/Dockerfile
 
 test: lint
 	$(PY) -m pytest

@@ -22,6 +22,8 @@ from beam_tfrecord import metadata, outputs
 from beam_tfrecord.listing import list_inputs
 from beam_tfrecord.pipeline import ConvertConfig, ImagesToTFRecords
 from beam_tfrecord.plan import Plan, make_plan
+from pipelines import dry_run
+from pipelines.dataflow_checks import check_dry_run_paths, check_remote_run
 from pipelines.options import ConvertArgs, UsageError, build_parser, check_args
 
 LOCAL_RUNNERS = (None, "DirectRunner", "direct", "FnApiRunner")
@@ -85,17 +87,23 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
     started = time.time()
     parser = build_parser()
     known, pipeline_args = parser.parse_known_args(argv)
+    options = PipelineOptions(pipeline_args)
+    local = is_local(options)
     try:
+        if known.dry_run:
+            check_dry_run_paths(known.input, known.manifest)
         args = check_args(known)
+        check_remote_run(args, options, local)
         plan = plan_run(args)
-        prepare_output(args)
+        if not args.dry_run:  # a dry run writes nothing there, and must not list gs:// offline
+            prepare_output(args)
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 
-    options = PipelineOptions(pipeline_args)
     options.view_as(SetupOptions).save_main_session = save_main_session
-    local = is_local(options)
+    if args.dry_run:
+        dry_run.enable(options)
     progress_dir = tempfile.mkdtemp(prefix="beam-tfrecord-progress-") if local and args.progress else None
     config = ConvertConfig(
         output=args.output,
@@ -126,6 +134,9 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
     )
     pipeline = beam.Pipeline(runner=local_runner(options) if local else None, options=options)
     _ = pipeline | "ImagesToTFRecords" >> ImagesToTFRecords(plan, config, run_info)
+    if args.dry_run:
+        print(dry_run.format_report(dry_run.translate(pipeline, args.dry_run_output)))
+        return 0
     try:
         if progress_dir:
             from beam_tfrecord.progress import ProgressPrinter

@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--class_names", help="comma-separated class names fixing the label ids (default: sorted names)")
     add("--splits", default="train=1", help="NAME=FRACTION,... e.g. train=0.8,validation=0.2")
     add("--split_seed", type=int, default=0, help="seed of the path hash that assigns splits")
-    add("--stratify", action="store_true", help="give every class each split's exact share")
+    add_flag(parser, "--stratify", "give every class each split's exact share")
     add("--num_shards", type=int, help="shards per split (default: derived from --shard_size_mb)")
     add("--shard_size_mb", type=float, default=128.0, help="target shard size when --num_shards is not given")
     add("--compression", default="none", choices=("none", "gzip"))
@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--channels", type=int, choices=(1, 3), help="force grayscale (1) or RGB (3)")
     add("--max_pixels", type=int, default=DEFAULT_MAX_PIXELS, help="reject images with more pixels")
     add("--schema", default="tfds", choices=schema_lib.SCHEMAS)
-    add("--overwrite", action="store_true", help="replace the shards and metadata of an earlier run")
+    add_flag(parser, "--overwrite", "replace the shards and metadata of an earlier run")
     add(
         "--sink",
         default="auto",
@@ -60,8 +60,34 @@ def build_parser() -> argparse.ArgumentParser:
         "'beam' (WriteToTFRecord) on remote runners",
     )
     add("--decode_threads", type=int, default=2, help="read/decode threads per shard writer ('paths' sink)")
-    add("--no_progress", action="store_true", help="no progress line on local runs")
+    add_flag(parser, "--no_progress", "no progress line on local runs")
+    add_flag(
+        parser,
+        "--dry_run",
+        "with --runner=DataflowRunner: build and translate the job offline, write its description "
+        "to --dry_run_output, submit nothing",
+    )
+    add("--dry_run_output", default="dataflow_job.json", help="where --dry_run writes the job JSON")
     return parser
+
+
+def parse_bool(value: str) -> bool:
+    """`true`/`false` (any case), also `1`/`0` and `yes`/`no`, as a Flex Template passes them."""
+    lowered = value.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, not {value!r}")
+
+
+def add_flag(parser: argparse.ArgumentParser, name: str, help_text: str) -> None:
+    """A boolean option that works both as `--name` and as `--name=true|false`.
+
+    A Flex Template launcher passes every parameter as `--name=value`; a store_true flag would
+    reject that.
+    """
+    parser.add_argument(name, nargs="?", const=True, default=False, type=parse_bool, help=help_text)
 
 
 @dataclass(frozen=True)
@@ -85,6 +111,8 @@ class ConvertArgs:
     sink: str
     decode_threads: int
     raw: dict[str, object]
+    dry_run: bool = False
+    dry_run_output: str = "dataflow_job.json"
 
 
 def _absolute(path: str) -> str:
@@ -158,4 +186,6 @@ def _check(ns: argparse.Namespace) -> ConvertArgs:
         sink=ns.sink,
         decode_threads=ns.decode_threads,
         raw=dict(vars(ns)),
+        dry_run=ns.dry_run,
+        dry_run_output=ns.dry_run_output,
     )

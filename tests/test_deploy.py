@@ -1,0 +1,134 @@
+"""deploy/: the Flex Template metadata matches the CLI, and the scripts check their inputs, print
+what they run, take versions from requirements.txt, and submit a job Dataflow's translation accepts.
+
+No docker engine or gcloud runs here; the scripts' PRINT_ONLY=1 shows the exact commands instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from pipelines.options import build_parser
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEPLOY = os.path.join(ROOT, "deploy")
+# A template launch always submits, so the dry-run options are not template parameters.
+NOT_TEMPLATE_PARAMETERS = {"help", "dry_run", "dry_run_output"}
+# A value each option accepts, for options with no default or choices to check the regex against.
+EXAMPLES = {
+    "input": "gs://my-bucket/PetImages",
+    "output": "gs://my-bucket/tfrecords/pets",
+    "label_pattern": r"^(cat|dog)\.",
+    "manifest": "gs://my-bucket/labels.csv",
+    "class_names": "cat,dog",
+    "num_shards": "8",
+    "resize": "224x224",
+}
+
+
+def metadata() -> dict:
+    with open(os.path.join(DEPLOY, "metadata.json")) as handle:
+        return json.load(handle)
+
+
+def pinned(package: str) -> str:
+    with open(os.path.join(ROOT, "requirements.txt")) as handle:
+        for line in handle:
+            match = re.match(rf"^{re.escape(package)}(\[[a-z,]*\])?==(\S+)", line)
+            if match:
+                return match.group(2)
+    raise AssertionError(f"{package} is not pinned")
+
+
+def script(name: str, *args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", os.path.join(DEPLOY, name), *args],
+        env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), **env},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+
+
+def test_template_lists_every_option_with_label_help_and_regex():
+    actions = {a.dest: a for a in build_parser()._actions if a.dest not in NOT_TEMPLATE_PARAMETERS}
+    parameters = {p["name"]: p for p in metadata()["parameters"]}
+    assert set(parameters) == set(actions)
+    for name, parameter in parameters.items():
+        assert parameter["label"] and parameter["helpText"], name
+        regexes = [re.compile(r) for r in parameter["regexes"]]
+        action = actions[name]
+        if action.choices:
+            good = [str(c) for c in action.choices]
+        elif action.const is True:  # a flag: the launcher passes --name=true|false
+            good = ["true", "false"]
+        else:
+            good = [EXAMPLES.get(name, str(action.default))]
+        for value in good:
+            assert all(r.match(value) for r in regexes), (name, value)
+            if name not in ("input", "output", "manifest"):  # the CLI also accepts local paths
+                assert build_parser().parse_args([f"--{name}={value}"]) is not None
+        assert not all(r.match("") for r in regexes), name  # an empty value is never passed on
+    assert not parameters["input"].get("isOptional") and not parameters["output"].get("isOptional")
+
+
+def test_image_takes_beam_and_tensorflow_versions_from_requirements():
+    done = script("build_image.sh", "--gpu", PRINT_ONLY="1", IMAGE="us-docker.pkg.dev/p/r/img:1")
+    assert done.returncode == 0, done.stderr
+    assert f"--build-arg BEAM_VERSION={pinned('apache-beam')}" in done.stdout
+    assert "--build-arg TENSORFLOW_EXTRAS=and-cuda" in done.stdout
+    assert f"tensorflow[and-cuda]=={pinned('tensorflow')}" in done.stdout
+    with open(os.path.join(DEPLOY, "Dockerfile")) as handle:
+        dockerfile = handle.read()
+    assert "FROM apache/beam_python3.11_sdk:${BEAM_VERSION}" in dockerfile
+    assert not re.search(r"\b2\.\d+\.\d+\b", dockerfile)  # no version is stated a second time
+
+
+@pytest.mark.parametrize("name", ["build_image.sh", "build_template.sh", "run_job.sh", "run_template.sh"])
+def test_scripts_refuse_missing_inputs(name):
+    done = script(name)
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: set ")
+
+
+def test_template_script_prints_the_gcloud_command():
+    done = script(
+        "build_template.sh", PRINT_ONLY="1", IMAGE="img", TEMPLATE="gs://my-bucket/templates/t.json"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "gcloud dataflow flex-template build gs://my-bucket/templates/t.json" in done.stdout
+    assert "--metadata-file deploy/metadata.json" in done.stdout
+
+
+def test_gpu_job_script_submits_a_job_dataflow_translation_accepts(pets_tree, tmp_path):
+    """run_job.sh --gpu, with --dry_run appended: the checks pass and the job asks for an L4."""
+    job_file = tmp_path / "job.json"
+    done = script(
+        "run_job.sh",
+        "--gpu",
+        "--",
+        "--dry_run",
+        f"--dry_run_output={job_file}",
+        PYTHON=sys.executable,
+        PROJECT="my-project",
+        REGION="us-central1",
+        BUCKET="gs://my-bucket",
+        INPUT=str(pets_tree),
+        OUTPUT="gs://my-bucket/out",
+        IMAGE="us-docker.pkg.dev/my-project/beam/beam-tfrecord-gpu:1",
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    environment = json.loads(job_file.read_text())["environment"]
+    assert environment["serviceOptions"] == [
+        "worker_accelerator=type:nvidia-l4;count:1;install-nvidia-driver"
+    ]
+    pool = environment["workerPools"][0]
+    assert pool["machineType"] == "g2-standard-4"
+    assert pool["workerHarnessContainerImage"].endswith("beam-tfrecord-gpu:1")
+    assert pool["autoscalingSettings"]["maxNumWorkers"] == 10
