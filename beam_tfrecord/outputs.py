@@ -8,8 +8,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import sharding
 from beam_tfrecord.metadata import LABELS_FILE, REJECTS_FILE, SUMMARY_FILE
+from beam_tfrecord.tfds_metadata import TFDS_FILES
 
-METADATA_FILES = (LABELS_FILE, REJECTS_FILE, SUMMARY_FILE)
+METADATA_FILES = (LABELS_FILE, REJECTS_FILE, SUMMARY_FILE, *TFDS_FILES)
 
 
 def existing_outputs(output: str) -> list[str]:
