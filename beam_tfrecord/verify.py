@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import posixpath
 import random
+import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -107,6 +108,12 @@ def check_shard_names(found: Mapping[str, list[tuple[str, int]]], summary: Mappi
     return errors
 
 
+def tf_message(error: tf.errors.OpError) -> str:
+    """TensorFlow's message without the eager wrapper's function and op names around it."""
+    text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", error.message.splitlines()[0])
+    return re.sub(r"\s*\[Op:[^\]]*\].*$", "", text).strip()
+
+
 class _Sampler:
     """A seeded reservoir sample over every record read, so a sample costs no second pass."""
 
@@ -160,11 +167,11 @@ def _explain(path: str, index: int, compression: str, schema: str, labeled: bool
     try:
         parsed = tf.io.parse_single_example(raw, schema_lib.parse_spec(schema, labeled))
     except tf.errors.InvalidArgumentError as error:
-        return f"does not parse with the {schema} schema's spec: {error.message.splitlines()[0]}"
+        return f"does not parse with the {schema} schema's spec: {tf_message(error)}"
     try:
         tf.io.decode_image(parsed[schema_lib.image_key(schema)], expand_animations=False)
     except tf.errors.InvalidArgumentError as error:
-        return f"its image does not decode: {error.message.splitlines()[0]}"
+        return f"its image does not decode: {tf_message(error)}"
     return "fails to read"
 
 
@@ -212,7 +219,7 @@ def read_shard(
                 sampler.put(slot, Sample(split, filename, label, facts["encoded"].numpy()))
             count += 1
     except tf.errors.DataLossError as error:
-        first = error.message.splitlines()[0]
+        first = tf_message(error)
         report.errors.append(f"{name}: record {count} is corrupt (bad CRC or framing: {first})")
         return False
     except tf.errors.InvalidArgumentError:
@@ -234,6 +241,7 @@ def check_counts(report: OutputReport, broken: set[str]) -> list[str]:
             errors.append(
                 f"split {split}: {report.records[split]} records read, summary.json says {info['records']}"
             )
+            continue  # the per-label counts would only repeat it
         for label, expected in info.get("labels", {}).items():
             if report.by_split_label[(split, label)] != expected:
                 found = report.by_split_label[(split, label)]
