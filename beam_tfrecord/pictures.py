@@ -27,13 +27,14 @@ def font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     return ImageFont.load_default(size=size)
 
 
-def _fit(draw: ImageDraw.ImageDraw, text: str, face, width: int) -> str:
-    """`text`, cut with an ellipsis at the front (file names differ at their ends) to fit `width`."""
+def _fit(draw: ImageDraw.ImageDraw, text: str, face, width: int, keep_end: bool = False) -> str:
+    """`text` cut with an ellipsis to fit `width`: labels keep their start, file paths (which
+    differ at their ends) `keep_end`."""
     if draw.textlength(text, font=face) <= width:
         return text
-    while text and draw.textlength("…" + text, font=face) > width:
-        text = text[1:]
-    return "…" + text
+    while text and draw.textlength(f"…{text}" if keep_end else f"{text}…", font=face) > width:
+        text = text[1:] if keep_end else text[:-1]
+    return f"…{text}" if keep_end else f"{text}…"
 
 
 def thumbnail(encoded: bytes, size: int) -> Image.Image:
@@ -70,7 +71,12 @@ def contact_sheet(samples: Sequence[Sample], title: str, columns: int = 6, cell:
         split_width = int(draw.textlength(sample.split, font=small))
         draw.text((x + cell - split_width, y + cell + 5), sample.split, fill=FAINT, font=small)
         draw.text((x, y + cell + 2), _fit(draw, label, big, cell - split_width - 6), fill=INK, font=big)
-        draw.text((x, y + cell + 22), _fit(draw, sample.filename, small, cell), fill=FAINT, font=small)
+        draw.text(
+            (x, y + cell + 22),
+            _fit(draw, sample.filename, small, cell, keep_end=True),
+            fill=FAINT,
+            font=small,
+        )
     if not samples:
         draw.text((pad, header), "no record to show", fill=FAINT, font=big)
     return sheet
