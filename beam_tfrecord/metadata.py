@@ -15,6 +15,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord.plan import Plan, RejectLine
 from beam_tfrecord.records import ConvertedRecord
+from beam_tfrecord.tfds_metadata import write_tfds_metadata
 
 LABELS_FILE = "labels.txt"
 REJECTS_FILE = "rejects.jsonl"
@@ -142,10 +143,12 @@ def write_metadata(
     rejects: Iterable[RejectLine],
     summary: Mapping[str, Any],
 ) -> None:
-    """labels.txt and rejects.jsonl first, summary.json last: its presence means the run ended."""
+    """labels.txt, rejects.jsonl and the TFDS metadata first, summary.json last: its presence means
+    the run ended."""
     if class_names is not None:
         write_text(FileSystems.join(output, LABELS_FILE), "".join(f"{name}\n" for name in class_names))
     write_text(FileSystems.join(output, REJECTS_FILE), "".join(r.to_json() + "\n" for r in sorted(rejects)))
+    summary = {**summary, "tfds_metadata": write_tfds_metadata(output, summary)}
     write_text(
         FileSystems.join(output, SUMMARY_FILE),
         json.dumps(summary, indent=2, sort_keys=False, ensure_ascii=False) + "\n",

@@ -8,8 +8,12 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import sharding
 from beam_tfrecord.metadata import LABELS_FILE, REJECTS_FILE, SUMMARY_FILE
+from beam_tfrecord.tfds_metadata import TFDS_FILES
 
-METADATA_FILES = (LABELS_FILE, REJECTS_FILE, SUMMARY_FILE)
+# Drawn by `python -m pipelines.inspect` beside the shards by default.
+CONTACT_SHEET_FILE = "contact_sheet.png"
+HISTOGRAM_FILE = "label_histogram.png"
+METADATA_FILES = (LABELS_FILE, REJECTS_FILE, SUMMARY_FILE, *TFDS_FILES, CONTACT_SHEET_FILE, HISTOGRAM_FILE)
 
 
 def existing_outputs(output: str) -> list[str]:

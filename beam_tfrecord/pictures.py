@@ -1,0 +1,132 @@
+"""Pictures of what was written: a contact sheet of sampled records and a label histogram.
+
+Drawn with Pillow (already a dependency) and its built-in font, so nothing else is installed and
+nothing is downloaded. Thumbnails are decoded from the stored bytes, the ones a trainer reads.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+
+from apache_beam.io.filesystems import FileSystems
+from PIL import Image, ImageDraw, ImageFont
+
+from beam_tfrecord.verify import Sample
+
+BACKGROUND = (255, 255, 255)
+CELL_BACKGROUND = (235, 235, 235)
+INK = (20, 20, 20)
+FAINT = (90, 90, 90)
+# Colour-blind-safe (Okabe-Ito) colours, one per split.
+SPLIT_COLOURS = [(0, 114, 178), (230, 159, 0), (0, 158, 115), (204, 121, 167), (86, 180, 233), (213, 94, 0)]
+MAX_HISTOGRAM_ROWS = 60
+
+
+def font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    return ImageFont.load_default(size=size)
+
+
+def _fit(draw: ImageDraw.ImageDraw, text: str, face, width: int, keep_end: bool = False) -> str:
+    """`text` cut with an ellipsis to fit `width`: labels keep their start, file paths (which
+    differ at their ends) `keep_end`."""
+    if draw.textlength(text, font=face) <= width:
+        return text
+    while text and draw.textlength(f"…{text}" if keep_end else f"{text}…", font=face) > width:
+        text = text[1:] if keep_end else text[:-1]
+    return f"…{text}" if keep_end else f"{text}…"
+
+
+def thumbnail(encoded: bytes, size: int) -> Image.Image:
+    """The stored image scaled to fit a `size` square; a grey cross if Pillow cannot read it."""
+    try:
+        with Image.open(io.BytesIO(encoded)) as image:
+            image = image.convert("RGB")
+            image.thumbnail((size, size))
+            return image
+    except Exception:
+        broken = Image.new("RGB", (size, size), (200, 200, 200))
+        ImageDraw.Draw(broken).line([(0, 0), (size, size), (0, size), (size, 0)], fill=(150, 0, 0), width=3)
+        return broken
+
+
+def contact_sheet(samples: Sequence[Sample], title: str, columns: int = 6, cell: int = 160) -> Image.Image:
+    """A grid of thumbnails, each with its label (large) and split and file name (small) under it."""
+    columns = max(1, min(columns, len(samples) or 1))
+    rows = max(1, -(-len(samples) // columns))
+    pad, caption, header = 8, 40, 36
+    sheet = Image.new(
+        "RGB", (columns * (cell + pad) + pad, header + rows * (cell + caption + pad)), BACKGROUND
+    )
+    draw = ImageDraw.Draw(sheet)
+    big, small = font(16), font(12)
+    draw.text((pad, 8), title, fill=INK, font=font(18))
+    for i, sample in enumerate(samples):
+        x = pad + (i % columns) * (cell + pad)
+        y = header + (i // columns) * (cell + caption + pad)
+        draw.rectangle([x, y, x + cell - 1, y + cell - 1], fill=CELL_BACKGROUND)
+        thumb = thumbnail(sample.encoded, cell)
+        sheet.paste(thumb, (x + (cell - thumb.width) // 2, y + (cell - thumb.height) // 2))
+        label = sample.label if sample.label is not None else "(unlabeled)"
+        split_width = int(draw.textlength(sample.split, font=small))
+        draw.text((x + cell - split_width, y + cell + 5), sample.split, fill=FAINT, font=small)
+        draw.text((x, y + cell + 2), _fit(draw, label, big, cell - split_width - 6), fill=INK, font=big)
+        draw.text(
+            (x, y + cell + 22),
+            _fit(draw, sample.filename, small, cell, keep_end=True),
+            fill=FAINT,
+            font=small,
+        )
+    if not samples:
+        draw.text((pad, header), "no record to show", fill=FAINT, font=big)
+    return sheet
+
+
+def label_histogram(
+    counts: Mapping[str, Mapping[str, int]], splits: Sequence[str], title: str, width: int = 900
+) -> Image.Image:
+    """Horizontal bars, one per label (most frequent first), stacked by split, count at the end."""
+    labels = sorted(counts, key=lambda label: (-sum(counts[label].values()), label))
+    hidden = max(0, len(labels) - MAX_HISTOGRAM_ROWS)
+    labels = labels[:MAX_HISTOGRAM_ROWS]
+    row, pad, header = 26, 12, 64
+    body, small = font(15), font(13)
+    measure = ImageDraw.Draw(Image.new("RGB", (1, 1)))
+    name_width = min(260, max([measure.textlength(label, font=body) for label in labels] or [40]) + 8)
+    height = header + row * max(1, len(labels)) + (row if hidden else 0) + pad
+    image = Image.new("RGB", (width, int(height)), BACKGROUND)
+    draw = ImageDraw.Draw(image)
+    draw.text((pad, 8), title, fill=INK, font=font(18))
+    legend_x = pad
+    for i, split in enumerate(splits):
+        colour = SPLIT_COLOURS[i % len(SPLIT_COLOURS)]
+        draw.rectangle([legend_x, 38, legend_x + 14, 52], fill=colour)
+        draw.text((legend_x + 20, 37), split, fill=INK, font=small)
+        legend_x += 20 + int(draw.textlength(split, font=small)) + 24
+    top = max([sum(c.values()) for c in counts.values()] or [1]) or 1
+    bar_left = pad + name_width
+    bar_space = width - bar_left - 70
+    for r, label in enumerate(labels):
+        y = header + r * row
+        draw.text((pad, y + 4), _fit(draw, label, body, int(name_width) - 8), fill=INK, font=body)
+        x = bar_left
+        for i, split in enumerate(splits):
+            n = counts[label].get(split, 0)
+            length = round(bar_space * n / top)
+            if length:
+                draw.rectangle(
+                    [x, y + 4, x + length - 1, y + row - 4], fill=SPLIT_COLOURS[i % len(SPLIT_COLOURS)]
+                )
+            x += length
+        draw.text((x + 6, y + 5), str(sum(counts[label].values())), fill=INK, font=small)
+    if hidden:
+        draw.text((pad, header + len(labels) * row + 4), f"… and {hidden} more labels", fill=FAINT, font=body)
+    return image
+
+
+def save_png(image: Image.Image, path: str) -> None:
+    """Through Beam's FileSystems, so a `gs://` destination works like a local one."""
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    with FileSystems.create(path) as handle:
+        handle.write(buffer.getvalue())

@@ -1,0 +1,119 @@
+"""Reading a conversion's output back as a `tf.data.Dataset`, from its own metadata.
+
+Everything a training job would otherwise hard-code (feature keys, label or not, gzip, shard
+paths, record counts) is read from summary.json and the shard names, so no parse function is
+written by hand. Works on local and `gs://` output: TFRecordDataset reads `gs://` itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import tensorflow as tf
+from apache_beam.io.filesystems import FileSystems
+
+from beam_tfrecord import schema as schema_lib
+from beam_tfrecord.metadata import read_summary
+
+AUTOTUNE = tf.data.AUTOTUNE
+
+
+@dataclass(frozen=True)
+class SplitFiles:
+    """What a reader needs to know about one split of an output directory."""
+
+    schema: str
+    labeled: bool
+    class_names: list[str] | None
+    paths: list[str]
+    compression: str  # "GZIP" or "" as TFRecordDataset spells it
+    records: int
+    channels: int | None  # what the run forced with --channels, if anything
+
+
+def split_files(output_dir: str, split: str = "train", summary: dict[str, Any] | None = None) -> SplitFiles:
+    """The shards of `split` and how to parse them, from summary.json."""
+    summary = summary if summary is not None else read_summary(output_dir)
+    if split not in summary["splits"]:
+        raise ValueError(f"{output_dir} has no split {split!r}; it has {sorted(summary['splits'])}")
+    info = summary["splits"][split]
+    paths = [FileSystems.join(output_dir, name) for name in sorted(info["files"])]
+    options = summary.get("options", {})
+    return SplitFiles(
+        schema=options.get("schema", "tfds"),
+        labeled=summary.get("class_names") is not None,
+        class_names=summary.get("class_names"),
+        paths=paths,
+        compression="GZIP" if any(p.endswith(".gz") for p in paths) else "",
+        records=info["records"],
+        channels=options.get("channels"),
+    )
+
+
+def decode(encoded: tf.Tensor, channels: int, image_size: tuple[int, int] | None) -> tf.Tensor:
+    """uint8 [height, width, channels] as the training job sees it; resizing keeps it uint8."""
+    image = tf.io.decode_image(encoded, channels=channels, expand_animations=False)
+    if image_size is not None:
+        resized = tf.image.resize(image, image_size)
+        image = tf.cast(tf.clip_by_value(tf.round(resized), 0.0, 255.0), tf.uint8)
+    return image
+
+
+def load_dataset(
+    output_dir: str,
+    split: str = "train",
+    *,
+    batch_size: int | None = 32,
+    image_size: tuple[int, int] | None = None,
+    channels: int | None = None,
+    shuffle: bool = True,
+    shuffle_buffer: int = 1024,
+    seed: int | None = None,
+    features: bool = False,
+    drop_remainder: bool = False,
+) -> tf.data.Dataset:
+    """A dataset of `(image, label)` (or `image` alone for an unlabeled run) from a conversion.
+
+    `features=True` gives instead a dict of every parsed key of the record (the encoded bytes
+    included) plus `"image"`, the decoded image. Images are uint8; `image_size=(height, width)`
+    resizes them. `channels` defaults to what the run forced, else 3 (grayscale becomes RGB, as
+    TFDS does); 0 keeps each image's own count. Shuffling is over shard files and then records;
+    give `seed` for a repeatable order. Batching needs images of one size: use `image_size`, or
+    `batch_size=None` for single examples.
+    """
+    files = split_files(output_dir, split)
+    channels = (files.channels or 3) if channels is None else channels
+    spec = schema_lib.parse_spec(files.schema, files.labeled)
+    image_key = schema_lib.image_key(files.schema)
+    label_key = schema_lib.label_key(files.schema)
+
+    paths = tf.data.Dataset.from_tensor_slices(files.paths)
+    if shuffle:
+        paths = paths.shuffle(len(files.paths), seed=seed)
+    records = paths.interleave(
+        lambda path: tf.data.TFRecordDataset(path, compression_type=files.compression),
+        cycle_length=max(1, min(len(files.paths), 16)),
+        num_parallel_calls=AUTOTUNE,
+        deterministic=not shuffle or seed is not None,
+    )
+    records = records.apply(tf.data.experimental.assert_cardinality(files.records))
+    if shuffle:
+        records = records.shuffle(shuffle_buffer, seed=seed)
+
+    def parse(serialized: tf.Tensor) -> Any:
+        parsed = tf.io.parse_single_example(serialized, spec)
+        image = decode(parsed[image_key], channels, image_size)
+        if features:
+            return {**parsed, "image": image}
+        return (image, parsed[label_key]) if files.labeled else image
+
+    dataset = records.map(parse, num_parallel_calls=AUTOTUNE, deterministic=not shuffle or seed is not None)
+    if batch_size:
+        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder, num_parallel_calls=AUTOTUNE)
+    return dataset.prefetch(AUTOTUNE)
+
+
+def class_names(output_dir: str) -> list[str] | None:
+    """The label names in id order (labels.txt's lines), or None for an unlabeled run."""
+    return read_summary(output_dir).get("class_names")

@@ -1,0 +1,117 @@
+"""TensorFlow Datasets metadata beside the shards, so `tfds.builder_from_directory(OUTPUT)` loads them.
+
+Written with TFDS's own writer (`tfds.folder_dataset.write_metadata`), never by hand, so the JSON
+is whatever the installed TFDS reads. Two facts make our shards loadable as they are:
+
+- TFDS's filename template `{SPLIT}-{SHARD_X_OF_Y}.{FILEFORMAT}` is exactly our shard name
+  `{split}-{index:05d}-of-{count:05d}.tfrecord`.
+- TFDS serializes a nested `FeaturesDict` under `/`-joined keys, so `{"image": {"encoded": ...}}`
+  reads the `image/encoded` key of the `tfds` schema; the `simple` schema's keys are flat.
+
+TFDS reads uncompressed TFRecord files only, so gzip output gets no TFDS metadata (the summary
+says why). `tensorflow_datasets` is imported only here and only when writing.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from apache_beam.io.filesystems import FileSystems
+
+from beam_tfrecord.tfrecord_files import count_records
+
+FILENAME_TEMPLATE = "{SPLIT}-{SHARD_X_OF_Y}.{FILEFORMAT}"
+FILE_FORMAT = "tfrecord"
+# Every file TFDS's writer may put in the output directory (ClassLabel names go to
+# `<feature path with - for />.labels.txt`), so `--overwrite` can clear an earlier run's.
+TFDS_FILES = ("dataset_info.json", "features.json", "image-class-label.labels.txt", "label.labels.txt")
+
+
+def features_spec(schema: str, class_names: Sequence[str] | None, channels: int | None) -> dict[str, Any]:
+    """The TFDS FeaturesDict (as nested dicts of connectors) whose keys are the schema's record keys.
+
+    Images decode to `channels` (3 unless the run forced 1), as TFDS's Image needs a fixed count.
+    """
+    import numpy as np
+    import tensorflow_datasets as tfds
+
+    f = tfds.features
+    image = f.Image(shape=(None, None, channels or 3))
+    int64 = f.Scalar(dtype=np.int64)
+    if schema == "tfds":
+        spec: dict[str, Any] = {
+            "encoded": image,
+            "format": f.Text(),
+            "height": int64,
+            "width": int64,
+            "channels": int64,
+            "filename": f.Text(),
+            "key": {"sha256": f.Text()},
+        }
+        if class_names is not None:
+            spec["class"] = {"label": f.ClassLabel(names=list(class_names)), "text": f.Text()}
+        return {"image": spec}
+    if schema == "simple":
+        spec = {"image_raw": image, "id": f.Text(), "height": int64, "width": int64, "depth": int64}
+        if class_names is not None:
+            spec["label"] = f.ClassLabel(names=list(class_names))
+        return spec
+    raise ValueError(f"unknown schema {schema!r}")
+
+
+def dataset_name(output: str) -> str:
+    """A TFDS-valid snake_case name from the output folder's name (TFDS shows it, never parses it)."""
+    base = posixpath.basename(output.rstrip("/")) or "images"
+    name = re.sub(r"[^a-z0-9_]+", "_", base.lower()).strip("_")
+    return name if name and name[0].isalpha() else f"images_{name}".rstrip("_")
+
+
+def write_tfds_metadata(output: str, summary: Mapping[str, Any]) -> dict[str, Any]:
+    """Write dataset_info.json and features.json for a finished run; returns what to record in
+    summary.json (`written`, and a `reason` when not)."""
+    options = summary.get("options", {})
+    if options.get("compression", "none") != "none":
+        return {"written": False, "reason": "TFDS reads uncompressed TFRecord files only"}
+    if summary.get("records", 0) == 0:
+        return {"written": False, "reason": "no record was written"}
+
+    import tensorflow_datasets as tfds
+    from tensorflow_datasets.core import naming
+
+    template = naming.ShardedFileTemplate(
+        data_dir=output,
+        template=FILENAME_TEMPLATE,
+        dataset_name=dataset_name(output),
+        filetype_suffix=FILE_FORMAT,
+    )
+    split_infos = []
+    for split, info in summary["splits"].items():
+        files = sorted(info["files"])
+        lengths = [count_records(FileSystems.join(output, name)) for name in files]
+        split_infos.append(
+            tfds.core.SplitInfo(
+                name=split,
+                shard_lengths=lengths,
+                num_bytes=info["bytes"],
+                filename_template=template.replace(split=split),
+            )
+        )
+    schema, class_names = options.get("schema", "tfds"), summary.get("class_names")
+    supervised = ("image_raw", "label") if schema == "simple" and class_names is not None else None
+    tfds.folder_dataset.write_metadata(
+        data_dir=output,
+        features=features_spec(schema, class_names, options.get("channels")),
+        split_infos=split_infos,
+        filename_template=template,
+        description=f"Images from {summary.get('input', 'unknown')} converted by beam-tfrecord "
+        f"({schema} schema). labels.txt, rejects.jsonl and summary.json lie beside the shards.",
+        supervised_keys=supervised,
+        check_data=False,  # its check prints to stdout; the same check, quietly:
+    )
+    first = next(name for name, info in summary["splits"].items() if info["records"])
+    for _ in tfds.builder_from_directory(output).as_dataset(split=f"{first}[:1]"):
+        pass
+    return {"written": True, "filename_template": FILENAME_TEMPLATE}

@@ -1,0 +1,356 @@
+"""Checking a conversion's output the way a training job will meet it, and saying clearly what is wrong.
+
+Every shard is read in full with TensorFlow (record framing and CRCs: TFRecordDataset raises
+DataLossError), every record parsed with the schema's spec and its image decoded; then the
+counts are compared with summary.json, the shard names and TFDS's dataset_info.json.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import random
+import re
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import tensorflow as tf
+from apache_beam.io.filesystems import FileSystems
+
+from beam_tfrecord import schema as schema_lib
+from beam_tfrecord import sharding
+from beam_tfrecord.metadata import LABELS_FILE, REJECTS_FILE, SUMMARY_FILE
+
+TFDS_INFO_FILE = "dataset_info.json"
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One record picked for the contact sheet."""
+
+    split: str
+    filename: str
+    label: str | None
+    encoded: bytes
+
+
+@dataclass
+class OutputReport:
+    """What reading every shard found; `errors` empty means the output is sound."""
+
+    summary: dict[str, Any]
+    errors: list[str] = field(default_factory=list)
+    records: Counter = field(default_factory=Counter)  # split -> n
+    by_split_label: Counter = field(default_factory=Counter)  # (split, label) -> n
+    sizes: Counter = field(default_factory=Counter)  # (height, width) -> n
+    channels: Counter = field(default_factory=Counter)
+    shard_lengths: dict[str, list[int]] = field(default_factory=dict)  # split -> per shard
+    shard_bytes: Counter = field(default_factory=Counter)  # split -> bytes
+    samples: list[Sample] = field(default_factory=list)
+    tfds_metadata: bool = False
+
+
+def read_text(path: str) -> str:
+    with FileSystems.open(path) as handle:
+        return handle.read().decode("utf-8")
+
+
+def list_shards(output: str) -> dict[str, list[tuple[str, int]]]:
+    """split -> sorted (file name, size) of every file named like a shard directly under `output`."""
+    (result,) = FileSystems.match([FileSystems.join(output, "*")])
+    found: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for metadata in result.metadata_list:
+        match = sharding.SHARD_NAME.match(posixpath.basename(metadata.path))
+        if match:
+            found[match["split"]].append((posixpath.basename(metadata.path), metadata.size_in_bytes))
+    return {split: sorted(files) for split, files in sorted(found.items())}
+
+
+def check_shard_names(found: Mapping[str, list[tuple[str, int]]], summary: Mapping[str, Any]) -> list[str]:
+    """Shard names against each other and the summary: `-of-N` is the file count, no index missing."""
+    errors = []
+    gzip = summary.get("options", {}).get("compression") == "gzip"
+    for split in sorted(set(found) - set(summary["splits"])):
+        errors.append(f"split {split}: {len(found[split])} shard files, but summary.json has no such split")
+    for split, info in summary["splits"].items():
+        names = [name for name, _ in found.get(split, [])]
+        if not names:
+            errors.append(f"split {split}: no shard file found (summary.json lists {info['shards']})")
+            continue
+        parsed = [sharding.SHARD_NAME.match(name) for name in names]
+        counts = sorted({int(m["count"]) for m in parsed})
+        if len(counts) > 1:
+            errors.append(f"split {split}: shard names disagree on the shard count: -of- {counts}")
+        count = counts[-1]
+        if count != len(names):
+            errors.append(
+                f"split {split}: names say {count} shards (-of-{count:05d}), {len(names)} files found"
+            )
+        missing = sorted(set(range(count)) - {int(m["index"]) for m in parsed})
+        if missing:
+            shown = ", ".join(
+                sharding.shard_name(split, i, count, "gzip" if gzip else "none") for i in missing[:5]
+            )
+            errors.append(f"split {split}: missing shard {shown}")
+        if info["shards"] != len(names):
+            errors.append(
+                f"split {split}: summary.json says {info['shards']} shards, {len(names)} files found"
+            )
+        if sorted(info.get("files", names)) != names:
+            extra = sorted(set(names) - set(info.get("files", [])))
+            if extra:
+                errors.append(f"split {split}: files not in summary.json: {', '.join(extra[:5])}")
+        wrong = [name for name in names if name.endswith(".gz") != gzip]
+        if wrong:
+            errors.append(f"split {split}: {wrong[0]} does not match the run's compression")
+    return errors
+
+
+def tf_message(error: tf.errors.OpError) -> str:
+    """TensorFlow's message without the eager wrapper's function and op names around it."""
+    text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", error.message.splitlines()[0])
+    return re.sub(r"\s*\[Op:[^\]]*\].*$", "", text).strip()
+
+
+class _Sampler:
+    """A seeded reservoir sample over every record read, so a sample costs no second pass."""
+
+    def __init__(self, size: int, seed: int) -> None:
+        self.size, self.seen, self.rng = size, 0, random.Random(seed)
+        self.items: list[Sample] = []
+
+    def wants(self) -> int | None:
+        """The slot the next record would take, or None; call once per record."""
+        self.seen += 1
+        if len(self.items) < self.size:
+            return len(self.items)
+        slot = self.rng.randrange(self.seen)
+        return slot if slot < self.size else None
+
+    def put(self, slot: int, sample: Sample) -> None:
+        if slot == len(self.items):
+            self.items.append(sample)
+        else:
+            self.items[slot] = sample
+
+
+def _facts_fn(schema: str, labeled: bool):
+    """Per record: the decoded shape, the stored shape, the label and the name (no pixels kept)."""
+    spec = schema_lib.parse_spec(schema, labeled)
+    keys = {"tfds": ("image/height", "image/width", "image/channels"), "simple": ("height", "width", "depth")}
+    height, width, depth = keys[schema]
+
+    def facts(serialized: tf.Tensor) -> dict[str, tf.Tensor]:
+        parsed = tf.io.parse_single_example(serialized, spec)
+        encoded = parsed[schema_lib.image_key(schema)]
+        image = tf.io.decode_image(encoded, expand_animations=False)
+        result = {
+            "shape": tf.shape(image, out_type=tf.int64),
+            "stored": tf.stack([parsed[height], parsed[width], parsed[depth]]),
+            "filename": parsed[schema_lib.filename_key(schema)],
+            "encoded": encoded,
+        }
+        if labeled:
+            result["label"] = parsed[schema_lib.label_key(schema)]
+        if schema == "tfds" and labeled:
+            result["label_text"] = parsed["image/class/text"]
+        return result
+
+    return facts
+
+
+def _explain(path: str, index: int, compression: str, schema: str, labeled: bool) -> str:
+    """Which step failed on record `index` of a shard: parsing with the spec, or decoding."""
+    raw = next(iter(tf.data.TFRecordDataset(path, compression_type=compression).skip(index).take(1)))
+    try:
+        parsed = tf.io.parse_single_example(raw, schema_lib.parse_spec(schema, labeled))
+    except tf.errors.InvalidArgumentError as error:
+        return f"does not parse with the {schema} schema's spec: {tf_message(error)}"
+    try:
+        tf.io.decode_image(parsed[schema_lib.image_key(schema)], expand_animations=False)
+    except tf.errors.InvalidArgumentError as error:
+        return f"its image does not decode: {tf_message(error)}"
+    return "fails to read"
+
+
+def read_shard(
+    path: str,
+    split: str,
+    report: OutputReport,
+    sampler: _Sampler,
+) -> bool:
+    """Read one shard in full into `report`; False (with an error recorded) if it cannot be."""
+    summary = report.summary
+    schema = summary.get("options", {}).get("schema", "tfds")
+    class_names = summary.get("class_names")
+    labeled = class_names is not None
+    name = posixpath.basename(path)
+    compression = "GZIP" if name.endswith(".gz") else ""
+    dataset = tf.data.TFRecordDataset(path, compression_type=compression).map(
+        _facts_fn(schema, labeled), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+    )
+    count = 0
+    try:
+        for facts in dataset:
+            shape, stored = tuple(facts["shape"].numpy()), tuple(facts["stored"].numpy())
+            filename = facts["filename"].numpy().decode("utf-8", "replace")
+            if shape != stored:
+                report.errors.append(
+                    f"{name} record {count} ({filename}): decodes to {shape}, stored {stored}"
+                )
+            label = None
+            if labeled:
+                label_id = int(facts["label"].numpy())
+                if not 0 <= label_id < len(class_names):
+                    report.errors.append(f"{name} record {count} ({filename}): label {label_id} out of range")
+                    label = str(label_id)
+                else:
+                    label = class_names[label_id]
+                if "label_text" in facts and facts["label_text"].numpy().decode() != label:
+                    report.errors.append(f"{name} record {count} ({filename}): label text is not {label!r}")
+            report.records[split] += 1
+            report.by_split_label[(split, label)] += 1
+            report.sizes[shape[:2]] += 1
+            report.channels[shape[2]] += 1
+            slot = sampler.wants()
+            if slot is not None:
+                sampler.put(slot, Sample(split, filename, label, facts["encoded"].numpy()))
+            count += 1
+    except tf.errors.DataLossError as error:
+        first = tf_message(error)
+        report.errors.append(f"{name}: record {count} is corrupt (bad CRC or framing: {first})")
+        return False
+    except tf.errors.InvalidArgumentError:
+        why = _explain(path, count, compression, schema, labeled)
+        report.errors.append(f"{name}: record {count} {why}")
+        return False
+    report.shard_lengths.setdefault(split, []).append(count)
+    return True
+
+
+def check_counts(report: OutputReport, broken: set[str]) -> list[str]:
+    """What was read against summary.json, for the splits whose every shard was read to its end."""
+    summary, errors = report.summary, []
+    for split, info in summary["splits"].items():
+        if split in broken:
+            errors.append(f"split {split}: counts not compared, a shard could not be read to its end")
+            continue
+        if report.records[split] != info["records"]:
+            errors.append(
+                f"split {split}: {report.records[split]} records read, summary.json says {info['records']}"
+            )
+            continue  # the per-label counts would only repeat it
+        for label, expected in info.get("labels", {}).items():
+            if report.by_split_label[(split, label)] != expected:
+                found = report.by_split_label[(split, label)]
+                errors.append(
+                    f"split {split} label {label}: {found} records read, summary.json says {expected}"
+                )
+    if not broken and sum(report.records.values()) != summary["records"]:
+        errors.append(f"{sum(report.records.values())} records read, summary.json says {summary['records']}")
+    return errors
+
+
+def check_tfds_info(output: str, report: OutputReport, broken: set[str]) -> list[str]:
+    """dataset_info.json's per-shard counts must be the real ones: TFDS asserts them when reading."""
+    path = FileSystems.join(output, TFDS_INFO_FILE)
+    if not FileSystems.exists(path):
+        return []
+    report.tfds_metadata = True
+    errors = []
+    for split in json.loads(read_text(path)).get("splits", []):
+        name = split["name"]
+        lengths = [int(n) for n in split.get("shardLengths", [])]
+        if name not in broken and lengths != report.shard_lengths.get(name, []):
+            errors.append(
+                f"{TFDS_INFO_FILE}: split {name} shard lengths {lengths}, "
+                f"files hold {report.shard_lengths.get(name)}"
+            )
+    return errors
+
+
+def check_side_files(output: str, summary: Mapping[str, Any]) -> list[str]:
+    """labels.txt holds the class names in id order; rejects.jsonl one line per reject or skip."""
+    errors = []
+    class_names = summary.get("class_names")
+    labels_path = FileSystems.join(output, LABELS_FILE)
+    if class_names is not None:
+        if not FileSystems.exists(labels_path):
+            errors.append(f"{LABELS_FILE} is missing")
+        elif read_text(labels_path).splitlines() != list(class_names):
+            errors.append(f"{LABELS_FILE} does not list summary.json's class names")
+    rejects_path = FileSystems.join(output, REJECTS_FILE)
+    if not FileSystems.exists(rejects_path):
+        errors.append(f"{REJECTS_FILE} is missing")
+    else:
+        lines = len(read_text(rejects_path).splitlines())
+        expected = summary["rejects"] + summary["skipped"]
+        if lines != expected:
+            errors.append(
+                f"{REJECTS_FILE} has {lines} lines, summary.json counts {expected} rejects and skips"
+            )
+    return errors
+
+
+def verify_output(output: str, sample: int = 32, seed: int = 0) -> OutputReport:
+    """Read everything under `output` and compare; the report's `errors` say what is wrong."""
+    summary_path = FileSystems.join(output, SUMMARY_FILE)
+    if not FileSystems.exists(summary_path):
+        report = OutputReport(summary={})
+        report.errors.append(f"{summary_path} is missing: the run did not finish, or this is not its output")
+        return report
+    report = OutputReport(summary=json.loads(read_text(summary_path)))
+    found = list_shards(output)
+    report.errors += check_shard_names(found, report.summary)
+    report.errors += check_side_files(output, report.summary)
+    sampler = _Sampler(sample, seed)
+    broken = set()
+    for split, files in found.items():
+        for name, size in files:
+            report.shard_bytes[split] += size
+            if not read_shard(FileSystems.join(output, name), split, report, sampler):
+                broken.add(split)
+    report.errors += check_counts(report, broken)
+    report.errors += check_tfds_info(output, report, broken)
+    report.samples = sorted(sampler.items, key=lambda s: (s.label or "", s.split, s.filename))
+    return report
+
+
+def _stats(values: Counter) -> str:
+    total = sum(values.values())
+    if not total:
+        return "-"
+    mean = sum(v * n for v, n in values.items()) / total
+    return f"{min(values)} to {max(values)}, mean {mean:.1f}"
+
+
+def format_report(report: OutputReport) -> str:
+    """What was read, as an aligned table: records per split and label, sizes, rejects, checks."""
+    summary, rows = report.summary, []
+    for split in summary.get("splits", {}):
+        mb = report.shard_bytes[split] / 1e6
+        shards = len(report.shard_lengths.get(split, []))
+        rows.append(
+            (f"split {split}", f"{report.records[split]} records in {shards} shards read, {mb:.1f} MB")
+        )
+        for (name, label), n in sorted(report.by_split_label.items(), key=str):
+            if name == split and label is not None:
+                rows.append((f"  {label}", str(n)))
+    rows.append(("records", f"{sum(report.records.values())} (summary.json: {summary.get('records', '?')})"))
+    heights, widths = Counter(), Counter()
+    for (h, w), n in report.sizes.items():
+        heights[h] += n
+        widths[w] += n
+    rows.append(("image height", _stats(heights)))
+    rows.append(("image width", _stats(widths)))
+    common = ", ".join(f"{w}x{h} ({n})" for (h, w), n in report.sizes.most_common(5))
+    rows.append(("most common sizes (WxH)", common or "-"))
+    rows.append(("channels", ", ".join(f"{c} ({n})" for c, n in sorted(report.channels.items())) or "-"))
+    rows.append(("rejects", str(summary.get("rejects", "?"))))
+    for reason, n in summary.get("rejects_per_reason", {}).items():
+        rows.append((f"  {reason}", str(n)))
+    rows.append(("TFDS metadata", "dataset_info.json, features.json" if report.tfds_metadata else "none"))
+    width = max(len(key) for key, _ in rows)
+    return "\n".join(f"{key.ljust(width)}  {value}" for key, value in rows)
