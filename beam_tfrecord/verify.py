@@ -268,7 +268,24 @@ def check_tfds_info(output: str, report: OutputReport, broken: set[str]) -> list
                 f"{TFDS_INFO_FILE}: split {name} shard lengths {lengths}, "
                 f"files hold {report.shard_lengths.get(name)}"
             )
+    if not errors and not broken:
+        errors += _tfds_loads(output)
     return errors
+
+
+def _tfds_loads(output: str) -> list[str]:
+    """The conversion writes TFDS metadata without loading it back; inspect does load a record."""
+    import tensorflow_datasets as tfds
+
+    try:
+        builder = tfds.builder_from_directory(output)
+        split = next((name for name, info in builder.info.splits.items() if info.num_examples), None)
+        if split is not None:
+            for _ in builder.as_dataset(split=f"{split}[:1]"):
+                pass
+    except Exception as error:
+        return [f"TFDS cannot load the output: {type(error).__name__}: {error}"]
+    return []
 
 
 def check_side_files(output: str, summary: Mapping[str, Any]) -> list[str]:
