@@ -6,7 +6,7 @@ import posixpath
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import sharding
+from beam_tfrecord import gcs, sharding
 from beam_tfrecord.metadata import LABELS_FILE, REJECTS_FILE, SUMMARY_FILE
 
 METADATA_FILES = (LABELS_FILE, REJECTS_FILE, SUMMARY_FILE)
@@ -14,7 +14,12 @@ METADATA_FILES = (LABELS_FILE, REJECTS_FILE, SUMMARY_FILE)
 
 def existing_outputs(output: str) -> list[str]:
     """Paths of shards and metadata files of an earlier run directly under `output`."""
-    (result,) = FileSystems.match([FileSystems.join(output, "*")])
+    try:
+        (result,) = FileSystems.match([FileSystems.join(output, "*")])
+    except Exception as error:
+        if not output.startswith("gs://"):
+            raise
+        raise gcs.StorageError(gcs.describe("--output", output, error)) from None
     found = []
     for metadata in result.metadata_list:
         name = posixpath.basename(metadata.path)

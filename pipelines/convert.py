@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, SetupOptions, StandardOptions
 
-from beam_tfrecord import metadata, outputs
+from beam_tfrecord import gcs, metadata, outputs
 from beam_tfrecord.listing import list_inputs
 from beam_tfrecord.pipeline import ConvertConfig, ImagesToTFRecords
 from beam_tfrecord.plan import Plan, make_plan
@@ -57,6 +57,7 @@ def prepare_output(args: ConvertArgs) -> None:
             f"(e.g. {os.path.basename(existing[0])}); pass --overwrite to replace them"
         )
     outputs.clear_outputs(existing)
+    gcs.check_writable("--output", args.output)
 
 
 def plan_run(args: ConvertArgs) -> Plan:
@@ -89,7 +90,7 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         args = check_args(known)
         plan = plan_run(args)
         prepare_output(args)
-    except UsageError as error:
+    except (UsageError, gcs.StorageError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 
