@@ -11,12 +11,14 @@ it nothing changes and real runs use Application Default Credentials exactly as 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import uuid
 from collections.abc import Callable
 from typing import Any
 
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
@@ -27,6 +29,11 @@ _SWITCH_MARK = "_beam_tfrecord_emulator_switch"
 def emulator_host() -> str | None:
     """The emulator's address when one is configured (checked on every client Beam builds)."""
     return os.environ.get(EMULATOR_ENV) or None
+
+
+def wants_credentials(requested: bool = True) -> bool:
+    """Whether Beam should look up credentials: as asked, except never for the emulator."""
+    return requested and emulator_host() is None
 
 
 def install_emulator_switch() -> bool:
@@ -48,7 +55,7 @@ def install_emulator_switch() -> bool:
         return True
 
     def create_storage_client(pipeline_options: Any, use_credentials: bool = True) -> Any:
-        return original(pipeline_options, use_credentials and emulator_host() is None)
+        return original(pipeline_options, wants_credentials(use_credentials))
 
     setattr(create_storage_client, _SWITCH_MARK, True)
     create_storage_client.__doc__ = original.__doc__
@@ -124,11 +131,25 @@ def check_writable(option: str, path: str) -> None:
         return
     probe = f"{path.rstrip('/')}/.beam-tfrecord-write-check-{uuid.uuid4().hex}"
     try:
-        with FileSystems.create(probe) as handle:
-            handle.write(b"")
-        FileSystems.delete([probe])
+        handle = FileSystems.create(probe, compression_type=CompressionTypes.UNCOMPRESSED)
     except Exception as error:
         raise StorageError(describe(option, path, error)) from None
+    try:
+        handle.write(b"")
+        handle.close()
+        FileSystems.delete([probe])
+    except Exception as error:
+        _abandon(handle)
+        raise StorageError(describe(option, path, error)) from None
+
+
+def _abandon(handle: Any) -> None:
+    """Cancel a failed upload: google-cloud-storage's BlobWriter would otherwise retry it again
+    from its finalizer, for up to two minutes, after the run has already reported the error."""
+    terminate = getattr(handle, "terminate", None)
+    if terminate is not None:
+        with contextlib.suppress(Exception):  # refused already: nothing left to cancel
+            terminate()
 
 
 install_emulator_switch()  # every process that imports beam_tfrecord, launcher and workers alike
