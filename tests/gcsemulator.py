@@ -101,11 +101,13 @@ class PermissionProxy:
     client, Beam and the emulator behind it are real, only the decision to refuse is made up.
     `denied` maps a bucket to "all" (no role at all), "write" (Object Viewer: reads only) or
     "copy" (no copies: cuts a write off at Beam's finalize step, after every temp file is written).
+    `latency_s` delays every answer, as a stand-in for GCS's tens of milliseconds per request.
     """
 
-    def __init__(self, upstream: str, denied: Mapping[str, str]) -> None:
+    def __init__(self, upstream: str, denied: Mapping[str, str], latency_s: float = 0.0) -> None:
         self.upstream = urllib.parse.urlsplit(upstream)
         self.denied = dict(denied)
+        self.latency_s = latency_s
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -137,6 +139,7 @@ class PermissionProxy:
         class Handler(http.server.BaseHTTPRequestHandler):
             def _relay(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                time.sleep(proxy.latency_s)
                 if proxy.refused(self.command, self.path, body):
                     error = {"code": 403, "message": "Caller does not have storage access to the bucket."}
                     self._answer(403, {"Content-Type": "application/json"}, json.dumps({"error": error}))
