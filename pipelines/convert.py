@@ -56,8 +56,8 @@ def prepare_output(args: ConvertArgs) -> None:
             f"--output {args.output} already holds {len(existing)} files of an earlier run "
             f"(e.g. {os.path.basename(existing[0])}); pass --overwrite to replace them"
         )
+    gcs.check_writable("--output", args.output)  # before deleting anything: a read-only bucket fails here
     outputs.clear_outputs(existing)
-    gcs.check_writable("--output", args.output)
 
 
 def plan_run(args: ConvertArgs) -> Plan:

@@ -169,16 +169,18 @@ def test_permission_denied_is_a_clear_error(emulator, capsys, monkeypatch):
             emulator.client().create_bucket(name)
     emulator.upload_tree("locked", "images", {"cat/1.jpg": imagegen.jpeg()})
     emulator.upload_tree("data", "images", {"cat/1.jpg": imagegen.jpeg()})
+    emulator.upload_tree("readonly", "old", {"summary.json": b"{}"})
     with PermissionProxy(emulator.url, {"locked": "all", "readonly": "write"}) as proxy:
         monkeypatch.setenv(EMULATOR_ENV, proxy.url)
         assert convert("gs://locked/images", "gs://data/out") == 2
         assert "--input gs://locked/images: permission denied on gs://locked (403)" in capsys.readouterr().err
-        assert convert("gs://data/images", "gs://readonly/out") == 2
-        assert (
-            "--output gs://readonly/out: permission denied on gs://readonly (403)" in capsys.readouterr().err
-        )
+        for output in ("gs://readonly/out", "gs://readonly/old"):
+            assert convert("gs://data/images", output, "--overwrite") == 2
+            err = capsys.readouterr().err
+            assert f"--output {output}: permission denied on gs://readonly (403)" in err
     monkeypatch.setenv(EMULATOR_ENV, emulator.url)
     assert list_objects("gs://readonly/out") == [] and list_objects("gs://data/out") == []
+    assert list_objects("gs://readonly/old") == ["summary.json"]  # --overwrite deleted nothing
 
 
 def test_shards_get_final_names_only_at_finalize(emulator, bucket, monkeypatch):
