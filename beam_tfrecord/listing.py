@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecord import gcs
+
 # Files that operating systems and photo tools leave beside images. They become `skipped`
 # reject lines, counted apart from inputs that failed.
 SKIPPED_NAMES = frozenset({"thumbs.db", ".ds_store", "desktop.ini", "icon\r"})
@@ -55,12 +57,20 @@ def list_inputs(input_spec: str) -> list[InputFile]:
     Raises `ValueError` for a missing or empty input, so a run fails before any work starts.
     """
     base, pattern = split_input_spec(input_spec)
-    metadata = _match(pattern)
-    if not metadata and pattern.endswith("/**") and _is_file(base):
-        metadata = _match(base)  # a single file given as --input: its name is its relpath
-        base = posixpath.dirname(base)
+    try:
+        metadata = _match(pattern)
+        if not metadata and pattern.endswith("/**") and _is_file(base):
+            metadata = _match(base)  # a single file given as --input: its name is its relpath
+            base = posixpath.dirname(base)
+    except Exception as error:
+        if not input_spec.startswith("gs://"):
+            raise
+        raise gcs.StorageError(gcs.describe("--input", input_spec, error)) from None
     if not metadata:
-        if not FileSystems.exists(base) and not base.startswith("gs://"):
+        if base.startswith("gs://"):
+            # GCS has no directories: a prefix exists only while some object's name starts with it.
+            raise ValueError(f"--input {input_spec} holds no files (no object matches {pattern})")
+        if not FileSystems.exists(base):
             raise ValueError(f"--input {input_spec} does not exist")
         raise ValueError(f"--input {input_spec} holds no files")
     prefix = base.rstrip("/") + "/"

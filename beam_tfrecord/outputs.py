@@ -6,7 +6,7 @@ import posixpath
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import sharding
+from beam_tfrecord import gcs, sharding
 from beam_tfrecord.metadata import LABELS_FILE, REJECTS_FILE, SUMMARY_FILE
 from beam_tfrecord.tfds_metadata import TFDS_FILES
 
@@ -18,7 +18,12 @@ METADATA_FILES = (LABELS_FILE, REJECTS_FILE, SUMMARY_FILE, *TFDS_FILES, CONTACT_
 
 def existing_outputs(output: str) -> list[str]:
     """Paths of shards and metadata files of an earlier run directly under `output`."""
-    (result,) = FileSystems.match([FileSystems.join(output, "*")])
+    try:
+        (result,) = FileSystems.match([FileSystems.join(output, "*")])
+    except Exception as error:
+        if not output.startswith("gs://"):
+            raise
+        raise gcs.StorageError(gcs.describe("--output", output, error)) from None
     found = []
     for metadata in result.metadata_list:
         name = posixpath.basename(metadata.path)

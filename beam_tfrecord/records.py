@@ -8,6 +8,7 @@ from typing import NamedTuple
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecord import gcs  # noqa: F401  (anonymous GCS clients on workers when an emulator is set)
 from beam_tfrecord import schema as schema_lib
 from beam_tfrecord.images import ImageOptions, Reject, encode_for_tensorflow
 from beam_tfrecord.plan import PlannedInput, RejectLine

@@ -15,13 +15,17 @@ writer does not import TensorFlow.
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
+import shutil
+import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecord import sharding
 from beam_tfrecord.tfrecord_files import count_records
 
 FILENAME_TEMPLATE = "{SPLIT}-{SHARD_X_OF_Y}.{FILEFORMAT}"
@@ -79,11 +83,41 @@ def write_tfds_metadata(output: str, summary: Mapping[str, Any]) -> dict[str, An
     if summary.get("records", 0) == 0:
         return {"written": False, "reason": "no record was written"}
 
+    # TFDS writes through tf.io.gfile, which does not go through Beam's filesystems (nor honour
+    # a GCS emulator): remote metadata is written to a local folder and copied with Beam.
+    remote = "://" in output
+    staging = tempfile.mkdtemp(prefix="beam-tfrecord-tfds-") if remote else output
+    try:
+        if remote:  # TFDS lists its folder for the shard names: empty stand-ins, never copied
+            for info in summary["splits"].values():
+                for name in info["files"]:
+                    open(os.path.join(staging, name), "wb").close()
+        _write(staging, output, summary)
+        if remote:
+            for name in sorted(os.listdir(staging)):
+                if sharding.is_shard_name(name):
+                    continue
+                with (
+                    open(os.path.join(staging, name), "rb") as source,
+                    FileSystems.create(FileSystems.join(output, name)) as target,
+                ):
+                    target.write(source.read())
+    finally:
+        if remote:
+            shutil.rmtree(staging, ignore_errors=True)
+    # No read-back here: loading through TFDS imports TensorFlow (about 4 s and 520 MB, more than
+    # a local run of 8,000 images needs). `pipelines.inspect` and the tests load it with TFDS.
+    return {"written": True, "filename_template": FILENAME_TEMPLATE}
+
+
+def _write(data_dir: str, output: str, summary: Mapping[str, Any]) -> None:
+    """TFDS's own writer, into `data_dir`; the shards are counted where they are, in `output`."""
     import tensorflow_datasets as tfds
     from tensorflow_datasets.core import naming
 
+    options = summary.get("options", {})
     template = naming.ShardedFileTemplate(
-        data_dir=output,
+        data_dir=data_dir,
         template=FILENAME_TEMPLATE,
         dataset_name=dataset_name(output),
         filetype_suffix=FILE_FORMAT,
@@ -103,15 +137,12 @@ def write_tfds_metadata(output: str, summary: Mapping[str, Any]) -> dict[str, An
     schema, class_names = options.get("schema", "tfds"), summary.get("class_names")
     supervised = ("image_raw", "label") if schema == "simple" and class_names is not None else None
     tfds.folder_dataset.write_metadata(
-        data_dir=output,
+        data_dir=data_dir,
         features=features_spec(schema, class_names, options.get("channels")),
         split_infos=split_infos,
         filename_template=template,
         description=f"Images from {summary.get('input', 'unknown')} converted by beam-tfrecord "
         f"({schema} schema). labels.txt, rejects.jsonl and summary.json lie beside the shards.",
         supervised_keys=supervised,
-        check_data=False,  # its check prints to stdout; the same check, quietly:
+        check_data=False,  # it would read the shards through tf.io.gfile
     )
-    # No read-back here: loading through TFDS imports TensorFlow (about 4 s and 520 MB, more than
-    # a local run of 8,000 images needs). `pipelines.inspect` and the tests load it with TFDS.
-    return {"written": True, "filename_template": FILENAME_TEMPLATE}

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, SetupOptions, StandardOptions
 
-from beam_tfrecord import metadata, outputs
+from beam_tfrecord import gcs, metadata, outputs
 from beam_tfrecord.listing import list_inputs
 from beam_tfrecord.pipeline import ConvertConfig, ImagesToTFRecords
 from beam_tfrecord.plan import Plan, make_plan
@@ -58,6 +58,7 @@ def prepare_output(args: ConvertArgs) -> None:
             f"--output {args.output} already holds {len(existing)} files of an earlier run "
             f"(e.g. {os.path.basename(existing[0])}); pass --overwrite to replace them"
         )
+    gcs.check_writable("--output", args.output)  # before deleting anything: a read-only bucket fails here
     outputs.clear_outputs(existing)
 
 
@@ -97,7 +98,7 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         plan = plan_run(args)
         if not args.dry_run:  # a dry run writes nothing there, and must not list gs:// offline
             prepare_output(args)
-    except UsageError as error:
+    except (UsageError, gcs.StorageError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 

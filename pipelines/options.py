@@ -6,6 +6,7 @@ import argparse
 import os
 from dataclasses import dataclass
 
+from beam_tfrecord import gcs
 from beam_tfrecord import labels as labels_lib
 from beam_tfrecord import schema as schema_lib
 from beam_tfrecord.images import DEFAULT_MAX_PIXELS, ImageOptions, parse_size
@@ -149,6 +150,10 @@ def _check(ns: argparse.Namespace) -> ConvertArgs:
             manifest = labels_lib.Manifest.load(_absolute(ns.manifest))
         except OSError as error:
             raise UsageError(f"--manifest {ns.manifest} cannot be read: {error}") from None
+        except Exception as error:
+            if not ns.manifest.startswith("gs://") or isinstance(error, ValueError):
+                raise
+            raise UsageError(gcs.describe("--manifest", ns.manifest, error)) from None
     if ns.num_shards is not None and ns.num_shards < 1:
         raise UsageError("--num_shards must be at least 1")
     if ns.shard_size_mb <= 0:

@@ -1,0 +1,238 @@
+"""gs:// for every path, against a real GCS emulator over HTTP on 127.0.0.1.
+
+The emulator runs in its own process (tests/gcsemulator.py); the pipeline reaches it only through
+Beam's filesystems, as it reaches GCS. Set-up and read-back use Beam's filesystems too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+
+import imagegen
+import pytest
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from gcsemulator import EMULATOR_ENV, Emulator, PermissionProxy
+from outputcheck import read_records
+
+from beam_tfrecord import gcs, sharding
+from pipelines.convert import run
+
+
+@pytest.fixture(scope="module")
+def emulator():
+    with Emulator() as emu, pytest.MonkeyPatch.context() as patch:
+        patch.setenv(EMULATOR_ENV, emu.url)
+        yield emu
+
+
+@pytest.fixture
+def bucket(emulator) -> str:
+    """A fresh bucket per test, so tests never see each other's objects."""
+    name = f"test-{uuid.uuid4().hex[:12]}"
+    emulator.client().create_bucket(name)
+    return name
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def convert(input_path: str, output_path: str, *extra: str) -> int:
+    return run(["--input", input_path, "--output", output_path, "--no_progress", *extra])
+
+
+def list_objects(prefix: str) -> list[str]:
+    """Object names under a gs:// prefix, relative to it."""
+    (result,) = FileSystems.match([prefix.rstrip("/") + "/**"])
+    return sorted(m.path[len(prefix.rstrip("/")) + 1 :] for m in result.metadata_list)
+
+
+def download(prefix: str, destination) -> None:
+    """Copy every object under a gs:// prefix to a local directory, through Beam's filesystems."""
+    for relpath in list_objects(prefix):
+        path = destination / relpath
+        path.parent.mkdir(parents=True, exist_ok=True)
+        source = f"{prefix.rstrip('/')}/{relpath}"
+        with FileSystems.open(source, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+            path.write_bytes(handle.read())
+
+
+def comparable_summary(path) -> dict:
+    summary = json.loads(path.read_text())
+    for key in ("input", "output", "options", "started_at", "wall_time_s"):
+        summary.pop(key, None)
+    return summary
+
+
+def test_same_tree_from_disk_and_from_gcs_gives_the_same_output(emulator, bucket, tmp_path):
+    tree = imagegen.bad_input_tree()
+    imagegen.write_tree(tmp_path / "images", tree)
+    emulator.upload_tree(bucket, "images", tree)
+    args = ("--splits", "train=0.6,validation=0.4", "--max_pixels", str(imagegen.BAD_INPUT_MAX_PIXELS))
+
+    assert convert(str(tmp_path / "images"), str(tmp_path / "local"), *args) == 0
+    assert convert(f"gs://{bucket}/images", f"gs://{bucket}/out", *args) == 0
+    download(f"gs://{bucket}/out", tmp_path / "gcs")
+
+    local, remote = tmp_path / "local", tmp_path / "gcs"
+    assert sorted(p.name for p in remote.iterdir()) == sorted(p.name for p in local.iterdir())
+    for name in ("labels.txt", "rejects.jsonl"):
+        assert (remote / name).read_bytes() == (local / name).read_bytes(), name
+    assert comparable_summary(remote / "summary.json") == comparable_summary(local / "summary.json")
+    for split in ("train", "validation"):
+        by_name = {}
+        for out in (local, remote):
+            records = read_records(out, split)
+            by_name[out] = {r["image/filename"]: r for r in records}
+        assert by_name[local].keys() == by_name[remote].keys()
+        for name, record in by_name[local].items():
+            assert record.keys() == by_name[remote][name].keys()
+            for key, value in record.items():
+                assert by_name[remote][name][key] == value, (name, key)
+
+
+def test_gcs_output_is_complete_and_readable(emulator, bucket, tmp_path):
+    files = {f"{k}/{k}.{i}.jpg": imagegen.jpeg(40, 30, seed=i) for k in ("cat", "dog") for i in range(12)}
+    emulator.upload_tree(bucket, "pets", files)
+    manifest = "".join(f"{path},{path.split('/')[0]}\n" for path in files)
+    with FileSystems.create(f"gs://{bucket}/meta/labels.csv") as handle:
+        handle.write(("path,label\n" + manifest).encode())
+    output = f"gs://{bucket}/run/out"
+    extra = ("--num_shards", "3", "--labels", "manifest", "--manifest", f"gs://{bucket}/meta/labels.csv")
+    assert convert(f"gs://{bucket}/pets", output, *extra) == 0
+
+    # Exactly the three final shards and the metadata (TFDS's too): no temp files, no write probe.
+    names = list_objects(output)
+    shards = [f"train-{i:05d}-of-00003.tfrecord" for i in range(3)]
+    tfds_files = ["dataset_info.json", "features.json", "image-class-label.labels.txt"]
+    assert names == sorted([*shards, "labels.txt", "rejects.jsonl", "summary.json", *tfds_files])
+    download(output, tmp_path / "out")
+    records = read_records(tmp_path / "out", "train")
+    assert sorted(r["image/filename"].decode() for r in records) == sorted(files)
+    for record in records:
+        assert record["image/encoded"] == files[record["image/filename"].decode()]
+        assert record["pixels_shape"] == (30, 40, 3)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["consistent"] and summary["records"] == 24
+    assert summary["splits"]["train"]["files"] == shards
+
+    # A second run into the same place needs --overwrite, and then replaces the shard set.
+    assert convert(f"gs://{bucket}/pets", output, *extra) == 2
+    assert convert(f"gs://{bucket}/pets", output, "--overwrite", *extra[2:]) == 0
+    assert [n for n in list_objects(output) if sharding.is_shard_name(n)] == ["train-00000-of-00001.tfrecord"]
+
+
+@pytest.mark.parametrize(
+    ("input_path", "output_path", "extra", "message"),
+    [
+        (
+            "gs://nobucket-{u}/images",
+            "gs://{b}/out",
+            (),
+            "bucket gs://nobucket-{u} does not exist",
+        ),
+        ("gs://{b}/no/such/prefix", "gs://{b}/out", (), "holds no files"),
+        (
+            "gs://{b}/images",
+            "gs://nobucket-{u}/out",
+            (),
+            "bucket gs://nobucket-{u} does not exist",
+        ),
+        (
+            "gs://{b}/images",
+            "gs://{b}/out",
+            ("--labels", "manifest", "--manifest", "gs://{b}/missing.csv"),
+            "--manifest gs://{b}/missing.csv does not exist",
+        ),
+    ],
+)
+def test_missing_bucket_prefix_or_object_is_a_clear_error(
+    emulator, bucket, capsys, input_path, output_path, extra, message
+):
+    emulator.upload_tree(bucket, "images", {"cat/1.jpg": imagegen.jpeg()})
+    fill = {"b": bucket, "u": uuid.uuid4().hex[:8]}
+    args = [a.format(**fill) for a in (input_path, output_path, *extra)]
+    assert convert(*args) == 2
+    err = capsys.readouterr().err
+    assert message.format(**fill) in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert list_objects(f"gs://{bucket}/out") == []
+
+
+def test_permission_denied_is_a_clear_error(emulator, capsys, monkeypatch):
+    """IAM is the one thing the emulator lacks: a proxy in front of it answers 403 as GCS does."""
+    for name in ("locked", "readonly", "data"):
+        if emulator.client().lookup_bucket(name) is None:
+            emulator.client().create_bucket(name)
+    emulator.upload_tree("locked", "images", {"cat/1.jpg": imagegen.jpeg()})
+    emulator.upload_tree("data", "images", {"cat/1.jpg": imagegen.jpeg()})
+    emulator.upload_tree("readonly", "old", {"summary.json": b"{}"})
+    with PermissionProxy(emulator.url, {"locked": "all", "readonly": "write"}) as proxy:
+        monkeypatch.setenv(EMULATOR_ENV, proxy.url)
+        assert convert("gs://locked/images", "gs://data/out") == 2
+        assert "--input gs://locked/images: permission denied on gs://locked (403)" in capsys.readouterr().err
+        for output in ("gs://readonly/out", "gs://readonly/old"):
+            assert convert("gs://data/images", output, "--overwrite") == 2
+            err = capsys.readouterr().err
+            assert f"--output {output}: permission denied on gs://readonly (403)" in err
+    monkeypatch.setenv(EMULATOR_ENV, emulator.url)
+    assert list_objects("gs://readonly/out") == [] and list_objects("gs://data/out") == []
+    assert list_objects("gs://readonly/old") == ["summary.json"]  # --overwrite deleted nothing
+
+
+@pytest.mark.parametrize(("sink", "temp_prefix"), [("paths", ".temp-beam-tfrecord-"), ("beam", "beam-temp-")])
+def test_shards_get_final_names_only_at_finalize(emulator, bucket, monkeypatch, sink, temp_prefix):
+    """Both sinks write temp objects, then copy them to their final names. A run cut off before
+    that step (here: every copy refused) leaves temp objects and no shard set."""
+    files = {f"cat/{i}.jpg": imagegen.jpeg(seed=i) for i in range(6)}
+    emulator.upload_tree(bucket, "images", files)
+    output = f"gs://{bucket}/out"
+    with PermissionProxy(emulator.url, {bucket: "copy"}) as proxy:
+        monkeypatch.setenv(EMULATOR_ENV, proxy.url)
+        with pytest.raises(Exception):  # noqa: B017  (whatever Beam raises; the objects tell the story)
+            convert(f"gs://{bucket}/images", output, "--num_shards", "2", "--sink", sink)
+    monkeypatch.setenv(EMULATOR_ENV, emulator.url)
+    names = list_objects(output)
+    assert any(name.startswith(temp_prefix) for name in names), names
+    assert not [name for name in names if sharding.is_shard_name(name.split("/")[-1])]
+    assert "summary.json" not in names
+
+
+FIRST_CALL = """
+import sys, time
+import beam_tfrecord.gcs
+from apache_beam.io.filesystems import FileSystems
+started = time.monotonic()
+FileSystems.exists(sys.argv[1])
+print(time.monotonic() - started)
+"""
+
+
+def test_emulator_runs_skip_beams_credential_retries(emulator, bucket):
+    """Without the switch a fresh process's first gs:// call spends ~20 s in Beam's ADC retries."""
+    env = {**os.environ, EMULATOR_ENV: emulator.url, "PYTHONPATH": REPO}
+    env.pop("GOOGLE_APPLICATION_CREDENTIALS", None)
+    out = subprocess.run(
+        [sys.executable, "-c", FIRST_CALL, f"gs://{bucket}/x"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert float(out.stdout.strip().splitlines()[-1]) < 5
+    assert "Unable to find default credentials" not in out.stderr
+
+
+def test_real_runs_keep_application_default_credentials(monkeypatch):
+    monkeypatch.delenv(EMULATOR_ENV, raising=False)
+    assert gcs.wants_credentials() and not gcs.wants_credentials(False)
+    monkeypatch.setenv(EMULATOR_ENV, "http://127.0.0.1:1")
+    assert not gcs.wants_credentials()
+    from apache_beam.io.gcp import gcsio
+
+    assert gcs.install_emulator_switch() and getattr(gcsio.create_storage_client, gcs._SWITCH_MARK)
