@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import struct
 import warnings
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,7 +86,9 @@ def encode_for_tensorflow(data: bytes, options: ImageOptions = ImageOptions()) -
             "too_large",
             f"{width}x{height} = {width * height} pixels is over --max_pixels={options.max_pixels}",
         )
-    animated = getattr(image, "n_frames", 1) > 1
+    if source_format == "PNG":
+        _check_png_chunks(data)
+    animated = _is_animated(image)
     keep = _can_keep_source(data, image, source_format, animated, options)
     if keep and source_format == "JPEG":
         # The pixels are not needed, only proof that every byte decodes: JPEG's DCT scaling
@@ -136,6 +140,15 @@ def _open(data: bytes) -> Image.Image:
     raise Reject("unsupported_format", detail)
 
 
+def _is_animated(image: Image.Image) -> bool:
+    """Whether a second frame exists; unlike `n_frames` it never walks every frame, and a
+    broken frame table becomes a reason, never a crash."""
+    try:
+        return bool(getattr(image, "is_animated", False))
+    except Exception as error:
+        raise _decoder_reject(error) from None
+
+
 def _load(image: Image.Image) -> None:
     """Decode every pixel of the first frame; a decoder error becomes a reason, never a crash."""
     try:
@@ -165,6 +178,25 @@ def _orientation(image: Image.Image) -> int:
         return 1
 
 
+def _check_png_chunks(data: bytes) -> None:
+    """Reject a PNG whose chunk checksums fail or that ends before IEND: Pillow checks neither
+    for image data, libpng (so TensorFlow) refuses both. Cheap next to decoding."""
+    position = 8
+    while position + 12 <= len(data):
+        (length,) = struct.unpack_from(">I", data, position)
+        end = position + 8 + length
+        if end + 4 > len(data):
+            break
+        kind = data[position + 4 : position + 8]
+        (stored,) = struct.unpack_from(">I", data, end)
+        if zlib.crc32(data[position + 4 : end]) != stored:
+            raise Reject("corrupt", f"PNG chunk {kind!r} at byte {position} fails its CRC check")
+        if kind == b"IEND":
+            return
+        position = end + 4
+    raise Reject("truncated", f"PNG data ends at byte {len(data)}, before its IEND chunk")
+
+
 def _png_bit_depth(data: bytes) -> int:
     """The bit depth byte of a PNG's IHDR chunk (Pillow reports 16-bit RGB as plain RGB)."""
     return data[24] if len(data) > 24 else 8
@@ -184,6 +216,9 @@ def _can_keep_source(
     if options.channels is not None and options.channels != len(image.getbands()):
         return False
     if kind == "png" and _png_bit_depth(data) != 8:
+        return False
+    if kind == "jpeg" and data.rfind(b"\xff\xd9") < data.rfind(b"\xff\xda"):
+        # No end-of-image marker after the last scan: Pillow decodes it, TensorFlow does not.
         return False
     return _orientation(image) == 1
 
