@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import struct
 import warnings
 import zlib
@@ -88,8 +89,9 @@ def encode_for_tensorflow(data: bytes, options: ImageOptions = ImageOptions()) -
         )
     if source_format == "PNG":
         _check_png_chunks(data)
+    ends = _check_jpeg_segments(data) if source_format == "JPEG" else True
     animated = _is_animated(image)
-    keep = _can_keep_source(data, image, source_format, animated, options)
+    keep = ends and _can_keep_source(data, image, source_format, animated, options)
     if keep and source_format == "JPEG":
         # The pixels are not needed, only proof that every byte decodes: JPEG's DCT scaling
         # decodes all entropy-coded data (so truncation and corruption still show) at 1/8 size.
@@ -197,6 +199,41 @@ def _check_png_chunks(data: bytes) -> None:
     raise Reject("truncated", f"PNG data ends at byte {len(data)}, before its IEND chunk")
 
 
+def _check_jpeg_segments(data: bytes) -> bool:
+    """Walk the JPEG's marker segments as libjpeg reads them: False when no end-of-image
+    marker follows the last scan (Pillow pads one in, TensorFlow fails: re-encode), `Reject`
+    when a segment claims more bytes than the file has (TensorFlow fails, and Pillow's pixels
+    are guesswork). Entropy-coded data is skipped with a regex, not a Python loop."""
+    position, size = 2, len(data)
+    while position + 1 < size:
+        if data[position] != 0xFF:  # stray bytes between segments: libjpeg skips them
+            position = data.find(b"\xff", position)
+            if position < 0:
+                return False
+            continue
+        marker = data[position + 1]
+        if marker == 0xD9:
+            return True
+        if marker in (0x00, 0x01, 0xFF) or 0xD0 <= marker <= 0xD8:  # fill, TEM, RSTn, SOI
+            position += 1 if marker == 0xFF else 2
+            continue
+        if position + 4 > size:
+            return False
+        length = int.from_bytes(data[position + 2 : position + 4])
+        if length < 2 or position + 2 + length > size:
+            raise Reject("corrupt", f"JPEG segment 0xff{marker:02x} at byte {position} runs past the end")
+        position += 2 + length
+        if marker == 0xDA:  # a scan: entropy-coded data up to the next real marker
+            found = _JPEG_NEXT_MARKER.search(data, position)
+            if found is None:
+                return False
+            position = found.start()
+    return False
+
+
+_JPEG_NEXT_MARKER = re.compile(rb"\xff+[^\x00\xd0-\xd7\xff]")
+
+
 def _png_bit_depth(data: bytes) -> int:
     """The bit depth byte of a PNG's IHDR chunk (Pillow reports 16-bit RGB as plain RGB)."""
     return data[24] if len(data) > 24 else 8
@@ -216,9 +253,6 @@ def _can_keep_source(
     if options.channels is not None and options.channels != len(image.getbands()):
         return False
     if kind == "png" and _png_bit_depth(data) != 8:
-        return False
-    if kind == "jpeg" and data.rfind(b"\xff\xd9") < data.rfind(b"\xff\xda"):
-        # No end-of-image marker after the last scan: Pillow decodes it, TensorFlow does not.
         return False
     return _orientation(image) == 1
 

@@ -121,6 +121,15 @@ def test_jpeg_without_end_marker_is_reencoded_for_tensorflow():
     assert image.reencoded and image.format == "jpeg"
 
 
+def test_jpeg_with_a_marker_inside_its_scan_data_is_corrupt():
+    """Found by the fuzz test: one byte turns scan data into an APP1 marker whose length runs
+    past the end; Pillow pads the missing data, TensorFlow fails to read the file."""
+    data = bytearray(imagegen.jpeg(24, 16, seed=1))
+    assert data[669:671] == b"\x13\xe1"
+    data[669] = 0xFF
+    assert reason(bytes(data)) == "corrupt"
+
+
 def test_frame_tables_are_not_walked(monkeypatch):
     """Time per image is bounded by work, not a clock: only the first frame is decoded and
     whether a second exists is all that is asked, however many frames the file claims."""
