@@ -1,11 +1,20 @@
-"""List the inputs of a run: paths and sizes only, never bytes, through Beam's filesystems."""
+"""List the inputs of a run: paths and sizes only, never bytes.
+
+Remote inputs (`gs://`) are listed through Beam's filesystems. Local ones are walked here:
+Beam's LocalFileSystem does not follow symlinked directories and silently drops files whose
+size cannot be read (a broken symlink), which would lose inputs without a word.
+"""
 
 from __future__ import annotations
 
 import os
 import posixpath
+import re
+import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 
+from apache_beam.io.filesystem import FileSystem
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import gcs
@@ -17,13 +26,19 @@ SKIPPED_DIRS = frozenset({"__macosx"})
 GLOB_CHARS = "*?["
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class InputFile:
-    """One listed file; `relpath` (posix, relative to `--input`) is its identity everywhere."""
+    """One listed file; `relpath` (posix, relative to `--input`) is its identity everywhere.
+
+    `problem` is (reason, detail) when the listing already knows the entry cannot be read
+    (a broken symlink, a FIFO, an unreadable directory) or is not an input (a symlink loop):
+    it becomes a reject line in the plan instead of vanishing. Slots keep 100k entries small.
+    """
 
     relpath: str
     path: str
     size: int
+    problem: tuple[str, str] | None = None
 
 
 def split_input_spec(input_spec: str) -> tuple[str, str]:
@@ -57,16 +72,17 @@ def list_inputs(input_spec: str) -> list[InputFile]:
     Raises `ValueError` for a missing or empty input, so a run fails before any work starts.
     """
     base, pattern = split_input_spec(input_spec)
+    match = _match if "://" in pattern else _match_local
     try:
-        metadata = _match(pattern)
-        if not metadata and pattern.endswith("/**") and _is_file(base):
-            metadata = _match(base)  # a single file given as --input: its name is its relpath
+        found = match(pattern)
+        if not found and pattern.endswith("/**") and _is_file(base):
+            found = match(base)  # a single file given as --input: its name is its relpath
             base = posixpath.dirname(base)
     except Exception as error:
         if not input_spec.startswith("gs://"):
             raise
         raise gcs.StorageError(gcs.describe("--input", input_spec, error)) from None
-    if not metadata:
+    if not found:
         if base.startswith("gs://"):
             # GCS has no directories: a prefix exists only while some object's name starts with it.
             raise ValueError(f"--input {input_spec} holds no files (no object matches {pattern})")
@@ -76,11 +92,12 @@ def list_inputs(input_spec: str) -> list[InputFile]:
     prefix = base.rstrip("/") + "/"
     files = [
         InputFile(
-            relpath=m.path[len(prefix) :] if m.path.startswith(prefix) else m.path,
-            path=m.path,
-            size=m.size_in_bytes,
+            relpath=path[len(prefix) :] if path.startswith(prefix) else path,
+            path=path,
+            size=size,
+            problem=problem,
         )
-        for m in metadata
+        for path, size, problem in found
     ]
     return sorted(files)
 
@@ -91,6 +108,77 @@ def _is_file(path: str) -> bool:
     return os.path.isfile(path)
 
 
-def _match(pattern: str) -> list:
+Found = list[tuple[str, int, tuple[str, str] | None]]  # (path, size, problem)
+
+
+def _match(pattern: str) -> Found:
     (result,) = FileSystems.match([pattern])
-    return list(result.metadata_list)
+    return [(m.path, m.size_in_bytes, None) for m in result.metadata_list]
+
+
+def _match_local(pattern: str) -> Found:
+    """Beam's glob semantics (`*` within a folder, `**` across folders) over `walk_local`."""
+    prefix = re.match(r"^[^[*?]*", pattern).group(0)
+    if prefix == pattern:  # no glob: one file (a broken link or FIFO still counts as one)
+        return list(_entry(pattern)) if os.path.lexists(pattern) else []
+    root = prefix if prefix.endswith("/") else posixpath.dirname(prefix)
+    if not os.path.isdir(root):
+        return []
+    matches = re.compile(FileSystem.translate_pattern(pattern)).match
+    return [found for found in walk_local(root) if matches(found[0])]
+
+
+def walk_local(root: str) -> Iterator[tuple[str, int, tuple[str, str] | None]]:
+    """Every entry under `root` that is not a directory, following symlinked directories.
+
+    A symlinked directory is followed unless it leads back to a directory on its own path
+    (a loop), which is reported once as `skipped` instead of being walked forever. Two links to
+    one directory list its files twice, under both names (duplicates are kept, like copies).
+    """
+    stack = [(root, (os.path.realpath(root),))]
+    while stack:
+        directory, ancestors = stack.pop()
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError as error:
+            if directory != root:
+                yield directory, 0, ("unreadable", f"directory cannot be listed: {_describe(error)}")
+                continue
+            raise ValueError(f"--input {root} cannot be listed: {error}") from None
+        for entry in entries:
+            if _is_dir(entry):
+                real = os.path.realpath(entry.path)
+                if real in ancestors:
+                    yield entry.path, 0, ("skipped", f"symlink loop: leads back to {real}, not followed")
+                    continue
+                stack.append((entry.path, (*ancestors, real)))
+            else:
+                yield from _entry(entry.path)
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()  # follows symlinks
+    except OSError:
+        return False
+
+
+def _entry(path: str) -> Iterator[tuple[str, int, tuple[str, str] | None]]:
+    """(path, size, problem) of one non-directory entry; never raises, never drops it."""
+    try:
+        info = os.stat(path)  # follows symlinks
+    except OSError as error:
+        if os.path.islink(path):
+            detail = f"broken symbolic link to {os.readlink(path)!r}"
+        else:
+            detail = _describe(error)
+        yield path, 0, ("unreadable", detail)
+        return
+    if not stat.S_ISREG(info.st_mode):  # a FIFO would block the reader forever
+        yield path, 0, ("unreadable", "not a regular file (FIFO, socket or device)")
+        return
+    yield path, info.st_size, None
+
+
+def _describe(error: OSError) -> str:
+    return f"{type(error).__name__}: {error.strerror or error}"

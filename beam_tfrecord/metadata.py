@@ -13,10 +13,13 @@ from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecord import faults
 from beam_tfrecord.plan import Plan, RejectLine
 from beam_tfrecord.records import ConvertedRecord
 from beam_tfrecord.tfds_metadata import write_tfds_metadata
 
+DIGEST_MODULUS = 2**256
+DIGEST_METHOD = "sum of sha256(serialized record) mod 2**256: independent of record order and shards"
 LABELS_FILE = "labels.txt"
 REJECTS_FILE = "rejects.jsonl"
 SUMMARY_FILE = "summary.json"
@@ -33,6 +36,17 @@ class Tally:
     reencoded: int = 0
     heights: Counter = field(default_factory=Counter)
     widths: Counter = field(default_factory=Counter)
+    # split -> sum of record sha256s: an order-independent digest that merges in O(1).
+    digests: Counter = field(default_factory=Counter)
+    # First 8 bytes of each source file's sha256 (as int): counts identical content. About 60
+    # bytes per record; 64 bits make a false match unlikely below billions of records.
+    contents: set = field(default_factory=set)
+    hashed: int = 0  # records whose content is in `contents`
+
+    @property
+    def duplicates(self) -> int:
+        """Records whose source bytes equal those of another record (each kept as its own record)."""
+        return self.hashed - len(self.contents)
 
     def add(self, outcome: ConvertedRecord | RejectLine) -> Tally:
         if isinstance(outcome, RejectLine):
@@ -44,12 +58,21 @@ class Tally:
         self.reencoded += int(outcome.reencoded)
         self.heights[outcome.height] += 1
         self.widths[outcome.width] += 1
+        split = outcome.split
+        self.digests[split] = (self.digests[split] + int.from_bytes(outcome.digest)) % DIGEST_MODULUS
+        if outcome.content_sha256:
+            self.contents.add(int(outcome.content_sha256[:16], 16))
+            self.hashed += 1
         return self
 
     def merge(self, other: Tally) -> Tally:
         for name in ("records", "by_split_label", "rejects", "source_formats", "heights", "widths"):
             getattr(self, name).update(getattr(other, name))
         self.reencoded += other.reencoded
+        for split, digest in other.digests.items():
+            self.digests[split] = (self.digests[split] + digest) % DIGEST_MODULUS
+        self.contents |= other.contents
+        self.hashed += other.hashed
         return self
 
 
@@ -96,6 +119,7 @@ def build_summary(
             "planned_shards": plan.shard_counts[name],
             "bytes": sum(size for _, size in shards[name]),
             "files": [file for file, _ in shards[name]],
+            "digest": f"{tally.digests.get(name, 0):064x}",
         }
     warnings = []
     label_counts: Counter = Counter()
@@ -108,6 +132,8 @@ def build_summary(
         warnings.append(f"{len(plan.manifest_unmatched)} manifest rows name no listed file")
     if records == 0:
         warnings.append("every input was rejected: no record was written")
+    if tally.duplicates:
+        warnings.append(f"{tally.duplicates} records have the same image bytes as another record")
     return {
         "inputs_listed": plan.listed,
         "skipped": skipped,
@@ -122,6 +148,8 @@ def build_summary(
         else {},
         "rejects_per_reason": dict(sorted(rejects.items())),
         "reencoded": tally.reencoded,
+        "duplicate_records": tally.duplicates,
+        "digest_method": DIGEST_METHOD,
         "source_formats": dict(sorted(tally.source_formats.items())),
         "image_height": _size_stats(tally.heights),
         "image_width": _size_stats(tally.widths),
@@ -144,15 +172,16 @@ def write_metadata(
     summary: Mapping[str, Any],
 ) -> None:
     """labels.txt, rejects.jsonl and the TFDS metadata first, summary.json last: its presence means
-    the run ended."""
+    the run ended and every shard it lists is in place (see outputs.complete_shards)."""
     if class_names is not None:
         write_text(FileSystems.join(output, LABELS_FILE), "".join(f"{name}\n" for name in class_names))
     write_text(FileSystems.join(output, REJECTS_FILE), "".join(r.to_json() + "\n" for r in sorted(rejects)))
     summary = {**summary, "tfds_metadata": write_tfds_metadata(output, summary)}
-    write_text(
-        FileSystems.join(output, SUMMARY_FILE),
-        json.dumps(summary, indent=2, sort_keys=False, ensure_ascii=False) + "\n",
-    )
+    faults.pause_point("metadata")
+    # Written aside and renamed: a reader never sees a half-written completeness marker.
+    temp = FileSystems.join(output, f".temp-beam-tfrecord-{SUMMARY_FILE}")
+    write_text(temp, json.dumps(summary, indent=2, sort_keys=False, ensure_ascii=False) + "\n")
+    FileSystems.rename([temp], [FileSystems.join(output, SUMMARY_FILE)])
 
 
 def read_summary(output: str) -> dict[str, Any]:

@@ -1,19 +1,31 @@
-"""Guarding the output directory: an earlier run's shards are never mixed with a new run's."""
+"""Guarding the output directory: an earlier run's shards are never mixed with a new run's.
+
+summary.json is the completeness marker: it is written last (atomically) and lists every shard
+file of the run. A reader that finds no summary.json, or shard files it does not list, is
+looking at an interrupted or foreign run; `complete_shards` does that check.
+"""
 
 from __future__ import annotations
 
+import os
 import posixpath
 
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import gcs, sharding
-from beam_tfrecord.metadata import LABELS_FILE, REJECTS_FILE, SUMMARY_FILE
+from beam_tfrecord.metadata import LABELS_FILE, REJECTS_FILE, SUMMARY_FILE, read_summary
 from beam_tfrecord.tfds_metadata import TFDS_FILES
 
 # Drawn by `python -m pipelines.inspect` beside the shards by default.
 CONTACT_SHEET_FILE = "contact_sheet.png"
 HISTOGRAM_FILE = "label_histogram.png"
 METADATA_FILES = (LABELS_FILE, REJECTS_FILE, SUMMARY_FILE, *TFDS_FILES, CONTACT_SHEET_FILE, HISTOGRAM_FILE)
+# Temporary directories of our path-planned sink and of Beam's WriteToTFRecord.
+TEMP_PREFIXES = (".temp-beam-tfrecord-", "beam-temp-")
+
+
+class IncompleteOutput(Exception):
+    """The output directory does not hold one complete run."""
 
 
 def existing_outputs(output: str) -> list[str]:
@@ -33,5 +45,46 @@ def existing_outputs(output: str) -> list[str]:
 
 
 def clear_outputs(paths: list[str]) -> None:
-    if paths:
-        FileSystems.delete(paths)
+    """Delete an earlier run's files, summary.json first: if this is interrupted, what is left
+    no longer claims to be complete."""
+    summaries = [p for p in paths if posixpath.basename(p) == SUMMARY_FILE]
+    for group in (summaries, [p for p in paths if p not in summaries]):
+        if group:
+            FileSystems.delete(group)
+
+
+def leftover_temp(output: str) -> list[str]:
+    """Temporary directories (local) or files (remote) that an interrupted run left behind."""
+    if "://" not in output:
+        if not os.path.isdir(output):
+            return []
+        return sorted(os.path.join(output, n) for n in os.listdir(output) if n.startswith(TEMP_PREFIXES))
+    patterns = [FileSystems.join(output, f"{p}*{tail}") for p in TEMP_PREFIXES for tail in ("", "/*")]
+    return sorted(m.path for result in FileSystems.match(patterns) for m in result.metadata_list)
+
+
+def clear_temp(output: str) -> list[str]:
+    """Remove what interrupted runs left; one run at a time may write to an output directory."""
+    leftovers = leftover_temp(output)
+    if leftovers:
+        FileSystems.delete(leftovers)
+    return leftovers
+
+
+def complete_shards(output: str) -> dict[str, list[str]]:
+    """Split -> shard paths of the complete run in `output`, or raise `IncompleteOutput`.
+
+    Complete means: summary.json exists, and the shard files on disk are exactly those it lists.
+    """
+    try:
+        summary = read_summary(output)
+    except Exception as error:
+        raise IncompleteOutput(f"{output} has no readable {SUMMARY_FILE}: the run did not finish") from error
+    listed = {name: list(split["files"]) for name, split in summary["splits"].items()}
+    expected = {name for files in listed.values() for name in files}
+    present = {posixpath.basename(p) for p in existing_outputs(output)} - set(METADATA_FILES)
+    if present != expected:
+        raise IncompleteOutput(
+            f"{output}: shard files {sorted(present ^ expected)} differ from those in {SUMMARY_FILE}"
+        )
+    return {name: [FileSystems.join(output, f) for f in files] for name, files in listed.items()}

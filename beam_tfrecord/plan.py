@@ -19,7 +19,7 @@ from beam_tfrecord import splits as splits_lib
 from beam_tfrecord.listing import InputFile, skip_reason
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PlannedInput:
     """One input file with everything the worker needs besides its bytes."""
 
@@ -113,6 +113,9 @@ def make_plan(
         reason = skip_reason(file.relpath)
         if reason is not None:
             rejects.append(RejectLine(file.relpath, "skipped", reason))
+            continue
+        if file.problem is not None:  # known from the listing: a broken link, a loop, a FIFO
+            rejects.append(RejectLine(file.relpath, *file.problem))
             continue
         try:
             labeled.append((file, label_source.label_of(file.relpath)))

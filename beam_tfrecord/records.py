@@ -25,6 +25,8 @@ class ConvertedRecord(NamedTuple):
     width: int
     source_format: str
     reencoded: bool
+    digest: bytes = b""  # sha256 of `example`: the split's content digest in summary.json
+    content_sha256: str = ""  # sha256 of the source file: duplicates are counted by it
 
 
 def read_bytes(path: str) -> bytes:
@@ -45,6 +47,7 @@ def convert_input(
         image = encode_for_tensorflow(data, image_options)
     except Reject as reject:
         return RejectLine(item.relpath, reject.reason, reject.detail)
+    content_sha256 = hashlib.sha256(data).hexdigest()
     fields = schema_lib.RecordFields(
         encoded=image.data,
         format=image.format,
@@ -52,17 +55,20 @@ def convert_input(
         width=image.width,
         channels=image.channels,
         relpath=item.relpath,
-        sha256=hashlib.sha256(data).hexdigest(),
+        sha256=content_sha256,
         label=item.label,
         label_text=item.label_text,
     )
+    example = schema_lib.serialize(schema, fields)
     return ConvertedRecord(
         split=item.split,
-        example=schema_lib.serialize(schema, fields),
+        example=example,
         relpath=item.relpath,
         label_text=item.label_text,
         height=image.height,
         width=image.width,
         source_format=image.source_format,
         reencoded=image.reencoded,
+        digest=hashlib.sha256(example).digest(),
+        content_sha256=content_sha256,
     )

@@ -19,7 +19,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.tfrecordio import _TFRecordUtil
 
-from beam_tfrecord import sharding
+from beam_tfrecord import faults, sharding
 from beam_tfrecord.plan import RejectLine, ShardTask
 
 T = TypeVar("T")
@@ -91,6 +91,7 @@ def write_shard(
                 _TFRecordUtil.write_record(handle, outcome.example)
                 outcome = outcome._replace(example=b"")
                 records += 1
+                faults.pause_point("writing")
             outcomes.append(outcome)
             if on_outcome is not None:
                 on_outcome(outcome)
@@ -102,7 +103,10 @@ def finalize_shards(
 ) -> list[str]:
     """Rename every temporary shard to its final name, then remove the temporary directory.
 
-    Runs once, after every shard task succeeded, so final names appear only for a full set.
+    Runs once, after every shard task succeeded, so final names appear only for a full set;
+    every temporary file is checked before the first rename. The renames themselves are one by
+    one (no filesystem renames many files at once), so a run killed here leaves some final
+    names without summary.json: readers check summary.json (outputs.complete_shards).
     """
     chosen: dict[tuple[str, int], WrittenShard] = {}
     for shard in written:
@@ -111,8 +115,12 @@ def finalize_shards(
     finals = [
         FileSystems.join(output, sharding.shard_name(s.split, s.index, s.count, compression)) for s in ordered
     ]
-    if ordered:
-        FileSystems.rename([s.temp_path for s in ordered], finals)
+    missing = [s.temp_path for s in ordered if not FileSystems.exists(s.temp_path)]
+    if missing:
+        raise OSError(f"temporary shards vanished before finalize, nothing renamed: {missing}")
+    for shard, final in zip(ordered, finals, strict=True):
+        FileSystems.rename([shard.temp_path], [final])
+        faults.pause_point("finalizing")
     if FileSystems.exists(temp_dir):
         FileSystems.delete([temp_dir])
     return finals

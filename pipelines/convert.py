@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, SetupOptions, StandardOptions
 
-from beam_tfrecord import gcs, metadata, outputs
+from beam_tfrecord import faults, gcs, metadata, outputs
 from beam_tfrecord.listing import list_inputs
 from beam_tfrecord.pipeline import ConvertConfig, ImagesToTFRecords
 from beam_tfrecord.plan import Plan, make_plan
@@ -51,15 +51,20 @@ def local_runner(options: PipelineOptions) -> beam.runners.PipelineRunner:
 
 
 def prepare_output(args: ConvertArgs) -> None:
-    """Refuse to mix runs: shards already in --output need --overwrite, which removes them first."""
+    """Refuse to mix runs: shards already in --output need --overwrite, which removes them first
+    (summary.json first); temporary files of interrupted runs are removed in any case."""
     existing = outputs.existing_outputs(args.output)
     if existing and not args.overwrite:
+        names = {os.path.basename(p) for p in existing}
+        what = "an earlier run" if metadata.SUMMARY_FILE in names else "an interrupted run (no summary.json)"
         raise UsageError(
-            f"--output {args.output} already holds {len(existing)} files of an earlier run "
+            f"--output {args.output} already holds {len(existing)} files of {what} "
             f"(e.g. {os.path.basename(existing[0])}); pass --overwrite to replace them"
         )
     gcs.check_writable("--output", args.output)  # before deleting anything: a read-only bucket fails here
     outputs.clear_outputs(existing)
+    for leftover in outputs.clear_temp(args.output):
+        logging.info("removed %s, left by an interrupted run", leftover)
 
 
 def plan_run(args: ConvertArgs) -> Plan:
@@ -67,6 +72,7 @@ def plan_run(args: ConvertArgs) -> Plan:
         files = list_inputs(args.input)
     except ValueError as error:
         raise UsageError(str(error)) from None
+    faults.pause_point("listed")
     plan = make_plan(
         files,
         args.label_source,
@@ -101,6 +107,7 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
     except (UsageError, gcs.StorageError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    faults.pause_point("cleared")
 
     options.view_as(SetupOptions).save_main_session = save_main_session
     if args.dry_run:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from beam_tfrecord.listing import list_inputs, skip_reason
@@ -54,3 +56,57 @@ def test_missing_and_empty_inputs_are_clear_errors(tmp_path):
 )
 def test_skip_reason(relpath, skipped):
     assert (skip_reason(relpath) is not None) == skipped
+
+
+def problems(listed) -> dict[str, str | None]:
+    return {f.relpath: f.problem[0] if f.problem else None for f in listed}
+
+
+def test_symlinked_directories_are_followed_and_loops_reported_once(tmp_path):
+    make(tmp_path, "in/cat/1.jpg", "elsewhere/dog/2.jpg")
+    root = tmp_path / "in"
+    (root / "dog").symlink_to(tmp_path / "elsewhere" / "dog", target_is_directory=True)
+    (root / "cat" / "again").symlink_to(root, target_is_directory=True)  # a loop back to the top
+    (root / "cat" / "self").symlink_to(root / "cat", target_is_directory=True)
+    listed = list_inputs(str(root))
+    assert problems(listed) == {
+        "cat/1.jpg": None,
+        "cat/again": "skipped",
+        "cat/self": "skipped",
+        "dog/2.jpg": None,
+    }
+    assert "loop" in next(f for f in listed if f.relpath == "cat/again").problem[1]
+
+
+def test_broken_symlinks_and_fifos_are_listed_as_unreadable_not_dropped(tmp_path):
+    make(tmp_path, "cat/1.jpg")
+    (tmp_path / "cat" / "gone.jpg").symlink_to(tmp_path / "nowhere.jpg")
+    os.mkfifo(tmp_path / "cat" / "pipe.jpg")
+    listed = list_inputs(str(tmp_path))
+    assert problems(listed) == {"cat/1.jpg": None, "cat/gone.jpg": "unreadable", "cat/pipe.jpg": "unreadable"}
+    assert "broken symbolic link" in next(f for f in listed if f.relpath == "cat/gone.jpg").problem[1]
+    globbed = list_inputs(str(tmp_path / "cat" / "*.jpg"))
+    assert [f.relpath for f in globbed] == ["1.jpg", "gone.jpg", "pipe.jpg"]
+
+
+def test_directories_named_like_images_are_walked_not_listed(tmp_path):
+    make(tmp_path, "cat/x.jpg/1.jpg", "cat/2.jpg")
+    assert problems(list_inputs(str(tmp_path))) == {"cat/2.jpg": None, "cat/x.jpg/1.jpg": None}
+
+
+def test_very_long_paths(tmp_path):
+    deep = "/".join(["d" * 200] * 15)  # about 3,000 characters, near Linux's PATH_MAX of 4,096
+    name = "n" * 240 + ".jpg"  # near NAME_MAX of 255
+    make(tmp_path, f"{deep}/{name}")
+    (listed,) = list_inputs(str(tmp_path))
+    assert listed.relpath == f"{deep}/{name}" and listed.size == 3 and listed.problem is None
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads and lists whatever the permissions say")
+def test_unreadable_directory_is_reported(tmp_path):
+    make(tmp_path, "cat/1.jpg", "locked/2.jpg")
+    (tmp_path / "locked").chmod(0)
+    try:
+        assert problems(list_inputs(str(tmp_path))) == {"cat/1.jpg": None, "locked": "unreadable"}
+    finally:
+        (tmp_path / "locked").chmod(0o755)

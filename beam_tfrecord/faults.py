@@ -1,0 +1,27 @@
+"""A test hook to stop a run at a named point, so tests can kill it there (SIGKILL) and prove
+that an interrupted run never leaves output that looks complete.
+
+Off unless BEAM_TFRECORD_PAUSE_AT names a point; then the run creates the file named by
+BEAM_TFRECORD_PAUSE_FILE when it gets there and sleeps until killed. Points, in run order:
+`listed`, `cleared` (earlier output removed), `writing` (a temporary shard half written),
+`finalizing` (one shard renamed into place, the others not yet), `metadata` (labels and
+rejects written, summary.json not yet).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+PAUSE_AT = os.environ.get("BEAM_TFRECORD_PAUSE_AT")  # read once: checked in per-record loops
+
+
+def pause_point(name: str) -> None:
+    """Sleep here for good when the environment asks for this point; otherwise nothing."""
+    if name != PAUSE_AT:
+        return
+    marker = os.environ.get("BEAM_TFRECORD_PAUSE_FILE")
+    if marker:
+        with open(marker, "w") as handle:
+            handle.write(name)
+    time.sleep(3600)

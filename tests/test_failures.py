@@ -1,0 +1,38 @@
+"""A failed worker step never loses an input silently. Decoder errors become rejects with a
+reason (see test_images, test_fuzz_images); any other exception in a DoFn fails the whole job
+loudly, and then no summary.json and no final shard is written, so nothing looks complete."""
+
+from __future__ import annotations
+
+import os
+
+import imagegen
+import pytest
+
+from beam_tfrecord import outputs, records
+from pipelines.convert import run
+
+
+@pytest.mark.parametrize("sink", ["paths", "beam"])
+def test_an_unexpected_error_in_a_worker_fails_the_job(tmp_path, monkeypatch, sink):
+    root = tmp_path / "in"
+    imagegen.write_tree(root, {f"a/{i}.jpg": imagegen.jpeg(seed=i) for i in range(6)})
+    real = records.encode_for_tensorflow
+
+    def buggy(data, options):
+        if data == imagegen.jpeg(seed=3):
+            raise RuntimeError("a bug, not a bad image")
+        return real(data, options)
+
+    monkeypatch.setattr(records, "encode_for_tensorflow", buggy)
+    out = tmp_path / "out"
+    args = ["--input", str(root), "--output", str(out), "--no_progress", "--sink", sink, "--num_shards", "2"]
+    with pytest.raises(Exception, match="a bug, not a bad image"):
+        run(args)
+    assert not (out / "summary.json").exists()
+    assert [n for n in os.listdir(out) if ".tfrecord" in n and not n.startswith((".temp", "beam-temp"))] == []
+
+    monkeypatch.setattr(records, "encode_for_tensorflow", real)
+    assert run(args) == 0  # the next run clears what the failed one left
+    assert outputs.leftover_temp(str(out)) == []
+    assert sorted(outputs.complete_shards(str(out))) == ["train"]

@@ -1,0 +1,133 @@
+"""Runs killed (SIGKILL) at every stage: the output never looks complete unless it is, leftovers
+are clearly named and removed by the next run, and a rerun writes the identical record set.
+
+Each killed run is a real `python -m pipelines.convert` process on the DirectRunner, stopped at a
+named point by the BEAM_TFRECORD_PAUSE_AT hook (beam_tfrecord/faults.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import imagegen
+import pytest
+from outputcheck import read_records, summary
+
+from beam_tfrecord import outputs
+from pipelines.convert import run
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ARGS = ("--splits", "train=0.7,test=0.3", "--num_shards", "2", "--no_progress")
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    root = tmp_path_factory.mktemp("interrupted") / "in"
+    files = {f"{c}/{i}.jpg": imagegen.jpeg(seed=i + 50 * (c == "b")) for c in "ab" for i in range(12)}
+    imagegen.write_tree(root, files | {"a/broken.jpg": b"\xff\xd8\xff"})
+    return root
+
+
+@pytest.fixture(scope="module")
+def reference(tree, tmp_path_factory):
+    """The records and summary of an uninterrupted run."""
+    out = tmp_path_factory.mktemp("reference") / "out"
+    assert run(["--input", str(tree), "--output", str(out), *ARGS]) == 0
+    return record_set(out), summary(out)
+
+
+def record_set(out) -> dict[str, list[bytes]]:
+    return {
+        split: sorted(
+            r["image/encoded"] + r["image/filename"] + bytes([r["image/class/label"]])
+            for r in read_records(out, split)
+        )
+        for split in ("train", "test")
+    }
+
+
+def killed_at(point: str, tree, out, *extra: str) -> None:
+    """Start a conversion, wait until it reaches `point`, and SIGKILL it there."""
+    marker = out.parent / f"paused-{point}"
+    env = dict(os.environ, BEAM_TFRECORD_PAUSE_AT=point, BEAM_TFRECORD_PAUSE_FILE=str(marker))
+    command = [sys.executable, "-m", "pipelines.convert", "--input", str(tree), "--output", str(out)]
+    process = subprocess.Popen(
+        [*command, *ARGS, *extra], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            if process.poll() is not None:
+                pytest.fail(f"the run ended before {point}: {process.stderr.read().decode()[-2000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"the run never reached {point}")
+            time.sleep(0.05)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        process.stderr.close()
+
+
+def shard_names(out) -> list[str]:
+    return sorted(n for n in os.listdir(out) if ".tfrecord" in n and not n.startswith(".temp"))
+
+
+@pytest.mark.parametrize(
+    ("point", "left"),
+    [
+        ("listed", "earlier"),  # killed before the output was touched: the earlier run is intact
+        ("cleared", "nothing"),  # earlier output removed, nothing new yet
+        ("writing", "temp"),  # a shard half written, under .temp-beam-tfrecord-*
+        ("finalizing", "partial"),  # one shard renamed into place, no summary.json
+        ("metadata", "partial"),  # every shard in place, labels and rejects, no summary.json
+    ],
+)
+def test_killed_run_never_looks_complete_and_a_rerun_restores_it(tree, reference, tmp_path, point, left):
+    out = tmp_path / "out"
+    # An earlier complete run with another shard count: its shards must never mix with the new run's.
+    assert (
+        run(["--input", str(tree), "--output", str(out), *ARGS[:2], "--num_shards", "3", "--no_progress"])
+        == 0
+    )
+    earlier = shard_names(out)
+    assert [n for n in earlier if "-of-00003" in n] == earlier
+
+    killed_at(point, tree, out, "--overwrite")
+
+    if left == "earlier":
+        assert shard_names(out) == earlier
+        assert sorted(outputs.complete_shards(str(out))) == [
+            "test",
+            "train",
+        ]  # still the complete earlier run
+    else:
+        assert not (out / "summary.json").exists()
+        with pytest.raises(outputs.IncompleteOutput):
+            outputs.complete_shards(str(out))
+        assert not [n for n in shard_names(out) if "-of-00003" in n], "stale shards of the earlier run"
+        if left in ("nothing", "temp"):
+            assert shard_names(out) == []
+        else:
+            assert shard_names(out)
+    if left == "temp":
+        (temp,) = outputs.leftover_temp(str(out))
+        assert os.path.basename(temp).startswith(".temp-beam-tfrecord-") and os.listdir(temp)
+
+    # Without --overwrite, leftover final shards are refused; temp leftovers are simply removed.
+    code = run(["--input", str(tree), "--output", str(out), *ARGS])
+    assert code == (0 if left in ("nothing", "temp") else 2)
+    if code:
+        assert run(["--input", str(tree), "--output", str(out), *ARGS, "--overwrite"]) == 0
+    assert outputs.leftover_temp(str(out)) == []
+    assert sorted(n for n in os.listdir(out) if n.endswith(".tfrecord")) == [
+        f"{s}-0000{i}-of-00002.tfrecord" for s in ("test", "train") for i in range(2)
+    ]
+    assert outputs.complete_shards(str(out))
+    records, expected = reference
+    assert record_set(out) == records
+    result = summary(out)
+    for split in ("train", "test"):
+        assert result["splits"][split]["digest"] == expected["splits"][split]["digest"]

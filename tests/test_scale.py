@@ -1,0 +1,45 @@
+"""100,000 small files: listing and planning hold paths and sizes only, so memory stays small.
+Slow (it writes 100k files); run with `pytest -m slow`. The figure is in the README."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FILES, CLASSES = 100_000, 100
+MEASURE = """
+import json, sys
+from beam_tfrecord.listing import list_inputs
+from beam_tfrecord.plan import LabelSource, make_plan, shard_tasks
+def peak_mb():  # VmHWM, not ru_maxrss: that one keeps the forking parent's peak across exec
+    line = next(l for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024
+before = peak_mb()
+files = list_inputs(sys.argv[1])
+plan = make_plan(files, LabelSource("folder"), {"train": 0.8, "test": 0.2}, num_shards=64)
+tasks = shard_tasks(plan)
+print(json.dumps({"files": len(files), "tasks": len(tasks), "before_mb": before, "peak_mb": peak_mb()}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads peak memory from Linux's /proc")
+def test_listing_and_planning_100k_files_stays_small(tmp_path):
+    root = tmp_path / "many"
+    for c in range(CLASSES):
+        folder = root / f"class_{c:03d}"
+        folder.mkdir(parents=True)
+        for i in range(FILES // CLASSES):
+            (folder / f"image_{i:06d}.jpg").write_bytes(b"\xff\xd8\xff")
+    result = subprocess.run(
+        [sys.executable, "-c", MEASURE, str(root)], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    measured = json.loads(result.stdout.strip().splitlines()[-1])
+    print(measured)
+    assert measured["files"] == FILES and measured["tasks"] == 128
+    assert measured["peak_mb"] - measured["before_mb"] < 150  # about 1.5 KB per file, all told
