@@ -130,6 +130,7 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         "runner": "FnApiRunner" if local else options.view_as(StandardOptions).runner,
         "direct_running_mode": options.view_as(DirectOptions).direct_running_mode if local else None,
         "sink": config.sink,
+        "decode_threads": config.threads if config.sink == "paths" else None,
         "beam_version": beam.__version__,
         "started_at": started,
     }
@@ -140,6 +141,15 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         args.splits,
         plan.shard_counts,
     )
+    if local:
+        direct = options.view_as(DirectOptions)
+        logging.info(
+            "local run on Beam's FnApiRunner (%s, %s worker(s)), %s sink, %d read/decode threads per shard",
+            direct.direct_running_mode,
+            direct.direct_num_workers or 1,
+            config.sink,
+            config.threads,
+        )
     pipeline = beam.Pipeline(runner=local_runner(options) if local else None, options=options)
     _ = pipeline | "ImagesToTFRecords" >> ImagesToTFRecords(plan, config, run_info)
     if args.dry_run:
