@@ -22,6 +22,9 @@ REJECTS_FILE = "rejects.jsonl"
 SUMMARY_FILE = "summary.json"
 
 
+COUNTERS = ("records", "by_split_label", "rejects", "source_formats", "heights", "widths", "feature_shapes")
+
+
 @dataclass
 class Tally:
     """Counts of every outcome, mergeable across workers (the accumulator of a CombineFn)."""
@@ -33,6 +36,7 @@ class Tally:
     reencoded: int = 0
     heights: Counter = field(default_factory=Counter)
     widths: Counter = field(default_factory=Counter)
+    feature_shapes: Counter = field(default_factory=Counter)  # shape tuple -> n (feature runs)
 
     def add(self, outcome: ConvertedRecord | RejectLine) -> Tally:
         if isinstance(outcome, RejectLine):
@@ -44,10 +48,12 @@ class Tally:
         self.reencoded += int(outcome.reencoded)
         self.heights[outcome.height] += 1
         self.widths[outcome.width] += 1
+        if outcome.feature_shape is not None:
+            self.feature_shapes[outcome.feature_shape] += 1
         return self
 
     def merge(self, other: Tally) -> Tally:
-        for name in ("records", "by_split_label", "rejects", "source_formats", "heights", "widths"):
+        for name in COUNTERS:
             getattr(self, name).update(getattr(other, name))
         self.reencoded += other.reencoded
         return self
@@ -108,6 +114,8 @@ def build_summary(
         warnings.append(f"{len(plan.manifest_unmatched)} manifest rows name no listed file")
     if records == 0:
         warnings.append("every input was rejected: no record was written")
+    run_info = dict(run_info)
+    features = feature_summary(run_info.pop("features", None), tally.feature_shapes, warnings)
     return {
         "inputs_listed": plan.listed,
         "skipped": skipped,
@@ -128,8 +136,22 @@ def build_summary(
         "manifest_rows_without_file": len(plan.manifest_unmatched),
         "manifest_rows_without_file_sample": plan.manifest_unmatched[:20],
         "warnings": warnings,
+        **({"features": features} if features else {}),
         **run_info,
     }
+
+
+def feature_summary(
+    options: Mapping[str, Any] | None, shapes: Counter, warnings: list[str]
+) -> dict[str, Any] | None:
+    """What a reader needs to restore the features (shape, dtype, image kept or not) and how
+    they were made; None for a run without a feature model."""
+    if not options:
+        return None
+    if len(shapes) > 1:
+        warnings.append(f"features have {len(shapes)} different shapes: {sorted(shapes)}")
+    shape = list(shapes.most_common(1)[0][0]) if shapes else None
+    return {**options, "shape": shape}
 
 
 def write_text(path: str, text: str) -> None:
