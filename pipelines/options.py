@@ -219,7 +219,7 @@ def _check(ns: argparse.Namespace) -> ConvertArgs:
 def _feature_options(ns: argparse.Namespace) -> features_lib.FeatureOptions | None:
     """The feature model's options, or None when no model is asked for (and none of its options)."""
     if ns.feature_model and ns.model_path:
-        raise UsageError("pass --feature_model or --model_path, not both")
+        raise UsageError("--feature_model and --model_path exclude each other: pass one")
     if not ns.feature_model and not ns.model_path:
         given = [
             name
