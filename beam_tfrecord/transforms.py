@@ -190,7 +190,8 @@ class ConvertWithFeatures(beam.PTransform):
 
 
 class WriteSplits(beam.PTransform):
-    """One `WriteToTFRecord` per split with the planned shard count; yields the shard paths."""
+    """One `WriteToTFRecord` per split with the planned shard count (0: as many as the runner
+    makes bundles, with no grouping); yields the shard paths."""
 
     def __init__(self, output: str, shard_counts: dict[str, int], compression: str = "none"):
         super().__init__()

@@ -119,6 +119,8 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         threads=args.decode_threads,
         split_seed=args.split_seed,
         features=args.features,
+        # Local feature runs stream records to shards unless --num_shards asks for a fixed count.
+        stream_shards=args.features is not None and local and args.num_shards is None,
     )
     run_info = {
         "input": args.input,

@@ -282,3 +282,22 @@ def test_efficientnet_b0_random_weights_on_a_handful_of_images(tmp_path, pooling
     assert len(records) == 3
     assert all(r["image/features"].shape == shape for r in records)
     assert all(np.isfinite(r["image/features"]).all() for r in records)
+
+
+@pytest.mark.parametrize("num_shards", [None, 2])
+def test_local_runs_stream_shards_unless_a_count_is_asked_for(saved_models, small_tree, tmp_path, num_shards):
+    """Without --num_shards a local feature run writes each bundle as it comes (no records grouped
+    in memory); with it, every split has exactly that many shards."""
+    _, keras_file, _ = saved_models
+    output = tmp_path / "out"
+    extra = ["--num_shards", str(num_shards)] if num_shards else []
+    argv = ["--input", str(small_tree), "--output", str(output), "--no_progress", "--model_path", keras_file]
+    assert run([*argv, "--splits", "train=0.5,validation=0.5", *extra]) == 0
+    summary = json.loads((output / "summary.json").read_text())
+    assert summary["consistent"]
+    for name, split in summary["splits"].items():
+        if num_shards:
+            assert split["shards"] == num_shards
+        assert split["files"] and all(f.startswith(f"{name}-") for f in split["files"])
+        records = load_dataset(str(output), name, batch_size=None, features=True)
+        assert sum(1 for _ in records) == split["records"]
