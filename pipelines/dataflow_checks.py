@@ -64,7 +64,7 @@ def check_gcs_path(option: str, value: str | None, required: bool = True) -> lis
 def check_model_path(path: str | None, option: str = "--model_path") -> list[str]:
     """A model must be where every worker can read it: gs:// or https://, not this machine's disk.
 
-    Prepared for the feature-model option; a bare name (e.g. a Keras application) is resolved on
+    Applied to --model_path; a bare name (e.g. a Keras application) is resolved on
     the worker and passes.
     """
     if not path:

@@ -20,6 +20,7 @@ from beam_tfrecord import schema as schema_lib
 from beam_tfrecord.plan import RejectLine
 from beam_tfrecord.records import PendingRecord
 from beam_tfrecord.transforms import failed_batch_rejects
+from pipelines import inspect
 from pipelines.convert import run
 
 SIZE = 16  # the tiny model's input size
@@ -224,6 +225,7 @@ def test_tiny_model_run_stores_features_that_match_the_model(saved_models, small
         np.testing.assert_allclose(record["features"], expected, rtol=1e-4, atol=1e-4)
         assert record["image"].shape[2] == 3  # the stored image is the source, not the model input
     assert {r["image"].shape[:2] for r in records} != {(SIZE, SIZE)}
+    assert inspect.run([str(output), "--pictures_dir", str(tmp_path / "pictures")]) == 0
 
 
 def test_savedmodel_float16_features_only_run(saved_models, small_tree, tmp_path):
@@ -301,3 +303,18 @@ def test_local_runs_stream_shards_unless_a_count_is_asked_for(saved_models, smal
         assert split["files"] and all(f.startswith(f"{name}-") for f in split["files"])
         records = load_dataset(str(output), name, batch_size=None, features=True)
         assert sum(1 for _ in records) == split["records"]
+
+
+def test_readme_frozen_head_example_trains_on_features_only_records(saved_models, small_tree, tmp_path):
+    from test_readme_example import readme_block
+
+    _, keras_file, _ = saved_models
+    output = tmp_path / "out"
+    argv = ["--input", str(small_tree), "--output", str(output), "--no_progress", "--model_path", keras_file]
+    assert run([*argv, "--feature_pooling", "avg", "--features_only"]) == 0
+    block = readme_block("frozen-head")
+    assert 'OUTPUT = "pets-features"' in block
+    namespace: dict = {}
+    exec(block.replace('OUTPUT = "pets-features"', f"OUTPUT = {str(output)!r}"), namespace)
+    assert len(namespace["history"].history["loss"]) == 1
+    assert namespace["head"].input_shape == (None, 5)
