@@ -143,12 +143,25 @@ class BuildRecordFn(beam.DoFn):
             self._progress.flush()
 
 
-def failed_batch_rejects(failed: tuple[list[PendingRecord], Exception]) -> Iterator[RejectLine]:
+def describe_failure(error: object) -> str:
+    """One line for a dead letter's error: Beam gives (class, repr, traceback lines), not the
+    exception itself, because exceptions do not always pickle."""
+    if isinstance(error, BaseException):
+        return f"{type(error).__name__}: {error}"
+    if isinstance(error, tuple) and len(error) == 3 and error[2]:
+        return str(error[2][-1]).strip()
+    if isinstance(error, tuple) and len(error) >= 2:
+        return str(error[1])
+    return str(error)
+
+
+def failed_batch_rejects(failed: tuple[list[PendingRecord], object]) -> Iterator[RejectLine]:
     """A batch whose inference raised: every image in it becomes an `inference_failed` reject,
     so the run goes on and still accounts for every input."""
     batch, error = failed
+    detail = describe_failure(error)
     for pending in batch:
-        reject = RejectLine(pending.fields.relpath, "inference_failed", f"{type(error).__name__}: {error}")
+        reject = RejectLine(pending.fields.relpath, "inference_failed", detail)
         count_outcome(reject)
         yield reject
 

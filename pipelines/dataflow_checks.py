@@ -141,6 +141,9 @@ def check_dataflow(args: ConvertArgs, options: PipelineOptions) -> list[str]:
             "with the image deploy/build_image.sh builds"
         )
     problems += check_model_path(args.raw.get("model_path"))  # type: ignore[arg-type]
+    weights = args.raw.get("model_weights")
+    if args.raw.get("feature_model") and weights not in (None, "imagenet", "none"):
+        problems += check_model_path(weights, "--model_weights")  # type: ignore[arg-type]
     problems += check_accelerator(options)
     return problems
 

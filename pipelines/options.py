@@ -235,6 +235,8 @@ def _feature_options(ns: argparse.Namespace) -> features_lib.FeatureOptions | No
         if given:
             raise UsageError(f"--{given[0]} needs --feature_model or --model_path")
         return None
+    if ns.model_path and ns.model_weights != "imagenet":
+        raise UsageError("--model_weights is for --feature_model; a --model_path model holds its weights")
     if ns.inference_batch_size < 1:
         raise UsageError("--inference_batch_size must be at least 1")
     model_path = ns.model_path

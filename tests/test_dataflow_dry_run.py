@@ -118,6 +118,10 @@ def test_dry_run_refuses_a_model_on_this_machine(pets_tree, tmp_path, capsys):
     code, _, _ = dry_run(pets_tree, tmp_path, "--setup_file=./setup.py", f"--model_path={model}")
     assert code == 2
     assert "Dataflow workers cannot read" in capsys.readouterr().err
+    weights = ["--feature_model=efficientnet_b0", f"--model_weights={model}"]
+    code, _, _ = dry_run(pets_tree, tmp_path, "--setup_file=./setup.py", *weights)
+    assert code == 2
+    assert "--model_weights" in capsys.readouterr().err
 
 
 def test_dry_run_needs_dataflow(pets_tree, tmp_path, capsys):

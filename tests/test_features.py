@@ -185,6 +185,8 @@ def test_offline_imagenet_fails_before_the_pipeline_with_the_way_out(
         ["--feature_model", "efficientnet_b0", "--model_path", "m.keras"],
         ["--model_path", "/no/such/model.keras"],
         ["--feature_model", "efficientnet_b0", "--model_weights", "/no/such/weights.h5"],
+        ["--model_path", __file__, "--model_weights", "none"],
+        ["--model_path", __file__, "--inference_batch_size", "0"],
     ],
 )
 def test_feature_options_are_checked_up_front(small_tree, tmp_path, argv, capsys):
@@ -318,3 +320,26 @@ def test_readme_frozen_head_example_trains_on_features_only_records(saved_models
     exec(block.replace('OUTPUT = "pets-features"', f"OUTPUT = {str(output)!r}"), namespace)
     assert len(namespace["history"].history["loss"]) == 1
     assert namespace["head"].input_shape == (None, 5)
+
+
+def test_a_model_that_raises_rejects_its_batches_and_the_run_says_so(
+    small_tree, tmp_path, monkeypatch, capsys
+):
+    """RunInference's dead letters become `inference_failed` rejects: every input is accounted
+    for, and a model that fails on everything ends the run with exit 1."""
+
+    def failing(batch: np.ndarray) -> np.ndarray:
+        raise RuntimeError("no kernel for this input")
+
+    monkeypatch.setattr(features_lib, "load_model", lambda options: features_lib.LoadedModel(failing, 8, 8))
+    output = tmp_path / "out"
+    argv = ["--input", str(small_tree), "--output", str(output), "--no_progress"]
+    assert run([*argv, "--feature_model", "efficientnet_b0", "--model_weights", "none"]) == 1
+    assert "every input was rejected" in capsys.readouterr().err
+    summary = json.loads((output / "summary.json").read_text())
+    assert summary["consistent"]
+    assert summary["rejects_per_reason"] == {"inference_failed": 6, "not_an_image": 1}
+    lines = [json.loads(line) for line in (output / "rejects.jsonl").read_text().splitlines()]
+    assert {line["detail"] for line in lines if line["reason"] == "inference_failed"} == {
+        "RuntimeError: no kernel for this input"
+    }
