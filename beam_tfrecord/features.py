@@ -1,5 +1,6 @@
 """The optional feature model: which model, how it is loaded, what it is fed, and how its output
-is pooled and stored. Plain functions plus one thin RunInference model handler.
+is pooled and stored, as plain functions; the RunInference handler that adapts them is in
+beam_tfrecord/inference.py, so runs without a model never import Beam's ML package.
 
 TensorFlow and Keras are imported only inside the functions that need them, so a run without a
 feature model never loads them (records are built without TensorFlow, see example_proto).
@@ -10,14 +11,13 @@ from __future__ import annotations
 import io
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 from PIL import Image
 
 POOLINGS = ("none", "avg", "max")
@@ -259,31 +259,3 @@ def infer(encoded: Sequence[bytes], model: LoadedModel, pooling: str) -> list[np
         for row, i in enumerate(good):
             results[i] = out[row]
     return results
-
-
-class FeatureModelHandler(ModelHandler[Any, PredictionResult, LoadedModel]):
-    """RunInference handler for Keras 3 / SavedModel feature extractors.
-
-    Elements are any objects with an `encoded` attribute (the stored image bytes); each result's
-    `example` is the element itself, so a record's facts travel with its features and no key or
-    join is needed. RunInference keeps one loaded model per worker process, shared by its threads.
-    """
-
-    def __init__(self, options: FeatureOptions) -> None:
-        super().__init__(min_batch_size=1, max_batch_size=options.batch_size)
-        self.options = options
-
-    def load_model(self) -> LoadedModel:
-        return load_model(self.options)
-
-    def run_inference(
-        self, batch: Sequence[Any], model: LoadedModel, inference_args: dict[str, Any] | None = None
-    ) -> Iterable[PredictionResult]:
-        outputs = infer([item.encoded for item in batch], model, self.options.pooling)
-        return [PredictionResult(item, out) for item, out in zip(batch, outputs, strict=True)]
-
-    def get_num_bytes(self, batch: Sequence[Any]) -> int:
-        return sum(len(item.encoded) for item in batch)
-
-    def get_metrics_namespace(self) -> str:
-        return "beam_tfrecord_features"

@@ -15,20 +15,23 @@ Element shapes:
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
-from apache_beam.ml.inference.base import PredictionResult, RunInference
 from apache_beam.pvalue import TaggedOutput
 
 from beam_tfrecord import sharding, shardwriter
-from beam_tfrecord.features import FeatureModelHandler, FeatureOptions
+from beam_tfrecord.features import FeatureOptions
 from beam_tfrecord.images import ImageOptions
 from beam_tfrecord.metadata import Tally, without_pixels
 from beam_tfrecord.plan import PlannedInput, RejectLine, ShardTask
 from beam_tfrecord.records import ConvertedRecord, PendingRecord, convert_input, finish_record, prepare_input
+
+if TYPE_CHECKING:
+    from apache_beam.ml.inference.base import PredictionResult
 
 NAMESPACE = "beam_tfrecord"
 REJECTS = "rejects"
@@ -183,6 +186,10 @@ class ConvertWithFeatures(beam.PTransform):
         self.progress_dir = progress_dir
 
     def expand(self, inputs: beam.PCollection[PlannedInput]) -> beam.pvalue.DoOutputsTuple:
+        from apache_beam.ml.inference.base import RunInference
+
+        from beam_tfrecord.inference import FeatureModelHandler
+
         prepared = (
             inputs
             | "SpreadPaths" >> beam.Reshuffle()
