@@ -25,6 +25,9 @@ REJECTS_FILE = "rejects.jsonl"
 SUMMARY_FILE = "summary.json"
 
 
+COUNTERS = ("records", "by_split_label", "rejects", "source_formats", "heights", "widths", "feature_shapes")
+
+
 @dataclass
 class Tally:
     """Counts of every outcome, mergeable across workers (the accumulator of a CombineFn)."""
@@ -42,6 +45,7 @@ class Tally:
     # bytes per record; 64 bits make a false match unlikely below billions of records.
     contents: set = field(default_factory=set)
     hashed: int = 0  # records whose content is in `contents`
+    feature_shapes: Counter = field(default_factory=Counter)  # shape tuple -> n (feature runs)
 
     @property
     def duplicates(self) -> int:
@@ -63,10 +67,12 @@ class Tally:
         if outcome.content_sha256:
             self.contents.add(int(outcome.content_sha256[:16], 16))
             self.hashed += 1
+        if outcome.feature_shape is not None:
+            self.feature_shapes[outcome.feature_shape] += 1
         return self
 
     def merge(self, other: Tally) -> Tally:
-        for name in ("records", "by_split_label", "rejects", "source_formats", "heights", "widths"):
+        for name in COUNTERS:
             getattr(self, name).update(getattr(other, name))
         self.reencoded += other.reencoded
         for split, digest in other.digests.items():
@@ -134,6 +140,8 @@ def build_summary(
         warnings.append("every input was rejected: no record was written")
     if tally.duplicates:
         warnings.append(f"{tally.duplicates} records have the same image bytes as another record")
+    run_info = dict(run_info)
+    features = feature_summary(run_info.pop("features", None), tally.feature_shapes, warnings)
     return {
         "inputs_listed": plan.listed,
         "skipped": skipped,
@@ -156,8 +164,22 @@ def build_summary(
         "manifest_rows_without_file": len(plan.manifest_unmatched),
         "manifest_rows_without_file_sample": plan.manifest_unmatched[:20],
         "warnings": warnings,
+        **({"features": features} if features else {}),
         **run_info,
     }
+
+
+def feature_summary(
+    options: Mapping[str, Any] | None, shapes: Counter, warnings: list[str]
+) -> dict[str, Any] | None:
+    """What a reader needs to restore the features (shape, dtype, image kept or not) and how
+    they were made; None for a run without a feature model."""
+    if not options:
+        return None
+    if len(shapes) > 1:
+        warnings.append(f"features have {len(shapes)} different shapes: {sorted(shapes)}")
+    shape = list(shapes.most_common(1)[0][0]) if shapes else None
+    return {**options, "shape": shape}
 
 
 def write_text(path: str, text: str) -> None:

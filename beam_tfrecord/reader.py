@@ -30,6 +30,7 @@ class SplitFiles:
     compression: str  # "GZIP" or "" as TFRecordDataset spells it
     records: int
     channels: int | None  # what the run forced with --channels, if anything
+    features: schema_lib.FeatureLayout | None = None  # a feature-model run's stored features
 
 
 def split_files(output_dir: str, split: str = "train", summary: dict[str, Any] | None = None) -> SplitFiles:
@@ -48,6 +49,7 @@ def split_files(output_dir: str, split: str = "train", summary: dict[str, Any] |
         compression="GZIP" if any(p.endswith(".gz") for p in paths) else "",
         records=info["records"],
         channels=options.get("channels"),
+        features=schema_lib.layout_from_summary(summary),
     )
 
 
@@ -76,15 +78,18 @@ def load_dataset(
     """A dataset of `(image, label)` (or `image` alone for an unlabeled run) from a conversion.
 
     `features=True` gives instead a dict of every parsed key of the record (the encoded bytes
-    included) plus `"image"`, the decoded image. Images are uint8; `image_size=(height, width)`
-    resizes them. `channels` defaults to what the run forced, else 3 (grayscale becomes RGB, as
-    TFDS does); 0 keeps each image's own count. Shuffling is over shard files and then records;
-    give `seed` for a repeatable order. Batching needs images of one size: use `image_size`, or
-    `batch_size=None` for single examples.
+    included) plus `"image"`, the decoded image. A feature-model run's features come back as a
+    float32 tensor of their stored shape under the float key (`image/features` or `features`,
+    float16 runs included); a `--features_only` run has no image, and gives `(features, label)`.
+    Images are uint8; `image_size=(height, width)` resizes them. `channels` defaults to what the
+    run forced, else 3 (grayscale becomes RGB, as TFDS does); 0 keeps each image's own count.
+    Shuffling is over shard files and then records; give `seed` for a repeatable order. Batching
+    needs images of one size: use `image_size`, or `batch_size=None` for single examples.
     """
     files = split_files(output_dir, split)
     channels = (files.channels or 3) if channels is None else channels
-    spec = schema_lib.parse_spec(files.schema, files.labeled)
+    layout = files.features
+    spec = schema_lib.parse_spec(files.schema, files.labeled, layout)
     image_key = schema_lib.image_key(files.schema)
     label_key = schema_lib.label_key(files.schema)
 
@@ -103,6 +108,14 @@ def load_dataset(
 
     def parse(serialized: tf.Tensor) -> Any:
         parsed = tf.io.parse_single_example(serialized, spec)
+        if layout is not None:
+            float_key, half_key, _ = schema_lib.feature_keys(files.schema)
+            parsed[float_key] = schema_lib.restore_features(parsed, files.schema, layout)
+            parsed.pop(half_key, None)
+            if not layout.image:
+                if features:
+                    return parsed
+                return (parsed[float_key], parsed[label_key]) if files.labeled else parsed[float_key]
         image = decode(parsed[image_key], channels, image_size)
         if features:
             return {**parsed, "image": image}

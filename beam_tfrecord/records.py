@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from typing import NamedTuple
 
+import numpy as np
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
@@ -27,6 +29,21 @@ class ConvertedRecord(NamedTuple):
     reencoded: bool
     digest: bytes = b""  # sha256 of `example`: the split's content digest in summary.json
     content_sha256: str = ""  # sha256 of the source file: duplicates are counted by it
+    feature_shape: tuple[int, ...] | None = None
+
+
+class PendingRecord(NamedTuple):
+    """A validated image whose record waits for its features (feature-model runs)."""
+
+    split: str
+    fields: schema_lib.RecordFields
+    source_format: str
+    reencoded: bool
+
+    @property
+    def encoded(self) -> bytes:
+        """The stored image bytes, which the model input is decoded from."""
+        return self.fields.encoded
 
 
 def read_bytes(path: str) -> bytes:
@@ -39,6 +56,12 @@ def convert_input(
     item: PlannedInput, schema: str, image_options: ImageOptions
 ) -> ConvertedRecord | RejectLine:
     """Read, validate, normalize and serialize one planned input."""
+    pending = prepare_input(item, image_options)
+    return pending if isinstance(pending, RejectLine) else finish_record(schema, pending)
+
+
+def prepare_input(item: PlannedInput, image_options: ImageOptions) -> PendingRecord | RejectLine:
+    """Read, validate and normalize one planned input: everything but the serialization."""
     try:
         data = read_bytes(item.path)
     except Exception as error:  # permissions, a file gone since listing, a flaky remote read
@@ -59,16 +82,33 @@ def convert_input(
         label=item.label,
         label_text=item.label_text,
     )
+    return PendingRecord(item.split, fields, image.source_format, image.reencoded)
+
+
+def finish_record(
+    schema: str,
+    pending: PendingRecord,
+    features: np.ndarray | None = None,
+    feature_dtype: str = "float32",
+    include_image: bool = True,
+) -> ConvertedRecord:
+    """Serialize a prepared record, with the model's features when there are any."""
+    fields = pending.fields
+    if features is not None or not include_image:
+        fields = dataclasses.replace(
+            fields, features=features, feature_dtype=feature_dtype, include_image=include_image
+        )
     example = schema_lib.serialize(schema, fields)
     return ConvertedRecord(
-        split=item.split,
+        split=pending.split,
         example=example,
-        relpath=item.relpath,
-        label_text=item.label_text,
-        height=image.height,
-        width=image.width,
-        source_format=image.source_format,
-        reencoded=image.reencoded,
+        relpath=fields.relpath,
+        label_text=fields.label_text,
+        height=fields.height,
+        width=fields.width,
+        source_format=pending.source_format,
+        reencoded=pending.reencoded,
         digest=hashlib.sha256(example).digest(),
-        content_sha256=content_sha256,
+        content_sha256=fields.sha256,
+        feature_shape=tuple(int(n) for n in features.shape) if features is not None else None,
     )

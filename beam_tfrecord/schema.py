@@ -2,12 +2,20 @@
 
 Two schemas: `tfds` (the keys TensorFlow Datasets and the object-detection tools use) and
 `simple` (the keys of the hand-written scripts this project replaces).
+
+Feature-model runs add the model's output: `image/features` (tfds) or `features` (simple), a
+FloatList of the flattened tensor as the seed stored it, or with `--feature_dtype float16` the
+bytes key `image/features/float16` / `features_float16` (little-endian float16, half the size)
+instead; plus `image/features/shape` / `features_shape`, the int64 shape to restore it.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from beam_tfrecord.example_proto import example_class
 
@@ -27,6 +35,65 @@ class RecordFields:
     sha256: str
     label: int | None = None
     label_text: str | None = None
+    features: np.ndarray | None = None  # the model's output for this image, any shape
+    feature_dtype: str = "float32"  # float32 (FloatList) | float16 (bytes)
+    include_image: bool = True  # False for --features_only
+
+
+@dataclass(frozen=True)
+class FeatureLayout:
+    """What a reader needs to restore the stored features: their shape and how they are stored."""
+
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+    image: bool = True  # False when the run dropped the encoded image (--features_only)
+
+
+def feature_keys(schema: str) -> tuple[str, str, str]:
+    """(float32 key, float16 key, shape key) of the schema."""
+    if schema == "tfds":
+        return "image/features", "image/features/float16", "image/features/shape"
+    if schema == "simple":
+        return "features", "features_float16", "features_shape"
+    raise ValueError(f"schema must be one of {SCHEMAS}, not {schema!r}")
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, value = value & 0x7F, value >> 7
+        if not value:
+            out.append(low)
+            return bytes(out)
+        out.append(low | 0x80)
+
+
+def _floats(values: np.ndarray):
+    """A Feature holding a packed FloatList, parsed from its wire bytes: about 2x faster than
+    building it from 62,720 Python floats."""
+    raw = np.ascontiguousarray(values, dtype="<f4").tobytes()
+    float_list = b"\x0a" + _varint(len(raw)) + raw  # FloatList.value, field 1, packed
+    feature = b"\x12" + _varint(len(float_list)) + float_list  # Feature.float_list, field 2
+    return _feature_class().FromString(feature)
+
+
+@functools.cache
+def _feature_class() -> type:
+    return type(example_class()().features.feature["x"])
+
+
+def _add_features(feature: dict[str, Any], schema: str, fields: RecordFields) -> None:
+    if fields.features is None:
+        return
+    float_key, half_key, shape_key = feature_keys(schema)
+    values = fields.features
+    if fields.feature_dtype == "float16":
+        feature[half_key] = _bytes(np.ascontiguousarray(values, dtype="<f2").tobytes())
+    elif fields.feature_dtype == "float32":
+        feature[float_key] = _floats(values)
+    else:
+        raise ValueError(f"feature dtype must be float32 or float16, not {fields.feature_dtype!r}")
+    feature[shape_key] = {"int64_list": {"value": [int(n) for n in values.shape]}}
 
 
 def _bytes(value: bytes | str) -> dict[str, Any]:
@@ -66,6 +133,9 @@ def build_example(schema: str, fields: RecordFields):
             feature["label"] = _int(fields.label)
     else:
         raise ValueError(f"schema must be one of {SCHEMAS}, not {schema!r}")
+    if not fields.include_image:
+        del feature[image_key(schema)]
+    _add_features(feature, schema, fields)
     return example_class()(features={"feature": feature})
 
 
@@ -73,8 +143,46 @@ def serialize(schema: str, fields: RecordFields) -> bytes:
     return build_example(schema, fields).SerializeToString()
 
 
-def parse_spec(schema: str, labeled: bool = True) -> dict[str, Any]:
-    """The `tf.io.parse_single_example` spec matching `build_example` (imports TensorFlow)."""
+def parse_spec(schema: str, labeled: bool = True, features: FeatureLayout | None = None) -> dict[str, Any]:
+    """The `tf.io.parse_single_example` spec matching `build_example` (imports TensorFlow);
+    `features` adds the feature keys (see `restore_features`)."""
+    spec = _base_spec(schema, labeled)
+    if features is None:
+        return spec
+    import tensorflow as tf
+
+    if not features.image:
+        del spec[image_key(schema)]
+    float_key, half_key, shape_key = feature_keys(schema)
+    if features.dtype == "float16":
+        spec[half_key] = tf.io.FixedLenFeature([], tf.string)
+    else:
+        spec[float_key] = tf.io.FixedLenFeature([int(np.prod(features.shape))], tf.float32)
+    spec[shape_key] = tf.io.FixedLenFeature([len(features.shape)], tf.int64)
+    return spec
+
+
+def restore_features(parsed: dict[str, Any], schema: str, features: FeatureLayout) -> Any:
+    """The stored features of one parsed record as a float32 tensor of their shape."""
+    import tensorflow as tf
+
+    float_key, half_key, _ = feature_keys(schema)
+    if features.dtype == "float16":
+        flat = tf.cast(tf.io.decode_raw(parsed[half_key], tf.float16, little_endian=True), tf.float32)
+    else:
+        flat = parsed[float_key]
+    return tf.reshape(flat, features.shape)
+
+
+def layout_from_summary(summary: dict[str, Any]) -> FeatureLayout | None:
+    """The FeatureLayout summary.json records for a feature run, else None."""
+    info = summary.get("features")
+    if not info:
+        return None
+    return FeatureLayout(tuple(info["shape"]), info["dtype"], not info["features_only"])
+
+
+def _base_spec(schema: str, labeled: bool) -> dict[str, Any]:
     import tensorflow as tf
 
     string, int64 = tf.io.FixedLenFeature([], tf.string), tf.io.FixedLenFeature([], tf.int64)

@@ -80,6 +80,8 @@ def write_tfds_metadata(output: str, summary: Mapping[str, Any]) -> dict[str, An
     options = summary.get("options", {})
     if options.get("compression", "none") != "none":
         return {"written": False, "reason": "TFDS reads uncompressed TFRecord files only"}
+    if options.get("features_only"):
+        return {"written": False, "reason": "--features_only records hold no image for TFDS's Image feature"}
     if summary.get("records", 0) == 0:
         return {"written": False, "reason": "no record was written"}
 

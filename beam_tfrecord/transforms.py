@@ -4,6 +4,10 @@ Element shapes:
   Beam sink (remote runners, whose shuffle service holds the grouped records):
     PlannedInput --ConvertImages--> ConvertedRecord (main) | RejectLine ("rejects")
     ConvertedRecord --WriteSplits--> str (final shard path), one per shard
+  Feature-model runs (any runner; the beam sink writes them):
+    PlannedInput --Prepare--> PendingRecord | RejectLine ("rejects")
+    PendingRecord --RunInference--> PredictionResult(example=PendingRecord, inference=array|str)
+    PredictionResult --BuildRecords--> ConvertedRecord | RejectLine ("rejects")
   Path-planned sink (local runs):
     ShardTask --WriteShards--> str (final shard path) | RejectLine ("rejects") | Tally ("tallies")
 """
@@ -11,6 +15,7 @@ Element shapes:
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
@@ -19,10 +24,14 @@ from apache_beam.metrics import Metrics
 from apache_beam.pvalue import TaggedOutput
 
 from beam_tfrecord import sharding, shardwriter
+from beam_tfrecord.features import FeatureOptions
 from beam_tfrecord.images import ImageOptions
 from beam_tfrecord.metadata import Tally, without_pixels
 from beam_tfrecord.plan import PlannedInput, RejectLine, ShardTask
-from beam_tfrecord.records import ConvertedRecord, convert_input
+from beam_tfrecord.records import ConvertedRecord, PendingRecord, convert_input, finish_record, prepare_input
+
+if TYPE_CHECKING:
+    from apache_beam.ml.inference.base import PredictionResult
 
 NAMESPACE = "beam_tfrecord"
 REJECTS = "rejects"
@@ -82,8 +91,127 @@ class ConvertImages(beam.PTransform):
         )
 
 
+class PrepareFn(beam.DoFn):
+    """Adapts `prepare_input`: a validated image waits for its features, a reject goes out now."""
+
+    def __init__(self, image_options: ImageOptions) -> None:
+        self.image_options = image_options
+
+    def process(self, item: PlannedInput) -> Iterator[PendingRecord | TaggedOutput]:
+        outcome = prepare_input(item, self.image_options)
+        if isinstance(outcome, RejectLine):
+            count_outcome(outcome)
+            yield TaggedOutput(REJECTS, outcome)
+        else:
+            yield outcome
+
+
+class BuildRecordFn(beam.DoFn):
+    """Adapts `finish_record` to a RunInference result; an image the model could not be fed
+    becomes a `feature_failed` reject."""
+
+    def __init__(self, schema: str, options: FeatureOptions, progress_dir: str | None = None) -> None:
+        self.schema = schema
+        self.options = options
+        self.progress_dir = progress_dir
+        self._progress = None
+
+    def setup(self) -> None:
+        if self.progress_dir:
+            from beam_tfrecord.progress import ProgressCounter
+
+            self._progress = ProgressCounter(self.progress_dir)
+
+    def process(self, result: PredictionResult) -> Iterator[ConvertedRecord | TaggedOutput]:
+        pending: PendingRecord = result.example
+        if isinstance(result.inference, str):
+            outcome: ConvertedRecord | RejectLine = RejectLine(
+                pending.fields.relpath, "feature_failed", result.inference
+            )
+        else:
+            outcome = finish_record(
+                self.schema,
+                pending,
+                result.inference.astype("float32", copy=False),
+                self.options.dtype,
+                include_image=not self.options.features_only,
+            )
+        if self._progress is not None:
+            self._progress.add()
+        count_outcome(outcome)
+        yield TaggedOutput(REJECTS, outcome) if isinstance(outcome, RejectLine) else outcome
+
+    def finish_bundle(self) -> None:
+        if self._progress is not None:
+            self._progress.flush()
+
+
+def describe_failure(error: object) -> str:
+    """One line for a dead letter's error: Beam gives (class, repr, traceback lines), not the
+    exception itself, because exceptions do not always pickle."""
+    if isinstance(error, BaseException):
+        return f"{type(error).__name__}: {error}"
+    if isinstance(error, tuple) and len(error) == 3 and error[2]:
+        return str(error[2][-1]).strip()
+    if isinstance(error, tuple) and len(error) >= 2:
+        return str(error[1])
+    return str(error)
+
+
+def failed_batch_rejects(failed: tuple[list[PendingRecord], object]) -> Iterator[RejectLine]:
+    """A batch whose inference raised: every image in it becomes an `inference_failed` reject,
+    so the run goes on and still accounts for every input."""
+    batch, error = failed
+    detail = describe_failure(error)
+    for pending in batch:
+        reject = RejectLine(pending.fields.relpath, "inference_failed", detail)
+        count_outcome(reject)
+        yield reject
+
+
+class ConvertWithFeatures(beam.PTransform):
+    """PlannedInput -> records with the model's features (main) and RejectLine (`rejects`)."""
+
+    def __init__(
+        self,
+        schema: str,
+        image_options: ImageOptions,
+        options: FeatureOptions,
+        progress_dir: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.schema = schema
+        self.image_options = image_options
+        self.options = options
+        self.progress_dir = progress_dir
+
+    def expand(self, inputs: beam.PCollection[PlannedInput]) -> beam.pvalue.DoOutputsTuple:
+        from apache_beam.ml.inference.base import RunInference
+
+        from beam_tfrecord.inference import FeatureModelHandler
+
+        prepared = (
+            inputs
+            | "SpreadPaths" >> beam.Reshuffle()
+            | "ReadDecode" >> beam.ParDo(PrepareFn(self.image_options)).with_outputs(REJECTS, main="pending")
+        )
+        # PredictionResult(example=PendingRecord, inference=features or why the image failed),
+        # in batches of --inference_batch_size; the model is loaded once per worker process.
+        results, failed = (
+            prepared.pending
+            | "RunInference" >> RunInference(FeatureModelHandler(self.options)).with_exception_handling()
+        )
+        built = results | "BuildRecords" >> beam.ParDo(
+            BuildRecordFn(self.schema, self.options, self.progress_dir)
+        ).with_outputs(REJECTS, main="records")
+        failed_rejects = failed.failed_inferences | "FailedBatches" >> beam.FlatMap(failed_batch_rejects)
+        rejects = (prepared[REJECTS], built[REJECTS], failed_rejects) | "AllRejects" >> beam.Flatten()
+        return built.records, rejects
+
+
 class WriteSplits(beam.PTransform):
-    """One `WriteToTFRecord` per split with the planned shard count; yields the shard paths."""
+    """One `WriteToTFRecord` per split with the planned shard count (0: as many as the runner
+    makes bundles, with no grouping); yields the shard paths."""
 
     def __init__(self, output: str, shard_counts: dict[str, int], compression: str = "none"):
         super().__init__()

@@ -136,9 +136,10 @@ class _Sampler:
             self.items[slot] = sample
 
 
-def _facts_fn(schema: str, labeled: bool):
-    """Per record: the decoded shape, the stored shape, the label and the name (no pixels kept)."""
-    spec = schema_lib.parse_spec(schema, labeled)
+def _facts_fn(schema: str, labeled: bool, layout: schema_lib.FeatureLayout | None = None):
+    """Per record: the decoded shape, the stored shape, the label and the name (no pixels kept);
+    a feature run's features must parse with their recorded length."""
+    spec = schema_lib.parse_spec(schema, labeled, layout)
     keys = {"tfds": ("image/height", "image/width", "image/channels"), "simple": ("height", "width", "depth")}
     height, width, depth = keys[schema]
 
@@ -188,8 +189,10 @@ def read_shard(
     labeled = class_names is not None
     name = posixpath.basename(path)
     compression = "GZIP" if name.endswith(".gz") else ""
+    layout = schema_lib.layout_from_summary(summary)
+    facts_fn = _facts_fn(schema, labeled, layout if layout is not None and layout.image else None)
     dataset = tf.data.TFRecordDataset(path, compression_type=compression).map(
-        _facts_fn(schema, labeled), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+        facts_fn, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
     )
     count = 0
     try:

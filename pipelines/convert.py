@@ -19,6 +19,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, SetupOptions, StandardOptions
 
 from beam_tfrecord import faults, gcs, metadata, outputs
+from beam_tfrecord import features as features_lib
 from beam_tfrecord.listing import list_inputs
 from beam_tfrecord.pipeline import ConvertConfig, ImagesToTFRecords
 from beam_tfrecord.plan import Plan, make_plan
@@ -101,10 +102,12 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
             check_dry_run_paths(known.input, known.manifest)
         args = check_args(known)
         check_remote_run(args, options, local)
+        if args.features is not None:
+            features_lib.check_weights(args.features, local)
         plan = plan_run(args)
         if not args.dry_run:  # a dry run writes nothing there, and must not list gs:// offline
             prepare_output(args)
-    except (UsageError, gcs.StorageError) as error:
+    except (UsageError, gcs.StorageError, features_lib.ModelUnavailable) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     faults.pause_point("cleared")
@@ -119,9 +122,12 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         image_options=args.image_options,
         compression=args.compression,
         progress_dir=progress_dir,
-        sink=args.sink if args.sink != "auto" else ("paths" if local else "beam"),
+        sink=choose_sink(args, local),
         threads=args.decode_threads,
         split_seed=args.split_seed,
+        features=args.features,
+        # Local feature runs stream records to shards unless --num_shards asks for a fixed count.
+        stream_shards=args.features is not None and local and args.num_shards is None,
     )
     run_info = {
         "input": args.input,
@@ -134,6 +140,8 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         "beam_version": beam.__version__,
         "started_at": started,
     }
+    if args.features is not None:
+        run_info["features"] = feature_run_info(args.features)
     logging.info(
         "%d inputs planned (%d skipped or unlabeled from the listing), splits %s, shards %s",
         len(plan.inputs),
@@ -171,6 +179,26 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         if progress_dir:
             shutil.rmtree(progress_dir, ignore_errors=True)
     return report(args.output)
+
+
+def choose_sink(args: ConvertArgs, local: bool) -> str:
+    """`paths` writes whole shards in one DoFn, which cannot batch across RunInference: feature
+    runs always take the per-image flow and WriteToTFRecord (`beam`)."""
+    if args.features is not None:
+        return "beam"
+    return args.sink if args.sink != "auto" else ("paths" if local else "beam")
+
+
+def feature_run_info(options: features_lib.FeatureOptions) -> dict[str, object]:
+    """What summary.json says about the features; the reader restores them from this and the shape."""
+    return {
+        "model": options.feature_model or options.model_path,
+        "weights": options.model_weights if options.feature_model else None,
+        "pooling": options.pooling,
+        "dtype": options.dtype,
+        "features_only": options.features_only,
+        "batch_size": options.batch_size,
+    }
 
 
 def report(output: str) -> int:

@@ -64,7 +64,7 @@ def check_gcs_path(option: str, value: str | None, required: bool = True) -> lis
 def check_model_path(path: str | None, option: str = "--model_path") -> list[str]:
     """A model must be where every worker can read it: gs:// or https://, not this machine's disk.
 
-    Prepared for the feature-model option; a bare name (e.g. a Keras application) is resolved on
+    Applied to --model_path; a bare name (e.g. a Keras application) is resolved on
     the worker and passes.
     """
     if not path:
@@ -141,6 +141,9 @@ def check_dataflow(args: ConvertArgs, options: PipelineOptions) -> list[str]:
             "with the image deploy/build_image.sh builds"
         )
     problems += check_model_path(args.raw.get("model_path"))  # type: ignore[arg-type]
+    weights = args.raw.get("model_weights")
+    if args.raw.get("feature_model") and weights not in (None, "imagenet", "none"):
+        problems += check_model_path(weights, "--model_weights")  # type: ignore[arg-type]
     problems += check_accelerator(options)
     return problems
 

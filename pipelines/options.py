@@ -6,6 +6,7 @@ import argparse
 import os
 from dataclasses import dataclass
 
+from beam_tfrecord import features as features_lib
 from beam_tfrecord import gcs
 from beam_tfrecord import labels as labels_lib
 from beam_tfrecord import schema as schema_lib
@@ -73,6 +74,22 @@ def build_parser() -> argparse.ArgumentParser:
         default=default_decode_threads(),
         help="read/decode threads per shard writer, 'paths' sink (default: 2 per core)",
     )
+    add(
+        "--feature_model",
+        choices=tuple(features_lib.BACKBONES),
+        help="store this Keras application's features (no classifier) in every record",
+    )
+    add(
+        "--model_weights",
+        default="imagenet",
+        help="--feature_model weights: imagenet (Keras's cache, ~/.keras/models), none (random), or a "
+        "weights file (local or gs://)",
+    )
+    add("--model_path", help="a .keras file or SavedModel folder (local or gs://) whose output is stored")
+    add("--inference_batch_size", type=int, default=32, help="images per model call")
+    add("--feature_pooling", default="none", choices=features_lib.POOLINGS, help="pool the spatial axes")
+    add("--feature_dtype", default="float32", choices=features_lib.DTYPES, help="float16 is stored as bytes")
+    add_flag(parser, "--features_only", "drop the encoded image from feature records")
     add_flag(parser, "--no_progress", "no progress line on local runs")
     add_flag(
         parser,
@@ -124,6 +141,7 @@ class ConvertArgs:
     sink: str
     decode_threads: int
     raw: dict[str, object]
+    features: features_lib.FeatureOptions | None = None
     dry_run: bool = False
     dry_run_output: str = "dataflow_job.json"
 
@@ -176,6 +194,7 @@ def _check(ns: argparse.Namespace) -> ConvertArgs:
         raise UsageError("--decode_threads must be at least 1")
     if ns.max_pixels < 1:
         raise UsageError("--max_pixels must be positive")
+    features = _feature_options(ns)
     class_names = [c.strip() for c in ns.class_names.split(",") if c.strip()] if ns.class_names else None
     image_options = ImageOptions(
         image_format=ns.image_format,
@@ -203,6 +222,49 @@ def _check(ns: argparse.Namespace) -> ConvertArgs:
         sink=ns.sink,
         decode_threads=ns.decode_threads,
         raw=dict(vars(ns)),
+        features=features,
         dry_run=ns.dry_run,
         dry_run_output=ns.dry_run_output,
+    )
+
+
+def _feature_options(ns: argparse.Namespace) -> features_lib.FeatureOptions | None:
+    """The feature model's options, or None when no model is asked for (and none of its options)."""
+    if ns.feature_model and ns.model_path:
+        raise UsageError("--feature_model and --model_path exclude each other: pass one")
+    if not ns.feature_model and not ns.model_path:
+        given = [
+            name
+            for name, default in (
+                ("model_weights", "imagenet"),
+                ("feature_pooling", "none"),
+                ("feature_dtype", "float32"),
+                ("features_only", False),
+                ("inference_batch_size", 32),
+            )
+            if getattr(ns, name) != default
+        ]
+        if given:
+            raise UsageError(f"--{given[0]} needs --feature_model or --model_path")
+        return None
+    if ns.model_path and ns.model_weights != "imagenet":
+        raise UsageError("--model_weights is for --feature_model; a --model_path model holds its weights")
+    if ns.inference_batch_size < 1:
+        raise UsageError("--inference_batch_size must be at least 1")
+    model_path = ns.model_path
+    if model_path and "://" not in model_path:
+        if not os.path.exists(model_path):
+            raise UsageError(f"--model_path {model_path} does not exist")
+        model_path = os.path.abspath(model_path)
+    weights = ns.model_weights
+    if weights not in ("imagenet", "none") and "://" not in weights:
+        weights = os.path.abspath(weights)
+    return features_lib.FeatureOptions(
+        feature_model=ns.feature_model,
+        model_weights=weights,
+        model_path=model_path,
+        pooling=ns.feature_pooling,
+        dtype=ns.feature_dtype,
+        features_only=ns.features_only,
+        batch_size=ns.inference_batch_size,
     )

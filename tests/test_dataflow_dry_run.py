@@ -1,8 +1,7 @@
 """`pipelines.convert --dry_run` through Beam's own DataflowRunner translation, offline.
 
 Each case in PIPELINES is one job shape: the extra CLI options and the steps its graph must hold.
-The feature-model job (a later issue) is one more entry: its options (e.g. --model_path) and its
-inference step, e.g. "ImagesToTFRecords/Features/RunInference".
+The feature-model job is one more entry: a gs:// --model_path and its RunInference step.
 """
 
 from __future__ import annotations
@@ -21,17 +20,26 @@ DATAFLOW = [
     "--temp_location=gs://my-bucket/tmp",
     "--output=gs://my-bucket/out",
 ]
-# Leaf steps every job has: per-image conversion, one WriteToTFRecord per split, the metadata.
-COMMON_STEPS = [
-    "ImagesToTFRecords/Convert/ReadDecodeBuild/ParDo(ConvertFn)",
+# Leaf steps every job has: one WriteToTFRecord per split, the metadata.
+WRITE_STEPS = [
     "ImagesToTFRecords/Write/Write[train]/Write/WriteImpl/WriteBundles",
     "ImagesToTFRecords/Write/Write[train]/Write/WriteImpl/FinalizeWrite",
     "ImagesToTFRecords/Write/Write[validation]/Write/WriteImpl/WriteBundles",
     "ImagesToTFRecords/WriteMetadata",
 ]
+FEATURE_STEPS = [
+    "ImagesToTFRecords/Features/ReadDecode/ParDo(PrepareFn)",
+    "ImagesToTFRecords/Features/RunInference/BatchElements/ParDo(_GlobalWindowsBatchingDoFn)",
+    "ImagesToTFRecords/Features/RunInference/BeamML_RunInference/ParDo(_RunInferenceDoFn)/ParDo(_RunInferenceDoFn)",
+    "ImagesToTFRecords/Features/BuildRecords/ParDo(BuildRecordFn)",
+    "ImagesToTFRecords/Features/FailedBatches",
+]
 PIPELINES = {
-    "plain": ([], COMMON_STEPS),
-    # "features": (["--model_path=gs://my-bucket/models/effnet"], [*COMMON_STEPS, "...RunInference..."]),
+    "plain": ([], ["ImagesToTFRecords/Convert/ReadDecodeBuild/ParDo(ConvertFn)", *WRITE_STEPS]),
+    "features": (
+        ["--model_path=gs://my-bucket/models/effnet", "--feature_pooling=avg"],
+        [*FEATURE_STEPS, *WRITE_STEPS],
+    ),
 }
 CODE_DELIVERY = {
     "setup_file": ["--setup_file=./setup.py"],
@@ -101,6 +109,19 @@ def test_dry_run_over_gcs_input_is_refused_at_once(tmp_path, capsys):
     assert code == 2
     assert "cannot be listed offline" in capsys.readouterr().err
     assert time.time() - started < 10
+
+
+def test_dry_run_refuses_a_model_on_this_machine(pets_tree, tmp_path, capsys):
+    """dataflow_checks.check_model_path is wired to --model_path: workers cannot read local disk."""
+    model = tmp_path / "model.keras"
+    model.write_bytes(b"")
+    code, _, _ = dry_run(pets_tree, tmp_path, "--setup_file=./setup.py", f"--model_path={model}")
+    assert code == 2
+    assert "Dataflow workers cannot read" in capsys.readouterr().err
+    weights = ["--feature_model=efficientnet_b0", f"--model_weights={model}"]
+    code, _, _ = dry_run(pets_tree, tmp_path, "--setup_file=./setup.py", *weights)
+    assert code == 2
+    assert "--model_weights" in capsys.readouterr().err
 
 
 def test_dry_run_needs_dataflow(pets_tree, tmp_path, capsys):

@@ -29,6 +29,7 @@ EXAMPLES = {
     "class_names": "cat,dog",
     "num_shards": "8",
     "resize": "224x224",
+    "model_path": "gs://my-bucket/models/effnet",
 }
 
 

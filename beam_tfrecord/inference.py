@@ -1,0 +1,40 @@
+"""The thin RunInference model handler over beam_tfrecord/features.py (imported only by runs
+with a feature model)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from apache_beam.ml.inference.base import ModelHandler, PredictionResult
+
+from beam_tfrecord import features as features_lib
+from beam_tfrecord.features import FeatureOptions, LoadedModel
+
+
+class FeatureModelHandler(ModelHandler[Any, PredictionResult, LoadedModel]):
+    """RunInference handler for Keras 3 / SavedModel feature extractors.
+
+    Elements are any objects with an `encoded` attribute (the stored image bytes); each result's
+    `example` is the element itself, so a record's facts travel with its features and no key or
+    join is needed. RunInference keeps one loaded model per worker process, shared by its threads.
+    """
+
+    def __init__(self, options: FeatureOptions) -> None:
+        super().__init__(min_batch_size=1, max_batch_size=options.batch_size)
+        self.options = options
+
+    def load_model(self) -> LoadedModel:
+        return features_lib.load_model(self.options)
+
+    def run_inference(
+        self, batch: Sequence[Any], model: LoadedModel, inference_args: dict[str, Any] | None = None
+    ) -> Iterable[PredictionResult]:
+        outputs = features_lib.infer([item.encoded for item in batch], model, self.options.pooling)
+        return [PredictionResult(item, out) for item, out in zip(batch, outputs, strict=True)]
+
+    def get_num_bytes(self, batch: Sequence[Any]) -> int:
+        return sum(len(item.encoded) for item in batch)
+
+    def get_metrics_namespace(self) -> str:
+        return "beam_tfrecord_features"
