@@ -41,7 +41,8 @@ class ConvertConfig:
     # "paths": plan shards on paths, each worker writes whole shards (no image bytes grouped);
     # "beam": WriteToTFRecord per split (for runners whose shuffle service holds the records).
     sink: str = "paths"
-    threads: int = 2  # read/decode threads per shard, "paths" sink only
+    threads: int = 2  # read/decode threads per shard (per process with processes > 1), "paths" sink only
+    processes: int = 1  # worker processes per shard writer (see decodepool), "paths" sink only
     split_seed: int = 0
     # A feature model makes every image one element through RunInference, so the run uses the
     # per-image flow and WriteToTFRecord whatever `sink` says.
@@ -116,6 +117,7 @@ class ImagesToTFRecords(beam.PTransform):
             config.compression,
             config.threads,
             config.progress_dir,
+            config.processes,
         )
         # ShardTask: one output shard and the paths that go into it; no bytes yet.
         tasks = root | "PlanShards" >> beam.Create(shard_tasks(self.plan, config.split_seed))

@@ -140,7 +140,9 @@ def build_example(schema: str, fields: RecordFields):
 
 
 def serialize(schema: str, fields: RecordFields) -> bytes:
-    return build_example(schema, fields).SerializeToString()
+    # Deterministic: map entries (the features) sorted by key, so the same record is the same
+    # bytes in every process (map order otherwise follows a per-process hash seed).
+    return build_example(schema, fields).SerializeToString(deterministic=True)
 
 
 def parse_spec(schema: str, labeled: bool = True, features: FeatureLayout | None = None) -> dict[str, Any]:

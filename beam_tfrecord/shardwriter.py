@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -48,15 +48,19 @@ def ordered_map(
     if threads <= 1:
         yield from map(fn, items)
         return
-    window = window or 2 * threads
-    pending: deque[Future[R]] = deque()
     with ThreadPoolExecutor(threads, thread_name_prefix="decode") as pool:
-        for item in items:
-            pending.append(pool.submit(fn, item))
-            if len(pending) >= window:
-                yield pending.popleft().result()
-        while pending:
+        yield from ordered_submit(pool, fn, items, window or 2 * threads)
+
+
+def ordered_submit(pool: Executor, fn: Callable[[T], R], items: Iterable[T], window: int) -> Iterator[R]:
+    """Results of `fn` over `items` from any executor, in input order, `window` in flight."""
+    pending: deque[Future[R]] = deque()
+    for item in items:
+        pending.append(pool.submit(fn, item))
+        if len(pending) >= window:
             yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
 
 
 def compression_type(compression: str) -> str:
@@ -70,12 +74,12 @@ def temp_dir_for(output: str, run_id: str) -> str:
 def write_shard(
     task: ShardTask,
     temp_dir: str,
-    convert: Callable[[object], object],
+    converted: Iterable[object],
     compression: str = "none",
-    threads: int = 2,
     on_outcome: Callable[[object], None] | None = None,
 ) -> tuple[WrittenShard, list[object]]:
-    """Convert the task's inputs in order and write the records to a fresh temporary file.
+    """Write the task's converted inputs (records and rejects, in input order, from threads or
+    worker processes: see decodepool) to a fresh temporary file.
 
     Returns the written shard and every outcome (records with `example` emptied, and rejects),
     so the caller can tally them. A retried task writes a new temporary file; only the
@@ -86,7 +90,7 @@ def write_shard(
     outcomes: list[object] = []
     records = 0
     with FileSystems.create(temp_path, compression_type=compression_type(compression)) as handle:
-        for outcome in ordered_map(convert, task.inputs, threads):
+        for outcome in converted:
             if not isinstance(outcome, RejectLine):
                 _TFRecordUtil.write_record(handle, outcome.example)
                 outcome = outcome._replace(example=b"")

@@ -280,6 +280,7 @@ class WriteShardFn(beam.DoFn):
         compression: str,
         threads: int,
         progress_dir: str | None = None,
+        processes: int = 1,
     ) -> None:
         self.temp_dir = temp_dir
         self.schema = schema
@@ -287,16 +288,33 @@ class WriteShardFn(beam.DoFn):
         self.compression = compression
         self.threads = threads
         self.progress_dir = progress_dir
+        self.processes = processes
         self._progress = None
+        self._pool = None
 
     def setup(self) -> None:
         if self.progress_dir:
             from beam_tfrecord.progress import ProgressCounter
 
             self._progress = ProgressCounter(self.progress_dir)
+        if self.processes > 1:
+            from beam_tfrecord.decodepool import DecodePool
+
+            self._pool = DecodePool(self.processes, self.schema, self.image_options, self.threads)
+
+    def teardown(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
 
     def _convert(self, item: PlannedInput) -> ConvertedRecord | RejectLine:
         return convert_input(item, self.schema, self.image_options)
+
+    def _converted(self, inputs: tuple[PlannedInput, ...]) -> Iterator[ConvertedRecord | RejectLine]:
+        """In worker processes when there is a pool, else on this process's threads."""
+        if self._pool is not None:
+            return self._pool.map(inputs)
+        return shardwriter.ordered_map(self._convert, inputs, self.threads)
 
     def _observe(self, outcome: ConvertedRecord | RejectLine) -> None:
         count_outcome(outcome)
@@ -305,7 +323,7 @@ class WriteShardFn(beam.DoFn):
 
     def process(self, task: ShardTask) -> Iterator[shardwriter.WrittenShard | TaggedOutput]:
         written, outcomes = shardwriter.write_shard(
-            task, self.temp_dir, self._convert, self.compression, self.threads, self._observe
+            task, self.temp_dir, self._converted(task.inputs), self.compression, self._observe
         )
         tally = Tally()
         for outcome in outcomes:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, SetupOptions, StandardOptions
 
-from beam_tfrecord import faults, gcs, metadata, outputs
+from beam_tfrecord import decodepool, faults, gcs, metadata, outputs
 from beam_tfrecord import features as features_lib
 from beam_tfrecord.listing import list_inputs
 from beam_tfrecord.pipeline import ConvertConfig, ImagesToTFRecords
@@ -101,6 +101,8 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         if known.dry_run:
             check_dry_run_paths(known.input, known.manifest)
         args = check_args(known)
+        if local and args.decode_processes > 1 and args.sink in ("auto", "paths") and not args.dry_run:
+            decodepool.start_server()  # imports in the background while we list and plan
         check_remote_run(args, options, local)
         if args.features is not None:
             features_lib.check_weights(args.features, local)
@@ -124,6 +126,7 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         progress_dir=progress_dir,
         sink=choose_sink(args, local),
         threads=args.decode_threads,
+        processes=args.decode_processes if local else 1,
         split_seed=args.split_seed,
         features=args.features,
         # Local feature runs stream records to shards unless --num_shards asks for a fixed count.
@@ -137,6 +140,7 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         "direct_running_mode": options.view_as(DirectOptions).direct_running_mode if local else None,
         "sink": config.sink,
         "decode_threads": config.threads if config.sink == "paths" else None,
+        "decode_processes": config.processes if config.sink == "paths" else None,
         "beam_version": beam.__version__,
         "started_at": started,
     }
@@ -152,10 +156,12 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
     if local:
         direct = options.view_as(DirectOptions)
         logging.info(
-            "local run on Beam's FnApiRunner (%s, %s worker(s)), %s sink, %d read/decode threads per shard",
+            "local run on Beam's FnApiRunner (%s, %s worker(s)), %s sink, %d read/decode processes "
+            "x %d threads per shard writer",
             direct.direct_running_mode,
             direct.direct_num_workers or 1,
             config.sink,
+            config.processes,
             config.threads,
         )
     pipeline = beam.Pipeline(runner=local_runner(options) if local else None, options=options)

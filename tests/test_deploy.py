@@ -30,6 +30,8 @@ EXAMPLES = {
     "num_shards": "8",
     "resize": "224x224",
     "model_path": "gs://my-bucket/models/effnet",
+    "decode_processes": "3",
+    "decode_threads": "1",
 }
 
 

@@ -11,8 +11,9 @@ from pipelines.convert import run
 
 def test_same_input_same_records_and_digests_whatever_the_layout(pets_tree, tmp_path):
     layouts = {
-        "one": ("--num_shards", "1", "--decode_threads", "1"),
-        "three": ("--num_shards", "3", "--decode_threads", "4"),
+        "one": ("--num_shards", "1", "--decode_processes", "1", "--decode_threads", "1"),
+        "three": ("--num_shards", "3", "--decode_processes", "1", "--decode_threads", "4"),
+        "processes": ("--num_shards", "2", "--decode_processes", "3", "--decode_threads", "2"),
         "beam": ("--num_shards", "2", "--sink", "beam"),
     }
     seen = {}

@@ -63,7 +63,15 @@ def download(prefix: str, destination) -> None:
 
 def comparable_summary(path) -> dict:
     summary = json.loads(path.read_text())
-    for key in ("input", "output", "options", "started_at", "wall_time_s"):
+    for key in (
+        "input",
+        "output",
+        "options",
+        "started_at",
+        "wall_time_s",
+        "decode_processes",
+        "decode_threads",
+    ):
         summary.pop(key, None)
     return summary
 

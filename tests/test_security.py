@@ -109,6 +109,10 @@ def test_a_run_reads_only_inputs_and_writes_only_under_output(tmp_path):
                 "manifest",
                 "--manifest",
                 str(manifest),
+                # Audit hooks see this process only: decode here (worker processes, the default
+                # for local input, run the same convert_input on the same paths).
+                "--decode_processes",
+                "1",
             ]
         )
     assert code == 0

@@ -72,7 +72,8 @@ def test_shards_appear_only_at_finalize_and_temp_files_go(tmp_path, compression)
 
     written, outcomes = [], []
     for task in shard_tasks(plan):
-        shard, seen = shardwriter.write_shard(task, temp, convert, compression, threads=2)
+        converted = shardwriter.ordered_map(convert, task.inputs, threads=2)
+        shard, seen = shardwriter.write_shard(task, temp, converted, compression)
         written.append(shard)
         outcomes += seen
     assert not [n for n in os.listdir(out) if "tfrecord" in n and not n.startswith(".temp")]
