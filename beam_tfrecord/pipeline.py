@@ -80,8 +80,18 @@ class WriteMetadataFn(beam.DoFn):
 class ImagesToTFRecords(beam.PTransform):
     """PBegin -> PCollection holding the one summary dict, once every file is written."""
 
-    def __init__(self, plan: Plan, config: ConvertConfig, run_info: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        plan: Plan,
+        config: ConvertConfig,
+        run_info: Mapping[str, Any] | None = None,
+        stage_plan: bool = True,
+    ):
+        """`stage_plan`: with the paths sink, write each shard's plan as a file under the output's
+        temporary folder when the pipeline is built (False embeds it in the graph instead: for
+        dry runs, which must not write)."""
         super().__init__()
+        self.stage_plan = stage_plan
         self.plan = plan
         self.config = config
         self.run_info = dict(run_info or {})
@@ -120,7 +130,16 @@ class ImagesToTFRecords(beam.PTransform):
             config.processes,
         )
         # ShardTask: one output shard and the paths that go into it; no bytes yet.
-        tasks = root | "PlanShards" >> beam.Create(shard_tasks(self.plan, config.split_seed))
+        planned = shard_tasks(self.plan, config.split_seed)
+        if self.stage_plan:  # str: a staged plan file per shard, read back by the worker
+            staged = [shardwriter.stage_task(task, temp_dir) for task in planned]
+            tasks = (
+                root
+                | "PlanShards" >> beam.Create(staged)
+                | "LoadShardPlan" >> beam.Map(shardwriter.load_task)
+            )
+        else:
+            tasks = root | "PlanShards" >> beam.Create(planned)
         shards, rejects, tallies = tasks | "WriteShards" >> WriteShards(fn, config.output)
         return shards, rejects, tallies | "Tally" >> beam.CombineGlobally(MergeTallies())
 

@@ -41,6 +41,16 @@ class ShardTask:
     count: int
     inputs: tuple[PlannedInput, ...]
 
+    def to_json(self) -> str:
+        rows = [[i.relpath, i.path, i.size, i.split, i.label, i.label_text] for i in self.inputs]
+        return json.dumps({"split": self.split, "index": self.index, "count": self.count, "inputs": rows})
+
+    @classmethod
+    def from_json(cls, text: str) -> ShardTask:
+        task = json.loads(text)
+        inputs = tuple(PlannedInput(*row) for row in task["inputs"])
+        return cls(task["split"], task["index"], task["count"], inputs)
+
 
 @dataclass(frozen=True, order=True)
 class RejectLine:

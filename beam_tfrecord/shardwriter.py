@@ -71,6 +71,24 @@ def temp_dir_for(output: str, run_id: str) -> str:
     return FileSystems.join(output, f".temp-beam-tfrecord-{run_id}")
 
 
+def stage_task(task: ShardTask, temp_dir: str) -> str:
+    """Write a shard's plan (its paths) beside its temporary file; returns where.
+
+    The pipeline then carries file names instead of every path: pickled into the job, 32,000
+    planned inputs cost 2.5 s of bz2 and graph building locally, and millions would be over
+    Dataflow's request size.
+    """
+    path = FileSystems.join(temp_dir, "plan", f"{task.split}-{task.index:05d}.json")
+    with FileSystems.create(path) as handle:
+        handle.write(task.to_json().encode("utf-8"))
+    return path
+
+
+def load_task(path: str) -> ShardTask:
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+        return ShardTask.from_json(handle.read().decode("utf-8"))
+
+
 def write_shard(
     task: ShardTask,
     temp_dir: str,
@@ -125,6 +143,16 @@ def finalize_shards(
     for shard, final in zip(ordered, finals, strict=True):
         FileSystems.rename([shard.temp_path], [final])
         faults.pause_point("finalizing")
-    if FileSystems.exists(temp_dir):
-        FileSystems.delete([temp_dir])
+    remove_tree(temp_dir)
     return finals
+
+
+def remove_tree(directory: str) -> None:
+    """Delete a folder and everything in it; on GCS (no folders) every object under its prefix:
+    staged plans and the temporary files of retried tasks."""
+    (found,) = FileSystems.match([FileSystems.join(directory, "**")])
+    leftovers = [m.path for m in found.metadata_list]
+    if leftovers:
+        FileSystems.delete(leftovers)
+    if "://" not in directory and FileSystems.exists(directory):
+        FileSystems.delete([directory])

@@ -165,7 +165,9 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
             config.threads,
         )
     pipeline = beam.Pipeline(runner=local_runner(options) if local else None, options=options)
-    _ = pipeline | "ImagesToTFRecords" >> ImagesToTFRecords(plan, config, run_info)
+    _ = pipeline | "ImagesToTFRecords" >> ImagesToTFRecords(
+        plan, config, run_info, stage_plan=not args.dry_run
+    )
     if args.dry_run:
         print(dry_run.format_report(dry_run.translate(pipeline, args.dry_run_output)))
         return 0
