@@ -25,7 +25,7 @@ from beam_tfrecord.pipeline import ConvertConfig, ImagesToTFRecords
 from beam_tfrecord.plan import Plan, make_plan
 from pipelines import dry_run
 from pipelines.dataflow_checks import check_dry_run_paths, check_remote_run
-from pipelines.options import ConvertArgs, UsageError, build_parser, check_args
+from pipelines.options import ConvertArgs, UsageError, build_parser, check_args, default_decode_processes
 
 LOCAL_RUNNERS = (None, "DirectRunner", "direct", "FnApiRunner")
 
@@ -101,7 +101,8 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         if known.dry_run:
             check_dry_run_paths(known.input, known.manifest)
         args = check_args(known)
-        if local and args.decode_processes > 1 and args.sink in ("auto", "paths") and not args.dry_run:
+        may_fork = (args.decode_processes or default_decode_processes(args.input)) > 1
+        if local and may_fork and args.sink in ("auto", "paths") and not args.dry_run:
             decodepool.start_server()  # imports in the background while we list and plan
         check_remote_run(args, options, local)
         if args.features is not None:
@@ -126,7 +127,9 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         progress_dir=progress_dir,
         sink=choose_sink(args, local),
         threads=args.decode_threads,
-        processes=args.decode_processes if local else 1,
+        processes=(args.decode_processes or default_decode_processes(args.input, len(plan.inputs)))
+        if local
+        else 1,
         split_seed=args.split_seed,
         features=args.features,
         # Local feature runs stream records to shards unless --num_shards asks for a fixed count.
