@@ -48,12 +48,10 @@ def count_outcome(outcome: ConvertedRecord | RejectLine) -> None:
         Metrics.counter(NAMESPACE, "reencoded").inc()
 
 
-class ConvertFn(beam.DoFn):
-    """Adapts `convert_input`: counters per outcome, rejects on a tagged output, progress."""
+class OutcomeFn(beam.DoFn):
+    """Base of the DoFns that finish inputs: one counter per outcome and the local progress line."""
 
-    def __init__(self, schema: str, image_options: ImageOptions, progress_dir: str | None = None):
-        self.schema = schema
-        self.image_options = image_options
+    def __init__(self, progress_dir: str | None = None) -> None:
         self.progress_dir = progress_dir
         self._progress = None
 
@@ -63,16 +61,28 @@ class ConvertFn(beam.DoFn):
 
             self._progress = ProgressCounter(self.progress_dir)
 
-    def process(self, item: PlannedInput) -> Iterator[ConvertedRecord | TaggedOutput]:
-        outcome = convert_input(item, self.schema, self.image_options)
+    def _observe(self, outcome: ConvertedRecord | RejectLine) -> None:
+        count_outcome(outcome)
         if self._progress is not None:
             self._progress.add()
-        count_outcome(outcome)
-        yield TaggedOutput(REJECTS, outcome) if isinstance(outcome, RejectLine) else outcome
 
     def finish_bundle(self) -> None:
         if self._progress is not None:
             self._progress.flush()
+
+
+class ConvertFn(OutcomeFn):
+    """Adapts `convert_input`: counters per outcome, rejects on a tagged output, progress."""
+
+    def __init__(self, schema: str, image_options: ImageOptions, progress_dir: str | None = None):
+        super().__init__(progress_dir)
+        self.schema = schema
+        self.image_options = image_options
+
+    def process(self, item: PlannedInput) -> Iterator[ConvertedRecord | TaggedOutput]:
+        outcome = convert_input(item, self.schema, self.image_options)
+        self._observe(outcome)
+        yield TaggedOutput(REJECTS, outcome) if isinstance(outcome, RejectLine) else outcome
 
 
 class ConvertImages(beam.PTransform):
@@ -106,21 +116,14 @@ class PrepareFn(beam.DoFn):
             yield outcome
 
 
-class BuildRecordFn(beam.DoFn):
+class BuildRecordFn(OutcomeFn):
     """Adapts `finish_record` to a RunInference result; an image the model could not be fed
     becomes a `feature_failed` reject."""
 
     def __init__(self, schema: str, options: FeatureOptions, progress_dir: str | None = None) -> None:
+        super().__init__(progress_dir)
         self.schema = schema
         self.options = options
-        self.progress_dir = progress_dir
-        self._progress = None
-
-    def setup(self) -> None:
-        if self.progress_dir:
-            from beam_tfrecord.progress import ProgressCounter
-
-            self._progress = ProgressCounter(self.progress_dir)
 
     def process(self, result: PredictionResult) -> Iterator[ConvertedRecord | TaggedOutput]:
         pending: PendingRecord = result.example
@@ -136,14 +139,8 @@ class BuildRecordFn(beam.DoFn):
                 self.options.dtype,
                 include_image=not self.options.features_only,
             )
-        if self._progress is not None:
-            self._progress.add()
-        count_outcome(outcome)
+        self._observe(outcome)
         yield TaggedOutput(REJECTS, outcome) if isinstance(outcome, RejectLine) else outcome
-
-    def finish_bundle(self) -> None:
-        if self._progress is not None:
-            self._progress.flush()
 
 
 def describe_failure(error: object) -> str:
@@ -268,7 +265,7 @@ def tally_outcomes(
     return (facts, rejects) | "Outcomes" >> beam.Flatten() | "Tally" >> beam.CombineGlobally(TallyFn())
 
 
-class WriteShardFn(beam.DoFn):
+class WriteShardFn(OutcomeFn):
     """Adapts `shardwriter.write_shard`: one ShardTask in, one temporary shard out, plus the
     shard's rejects and one Tally (not one element per record: fewer elements, less overhead)."""
 
@@ -282,21 +279,17 @@ class WriteShardFn(beam.DoFn):
         progress_dir: str | None = None,
         processes: int = 1,
     ) -> None:
+        super().__init__(progress_dir)
         self.temp_dir = temp_dir
         self.schema = schema
         self.image_options = image_options
         self.compression = compression
         self.threads = threads
-        self.progress_dir = progress_dir
         self.processes = processes
-        self._progress = None
         self._pool = None
 
     def setup(self) -> None:
-        if self.progress_dir:
-            from beam_tfrecord.progress import ProgressCounter
-
-            self._progress = ProgressCounter(self.progress_dir)
+        super().setup()
         if self.processes > 1:
             from beam_tfrecord.decodepool import DecodePool
 
@@ -316,11 +309,6 @@ class WriteShardFn(beam.DoFn):
             return self._pool.map(inputs)
         return shardwriter.ordered_map(self._convert, inputs, self.threads)
 
-    def _observe(self, outcome: ConvertedRecord | RejectLine) -> None:
-        count_outcome(outcome)
-        if self._progress is not None:
-            self._progress.add()
-
     def process(self, task: ShardTask) -> Iterator[shardwriter.WrittenShard | TaggedOutput]:
         written, outcomes = shardwriter.write_shard(
             task, self.temp_dir, self._converted(task.inputs), self.compression, self._observe
@@ -332,10 +320,6 @@ class WriteShardFn(beam.DoFn):
                 yield TaggedOutput(REJECTS, outcome)
         yield TaggedOutput(TALLIES, tally)
         yield written
-
-    def finish_bundle(self) -> None:
-        if self._progress is not None:
-            self._progress.flush()
 
 
 class FinalizeShardsFn(beam.DoFn):
