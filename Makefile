@@ -1,10 +1,11 @@
 # `make demo` converts the bundled sample; `make test` runs lint and the whole suite.
-# Each creates .venv with the pinned requirements on first use.
+# Each creates .venv with the pinned requirements on first use. `make proto` regenerates
+# beam_tfrecord/example_pb2.py after an edit of beam_tfrecord/example.proto (the file is checked in).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint format clean
+.PHONY: demo test lint format proto clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +28,9 @@ test: lint
 format: $(VENV)/.installed
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
+
+proto: $(VENV)/.installed
+	$(PY) -m grpc_tools.protoc --proto_path=. --python_out=. beam_tfrecord/example.proto
 
 clean:
 	rm -rf $(VENV) output

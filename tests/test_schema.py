@@ -1,5 +1,6 @@
-"""The schema module: records are TensorFlow's Example, parse with the published spec, and
-building them does not import TensorFlow."""
+"""The schema module: records equal TensorFlow's Example (built from our example.proto; see
+test_example_proto.py for byte equality), parse with the published spec, and building them does
+not import TensorFlow."""
 
 from __future__ import annotations
 
