@@ -1,9 +1,20 @@
 """Images made by the tests themselves: good ones, odd ones TensorFlow cannot read as they are,
-and broken ones. Every function returns the file's bytes."""
+and broken ones. Every image function returns the file's bytes. At the end, the two helpers the
+permission tests share: a folder every user may enter, and a call made without root's powers."""
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -31,6 +42,12 @@ def jpeg(width: int = 48, height: int = 32, seed: int = 0, mode: str = "RGB") ->
 
 def png(width: int = 48, height: int = 32, seed: int = 0, mode: str = "RGB") -> bytes:
     return encode(gradient(width, height, mode, seed), "PNG")
+
+
+def ppm(width: int = 48, height: int = 32, seed: int = 0) -> bytes:
+    """Raw RGB rows after a short text header: any prefix of one PPM followed by the rest of
+    another of the same size is still a valid image, made of rows from both."""
+    return encode(gradient(width, height, "RGB", seed), "PPM")
 
 
 def text_named_jpg() -> bytes:
@@ -157,3 +174,64 @@ def write_tree(root, files: dict[str, bytes]) -> None:
         path = root / relpath
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
+
+
+# The uid and gid of `nobody` on Debian and most Linux systems; numeric, so no passwd entry is needed.
+NOBODY = 65534
+
+# Runs in a child interpreter started by root. The same call is made once as root first, so that
+# every module it imports lazily is loaded while the interpreter's own files can still be read
+# (here Python lives under /root, which nobody cannot enter); then root is dropped for good
+# (groups, gid, uid, in that order) and the call that counts is made.
+_UNPRIVILEGED_CHILD = """
+import os, pickle, sys
+function, args, nobody = pickle.load(sys.stdin.buffer)
+function(*args)
+os.setgroups([])
+os.setgid(nobody)
+os.setuid(nobody)
+assert os.geteuid() == nobody and os.getegid() == nobody and not os.getgroups()
+sys.stdout.buffer.write(pickle.dumps(function(*args)))
+"""
+
+
+def call_without_root(function: Callable[..., Any], *args: Any) -> Any:
+    """`function(*args)` with only an ordinary user's right to read files.
+
+    Root reads and lists whatever the permission bits say, and these tests run as root here and
+    in CI, so a permission test made as root proves nothing. As root the call runs in a child
+    process that drops to `nobody`; as anyone else it runs right here. `function` and `args` must
+    pickle (a module-level function, plain data); the result comes back pickled.
+    """
+    if os.geteuid() != 0:
+        return function(*args)
+    child = subprocess.run(
+        [sys.executable, "-c", _UNPRIVILEGED_CHILD],
+        input=pickle.dumps((function, args, NOBODY)),
+        capture_output=True,
+        check=False,
+        timeout=120,
+    )
+    if child.returncode != 0:
+        raise AssertionError(f"the unprivileged call failed:\n{child.stderr.decode(errors='replace')}")
+    return pickle.loads(child.stdout)
+
+
+@contextlib.contextmanager
+def folder_anyone_can_enter() -> Iterator[Path]:
+    """A new, empty folder (mode 0755) that every user may enter and list.
+
+    pytest's tmp_path sits in a folder only its owner may enter, so an unprivileged reader would
+    fail there on the path itself, not on the one entry whose permissions a test takes away.
+    Removed afterwards, permissions restored first so that a non-root owner can delete it.
+    """
+    root = Path(tempfile.mkdtemp(prefix="beam-tfrecord-perms-"))
+    try:
+        root.chmod(0o755)
+        yield root
+    finally:
+        for folder, dirs, _ in os.walk(root):  # top-down: each folder is opened before entered
+            for name in dirs:
+                if not os.path.islink(os.path.join(folder, name)):
+                    os.chmod(os.path.join(folder, name), 0o755)
+        shutil.rmtree(root)

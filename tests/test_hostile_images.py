@@ -38,13 +38,36 @@ def jpeg_claiming(width: int, height: int) -> bytes:
     return bytes(data)
 
 
+def gif_claiming(width: int, height: int) -> bytes:
+    """A one-frame GIF whose logical screen claims width x height (the frame itself is 48x32)."""
+    data = bytearray(imagegen.animated_gif(1))
+    data[6:10] = struct.pack("<HH", width, height)
+    return bytes(data)
+
+
+def cut_in_pixel_data(data: bytes, marker: bytes) -> bytes:
+    """`data` cut 20 bytes after `marker` (the start of its pixel data): a header that opens,
+    then a decoder that runs out of bytes at once, so a raised limit ends cheaply as `truncated`
+    instead of by decoding or allocating the claimed image."""
+    return data[: data.index(marker) + 20]
+
+
 DEFAULTS = ImageOptions()
+# Pillow's own bomb check refuses images over twice its MAX_IMAGE_PIXELS (about 179M pixels),
+# before ours runs. 12,000 x 12,000 = 144M pixels is over our default --max_pixels and under
+# Pillow's limit, so only our check can refuse it.
+OURS_ONLY = 12_000
+PILLOWS_LIMIT = Image.MAX_IMAGE_PIXELS * 2
+
+
+def rejected(data: bytes, options: ImageOptions = DEFAULTS) -> Reject:
+    with pytest.raises(Reject) as raised:
+        encode_for_tensorflow(data, options)
+    return raised.value
 
 
 def reason(data: bytes, options: ImageOptions = DEFAULTS) -> str:
-    with pytest.raises(Reject) as raised:
-        encode_for_tensorflow(data, options)
-    return raised.value.reason
+    return rejected(data, options).reason
 
 
 def readable(data: bytes, options: ImageOptions = DEFAULTS):
@@ -56,19 +79,39 @@ def readable(data: bytes, options: ImageOptions = DEFAULTS):
 
 @pytest.mark.parametrize(
     "data",
+    [
+        cut_in_pixel_data(jpeg_claiming(OURS_ONLY, OURS_ONLY), b"\xff\xda"),  # start of scan
+        cut_in_pixel_data(png_claiming(OURS_ONLY, OURS_ONLY), b"IDAT"),
+        cut_in_pixel_data(gif_claiming(OURS_ONLY, OURS_ONLY), b","),  # image descriptor
+    ],
+    ids=["jpeg-144M-pixels", "png-144M-pixels", "gif-144M-pixels"],
+)
+def test_max_pixels_is_our_check_and_configurable(data):
+    """Under Pillow's bomb limit only our header check stands between a 1 KB file and a 432 MB
+    decode: it rejects with its own words at the default, and lets the same bytes through to the
+    decoder when --max_pixels is raised (they then end as `truncated`, being cut short)."""
+    assert DEFAULTS.max_pixels == 100_000_000 < OURS_ONLY**2 <= PILLOWS_LIMIT
+    reject = rejected(data)
+    assert reject.reason == "too_large"
+    assert reject.detail == "12000x12000 = 144000000 pixels is over --max_pixels=100000000"
+    for raised in (OURS_ONLY**2, 150_000_000):  # at the limit is allowed: only over it is rejected
+        assert reason(data, ImageOptions(max_pixels=raised)) == "truncated"
+
+
+@pytest.mark.parametrize(
+    "data",
     [png_claiming(100_000, 100_000), png_claiming(20_000, 20_000), jpeg_claiming(65_000, 65_000)],
     ids=["png-10G-pixels", "png-400M-pixels", "jpeg-4G-pixels"],
 )
 def test_decompression_bombs_are_rejected_from_the_header(data):
     assert reason(data) == "too_large"
     # Pillow's own bomb limit (about 179M pixels) holds even when --max_pixels is raised past it.
-    assert reason(data, ImageOptions(max_pixels=10**12)) == "too_large"
+    reject = rejected(data, ImageOptions(max_pixels=10**12))
+    assert reject.reason == "too_large" and "could be decompression bomb" in reject.detail
 
 
 def test_gif_claiming_a_huge_screen_is_rejected():
-    data = bytearray(imagegen.animated_gif(1))
-    data[6:10] = struct.pack("<HH", 65_535, 65_535)  # logical screen size
-    assert reason(bytes(data)) == "too_large"
+    assert reason(gif_claiming(65_535, 65_535)) == "too_large"
 
 
 def test_compressed_text_bomb_stops_at_pillows_text_limit():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import imagegen
 import pytest
 
 from beam_tfrecord.listing import list_inputs, skip_reason
@@ -102,11 +103,13 @@ def test_very_long_paths(tmp_path):
     assert listed.relpath == f"{deep}/{name}" and listed.size == 3 and listed.problem is None
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads and lists whatever the permissions say")
-def test_unreadable_directory_is_reported(tmp_path):
-    make(tmp_path, "cat/1.jpg", "locked/2.jpg")
-    (tmp_path / "locked").chmod(0)
-    try:
-        assert problems(list_inputs(str(tmp_path))) == {"cat/1.jpg": None, "locked": "unreadable"}
-    finally:
-        (tmp_path / "locked").chmod(0o755)
+def test_unreadable_directory_is_reported():
+    """A folder the user may not list is one `unreadable` entry that says why, and the rest of
+    the tree is still listed. Listed without root's powers (root lists anything)."""
+    with imagegen.folder_anyone_can_enter() as root:
+        make(root, "cat/1.jpg", "locked/2.jpg")
+        (root / "locked").chmod(0)
+        listed = imagegen.call_without_root(list_inputs, str(root))
+    assert problems(listed) == {"cat/1.jpg": None, "locked": "unreadable"}
+    detail = next(f for f in listed if f.relpath == "locked").problem[1]
+    assert detail == "directory cannot be listed: PermissionError: Permission denied"

@@ -6,23 +6,27 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
+from collections.abc import Callable
+from pathlib import Path
 
 import imagegen
+import numpy as np
 import pytest
 import tensorflow as tf
 from outputcheck import read_records, rejects, summary
 
+from beam_tfrecord import records
 from beam_tfrecord.images import ImageOptions
 from beam_tfrecord.plan import PlannedInput, RejectLine
 from beam_tfrecord.records import ConvertedRecord, convert_input
-from pipelines.convert import run
 
 LONG_DIR = "/".join(["d" * 200] * 14)  # about 2,800 characters; Linux allows 4,096 in a path
 LONG_NAME = "n" * 240 + ".jpg"  # Linux allows 255 in a name
 
 
 def test_odd_tree_every_input_accounted_for(tmp_path):
+    from pipelines.convert import run  # here, so the library tests below never wait on the CLI
+
     root = tmp_path / "in"
     imagegen.write_tree(
         root,
@@ -69,49 +73,133 @@ def test_a_file_gone_after_listing_is_unreadable(tmp_path):
     assert isinstance(outcome, RejectLine) and outcome.reason == "unreadable"
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their permissions say")
-def test_a_file_without_read_permission_is_unreadable(tmp_path):
-    path = tmp_path / "1.jpg"
-    path.write_bytes(imagegen.jpeg())
-    path.chmod(0)
-    outcome = convert_input(item(path), "tfds", ImageOptions())
-    assert isinstance(outcome, RejectLine) and outcome.reason == "unreadable"
+def test_a_file_without_read_permission_is_unreadable():
+    """Read without root's powers (root reads anything): the reject names the permission error."""
+    with imagegen.folder_anyone_can_enter() as root:
+        path = root / "1.jpg"
+        path.write_bytes(imagegen.jpeg())
+        path.chmod(0)
+        outcome = imagegen.call_without_root(convert_input, item(path), "tfds", ImageOptions())
+    assert isinstance(outcome, RejectLine) and outcome.reason == "unreadable", outcome
+    assert outcome.detail.startswith("PermissionError: [Errno 13] Permission denied"), outcome.detail
 
 
-def test_a_file_rewritten_while_being_read_gives_a_consistent_outcome(tmp_path):
-    """A record always describes the bytes actually read (its sha256 matches them); a half
-    written file becomes a reject; nothing raises."""
-    path = tmp_path / "1.jpg"
-    versions = [imagegen.jpeg(64, 48, seed=s) for s in range(3)]
-    path.write_bytes(versions[0])
-    stop = threading.Event()
+# Reasons a decoder gives for bytes that are not one whole image.
+DECODE_REJECTS = ("empty", "truncated", "corrupt", "not_an_image")
+
+
+def rewritten_midway(path: Path, after: int, rewrite: Callable[[], None], seen: list[bytes]):
+    """A stand-in for `records.read_bytes` that makes the race certain instead of likely: it
+    reads the first `after` bytes of the real file, lets `rewrite` change the file, then reads
+    the rest through the same descriptor. Unbuffered, so nothing read ahead hides the rewrite.
+    Every byte string it returns is kept in `seen`."""
+
+    def read_bytes(name: str) -> bytes:
+        assert name == str(path)
+        with open(name, "rb", buffering=0) as handle:
+            first = handle.read(after)
+            assert len(first) == after
+            rewrite()
+            data = first + handle.readall()
+        seen.append(data)
+        return data
+
+    return read_bytes
+
+
+def in_place(path: Path, data: bytes) -> Callable[[], None]:
+    """Rewrite the same inode, as `open(path, "r+b")` does: a reader sees the new bytes next."""
 
     def rewrite() -> None:
-        n = 0
-        while not stop.is_set():
-            data = versions[n % 3]
-            with open(path, "r+b") as handle:  # in place, in two halves: readers can see a mix
-                handle.write(data[: len(data) // 2])
-                handle.flush()
-                handle.write(data[len(data) // 2 :])
-                handle.truncate()
-            n += 1
+        with open(path, "r+b") as handle:
+            handle.write(data)
+            handle.truncate()
 
-    writer = threading.Thread(target=rewrite)
-    writer.start()
-    try:
-        outcomes = [convert_input(item(path), "tfds", ImageOptions()) for _ in range(200)]
-    finally:
-        stop.set()
-        writer.join()
-    for outcome in outcomes:
-        if isinstance(outcome, RejectLine):
-            assert outcome.reason in ("empty", "truncated", "corrupt", "not_an_image"), outcome
-            continue
-        assert isinstance(outcome, ConvertedRecord)
-        example = tf.train.Example.FromString(outcome.example).features.feature
-        stored = example["image/encoded"].bytes_list.value[0]
-        assert example["image/key/sha256"].bytes_list.value[0].decode() == outcome.content_sha256
-        if not outcome.reencoded:
-            assert hashlib.sha256(stored).hexdigest() == outcome.content_sha256
-        assert tf.io.decode_image(stored).shape == (outcome.height, outcome.width, 3)
+    return rewrite
+
+
+def replaced(path: Path, data: bytes) -> Callable[[], None]:
+    """Write a new file and rename it over the old, as editors save: a reader keeps the old one."""
+
+    def rewrite() -> None:
+        path.with_suffix(".new").write_bytes(data)
+        os.replace(path.with_suffix(".new"), path)
+
+    return rewrite
+
+
+def check_consistent(outcome: ConvertedRecord | RejectLine, data: bytes) -> None:
+    """README's promise: a record of exactly the bytes read (`image/key/sha256`), or a reject."""
+    if isinstance(outcome, RejectLine):
+        assert outcome.reason in DECODE_REJECTS and outcome.detail, outcome
+        return
+    assert isinstance(outcome, ConvertedRecord), outcome
+    example = tf.train.Example.FromString(outcome.example).features.feature
+    stored = example["image/encoded"].bytes_list.value[0]
+    assert example["image/key/sha256"].bytes_list.value[0].decode() == hashlib.sha256(data).hexdigest()
+    assert outcome.content_sha256 == hashlib.sha256(data).hexdigest()
+    if not outcome.reencoded:
+        assert stored == data
+    assert tf.io.decode_image(stored).shape == (outcome.height, outcome.width, 3)
+
+
+def test_a_file_rewritten_in_place_while_being_read_is_a_record_of_the_bytes_read(tmp_path, monkeypatch):
+    """The reader gets the header and first 10 rows of one picture, then the file is rewritten in
+    place with another of the same size and the reader gets the rest: a valid image that is
+    neither file. Its record must hash exactly those bytes and hold exactly their pixels, so a
+    record hashing one read and decoding another (or re-reading the file) fails here."""
+    path = tmp_path / "1.ppm"
+    old, new = imagegen.ppm(48, 32, seed=1), imagegen.ppm(48, 32, seed=2)
+    header = len(old) - 48 * 32 * 3
+    path.write_bytes(old)
+    seen: list[bytes] = []
+    reader = rewritten_midway(path, header + 10 * 48 * 3, in_place(path, new), seen)
+    monkeypatch.setattr(records, "read_bytes", reader)
+
+    outcome = convert_input(item(path, "a/1.ppm"), "tfds", ImageOptions())
+
+    (data,) = seen
+    assert data != old and data != new and path.read_bytes() == new  # the race did happen
+    check_consistent(outcome, data)
+    assert isinstance(outcome, ConvertedRecord) and outcome.reencoded
+    stored = tf.train.Example.FromString(outcome.example).features.feature["image/encoded"]
+    pixels = tf.io.decode_image(stored.bytes_list.value[0]).numpy()
+    rows = [np.asarray(imagegen.gradient(48, 32, seed=seed)) for seed in (1, 2)]
+    np.testing.assert_array_equal(pixels, np.concatenate([rows[0][:10], rows[1][10:]]))
+
+
+# libjpeg (Pillow's and TensorFlow's) decodes a scan whose data runs into another file's with a
+# warning, padding or skipping what does not fit: those mixes stay records, of the mixed bytes.
+@pytest.mark.parametrize(
+    ("old", "new", "how", "expected"),
+    [
+        (imagegen.jpeg(64, 48, seed=1), imagegen.jpeg(40, 30, seed=2), in_place, "record"),
+        (imagegen.jpeg(40, 30, seed=2), imagegen.jpeg(64, 48, seed=1), in_place, "record"),
+        (imagegen.png(64, 48, seed=1), imagegen.png(64, 48, seed=2), in_place, "reject"),
+        (imagegen.jpeg(64, 48, seed=1), b"", in_place, "reject"),
+        (imagegen.jpeg(64, 48, seed=1), imagegen.jpeg(40, 30, seed=2), replaced, "record"),
+    ],
+    ids=["jpeg-shrinks", "jpeg-grows", "png-same-size", "emptied", "renamed-over"],
+)
+def test_a_file_rewritten_while_being_read_gives_a_consistent_outcome(
+    tmp_path, monkeypatch, old, new, how, expected
+):
+    """Halfway through the read the file changes: in place (the reader sees a mix of two files,
+    or a file cut short) or by a rename over it (the reader keeps the file it opened). Either
+    way the outcome is a record of exactly the bytes read or a reject with a reason; never a
+    crash."""
+    path = tmp_path / "1.img"
+    path.write_bytes(old)
+    seen: list[bytes] = []
+    monkeypatch.setattr(records, "read_bytes", rewritten_midway(path, len(old) // 2, how(path, new), seen))
+
+    outcome = convert_input(item(path), "tfds", ImageOptions())
+
+    (data,) = seen
+    assert path.read_bytes() == new and data[: len(old) // 2] == old[: len(old) // 2]
+    check_consistent(outcome, data)
+    assert isinstance(outcome, ConvertedRecord if expected == "record" else RejectLine), outcome
+    if how is in_place:
+        assert data not in (old, new)  # the race did happen: the reader saw parts of both
+    else:
+        assert data == old  # the descriptor still reads the file that was opened
