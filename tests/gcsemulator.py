@@ -102,6 +102,8 @@ class PermissionProxy:
     `denied` maps a bucket to "all" (no role at all), "write" (Object Viewer: reads only) or
     "copy" (no copies: cuts a write off at Beam's finalize step, after every temp file is written).
     `latency_s` delays every answer, as a stand-in for GCS's tens of milliseconds per request.
+    Links the emulator hands out (an object's mediaLink, an upload session's Location) are
+    rewritten to point at the proxy, so downloads and upload sessions are delayed and refused too.
     """
 
     def __init__(self, upstream: str, denied: Mapping[str, str], latency_s: float = 0.0) -> None:
@@ -133,6 +135,10 @@ class PermissionProxy:
                 return True
         return False
 
+    def relink(self, text: str) -> str:
+        """The emulator's own address in a link, replaced by the proxy's."""
+        return text.replace(self.upstream.netloc, urllib.parse.urlsplit(self.url).netloc)
+
     def _handler(self) -> type[http.server.BaseHTTPRequestHandler]:
         proxy = self
 
@@ -152,7 +158,9 @@ class PermissionProxy:
                 data = answer.read()
                 upstream.close()
                 skip = ("transfer-encoding", "connection", "content-length")
-                kept = {k: v for k, v in answer.getheaders() if k.lower() not in skip}
+                kept = {k: proxy.relink(v) for k, v in answer.getheaders() if k.lower() not in skip}
+                if (answer.getheader("Content-Type") or "").startswith("application/json"):
+                    data = proxy.relink(data.decode()).encode()
                 self._answer(answer.status, kept, data)
 
             def _answer(self, status: int, headers: Mapping[str, str], data: bytes | str) -> None:

@@ -1,0 +1,113 @@
+"""One test per private or unstable API that beam_tfrecord.compat uses: an upgrade that moves one
+fails here, by name, instead of silently in a user's run."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.io.gcp import gcsio
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.value_provider import RuntimeValueProvider
+
+from beam_tfrecord import compat, gcs
+
+
+def test_every_use_is_listed_in_the_module_docstring():
+    for name in compat.__all__:
+        assert f"`{name}`" in compat.__doc__, name
+
+
+def test_beam_builds_every_gcs_client_through_create_storage_client(monkeypatch):
+    """The emulator switch wraps `gcsio.create_storage_client`; it works only while that function
+    exists with this signature and `GcsIO()` calls it by its module-global name."""
+    assert gcs.EMULATOR_ENV  # importing beam_tfrecord installs the switch
+    assert compat.emulator_switch_installed()
+    parameters = list(inspect.signature(gcsio.create_storage_client).parameters)
+    assert parameters[:2] == ["pipeline_options", "use_credentials"]
+
+    asked: list[bool] = []
+
+    def recording_factory(pipeline_options: object, use_credentials: bool = True) -> object:
+        asked.append(use_credentials)
+        return object()  # GcsIO only stores its client
+
+    monkeypatch.setattr(gcsio, "create_storage_client", recording_factory)
+    gcsio.GcsIO(pipeline_options=PipelineOptions())
+    assert asked == [True], "GcsIO no longer builds its client through gcsio.create_storage_client"
+
+    # The switch, installed over that factory, turns credentials off exactly while an emulator is set.
+    assert not compat.emulator_switch_installed()
+    assert compat.install_emulator_switch(gcs.wants_credentials)
+    assert compat.install_emulator_switch(gcs.wants_credentials)  # idempotent: wraps once
+    monkeypatch.delenv(gcs.EMULATOR_ENV, raising=False)
+    gcsio.GcsIO(pipeline_options=PipelineOptions())
+    monkeypatch.setenv(gcs.EMULATOR_ENV, "http://127.0.0.1:1")
+    gcsio.GcsIO(pipeline_options=PipelineOptions())
+    assert asked == [True, True, False]
+
+
+def test_switch_keeps_beams_behaviour_when_the_factory_is_gone(monkeypatch):
+    monkeypatch.delattr(gcsio, "create_storage_client")
+    assert not compat.install_emulator_switch(gcs.wants_credentials)
+    assert not compat.emulator_switch_installed()
+
+
+@pytest.fixture
+def filesystem_options(monkeypatch):
+    """Restore Beam's process-wide filesystem options after the test changes them."""
+    monkeypatch.setattr(FileSystems, "_pipeline_options", FileSystems._pipeline_options)
+    monkeypatch.setattr(RuntimeValueProvider, "runtime_options", RuntimeValueProvider.runtime_options)
+
+
+def test_filesystem_options_are_the_ones_beams_gcs_filesystem_gets(filesystem_options):
+    """`FileSystems.set_options` (called by every Pipeline and by the SDK worker) is public, reading
+    the options back is not: `gcs.thread_client` builds its GcsIO with what Beam's would get."""
+    options = PipelineOptions(["--project", "compat-test"])
+    FileSystems.set_options(options)
+    assert compat.filesystem_pipeline_options() is options
+    assert FileSystems.get_filesystem("gs://bucket/object")._pipeline_options is options
+
+    FileSystems.set_options(None)
+    runtime = {"project": "compat-runtime"}
+    RuntimeValueProvider.set_runtime_options(runtime)
+    assert compat.filesystem_pipeline_options() is runtime
+    assert FileSystems.get_filesystem("gs://bucket/object")._pipeline_options is runtime
+
+
+def test_known_beam_noise_is_still_emitted_by_beam():
+    """Each filtered message is still in Beam's source and still untrue; when Beam stops
+    printing one, this fails and the filter can go."""
+    from apache_beam.ml.inference import base
+    from apache_beam.runners.worker import sdk_worker_main
+
+    assert "No semi_persistent_directory found" in inspect.getsource(sdk_worker_main)
+    assert "Resource module is not available" in inspect.getsource(base)
+    assert base.resource is None  # set so because torch is missing, although `resource` imports
+    import resource  # noqa: F401  (the module Beam says is not available)
+
+
+def test_quiet_known_beam_noise_drops_only_that(caplog):
+    import logging
+
+    logger = logging.getLogger("test_compat_noise")
+    compat.quiet_known_beam_noise(logger)
+    compat.quiet_known_beam_noise(logger)
+    assert len(logger.filters) == 1
+    with caplog.at_level(logging.WARNING, logger="test_compat_noise"):
+        for noise in compat.KNOWN_BEAM_NOISE:
+            logger.warning("Worker: message: %s: User registered objects", noise)
+        logger.warning("a real problem")
+    assert [r.getMessage() for r in caplog.records] == ["a real problem"]
+
+
+def test_dataflow_environment_uses_what_beams_apiclient_still_has():
+    from apache_beam.runners.dataflow.internal import apiclient
+
+    assert isinstance(apiclient._FNAPI_ENVIRONMENT_MAJOR_VERSION, str)
+    parameters = list(
+        inspect.signature(apiclient.DataflowApplicationClient._apply_sdk_environment_overrides).parameters
+    )
+    assert parameters[:3] == ["proto_pipeline", "sdk_overrides", "pipeline_options"]
+    # The whole translation through it: tests/test_dataflow_dry_run.py.
