@@ -3,7 +3,7 @@ is pooled and stored, as plain functions; the RunInference handler that adapts t
 beam_tfrecord/inference.py, so runs without a model never import Beam's ML package.
 
 TensorFlow and Keras are imported only inside the functions that need them, so a run without a
-feature model never loads them (records are built without TensorFlow, see example_proto).
+feature model never loads them (records are built without TensorFlow, see example.proto).
 """
 
 from __future__ import annotations

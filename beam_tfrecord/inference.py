@@ -3,13 +3,21 @@ with a feature model)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
+from beam_tfrecord import compat
 from beam_tfrecord import features as features_lib
 from beam_tfrecord.features import FeatureOptions, LoadedModel
+
+__all__ = ["FeatureModelHandler"]
+
+# Beam warns at every memory reading of RunInference here (see compat); in workers too, as
+# they import this module to unpickle the handler.
+compat.quiet_known_beam_noise(logging.getLogger())
 
 
 class FeatureModelHandler(ModelHandler[Any, PredictionResult, LoadedModel]):

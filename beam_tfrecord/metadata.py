@@ -9,14 +9,29 @@ import posixpath
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import faults
-from beam_tfrecord.plan import Plan, RejectLine
+from beam_tfrecord.features import FeatureOptions
+from beam_tfrecord.plan import RejectLine
 from beam_tfrecord.records import ConvertedRecord
 from beam_tfrecord.tfds_metadata import write_tfds_metadata
+
+if TYPE_CHECKING:
+    from beam_tfrecord.staging import PlanFacts
+
+__all__ = [
+    "LABELS_FILE",
+    "REJECTS_FILE",
+    "SUMMARY_FILE",
+    "Tally",
+    "build_summary",
+    "format_table",
+    "read_summary",
+    "write_metadata",
+]
 
 DIGEST_MODULUS = 2**256
 DIGEST_METHOD = "sum of sha256(serialized record) mod 2**256: independent of record order and shards"
@@ -96,33 +111,39 @@ def _size_stats(sizes: Counter) -> dict[str, float]:
 
 
 def build_summary(
-    plan: Plan,
+    facts: PlanFacts,
+    planned_rejects: Sequence[RejectLine],
     tally: Tally,
     shard_files: Iterable[tuple[str, int]],
+    options: Mapping[str, Any],
     run_info: Mapping[str, Any],
+    features: FeatureOptions | None = None,
 ) -> dict[str, Any]:
-    """summary.json: counts per split, label and reason, the shards, and the nothing-lost check."""
-    skipped = plan.skipped
-    planned_rejects = Counter(r.reason for r in plan.rejects if r.reason != "skipped")
-    rejects = Counter(tally.rejects) + planned_rejects
-    inputs = plan.listed - skipped
+    """summary.json: counts per split, label and reason, the shards, and the nothing-lost check.
+
+    `options` are the settings (config.summary_options); `run_info` says how it ran (runner,
+    workers, times)."""
+    skipped = sum(1 for r in planned_rejects if r.reason == "skipped")
+    planned = Counter(r.reason for r in planned_rejects if r.reason != "skipped")
+    rejects = Counter(tally.rejects) + planned
+    inputs = facts.listed - skipped
     records = sum(tally.records.values())
     rejected = sum(rejects.values())
-    shards: dict[str, list[tuple[str, int]]] = {name: [] for name in plan.splits}
+    shards: dict[str, list[tuple[str, int]]] = {name: [] for name in facts.splits}
     for path, size in sorted(shard_files):
         split = posixpath.basename(path).split("-", 1)[0]
         shards.setdefault(split, []).append((posixpath.basename(path), size))
     splits = {}
-    for name in plan.splits:
+    for name in facts.splits:
         per_label = {
             label: n for (split, label), n in sorted(tally.by_split_label.items(), key=str) if split == name
         }
         splits[name] = {
-            "fraction": plan.splits[name],
+            "fraction": facts.splits[name],
             "records": tally.records.get(name, 0),
-            "labels": {str(k): v for k, v in per_label.items()} if plan.class_names is not None else {},
+            "labels": {str(k): v for k, v in per_label.items()} if facts.class_names is not None else {},
             "shards": len(shards[name]),
-            "planned_shards": plan.shard_counts[name],
+            "planned_shards": facts.shard_counts[name],
             "bytes": sum(size for _, size in shards[name]),
             "files": [file for file, _ in shards[name]],
             "digest": f"{tally.digests.get(name, 0):064x}",
@@ -131,28 +152,27 @@ def build_summary(
     label_counts: Counter = Counter()
     for (_, label), n in tally.by_split_label.items():
         label_counts[label] += n
-    for label in plan.class_names or []:
+    for label in facts.class_names or []:
         if label_counts[label] == 0:
             warnings.append(f"class {label!r} has no valid image")
-    if plan.manifest_unmatched:
-        warnings.append(f"{len(plan.manifest_unmatched)} manifest rows name no listed file")
+    if facts.manifest_unmatched:
+        warnings.append(f"{len(facts.manifest_unmatched)} manifest rows name no listed file")
     if records == 0:
         warnings.append("every input was rejected: no record was written")
     if tally.duplicates:
         warnings.append(f"{tally.duplicates} records have the same image bytes as another record")
-    run_info = dict(run_info)
-    features = feature_summary(run_info.pop("features", None), tally.feature_shapes, warnings)
+    feature_info = feature_summary(features, tally.feature_shapes, warnings)
     return {
-        "inputs_listed": plan.listed,
+        "inputs_listed": facts.listed,
         "skipped": skipped,
         "inputs": inputs,
         "records": records,
         "rejects": rejected,
         "consistent": inputs == records + rejected,
         "splits": splits,
-        "class_names": plan.class_names,
+        "class_names": facts.class_names,
         "records_per_label": {str(k): v for k, v in sorted(label_counts.items(), key=str)}
-        if plan.class_names is not None
+        if facts.class_names is not None
         else {},
         "rejects_per_reason": dict(sorted(rejects.items())),
         "reencoded": tally.reencoded,
@@ -161,25 +181,34 @@ def build_summary(
         "source_formats": dict(sorted(tally.source_formats.items())),
         "image_height": _size_stats(tally.heights),
         "image_width": _size_stats(tally.widths),
-        "manifest_rows_without_file": len(plan.manifest_unmatched),
-        "manifest_rows_without_file_sample": plan.manifest_unmatched[:20],
+        "manifest_rows_without_file": len(facts.manifest_unmatched),
+        "manifest_rows_without_file_sample": facts.manifest_unmatched[:20],
         "warnings": warnings,
-        **({"features": features} if features else {}),
+        **({"features": feature_info} if feature_info else {}),
+        "options": dict(options),
         **run_info,
     }
 
 
 def feature_summary(
-    options: Mapping[str, Any] | None, shapes: Counter, warnings: list[str]
+    options: FeatureOptions | None, shapes: Counter, warnings: list[str]
 ) -> dict[str, Any] | None:
     """What a reader needs to restore the features (shape, dtype, image kept or not) and how
     they were made; None for a run without a feature model."""
-    if not options:
+    if options is None:
         return None
     if len(shapes) > 1:
         warnings.append(f"features have {len(shapes)} different shapes: {sorted(shapes)}")
     shape = list(shapes.most_common(1)[0][0]) if shapes else None
-    return {**options, "shape": shape}
+    return {
+        "model": options.feature_model or options.model_path,
+        "weights": options.model_weights if options.feature_model else None,
+        "pooling": options.pooling,
+        "dtype": options.dtype,
+        "features_only": options.features_only,
+        "batch_size": options.batch_size,
+        "shape": shape,
+    }
 
 
 def write_text(path: str, text: str) -> None:
@@ -192,13 +221,16 @@ def write_metadata(
     class_names: Sequence[str] | None,
     rejects: Iterable[RejectLine],
     summary: Mapping[str, Any],
+    shard_lengths: Mapping[str, int | None],
 ) -> None:
     """labels.txt, rejects.jsonl and the TFDS metadata first, summary.json last: its presence means
-    the run ended and every shard it lists is in place (see outputs.complete_shards)."""
+    the run ended and every shard it lists is in place (see outputs.complete_shards).
+
+    `shard_lengths` are the writer's record counts by shard file name (None: count them)."""
     if class_names is not None:
         write_text(FileSystems.join(output, LABELS_FILE), "".join(f"{name}\n" for name in class_names))
     write_text(FileSystems.join(output, REJECTS_FILE), "".join(r.to_json() + "\n" for r in sorted(rejects)))
-    summary = {**summary, "tfds_metadata": write_tfds_metadata(output, summary)}
+    summary = {**summary, "tfds_metadata": write_tfds_metadata(output, summary, shard_lengths)}
     faults.pause_point("metadata")
     # Written aside and renamed: a reader never sees a half-written completeness marker.
     temp = FileSystems.join(output, f".temp-beam-tfrecord-{SUMMARY_FILE}")

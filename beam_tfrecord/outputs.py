@@ -7,6 +7,7 @@ looking at an interrupted or foreign run; `complete_shards` does that check.
 
 from __future__ import annotations
 
+import logging
 import os
 import posixpath
 
@@ -22,10 +23,45 @@ HISTOGRAM_FILE = "label_histogram.png"
 METADATA_FILES = (LABELS_FILE, REJECTS_FILE, SUMMARY_FILE, *TFDS_FILES, CONTACT_SHEET_FILE, HISTOGRAM_FILE)
 # Temporary directories of our path-planned sink and of Beam's WriteToTFRecord.
 TEMP_PREFIXES = (".temp-beam-tfrecord-", "beam-temp-")
+_LOGGER = logging.getLogger(__name__)
+
+__all__ = [
+    "IncompleteOutput",
+    "OutputInUse",
+    "clear_outputs",
+    "clear_temp",
+    "complete_shards",
+    "existing_outputs",
+    "leftover_temp",
+    "prepare_output",
+]
 
 
 class IncompleteOutput(Exception):
     """The output directory does not hold one complete run."""
+
+
+class OutputInUse(ValueError):
+    """The output already holds an earlier run's files and no one said to replace them."""
+
+
+def prepare_output(output: str, overwrite: bool = False) -> None:
+    """Refuse to mix runs: shards already in `output` need `overwrite`, which removes them first
+    (summary.json first); temporary files of interrupted runs are removed in any case.
+
+    A gs:// output is probed for writes before anything is deleted (gcs.check_writable)."""
+    existing = existing_outputs(output)
+    if existing and not overwrite:
+        names = {posixpath.basename(p) for p in existing}
+        what = "an earlier run" if SUMMARY_FILE in names else "an interrupted run (no summary.json)"
+        raise OutputInUse(
+            f"--output {output} already holds {len(existing)} files of {what} "
+            f"(e.g. {posixpath.basename(existing[0])}); pass --overwrite to replace them"
+        )
+    gcs.check_writable("--output", output)
+    clear_outputs(existing)
+    for leftover in clear_temp(output):
+        _LOGGER.info("removed %s, left by an interrupted run", leftover)
 
 
 def existing_outputs(output: str) -> list[str]:

@@ -1,170 +1,171 @@
-"""The whole conversion as one composite transform that a user can apply in their own pipeline."""
+"""The whole conversion as one composite transform that a user can apply in their own pipeline.
+
+    source = SourceConfig(input="gs://bucket/images", splits={"train": 0.8, "validation": 0.2})
+    config = ConvertConfig(output="gs://bucket/out", schema="simple", compression="gzip")
+    staged = prepare(source, config)           # list, plan, stage the plan under the output
+    with beam.Pipeline(options=options) as pipeline:
+        _ = pipeline | ImagesToTFRecords(staged, config)
+
+One flow on every runner: plan -> read and validate -> (feature model) -> build -> a sink.
+"""
 
 from __future__ import annotations
 
-import dataclasses
 import time
-import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import shardwriter
-from beam_tfrecord.features import FeatureOptions
-from beam_tfrecord.images import ImageOptions
+from beam_tfrecord import outputs, staging
+from beam_tfrecord.config import ConvertConfig, SourceConfig, summary_options
 from beam_tfrecord.metadata import Tally, build_summary, write_metadata
-from beam_tfrecord.plan import Plan, RejectLine, shard_tasks
+from beam_tfrecord.plan import LabelSource, RejectLine, plan_inputs
+from beam_tfrecord.shardwriter import FinalShard, remove_tree
+from beam_tfrecord.staging import StagedPlan
 from beam_tfrecord.transforms import (
-    ConvertImages,
-    ConvertWithFeatures,
+    REJECTS,
+    BuildRecordFn,
+    ExtractFeatures,
     MergeTallies,
-    WriteShardFn,
-    WriteShards,
-    WriteSplits,
-    tally_outcomes,
+    ReadShardFn,
+    TallyFn,
+    make_sink,
 )
 
-SINKS = ("paths", "beam")
+__all__ = ["ImagesToTFRecords", "WriteMetadataFn", "prepare"]
 
 
-@dataclasses.dataclass(frozen=True)
-class ConvertConfig:
-    """What the records look like and where they go; the plan says what goes in."""
+def prepare(
+    source: SourceConfig,
+    config: ConvertConfig,
+    *,
+    overwrite: bool = False,
+    parallelism: int = 1,
+    label_source: LabelSource | None = None,
+) -> StagedPlan:
+    """Everything before the pipeline: list and plan the inputs, clear the output (an earlier
+    run's files need `overwrite`), and stage the plan under the output.
 
-    output: str
-    schema: str = "tfds"
-    image_options: ImageOptions = dataclasses.field(default_factory=ImageOptions)
-    compression: str = "none"
-    progress_dir: str | None = None
-    # "paths": plan shards on paths, each worker writes whole shards (no image bytes grouped);
-    # "beam": WriteToTFRecord per split (for runners whose shuffle service holds the records).
-    sink: str = "paths"
-    threads: int = 2  # read/decode threads per shard (per process with processes > 1), "paths" sink only
-    processes: int = 1  # worker processes per shard writer (see decodepool), "paths" sink only
-    split_seed: int = 0
-    # A feature model makes every image one element through RunInference, so the run uses the
-    # per-image flow and WriteToTFRecord whatever `sink` says.
-    features: FeatureOptions | None = None
-    # Feature runs only: let WriteToTFRecord write each bundle's records as they come
-    # (num_shards=0, the runner picks the shard count) instead of grouping every record by shard.
-    # A local runner holds grouped records in memory: unpooled EfficientNetB0 features are
-    # 250 KB a record, about 2 MB of peak memory a record once grouped.
-    stream_shards: bool = False
+    `parallelism`: shard tasks the runner runs at once (see `make_plan`); raises ValueError
+    (e.g. `outputs.OutputInUse`) before anything is written when the run cannot start."""
+    plan = plan_inputs(source, config, label_source, parallelism)
+    outputs.prepare_output(config.output, overwrite)
+    return staging.stage_plan(plan, config.output, source)
 
 
 class WriteMetadataFn(beam.DoFn):
-    """Runs once, after every shard is final: labels.txt, rejects.jsonl, then summary.json."""
+    """Runs once, after every shard is final: labels.txt, rejects.jsonl, TFDS's files, then
+    summary.json; then removes the run's temporary folder (the staged plan)."""
 
-    def __init__(self, plan: Plan, output: str, run_info: Mapping[str, Any]) -> None:
-        self.plan = dataclasses.replace(plan, inputs=[])  # the listing is not needed here
-        self.output = output
+    def __init__(self, staged: StagedPlan, config: ConvertConfig, run_info: Mapping[str, Any]) -> None:
+        self.staged = staged
+        self.config = config
         self.run_info = dict(run_info)
 
     def process(
-        self, _: None, tally: Tally, rejects: list[RejectLine], shards: list[str]
+        self, _: None, tally: Tally, rejects: list[RejectLine], finals: list[FinalShard]
     ) -> Iterator[dict[str, Any]]:
+        facts = staging.load_facts(self.staged.plan_dir)
+        planned = staging.load_planned_rejects(self.staged.plan_dir)
         sizes = []
-        if shards:
-            for result in FileSystems.match(sorted(shards)):
+        if finals:
+            for result in FileSystems.match(sorted(f.path for f in finals)):
                 sizes += [(m.path, m.size_in_bytes) for m in result.metadata_list]
         run_info = dict(self.run_info)
         if "started_at" in run_info:
             run_info["wall_time_s"] = round(time.time() - run_info["started_at"], 2)
-        summary = build_summary(self.plan, tally, sizes, run_info)
-        write_metadata(self.output, self.plan.class_names, [*self.plan.rejects, *rejects], summary)
+        options = {**facts.source, **summary_options(None, self.config)}
+        summary = build_summary(facts, planned, tally, sizes, options, run_info, self.config.features)
+        lengths = {f.path.rsplit("/", 1)[-1]: f.records for f in finals}
+        write_metadata(self.config.output, facts.class_names, [*planned, *rejects], summary, lengths)
+        remove_tree(self.staged.temp_dir)
         yield summary
 
 
+class ListShardPlansFn(beam.DoFn):
+    """Plan folder -> its staged shard plans, in name order; the shard counts are its display
+    data, so Dataflow's UI and a dry run's graph show how many tasks the workers share."""
+
+    def __init__(self, shard_counts: Mapping[str, int]) -> None:
+        self.shard_counts = dict(shard_counts)
+
+    def process(self, plan_dir: str) -> Iterator[str]:
+        yield from staging.list_task_files(plan_dir)
+
+    def display_data(self) -> dict[str, Any]:
+        return {"shard_tasks": staging.describe(self.shard_counts)}
+
+
 class ImagesToTFRecords(beam.PTransform):
-    """PBegin -> PCollection holding the one summary dict, once every file is written."""
+    """PBegin -> PCollection holding the one summary dict, once every file is written.
+
+    Args:
+      staged: the plan, staged by `prepare` (or `staging.stage_plan`) before the pipeline runs;
+        the graph holds only where it is and the shard counts.
+      config: what the records look like and where they go.
+      run_info: facts about the run for summary.json (runner, workers, `started_at`, ...).
+      progress_dir: a local folder the workers count into, for a progress line (local runs).
+    """
 
     def __init__(
         self,
-        plan: Plan,
+        staged: StagedPlan,
         config: ConvertConfig,
         run_info: Mapping[str, Any] | None = None,
-        stage_plan: bool = True,
-    ):
-        """`stage_plan`: with the paths sink, write each shard's plan as a file under the output's
-        temporary folder when the pipeline is built (False embeds it in the graph instead: for
-        dry runs, which must not write)."""
+        progress_dir: str | None = None,
+    ) -> None:
         super().__init__()
-        self.stage_plan = stage_plan
-        self.plan = plan
+        self.staged = staged
         self.config = config
         self.run_info = dict(run_info or {})
+        self.progress_dir = progress_dir
 
     def expand(self, root: beam.pvalue.PBegin) -> beam.PCollection[dict[str, Any]]:
-        if self.config.features is not None:
-            shards, rejects, tally = self._write_with_features(root)
-        elif self.config.sink == "paths":
-            shards, rejects, tally = self._write_planned_shards(root)
-        elif self.config.sink == "beam":
-            shards, rejects, tally = self._write_with_beam_sink(root)
-        else:
-            raise ValueError(f"sink must be one of {SINKS}, not {self.config.sink!r}")
+        config, staged = self.config, self.staged
+        # ShardTask: one output shard and its inputs' paths. The Reshuffle spreads the tasks
+        # (file names, never image bytes) over the workers; a fused Create would keep them on one.
+        tasks = (
+            root
+            | "Start" >> beam.Create([staged.plan_dir])
+            | "ListShardPlans" >> beam.ParDo(ListShardPlansFn(staged.shard_counts))
+            | "SpreadShards" >> beam.Reshuffle()
+            | "LoadShardPlan" >> beam.Map(staging.load_task)
+        )
+        # PendingRecord: one validated image, in shard order | RejectLine.
+        read = tasks | "ReadValidate" >> beam.ParDo(
+            ReadShardFn(config.image, config.read_threads, self.progress_dir)
+        ).with_outputs(REJECTS, main="pending")
+        rejects = [read[REJECTS]]
+        pending = read.pending
+        if config.features is not None:
+            # PredictionResult(example=PendingRecord, inference=features or why not).
+            pending, failed = pending | "Features" >> ExtractFeatures(config.features)
+            rejects.append(failed)
+        # ConvertedRecord: the serialized tf.train.Example and the facts the summary needs.
+        built = pending | "BuildRecords" >> beam.ParDo(
+            BuildRecordFn(config.schema, config.features)
+        ).with_outputs(REJECTS, main="records")
+        rejects.append(built[REJECTS])
+        all_rejects = tuple(rejects) | "AllRejects" >> beam.Flatten()
+        sink = make_sink(config.sink, config.output, staged.temp_dir, config.compression, staged.shard_counts)
+        # FinalShard: each shard under its final name with its record count; Tally of records.
+        finals, record_tallies = built.records | "Write" >> sink
+        reject_tally = all_rejects | "TallyRejects" >> beam.CombineGlobally(TallyFn())
+        tally = (
+            (record_tallies, reject_tally)
+            | "Tallies" >> beam.Flatten()
+            | "Tally" >> beam.CombineGlobally(MergeTallies())
+        )
         return (
             root
             | "Once" >> beam.Create([None])
             | "WriteMetadata"
             >> beam.ParDo(
-                WriteMetadataFn(self.plan, self.config.output, self.run_info),
+                WriteMetadataFn(staged, config, self.run_info),
                 tally=beam.pvalue.AsSingleton(tally),
-                rejects=beam.pvalue.AsList(rejects),
-                shards=beam.pvalue.AsList(shards),
+                rejects=beam.pvalue.AsList(all_rejects),
+                finals=beam.pvalue.AsList(finals),
             )
         )
-
-    def _write_planned_shards(self, root: beam.pvalue.PBegin):
-        config = self.config
-        temp_dir = shardwriter.temp_dir_for(config.output, uuid.uuid4().hex[:12])
-        fn = WriteShardFn(
-            temp_dir,
-            config.schema,
-            config.image_options,
-            config.compression,
-            config.threads,
-            config.progress_dir,
-            config.processes,
-        )
-        # ShardTask: one output shard and the paths that go into it; no bytes yet.
-        planned = shard_tasks(self.plan, config.split_seed)
-        if self.stage_plan:  # str: a staged plan file per shard, read back by the worker
-            staged = [shardwriter.stage_task(task, temp_dir) for task in planned]
-            tasks = (
-                root
-                | "PlanShards" >> beam.Create(staged)
-                | "LoadShardPlan" >> beam.Map(shardwriter.load_task)
-            )
-        else:
-            tasks = root | "PlanShards" >> beam.Create(planned)
-        shards, rejects, tallies = tasks | "WriteShards" >> WriteShards(fn, config.output)
-        return shards, rejects, tallies | "Tally" >> beam.CombineGlobally(MergeTallies())
-
-    def _write_with_beam_sink(self, root: beam.pvalue.PBegin):
-        config = self.config
-        # PlannedInput: a path, its size, split and label; no bytes yet.
-        inputs = root | "Plan" >> beam.Create(self.plan.inputs, reshuffle=False)
-        converted = inputs | "Convert" >> ConvertImages(
-            config.schema, config.image_options, config.progress_dir
-        )
-        # str: the final path of each shard, once WriteToTFRecord has finalized it.
-        shards = converted.records | "Write" >> WriteSplits(
-            config.output, self.plan.shard_counts, config.compression
-        )
-        return shards, converted.rejects, tally_outcomes(converted.records, converted.rejects)
-
-    def _write_with_features(self, root: beam.pvalue.PBegin):
-        config = self.config
-        assert config.features is not None
-        # PlannedInput: a path, its size, split and label; no bytes yet.
-        inputs = root | "Plan" >> beam.Create(self.plan.inputs, reshuffle=False)
-        # ConvertedRecord with the model's features in its example | RejectLine.
-        records, rejects = inputs | "Features" >> ConvertWithFeatures(
-            config.schema, config.image_options, config.features, config.progress_dir
-        )
-        counts = dict.fromkeys(self.plan.shard_counts, 0) if config.stream_shards else self.plan.shard_counts
-        shards = records | "Write" >> WriteSplits(config.output, counts, config.compression)
-        return shards, rejects, tally_outcomes(records, rejects)

@@ -16,7 +16,20 @@ from dataclasses import asdict, dataclass, field
 from beam_tfrecord import labels as labels_lib
 from beam_tfrecord import sharding
 from beam_tfrecord import splits as splits_lib
-from beam_tfrecord.listing import InputFile, skip_reason
+from beam_tfrecord.config import ConvertConfig, SourceConfig
+from beam_tfrecord.listing import InputFile, list_inputs, skip_reason
+
+__all__ = [
+    "LabelSource",
+    "Plan",
+    "PlannedInput",
+    "RejectLine",
+    "ShardTask",
+    "label_source_for",
+    "make_plan",
+    "plan_inputs",
+    "shard_tasks",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +76,10 @@ class RejectLine:
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True)
 
+    @classmethod
+    def from_json(cls, text: str) -> RejectLine:
+        return cls(**json.loads(text))
+
 
 @dataclass(frozen=True)
 class LabelSource:
@@ -83,7 +100,17 @@ class LabelSource:
         if self.mode == "manifest":
             assert self.manifest is not None
             return self.manifest.label_of(relpath)
-        raise ValueError(f"--labels must be one of {labels_lib.LABEL_MODES}, not {self.mode!r}")
+        raise ValueError(f"label_source must be one of {labels_lib.LABEL_MODES}, not {self.mode!r}")
+
+
+def label_source_for(source: SourceConfig) -> LabelSource:
+    """The runtime label source of a config: the pattern compiled, the manifest loaded."""
+    pattern = manifest = None
+    if source.label_source == "filename":
+        pattern = labels_lib.compile_label_pattern(source.label_pattern or "")
+    if source.label_source == "manifest":
+        manifest = labels_lib.Manifest.load(source.manifest or "")
+    return LabelSource(source.label_source, pattern, manifest)
 
 
 @dataclass
@@ -99,6 +126,11 @@ class Plan:
     @property
     def skipped(self) -> int:
         return sum(1 for r in self.rejects if r.reason == "skipped")
+
+    @property
+    def input_count(self) -> int:
+        """Inputs as the summary counts them: every listed file that is not skipped clutter."""
+        return self.listed - self.skipped
 
     def bytes_per_split(self) -> dict[str, int]:
         totals = dict.fromkeys(self.splits, 0)
@@ -116,7 +148,15 @@ def make_plan(
     num_shards: int | None = None,
     shard_size_mb: float = 128.0,
     fixed_class_names: Sequence[str] | None = None,
+    parallelism: int = 1,
 ) -> Plan:
+    """Labels, splits and shard counts from the listing alone.
+
+    `parallelism` is how many shard tasks the runner can run at once (see
+    pipelines.runners.parallelism): without `num_shards`, each split gets at least that many
+    shards (if it has that many inputs), rounded up to a multiple of it, so no worker idles and,
+    on a local runner that deals tasks round-robin, every worker gets the same share.
+    """
     rejects: list[RejectLine] = []
     labeled: list[tuple[InputFile, str | None]] = []
     for file in files:
@@ -168,10 +208,14 @@ def make_plan(
         for f, label in labeled
     ]
     totals: dict[str, int] = defaultdict(int)
+    counts: dict[str, int] = defaultdict(int)
     for item in inputs:
         totals[item.split] += item.size
+        counts[item.split] += 1
     shard_counts = {
-        name: num_shards if num_shards else sharding.shard_count(totals[name], shard_size_mb)
+        name: num_shards
+        if num_shards
+        else sharding.shard_count(totals[name], shard_size_mb, counts[name], parallelism)
         for name in splits
     }
     unmatched = label_source.manifest.unmatched() if label_source.manifest else []
@@ -183,6 +227,27 @@ def make_plan(
         shard_counts=shard_counts,
         listed=len(files),
         manifest_unmatched=unmatched,
+    )
+
+
+def plan_inputs(
+    source: SourceConfig, config: ConvertConfig, label_source: LabelSource | None = None, parallelism: int = 1
+) -> Plan:
+    """List `source.input` and plan it for `config`: the launcher's whole share of the work.
+
+    `label_source` passes one already loaded (the command line loads the manifest early, to
+    fail fast); by default it is made from the config.
+    """
+    return make_plan(
+        list_inputs(source.input),
+        label_source or label_source_for(source),
+        dict(source.splits),
+        split_seed=source.split_seed,
+        stratify=source.stratify,
+        num_shards=config.num_shards,
+        shard_size_mb=config.shard_size_mb,
+        fixed_class_names=source.class_names,
+        parallelism=parallelism,
     )
 
 

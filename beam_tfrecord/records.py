@@ -7,19 +7,25 @@ import hashlib
 from typing import NamedTuple
 
 import numpy as np
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import gcs  # noqa: F401  (anonymous GCS clients on workers when an emulator is set)
+from beam_tfrecord import gcs
 from beam_tfrecord import schema as schema_lib
 from beam_tfrecord.images import ImageOptions, Reject, encode_for_tensorflow
 from beam_tfrecord.plan import PlannedInput, RejectLine
 
 
-class ConvertedRecord(NamedTuple):
-    """A written record and the few facts about it the summary needs (not its pixels)."""
+class ShardKey(NamedTuple):
+    """The output shard a record goes to: the path-planned sink writes each shard whole."""
 
     split: str
+    index: int = 0
+    count: int = 1
+
+
+class ConvertedRecord(NamedTuple):
+    """A record ready to write and the few facts about it the summary needs (not its pixels)."""
+
+    shard: ShardKey
     example: bytes
     relpath: str
     label_text: str | None
@@ -31,14 +37,22 @@ class ConvertedRecord(NamedTuple):
     content_sha256: str = ""  # sha256 of the source file: duplicates are counted by it
     feature_shape: tuple[int, ...] | None = None
 
+    @property
+    def split(self) -> str:
+        return self.shard.split
+
 
 class PendingRecord(NamedTuple):
-    """A validated image whose record waits for its features (feature-model runs)."""
+    """A validated image whose record is not built yet (it may wait for the model's features)."""
 
-    split: str
+    shard: ShardKey
     fields: schema_lib.RecordFields
     source_format: str
     reencoded: bool
+
+    @property
+    def split(self) -> str:
+        return self.shard.split
 
     @property
     def encoded(self) -> bytes:
@@ -47,21 +61,27 @@ class PendingRecord(NamedTuple):
 
 
 def read_bytes(path: str) -> bytes:
-    """The file's bytes as stored: no decompression by extension (a `.gz` image stays bytes)."""
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-        return handle.read()
+    """The file's bytes as stored: no decompression by extension (a `.gz` image stays bytes).
+
+    gs:// objects through one reused client per thread (`gcs.read_bytes`), not a new one per file.
+    """
+    return gcs.read_bytes(path)
 
 
 def convert_input(
-    item: PlannedInput, schema: str, image_options: ImageOptions
+    item: PlannedInput, schema: str, image_options: ImageOptions, shard: ShardKey | None = None
 ) -> ConvertedRecord | RejectLine:
     """Read, validate, normalize and serialize one planned input."""
-    pending = prepare_input(item, image_options)
+    pending = prepare_input(item, image_options, shard)
     return pending if isinstance(pending, RejectLine) else finish_record(schema, pending)
 
 
-def prepare_input(item: PlannedInput, image_options: ImageOptions) -> PendingRecord | RejectLine:
-    """Read, validate and normalize one planned input: everything but the serialization."""
+def prepare_input(
+    item: PlannedInput, image_options: ImageOptions, shard: ShardKey | None = None
+) -> PendingRecord | RejectLine:
+    """Read, validate and normalize one planned input: everything but the serialization.
+
+    `shard` is the output shard its record goes to (default: the only shard of its split)."""
     try:
         data = read_bytes(item.path)
     except Exception as error:  # permissions, a file gone since listing, a flaky remote read
@@ -82,7 +102,7 @@ def prepare_input(item: PlannedInput, image_options: ImageOptions) -> PendingRec
         label=item.label,
         label_text=item.label_text,
     )
-    return PendingRecord(item.split, fields, image.source_format, image.reencoded)
+    return PendingRecord(shard or ShardKey(item.split), fields, image.source_format, image.reencoded)
 
 
 def finish_record(
@@ -100,7 +120,7 @@ def finish_record(
         )
     example = schema_lib.serialize(schema, fields)
     return ConvertedRecord(
-        split=pending.split,
+        shard=pending.shard,
         example=example,
         relpath=fields.relpath,
         label_text=fields.label_text,

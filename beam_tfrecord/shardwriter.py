@@ -1,26 +1,39 @@
-"""The path-planned sink: each worker turns one ShardTask (a list of paths) into one TFRecord
-file, reading and decoding with a few threads, then all shards are renamed into place at once.
+"""The path-planned sink without Beam: records stream into one temporary file per planned shard,
+then every shard is renamed into place at once.
 
-Same framing (Beam's `_TFRecordUtil`), names and temp-then-rename finalize as `WriteToTFRecord`,
-but no step ever groups image bytes: with a fixed `num_shards`, `WriteToTFRecord` groups every
-record by shard key, which on the DirectRunner held about 7x the dataset in memory.
+Each shard task's records reach the writer in the bundle that read the task, in order (a fused
+stage passes elements on as they are made), so a shard's file is written from start to end by
+one worker and no step ever groups image bytes: `WriteToTFRecord` with a fixed `num_shards`
+groups every record by shard key, which on the DirectRunner held about 7x the dataset in memory.
+Names and temp-then-rename finalize are the same as `WriteToTFRecord`'s.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.io.tfrecordio import _TFRecordUtil
 
 from beam_tfrecord import faults, sharding
-from beam_tfrecord.plan import RejectLine, ShardTask
+from beam_tfrecord.records import ShardKey
+from beam_tfrecord.tfrecord_files import write_record
+
+__all__ = [
+    "FinalShard",
+    "ShardFiles",
+    "WrittenShard",
+    "compression_type",
+    "finalize_shards",
+    "ordered_map",
+    "ordered_submit",
+    "remove_tree",
+]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -35,6 +48,18 @@ class WrittenShard:
     count: int
     temp_path: str
     records: int
+
+
+@dataclass(frozen=True)
+class FinalShard:
+    """A shard under its final name, with the record count its writer counted (None when the
+    writer does not say: Beam's WriteToTFRecord)."""
+
+    split: str
+    index: int
+    count: int
+    path: str
+    records: int | None
 
 
 def ordered_map(
@@ -67,63 +92,67 @@ def compression_type(compression: str) -> str:
     return CompressionTypes.GZIP if compression == "gzip" else CompressionTypes.UNCOMPRESSED
 
 
-def temp_dir_for(output: str, run_id: str) -> str:
-    return FileSystems.join(output, f".temp-beam-tfrecord-{run_id}")
+class ShardFiles:
+    """Writes records into fresh temporary files, one open at a time.
 
-
-def stage_task(task: ShardTask, temp_dir: str) -> str:
-    """Write a shard's plan (its paths) beside its temporary file; returns where.
-
-    The pipeline then carries file names instead of every path: pickled into the job, 32,000
-    planned inputs cost 2.5 s of bz2 and graph building locally, and millions would be over
-    Dataflow's request size.
+    A record of another shard closes the open one: records arrive shard after shard. A record
+    for a shard this writer already closed means the runner split a shard task's records
+    between bundles, which would lose records at finalize, so it raises instead.
     """
-    path = FileSystems.join(temp_dir, "plan", f"{task.split}-{task.index:05d}.json")
-    with FileSystems.create(path) as handle:
-        handle.write(task.to_json().encode("utf-8"))
-    return path
 
+    def __init__(self, temp_dir: str, compression: str = "none") -> None:
+        self.temp_dir = temp_dir
+        self.compression = compression
+        self._key: ShardKey | None = None
+        self._handle: Any = None
+        self._path = ""
+        self._records = 0
+        self._closed: set[ShardKey] = set()
+        self.written: list[WrittenShard] = []
 
-def load_task(path: str) -> ShardTask:
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-        return ShardTask.from_json(handle.read().decode("utf-8"))
+    def write(self, shard: ShardKey, example: bytes) -> None:
+        if shard != self._key:
+            self._close_current()
+            self._open(shard)
+        write_record(self._handle, example)
+        self._records += 1
+        faults.pause_point("writing")
 
+    def close(self) -> list[WrittenShard]:
+        """Close the open file; returns every shard written since the last call."""
+        self._close_current()
+        written, self.written = self.written, []
+        return written
 
-def write_shard(
-    task: ShardTask,
-    temp_dir: str,
-    converted: Iterable[object],
-    compression: str = "none",
-    on_outcome: Callable[[object], None] | None = None,
-) -> tuple[WrittenShard, list[object]]:
-    """Write the task's converted inputs (records and rejects, in input order, from threads or
-    worker processes: see decodepool) to a fresh temporary file.
+    def _open(self, shard: ShardKey) -> None:
+        if shard in self._closed:
+            raise RuntimeError(
+                f"records of shard {shard.split}-{shard.index:05d} arrived after it was closed: this "
+                "runner splits a shard task's output between bundles; use --sink beam"
+            )
+        final = sharding.shard_name(shard.split, shard.index, shard.count, self.compression)
+        self._path = FileSystems.join(self.temp_dir, f"{final}.{uuid.uuid4().hex}")
+        self._handle = FileSystems.create(self._path, compression_type=compression_type(self.compression))
+        self._key, self._records = shard, 0
 
-    Returns the written shard and every outcome (records with `example` emptied, and rejects),
-    so the caller can tally them. A retried task writes a new temporary file; only the
-    paths that reach `finalize_shards` become shards.
-    """
-    final = sharding.shard_name(task.split, task.index, task.count, compression)
-    temp_path = FileSystems.join(temp_dir, f"{final}.{uuid.uuid4().hex}")
-    outcomes: list[object] = []
-    records = 0
-    with FileSystems.create(temp_path, compression_type=compression_type(compression)) as handle:
-        for outcome in converted:
-            if not isinstance(outcome, RejectLine):
-                _TFRecordUtil.write_record(handle, outcome.example)
-                outcome = outcome._replace(example=b"")
-                records += 1
-                faults.pause_point("writing")
-            outcomes.append(outcome)
-            if on_outcome is not None:
-                on_outcome(outcome)
-    return WrittenShard(task.split, task.index, task.count, temp_path, records), outcomes
+    def _close_current(self) -> None:
+        if self._key is None:
+            return
+        self._handle.close()
+        key = self._key
+        self.written.append(WrittenShard(key.split, key.index, key.count, self._path, self._records))
+        self._closed.add(key)
+        self._key, self._handle = None, None
 
 
 def finalize_shards(
-    written: Iterable[WrittenShard], output: str, temp_dir: str, compression: str
-) -> list[str]:
-    """Rename every temporary shard to its final name, then remove the temporary directory.
+    written: Iterable[WrittenShard],
+    output: str,
+    compression: str,
+    shard_counts: Mapping[str, int],
+) -> list[FinalShard]:
+    """Rename every temporary shard to its final name; write an empty shard for every planned
+    one that got no record (its every input was rejected), so names stay `-of-N` complete.
 
     Runs once, after every shard task succeeded, so final names appear only for a full set;
     every temporary file is checked before the first rename. The renames themselves are one by
@@ -132,24 +161,33 @@ def finalize_shards(
     """
     chosen: dict[tuple[str, int], WrittenShard] = {}
     for shard in written:
-        chosen[(shard.split, shard.index)] = shard  # a retried task may report twice: keep one
-    ordered = sorted(chosen.values(), key=lambda s: (s.split, s.index))
-    finals = [
-        FileSystems.join(output, sharding.shard_name(s.split, s.index, s.count, compression)) for s in ordered
-    ]
-    missing = [s.temp_path for s in ordered if not FileSystems.exists(s.temp_path)]
+        key = (shard.split, shard.index)
+        if key in chosen:
+            raise RuntimeError(f"shard {shard.split}-{shard.index:05d} was written twice: {shard.temp_path}")
+        chosen[key] = shard
+    missing = [s.temp_path for s in chosen.values() if not FileSystems.exists(s.temp_path)]
     if missing:
         raise OSError(f"temporary shards vanished before finalize, nothing renamed: {missing}")
-    for shard, final in zip(ordered, finals, strict=True):
-        FileSystems.rename([shard.temp_path], [final])
-        faults.pause_point("finalizing")
-    remove_tree(temp_dir)
+    finals = []
+    for split, count in shard_counts.items():
+        for index in range(count):
+            final = FileSystems.join(output, sharding.shard_name(split, index, count, compression))
+            shard = chosen.pop((split, index), None)
+            if shard is None:
+                FileSystems.create(final, compression_type=compression_type(compression)).close()
+                finals.append(FinalShard(split, index, count, final, 0))
+                continue
+            FileSystems.rename([shard.temp_path], [final])
+            finals.append(FinalShard(split, index, count, final, shard.records))
+            faults.pause_point("finalizing")
+    if chosen:
+        raise RuntimeError(f"shards outside the plan were written: {sorted(chosen)}")
     return finals
 
 
 def remove_tree(directory: str) -> None:
     """Delete a folder and everything in it; on GCS (no folders) every object under its prefix:
-    staged plans and the temporary files of retried tasks."""
+    the staged plan and the temporary files of retried tasks."""
     (found,) = FileSystems.match([FileSystems.join(directory, "**")])
     leftovers = [m.path for m in found.metadata_list]
     if leftovers:

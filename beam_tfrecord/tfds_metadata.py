@@ -67,6 +67,10 @@ def features_spec(schema: str, class_names: Sequence[str] | None, channels: int 
     raise ValueError(f"unknown schema {schema!r}")
 
 
+def _length(output: str, name: str, known: int | None) -> int:
+    return known if known is not None else count_records(FileSystems.join(output, name))
+
+
 def dataset_name(output: str) -> str:
     """A TFDS-valid snake_case name from the output folder's name (TFDS shows it, never parses it)."""
     base = posixpath.basename(output.rstrip("/")) or "images"
@@ -74,9 +78,15 @@ def dataset_name(output: str) -> str:
     return name if name and name[0].isalpha() else f"images_{name}".rstrip("_")
 
 
-def write_tfds_metadata(output: str, summary: Mapping[str, Any]) -> dict[str, Any]:
+def write_tfds_metadata(
+    output: str, summary: Mapping[str, Any], shard_lengths: Mapping[str, int | None] | None = None
+) -> dict[str, Any]:
     """Write dataset_info.json and features.json for a finished run; returns what to record in
-    summary.json (`written`, and a `reason` when not)."""
+    summary.json (`written`, and a `reason` when not).
+
+    `shard_lengths` (shard file name -> records) are the counts the writer kept; a shard it has
+    no count for (Beam's WriteToTFRecord does not report them) is counted from its record
+    headers."""
     options = summary.get("options", {})
     if options.get("compression", "none") != "none":
         return {"written": False, "reason": "TFDS reads uncompressed TFRecord files only"}
@@ -94,7 +104,7 @@ def write_tfds_metadata(output: str, summary: Mapping[str, Any]) -> dict[str, An
             for info in summary["splits"].values():
                 for name in info["files"]:
                     open(os.path.join(staging, name), "wb").close()
-        _write(staging, output, summary)
+        _write(staging, output, summary, shard_lengths or {})
         if remote:
             for name in sorted(os.listdir(staging)):
                 if sharding.is_shard_name(name):
@@ -112,7 +122,9 @@ def write_tfds_metadata(output: str, summary: Mapping[str, Any]) -> dict[str, An
     return {"written": True, "filename_template": FILENAME_TEMPLATE}
 
 
-def _write(data_dir: str, output: str, summary: Mapping[str, Any]) -> None:
+def _write(
+    data_dir: str, output: str, summary: Mapping[str, Any], shard_lengths: Mapping[str, int | None]
+) -> None:
     """TFDS's own writer, into `data_dir`; the shards are counted where they are, in `output`."""
     import tensorflow_datasets as tfds
     from tensorflow_datasets.core import naming
@@ -127,7 +139,7 @@ def _write(data_dir: str, output: str, summary: Mapping[str, Any]) -> None:
     split_infos = []
     for split, info in summary["splits"].items():
         files = sorted(info["files"])
-        lengths = [count_records(FileSystems.join(output, name)) for name in files]
+        lengths = [_length(output, name, shard_lengths.get(name)) for name in files]
         split_infos.append(
             tfds.core.SplitInfo(
                 name=split,

@@ -1,41 +1,60 @@
-"""The Beam side: DoFns that adapt the plain functions, and the composite transforms.
+"""The Beam side: DoFns that adapt the plain functions, the sinks, and the composite steps.
 
-Element shapes:
-  Beam sink (remote runners, whose shuffle service holds the grouped records):
-    PlannedInput --ConvertImages--> ConvertedRecord (main) | RejectLine ("rejects")
-    ConvertedRecord --WriteSplits--> str (final shard path), one per shard
-  Feature-model runs (any runner; the beam sink writes them):
-    PlannedInput --Prepare--> PendingRecord | RejectLine ("rejects")
-    PendingRecord --RunInference--> PredictionResult(example=PendingRecord, inference=array|str)
-    PredictionResult --BuildRecords--> ConvertedRecord | RejectLine ("rejects")
-  Path-planned sink (local runs):
-    ShardTask --WriteShards--> str (final shard path) | RejectLine ("rejects") | Tally ("tallies")
+Element shapes, in flow order (one flow on every runner):
+  str (a staged shard plan's path) --LoadShardPlan--> ShardTask (one output shard's paths)
+  ShardTask --ReadValidate--> PendingRecord (main) | RejectLine ("rejects")
+  PendingRecord --RunInference--> PredictionResult(example=PendingRecord, inference=array|str)
+      (feature runs only; a batch whose model call raises: its images become RejectLines)
+  PendingRecord | PredictionResult --BuildRecords--> ConvertedRecord (main) | RejectLine ("rejects")
+  ConvertedRecord --a sink--> FinalShard (one per shard, once all are in place) and Tally
+      paths sink: each worker streams a shard task's records into that shard's file;
+      beam sink: WriteToTFRecord per split (groups every record by shard: bytes are shuffled).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+import logging
+import posixpath
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 from apache_beam.pvalue import TaggedOutput
+from apache_beam.transforms.window import GlobalWindows
 
 from beam_tfrecord import sharding, shardwriter
 from beam_tfrecord.features import FeatureOptions
 from beam_tfrecord.images import ImageOptions
 from beam_tfrecord.metadata import Tally, without_pixels
-from beam_tfrecord.plan import PlannedInput, RejectLine, ShardTask
-from beam_tfrecord.records import ConvertedRecord, PendingRecord, convert_input, finish_record, prepare_input
+from beam_tfrecord.plan import RejectLine, ShardTask
+from beam_tfrecord.records import ConvertedRecord, PendingRecord, ShardKey, finish_record, prepare_input
+from beam_tfrecord.shardwriter import FinalShard, ShardFiles, WrittenShard
 
 if TYPE_CHECKING:
     from apache_beam.ml.inference.base import PredictionResult
 
+__all__ = [
+    "NAMESPACE",
+    "REJECTS",
+    "BuildRecordFn",
+    "ExtractFeatures",
+    "MergeTallies",
+    "PlannedShardSink",
+    "ReadShardFn",
+    "TFRecordSplitsSink",
+    "TallyFn",
+    "count_outcome",
+    "failed_batch_rejects",
+    "make_sink",
+]
+
 NAMESPACE = "beam_tfrecord"
 REJECTS = "rejects"
 TALLIES = "tallies"
+_LOGGER = logging.getLogger(__name__)
 
 
 def count_outcome(outcome: ConvertedRecord | RejectLine) -> None:
@@ -48,12 +67,18 @@ def count_outcome(outcome: ConvertedRecord | RejectLine) -> None:
         Metrics.counter(NAMESPACE, "reencoded").inc()
 
 
-class OutcomeFn(beam.DoFn):
-    """Base of the DoFns that finish inputs: one counter per outcome and the local progress line."""
+class ReadShardFn(beam.DoFn):
+    """Adapts `prepare_input` to a shard task: its inputs are read and validated in order on a
+    few threads (reads wait on disk or network); rejects go to a tagged output at once.
 
-    def __init__(self, progress_dir: str | None = None) -> None:
+    Also feeds the local progress line (files in `progress_dir`, one count per input read).
+    """
+
+    def __init__(self, image_options: ImageOptions, threads: int, progress_dir: str | None = None) -> None:
+        self.image_options = image_options
+        self.threads = threads
         self.progress_dir = progress_dir
-        self._progress = None
+        self._progress: Any = None
 
     def setup(self) -> None:
         if self.progress_dir:
@@ -61,86 +86,54 @@ class OutcomeFn(beam.DoFn):
 
             self._progress = ProgressCounter(self.progress_dir)
 
-    def _observe(self, outcome: ConvertedRecord | RejectLine) -> None:
-        count_outcome(outcome)
-        if self._progress is not None:
-            self._progress.add()
+    def _prepare(self, item_and_shard: tuple[Any, ShardKey]) -> PendingRecord | RejectLine:
+        item, shard = item_and_shard
+        return prepare_input(item, self.image_options, shard)
+
+    def process(self, task: ShardTask) -> Iterator[PendingRecord | TaggedOutput]:
+        shard = ShardKey(task.split, task.index, task.count)
+        work = ((item, shard) for item in task.inputs)
+        for outcome in shardwriter.ordered_map(self._prepare, work, self.threads):
+            if self._progress is not None:
+                self._progress.add()
+            if isinstance(outcome, RejectLine):
+                count_outcome(outcome)
+                yield TaggedOutput(REJECTS, outcome)
+            else:
+                yield outcome
 
     def finish_bundle(self) -> None:
         if self._progress is not None:
             self._progress.flush()
 
 
-class ConvertFn(OutcomeFn):
-    """Adapts `convert_input`: counters per outcome, rejects on a tagged output, progress."""
+class BuildRecordFn(beam.DoFn):
+    """Adapts `finish_record`: a validated image (or its RunInference result) becomes a
+    serialized record; an image the model could not be fed becomes a `feature_failed` reject."""
 
-    def __init__(self, schema: str, image_options: ImageOptions, progress_dir: str | None = None):
-        super().__init__(progress_dir)
+    def __init__(self, schema: str, features: FeatureOptions | None = None) -> None:
         self.schema = schema
-        self.image_options = image_options
+        self.features = features
 
-    def process(self, item: PlannedInput) -> Iterator[ConvertedRecord | TaggedOutput]:
-        outcome = convert_input(item, self.schema, self.image_options)
-        self._observe(outcome)
+    def process(self, element: PendingRecord | PredictionResult) -> Iterator[ConvertedRecord | TaggedOutput]:
+        if isinstance(element, PendingRecord):
+            outcome: ConvertedRecord | RejectLine = finish_record(self.schema, element)
+        else:
+            outcome = self._with_features(element.example, element.inference)
+        count_outcome(outcome)
         yield TaggedOutput(REJECTS, outcome) if isinstance(outcome, RejectLine) else outcome
 
-
-class ConvertImages(beam.PTransform):
-    """PlannedInput -> records (main output) and RejectLine (output `rejects`)."""
-
-    def __init__(self, schema: str, image_options: ImageOptions, progress_dir: str | None = None):
-        super().__init__()
-        self.fn = ConvertFn(schema, image_options, progress_dir)
-
-    def expand(self, inputs: beam.PCollection[PlannedInput]) -> beam.pvalue.DoOutputsTuple:
-        return (
-            inputs
-            # Spread the paths (not bytes) so every worker reads and decodes its share.
-            | "SpreadPaths" >> beam.Reshuffle()
-            | "ReadDecodeBuild" >> beam.ParDo(self.fn).with_outputs(REJECTS, main="records")
+    def _with_features(self, pending: PendingRecord, inference: Any) -> ConvertedRecord | RejectLine:
+        assert self.features is not None
+        if isinstance(inference, str):
+            return RejectLine(pending.fields.relpath, "feature_failed", inference)
+        return finish_record(
+            self.schema,
+            pending,
+            inference.astype("float32", copy=False),
+            self.features.dtype,
+            include_image=not self.features.features_only,
         )
-
-
-class PrepareFn(beam.DoFn):
-    """Adapts `prepare_input`: a validated image waits for its features, a reject goes out now."""
-
-    def __init__(self, image_options: ImageOptions) -> None:
-        self.image_options = image_options
-
-    def process(self, item: PlannedInput) -> Iterator[PendingRecord | TaggedOutput]:
-        outcome = prepare_input(item, self.image_options)
-        if isinstance(outcome, RejectLine):
-            count_outcome(outcome)
-            yield TaggedOutput(REJECTS, outcome)
-        else:
-            yield outcome
-
-
-class BuildRecordFn(OutcomeFn):
-    """Adapts `finish_record` to a RunInference result; an image the model could not be fed
-    becomes a `feature_failed` reject."""
-
-    def __init__(self, schema: str, options: FeatureOptions, progress_dir: str | None = None) -> None:
-        super().__init__(progress_dir)
-        self.schema = schema
-        self.options = options
-
-    def process(self, result: PredictionResult) -> Iterator[ConvertedRecord | TaggedOutput]:
-        pending: PendingRecord = result.example
-        if isinstance(result.inference, str):
-            outcome: ConvertedRecord | RejectLine = RejectLine(
-                pending.fields.relpath, "feature_failed", result.inference
-            )
-        else:
-            outcome = finish_record(
-                self.schema,
-                pending,
-                result.inference.astype("float32", copy=False),
-                self.options.dtype,
-                include_image=not self.options.features_only,
-            )
-        self._observe(outcome)
-        yield TaggedOutput(REJECTS, outcome) if isinstance(outcome, RejectLine) else outcome
 
 
 def describe_failure(error: object) -> str:
@@ -166,76 +159,29 @@ def failed_batch_rejects(failed: tuple[list[PendingRecord], object]) -> Iterator
         yield reject
 
 
-class ConvertWithFeatures(beam.PTransform):
-    """PlannedInput -> records with the model's features (main) and RejectLine (`rejects`)."""
+class ExtractFeatures(beam.PTransform):
+    """PendingRecord -> RunInference results (main) and RejectLine for failed batches (`rejects`).
 
-    def __init__(
-        self,
-        schema: str,
-        image_options: ImageOptions,
-        options: FeatureOptions,
-        progress_dir: str | None = None,
-    ) -> None:
+    Batches of `batch_size` through Beam's RunInference with a thin handler (inference.py); the
+    model is loaded once per worker process. Batching keeps a shard task's records in order and
+    in its bundle (BatchElements flushes at the end of the bundle), which the paths sink needs.
+    """
+
+    def __init__(self, options: FeatureOptions) -> None:
         super().__init__()
-        self.schema = schema
-        self.image_options = image_options
         self.options = options
-        self.progress_dir = progress_dir
 
-    def expand(self, inputs: beam.PCollection[PlannedInput]) -> beam.pvalue.DoOutputsTuple:
+    def expand(self, pending: beam.PCollection[PendingRecord]) -> tuple[beam.PCollection, beam.PCollection]:
         from apache_beam.ml.inference.base import RunInference
 
         from beam_tfrecord.inference import FeatureModelHandler
 
-        prepared = (
-            inputs
-            | "SpreadPaths" >> beam.Reshuffle()
-            | "ReadDecode" >> beam.ParDo(PrepareFn(self.image_options)).with_outputs(REJECTS, main="pending")
-        )
-        # PredictionResult(example=PendingRecord, inference=features or why the image failed),
-        # in batches of --inference_batch_size; the model is loaded once per worker process.
         results, failed = (
-            prepared.pending
+            pending
             | "RunInference" >> RunInference(FeatureModelHandler(self.options)).with_exception_handling()
         )
-        built = results | "BuildRecords" >> beam.ParDo(
-            BuildRecordFn(self.schema, self.options, self.progress_dir)
-        ).with_outputs(REJECTS, main="records")
-        failed_rejects = failed.failed_inferences | "FailedBatches" >> beam.FlatMap(failed_batch_rejects)
-        rejects = (prepared[REJECTS], built[REJECTS], failed_rejects) | "AllRejects" >> beam.Flatten()
-        return built.records, rejects
-
-
-class WriteSplits(beam.PTransform):
-    """One `WriteToTFRecord` per split with the planned shard count (0: as many as the runner
-    makes bundles, with no grouping); yields the shard paths."""
-
-    def __init__(self, output: str, shard_counts: dict[str, int], compression: str = "none"):
-        super().__init__()
-        self.output = output
-        self.shard_counts = shard_counts
-        self.compression = compression
-
-    def expand(self, records: beam.PCollection[ConvertedRecord]) -> beam.PCollection[str]:
-        names = list(self.shard_counts)
-        by_split = records | "BySplit" >> beam.Partition(lambda r, _n: names.index(r.split), len(names))
-        written = []
-        for name, part in zip(names, by_split, strict=True):
-            written.append(
-                part
-                | f"Bytes[{name}]" >> beam.Map(lambda r: r.example)
-                | f"Write[{name}]"
-                >> beam.io.WriteToTFRecord(
-                    FileSystems.join(self.output, name),
-                    file_name_suffix=sharding.shard_suffix(self.compression),
-                    num_shards=self.shard_counts[name],
-                    shard_name_template=sharding.SHARD_TEMPLATE,
-                    compression_type=CompressionTypes.GZIP
-                    if self.compression == "gzip"
-                    else CompressionTypes.UNCOMPRESSED,
-                )
-            )
-        return tuple(written) | "AllShards" >> beam.Flatten()
+        rejects = failed.failed_inferences | "FailedBatches" >> beam.FlatMap(failed_batch_rejects)
+        return results, rejects
 
 
 class TallyFn(beam.CombineFn):
@@ -257,108 +203,134 @@ class TallyFn(beam.CombineFn):
         return tally
 
 
-def tally_outcomes(
-    records: beam.PCollection[ConvertedRecord], rejects: beam.PCollection[RejectLine]
-) -> beam.PCollection[Tally]:
-    """One Tally of all outcomes; the record bytes are dropped before anything is combined."""
-    facts = records | "DropPixels" >> beam.Map(without_pixels)
-    return (facts, rejects) | "Outcomes" >> beam.Flatten() | "Tally" >> beam.CombineGlobally(TallyFn())
+class MergeTallies(TallyFn):
+    """Tallies (per bundle, per sink) -> one Tally."""
+
+    def add_input(self, total: Tally, tally: Tally) -> Tally:
+        return total.merge(tally)
 
 
-class WriteShardFn(OutcomeFn):
-    """Adapts `shardwriter.write_shard`: one ShardTask in, one temporary shard out, plus the
-    shard's rejects and one Tally (not one element per record: fewer elements, less overhead)."""
+class WriteShardFilesFn(beam.DoFn):
+    """Adapts `ShardFiles`: streams each record into its shard's temporary file; at the end of
+    the bundle emits the written shards and one Tally of what it wrote ("tallies")."""
 
-    def __init__(
-        self,
-        temp_dir: str,
-        schema: str,
-        image_options: ImageOptions,
-        compression: str,
-        threads: int,
-        progress_dir: str | None = None,
-        processes: int = 1,
-    ) -> None:
-        super().__init__(progress_dir)
+    def __init__(self, temp_dir: str, compression: str) -> None:
         self.temp_dir = temp_dir
-        self.schema = schema
-        self.image_options = image_options
         self.compression = compression
-        self.threads = threads
-        self.processes = processes
-        self._pool = None
+        self._files: ShardFiles | None = None
+        self._tally = Tally()
 
-    def setup(self) -> None:
-        super().setup()
-        if self.processes > 1:
-            from beam_tfrecord.decodepool import DecodePool
+    def start_bundle(self) -> None:
+        self._files = ShardFiles(self.temp_dir, self.compression)
+        self._tally = Tally()
 
-            self._pool = DecodePool(self.processes, self.schema, self.image_options, self.threads)
+    def process(self, record: ConvertedRecord) -> None:
+        assert self._files is not None
+        self._files.write(record.shard, record.example)
+        self._tally.add(without_pixels(record))
 
-    def teardown(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
-
-    def _convert(self, item: PlannedInput) -> ConvertedRecord | RejectLine:
-        return convert_input(item, self.schema, self.image_options)
-
-    def _converted(self, inputs: tuple[PlannedInput, ...]) -> Iterator[ConvertedRecord | RejectLine]:
-        """In worker processes when there is a pool, else on this process's threads."""
-        if self._pool is not None:
-            return self._pool.map(inputs)
-        return shardwriter.ordered_map(self._convert, inputs, self.threads)
-
-    def process(self, task: ShardTask) -> Iterator[shardwriter.WrittenShard | TaggedOutput]:
-        written, outcomes = shardwriter.write_shard(
-            task, self.temp_dir, self._converted(task.inputs), self.compression, self._observe
-        )
-        tally = Tally()
-        for outcome in outcomes:
-            tally.add(outcome)
-            if isinstance(outcome, RejectLine):
-                yield TaggedOutput(REJECTS, outcome)
-        yield TaggedOutput(TALLIES, tally)
-        yield written
+    def finish_bundle(self) -> Iterator[Any]:
+        assert self._files is not None
+        for shard in self._files.close():
+            yield GlobalWindows.windowed_value(shard)
+        yield TaggedOutput(TALLIES, GlobalWindows.windowed_value(self._tally))
 
 
 class FinalizeShardsFn(beam.DoFn):
     """Runs once, after every shard task: renames the temporary shards into place."""
 
-    def __init__(self, output: str, temp_dir: str, compression: str) -> None:
+    def __init__(self, output: str, compression: str, shard_counts: Mapping[str, int]) -> None:
+        self.output = output
+        self.compression = compression
+        self.shard_counts = dict(shard_counts)
+
+    def process(self, _: None, written: list[WrittenShard]) -> Iterator[FinalShard]:
+        yield from shardwriter.finalize_shards(written, self.output, self.compression, self.shard_counts)
+
+
+class PlannedShardSink(beam.PTransform):
+    """ConvertedRecord -> FinalShard (main) and Tally ("tallies"): the default sink.
+
+    Each shard task's records are written by the worker that read them (no bytes shuffled);
+    a finalize step renames every shard into place once all are written.
+    """
+
+    def __init__(self, output: str, temp_dir: str, compression: str, shard_counts: Mapping[str, int]) -> None:
+        super().__init__()
         self.output = output
         self.temp_dir = temp_dir
         self.compression = compression
+        self.shard_counts = dict(shard_counts)
 
-    def process(self, _: None, written: list[shardwriter.WrittenShard]) -> Iterator[str]:
-        yield from shardwriter.finalize_shards(written, self.output, self.temp_dir, self.compression)
-
-
-class WriteShards(beam.PTransform):
-    """ShardTask -> final shard paths (main), RejectLine ("rejects"), Tally ("tallies")."""
-
-    def __init__(self, fn: WriteShardFn, output: str) -> None:
-        super().__init__()
-        self.fn = fn
-        self.output = output
-
-    def expand(self, tasks: beam.PCollection[ShardTask]) -> beam.pvalue.DoOutputsTuple:
-        fn = self.fn
-        written = tasks | "WriteShard" >> beam.ParDo(fn).with_outputs(REJECTS, TALLIES, main="written")
+    def expand(self, records: beam.PCollection[ConvertedRecord]) -> tuple[beam.PCollection, beam.PCollection]:
+        written = records | "WriteShardFiles" >> beam.ParDo(
+            WriteShardFilesFn(self.temp_dir, self.compression)
+        ).with_outputs(TALLIES, main="written")
         finals = (
-            tasks.pipeline
+            records.pipeline
             | "Once" >> beam.Create([None])
             | "Finalize"
             >> beam.ParDo(
-                FinalizeShardsFn(self.output, fn.temp_dir, fn.compression),
+                FinalizeShardsFn(self.output, self.compression, self.shard_counts),
                 written=beam.pvalue.AsList(written.written),
             )
         )
-        return finals, written[REJECTS], written[TALLIES]
+        return finals, written[TALLIES]
 
 
-class MergeTallies(TallyFn):
-    """Tally per shard -> one Tally."""
+def _final_shard(path: str) -> FinalShard:
+    match = sharding.SHARD_NAME.match(posixpath.basename(path))
+    assert match is not None, path
+    return FinalShard(match["split"], int(match["index"]), int(match["count"]), path, None)
 
-    def add_input(self, total: Tally, tally: Tally) -> Tally:
-        return total.merge(tally)
+
+class TFRecordSplitsSink(beam.PTransform):
+    """ConvertedRecord -> FinalShard and Tally: one Beam `WriteToTFRecord` per split.
+
+    With a fixed shard count WriteToTFRecord groups every record by shard key, so the runner's
+    shuffle carries every image byte once (about the dataset's size). It does not report how
+    many records went to each shard, so those counts are None and the metadata step counts them
+    from the record headers.
+    """
+
+    def __init__(self, output: str, shard_counts: Mapping[str, int], compression: str = "none") -> None:
+        super().__init__()
+        self.output = output
+        self.shard_counts = dict(shard_counts)
+        self.compression = compression
+
+    def expand(self, records: beam.PCollection[ConvertedRecord]) -> tuple[beam.PCollection, beam.PCollection]:
+        names = list(self.shard_counts)
+        by_split = records | "BySplit" >> beam.Partition(lambda r, _n: names.index(r.split), len(names))
+        written = []
+        for name, part in zip(names, by_split, strict=True):
+            written.append(
+                part
+                | f"Bytes[{name}]" >> beam.Map(lambda r: r.example)
+                | f"Write[{name}]"
+                >> beam.io.WriteToTFRecord(
+                    FileSystems.join(self.output, name),
+                    file_name_suffix=sharding.shard_suffix(self.compression),
+                    num_shards=self.shard_counts[name],
+                    shard_name_template=sharding.SHARD_TEMPLATE,
+                    compression_type=CompressionTypes.GZIP
+                    if self.compression == "gzip"
+                    else CompressionTypes.UNCOMPRESSED,
+                )
+            )
+        finals = tuple(written) | "AllShards" >> beam.Flatten() | "Shards" >> beam.Map(_final_shard)
+        tally = (
+            records | "DropPixels" >> beam.Map(without_pixels) | "Tally" >> beam.CombineGlobally(TallyFn())
+        )
+        return finals, tally
+
+
+def make_sink(
+    kind: str, output: str, temp_dir: str, compression: str, shard_counts: Mapping[str, int]
+) -> beam.PTransform:
+    """The sink object a config names: `paths` (default) or `beam`."""
+    if kind == "paths":
+        return PlannedShardSink(output, temp_dir, compression, shard_counts)
+    if kind == "beam":
+        return TFRecordSplitsSink(output, shard_counts, compression)
+    raise ValueError(f"sink must be paths or beam, not {kind!r}")

@@ -1,4 +1,5 @@
-"""`python -m pipelines.convert`: list, plan, run the Beam pipeline, print the summary.
+"""`python -m pipelines.convert`: check options, list and plan, run the Beam pipeline, print the
+summary. The same flow on every runner; only the runner and its workers differ.
 
 With no arguments it converts the bundled sample (sample/shapes) into ./output.
 """
@@ -8,6 +9,10 @@ from __future__ import annotations
 import logging
 import os
 
+from pipelines import interrupts
+
+if __name__ == "__main__":
+    interrupts.block()  # before any import starts a thread (see pipelines/interrupts.py)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow loads: no C++ info chatter
 import shutil
 import sys
@@ -16,200 +21,187 @@ import time
 from collections.abc import Sequence
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, SetupOptions, StandardOptions
+from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
+from apache_beam.runners.runner import PipelineState
 
-from beam_tfrecord import decodepool, faults, gcs, metadata, outputs
+from beam_tfrecord import compat, faults, gcs, metadata, outputs, runners, staging
 from beam_tfrecord import features as features_lib
 from beam_tfrecord.listing import list_inputs
-from beam_tfrecord.pipeline import ConvertConfig, ImagesToTFRecords
+from beam_tfrecord.pipeline import ImagesToTFRecords
 from beam_tfrecord.plan import Plan, make_plan
 from pipelines import dry_run
-from pipelines.dataflow_checks import check_dry_run_paths, check_remote_run
-from pipelines.options import ConvertArgs, UsageError, build_parser, check_args, default_decode_processes
+from pipelines.dataflow_checks import check_dry_run_input, check_remote_run
+from pipelines.options import RunSettings, UsageError, check_options, given_option_names, parse_options
 
-LOCAL_RUNNERS = (None, "DirectRunner", "direct", "FnApiRunner")
+__all__ = ["main", "report", "run"]
 
-
-def is_local(options: PipelineOptions) -> bool:
-    return options.view_as(StandardOptions).runner in LOCAL_RUNNERS
+_LOGGER = logging.getLogger("pipelines.convert")
 
 
-def local_runner(options: PipelineOptions) -> beam.runners.PipelineRunner:
-    """Beam's Python FnApiRunner, as the DirectRunner picks it, without first trying Prism.
-
-    Beam 2.77's DirectRunner tries to download the Prism binary on every run; the outcome (and
-    so the speed and behaviour) would depend on the network. This keeps local runs on one runner.
-    """
-    from apache_beam.portability.api import beam_provision_api_pb2
-    from apache_beam.runners.portability.fn_api_runner import fn_runner
-    from apache_beam.runners.portability.portable_runner import JobServiceHandle
-
-    encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
-    provision = fn_runner.ExtendedProvisionInfo(
-        beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded)
-    )
-    return fn_runner.FnApiRunner(provision_info=provision)
+CLEAN_RERUN = "the next run (same command) removes its temporary files and starts clean"
 
 
-def prepare_output(args: ConvertArgs) -> None:
-    """Refuse to mix runs: shards already in --output need --overwrite, which removes them first
-    (summary.json first); temporary files of interrupted runs are removed in any case."""
-    existing = outputs.existing_outputs(args.output)
-    if existing and not args.overwrite:
-        names = {os.path.basename(p) for p in existing}
-        what = "an earlier run" if metadata.SUMMARY_FILE in names else "an interrupted run (no summary.json)"
-        raise UsageError(
-            f"--output {args.output} already holds {len(existing)} files of {what} "
-            f"(e.g. {os.path.basename(existing[0])}); pass --overwrite to replace them"
-        )
-    gcs.check_writable("--output", args.output)  # before deleting anything: a read-only bucket fails here
-    outputs.clear_outputs(existing)
-    for leftover in outputs.clear_temp(args.output):
-        logging.info("removed %s, left by an interrupted run", leftover)
-
-
-def plan_run(args: ConvertArgs) -> Plan:
+def plan_run(settings: RunSettings, options: PipelineOptions, given: set[str]) -> Plan:
+    """List the input, choose the local workers (they depend on its size), plan the shards."""
+    source, config = settings.source, settings.config
     try:
-        files = list_inputs(args.input)
+        files = list_inputs(source.input)
     except ValueError as error:
         raise UsageError(str(error)) from None
     faults.pause_point("listed")
+    if runners.is_local(options):
+        runners.use_local_runner(options, sum(f.size for f in files), given)
     plan = make_plan(
         files,
-        args.label_source,
-        args.splits,
-        split_seed=args.split_seed,
-        stratify=args.stratify,
-        num_shards=args.num_shards,
-        shard_size_mb=args.shard_size_mb,
-        fixed_class_names=args.class_names,
+        settings.label_source,
+        dict(source.splits),
+        split_seed=source.split_seed,
+        stratify=source.stratify,
+        num_shards=config.num_shards,
+        shard_size_mb=config.shard_size_mb,
+        fixed_class_names=source.class_names,
+        parallelism=runners.parallelism(options),
     )
     if not plan.inputs and not plan.rejects:
-        raise UsageError(f"--input {args.input} holds no files")
+        raise UsageError(f"--input {source.input} holds no files")
     return plan
+
+
+def run_info(settings: RunSettings, options: PipelineOptions, started: float) -> dict[str, object]:
+    """How this run executes, for summary.json and the start-up log."""
+    from apache_beam.options.pipeline_options import DirectOptions
+
+    local = runners.is_local(options)
+    direct = options.view_as(DirectOptions)
+    return {
+        "input": settings.source.input,
+        "output": settings.config.output,
+        "runner": runners.runner_name(options),
+        "direct_running_mode": direct.direct_running_mode if local else None,
+        "workers": direct.direct_num_workers if local else None,
+        "parallelism": runners.parallelism(options),
+        "sink": settings.config.sink,
+        "read_threads": settings.config.read_threads,
+        "beam_version": beam.__version__,
+        "started_at": started,
+    }
+
+
+def log_plan(plan: Plan, info: dict[str, object]) -> None:
+    """One line on what will run, counting inputs as the final table does."""
+    planned = plan.input_count - len(plan.inputs)
+    _LOGGER.info(
+        "%d inputs (%d more skipped): %d to read, %d rejected from the listing; splits %s; shards %s",
+        plan.input_count,
+        plan.skipped,
+        len(plan.inputs),
+        planned,
+        plan.splits,
+        staging.describe(plan.shard_counts),
+    )
+    workers = f", {info['direct_running_mode']} x {info['workers']}" if info["workers"] else ""
+    _LOGGER.info(
+        "runner %s%s, %s sink, %d read threads per shard task",
+        info["runner"],
+        workers,
+        info["sink"],
+        info["read_threads"],
+    )
 
 
 def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> int:
     """Run one conversion; returns the process exit code (0 when at least one record is written
-    and every input is accounted for)."""
+    and every input is accounted for, 2 for a usage error; under `main`, Ctrl-C exits 130)."""
     started = time.time()
-    parser = build_parser()
-    known, pipeline_args = parser.parse_known_args(argv)
-    options = PipelineOptions(pipeline_args)
-    local = is_local(options)
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if known.dry_run:
-            check_dry_run_paths(known.input, known.manifest)
-        args = check_args(known)
-        may_fork = (args.decode_processes or default_decode_processes(args.input)) > 1
-        if local and may_fork and args.sink in ("auto", "paths") and not args.dry_run:
-            decodepool.start_server()  # imports in the background while we list and plan
-        check_remote_run(args, options, local)
-        if args.features is not None:
-            features_lib.check_weights(args.features, local)
-        plan = plan_run(args)
-        if not args.dry_run:  # a dry run writes nothing there, and must not list gs:// offline
-            prepare_output(args)
-    except (UsageError, gcs.StorageError, features_lib.ModelUnavailable) as error:
+        options = parse_options(argv)
+        settings = check_options(options)
+        if settings.dry_run:
+            check_dry_run_input(settings.source.input)
+        local = runners.is_local(options)
+        check_remote_run(settings, options, local)
+        if settings.config.features is not None:
+            features_lib.check_weights(settings.config.features, local)
+        plan = plan_run(settings, options, given_option_names(argv))
+        if not settings.dry_run:  # a dry run writes nothing, and must not list gs:// offline
+            outputs.prepare_output(settings.config.output, settings.overwrite)
+    except (UsageError, outputs.OutputInUse, gcs.StorageError, features_lib.ModelUnavailable) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    interrupts.set_message(lambda: f"interrupted before the pipeline started; {CLEAN_RERUN}")
     faults.pause_point("cleared")
 
+    config = settings.config
     options.view_as(SetupOptions).save_main_session = save_main_session
-    if args.dry_run:
+    info = run_info(settings, options, started)
+    log_plan(plan, info)
+    if settings.dry_run:
         dry_run.enable(options)
-    progress_dir = tempfile.mkdtemp(prefix="beam-tfrecord-progress-") if local and args.progress else None
-    config = ConvertConfig(
-        output=args.output,
-        schema=args.schema,
-        image_options=args.image_options,
-        compression=args.compression,
-        progress_dir=progress_dir,
-        sink=choose_sink(args, local),
-        threads=args.decode_threads,
-        processes=(args.decode_processes or default_decode_processes(args.input, len(plan.inputs)))
-        if local
-        else 1,
-        split_seed=args.split_seed,
-        features=args.features,
-        # Local feature runs stream records to shards unless --num_shards asks for a fixed count.
-        stream_shards=args.features is not None and local and args.num_shards is None,
-    )
-    run_info = {
-        "input": args.input,
-        "output": args.output,
-        "options": args.raw,
-        "runner": "FnApiRunner" if local else options.view_as(StandardOptions).runner,
-        "direct_running_mode": options.view_as(DirectOptions).direct_running_mode if local else None,
-        "sink": config.sink,
-        "decode_threads": config.threads if config.sink == "paths" else None,
-        "decode_processes": config.processes if config.sink == "paths" else None,
-        "beam_version": beam.__version__,
-        "started_at": started,
-    }
-    if args.features is not None:
-        run_info["features"] = feature_run_info(args.features)
-    logging.info(
-        "%d inputs planned (%d skipped or unlabeled from the listing), splits %s, shards %s",
-        len(plan.inputs),
-        len(plan.rejects),
-        args.splits,
-        plan.shard_counts,
-    )
-    if local:
-        direct = options.view_as(DirectOptions)
-        logging.info(
-            "local run on Beam's FnApiRunner (%s, %s worker(s)), %s sink, %d read/decode processes "
-            "x %d threads per shard writer",
-            direct.direct_running_mode,
-            direct.direct_num_workers or 1,
-            config.sink,
-            config.processes,
-            config.threads,
-        )
-    pipeline = beam.Pipeline(runner=local_runner(options) if local else None, options=options)
-    _ = pipeline | "ImagesToTFRecords" >> ImagesToTFRecords(
-        plan, config, run_info, stage_plan=not args.dry_run
-    )
-    if args.dry_run:
-        print(dry_run.format_report(dry_run.translate(pipeline, args.dry_run_output)))
+        staged = staging.locate_plan(plan, config.output)  # where a real run stages it; nothing written
+    else:
+        staged = staging.stage_plan(plan, config.output, settings.source)
+    # Local workers count what they read here: the progress line, and what Ctrl-C reports.
+    progress_dir = tempfile.mkdtemp(prefix="beam-tfrecord-progress-") if local else None
+    pipeline = beam.Pipeline(options=options)
+    _ = pipeline | "ImagesToTFRecords" >> ImagesToTFRecords(staged, config, info, progress_dir)
+    if settings.dry_run:
+        print(dry_run.format_report(dry_run.translate(pipeline, settings.dry_run_output), staged))
         return 0
-    try:
-        if progress_dir:
-            from beam_tfrecord.progress import ProgressPrinter
 
-            with ProgressPrinter(progress_dir, total=len(plan.inputs)):
-                pipeline.run().wait_until_finish()
-        else:
-            result = pipeline.run()
-            if not local:
-                logging.info("submitted; the summary is written to %s when the job ends", args.output)
-                return 0
-            result.wait_until_finish()
+    def on_interrupt() -> str:
+        if not local:
+            return (
+                f"stopped waiting; the job goes on, and writes summary.json to {config.output} when it ends"
+            )
+        line = interrupted_message(config.output, progress_dir, staged.inputs)
+        if progress_dir:
+            shutil.rmtree(progress_dir, ignore_errors=True)
+        return line
+
+    interrupts.set_message(on_interrupt)
+    try:
+        printer = progress_dir if settings.progress else None
+        state = execute(pipeline, local, settings.wait, printer, staged.inputs)
     finally:
         if progress_dir:
             shutil.rmtree(progress_dir, ignore_errors=True)
-    return report(args.output)
+    if state is None:
+        print(f"submitted; summary.json and the shards appear in {config.output} when the job ends")
+        return 0
+    if state != PipelineState.DONE:
+        print(f"error: the job ended {state}; nothing final was written to {config.output}", file=sys.stderr)
+        return 1
+    return report(config.output)
 
 
-def choose_sink(args: ConvertArgs, local: bool) -> str:
-    """`paths` writes whole shards in one DoFn, which cannot batch across RunInference: feature
-    runs always take the per-image flow and WriteToTFRecord (`beam`)."""
-    if args.features is not None:
-        return "beam"
-    return args.sink if args.sink != "auto" else ("paths" if local else "beam")
+def execute(
+    pipeline: beam.Pipeline, local: bool, wait: bool, progress_dir: str | None, total: int
+) -> str | None:
+    """Run the pipeline; the job's final state, or None when a remote job is only submitted."""
+    if progress_dir:
+        from beam_tfrecord.progress import ProgressPrinter
+
+        with ProgressPrinter(progress_dir, total=total):
+            return pipeline.run().wait_until_finish()
+    result = pipeline.run()
+    if not local and not wait:
+        return None
+    return result.wait_until_finish()
 
 
-def feature_run_info(options: features_lib.FeatureOptions) -> dict[str, object]:
-    """What summary.json says about the features; the reader restores them from this and the shape."""
-    return {
-        "model": options.feature_model or options.model_path,
-        "weights": options.model_weights if options.feature_model else None,
-        "pooling": options.pooling,
-        "dtype": options.dtype,
-        "features_only": options.features_only,
-        "batch_size": options.batch_size,
-    }
+def interrupted_message(output: str, progress_dir: str | None, total: int) -> str:
+    """The one line a Ctrl-C gets: what was done, what is left, and how the next run starts."""
+    done = ""
+    if progress_dir:
+        from beam_tfrecord.progress import total_done
+
+        done = f" after {total_done(progress_dir)} of {total} inputs"
+    if outputs.existing_outputs(output):  # stopped while renaming shards into place
+        rerun = "some shards were already in place: rerun with --overwrite to start clean"
+    else:
+        rerun = CLEAN_RERUN
+    return f"interrupted{done}: {output} has no summary.json, so it is not a finished output; {rerun}"
 
 
 def report(output: str) -> int:
@@ -224,8 +216,16 @@ def report(output: str) -> int:
     return 0
 
 
+def main(argv: Sequence[str] | None = None) -> None:
+    """The command: logging for a terminal, then `run`'s exit code."""
+    interrupts.watch()
+    # Ours at INFO; Beam's (much of it logged on the root logger) only from WARNING up.
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    for ours in ("pipelines", "beam_tfrecord"):
+        logging.getLogger(ours).setLevel(logging.INFO)
+    compat.quiet_known_beam_noise()
+    sys.exit(run(argv))
+
+
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    for noisy in ("apache_beam", "absl"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    sys.exit(run())
+    main()

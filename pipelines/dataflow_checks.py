@@ -16,13 +16,21 @@ from apache_beam.options.pipeline_options import (
     GoogleCloudOptions,
     PipelineOptions,
     SetupOptions,
-    StandardOptions,
     WorkerOptions,
 )
 
-from pipelines.options import ConvertArgs, UsageError
+from beam_tfrecord.runners import is_dataflow, runner_name
+from pipelines.options import RunSettings, UsageError
 
-DATAFLOW_RUNNERS = ("DataflowRunner", "dataflow", "TestDataflowRunner")
+_LOGGER = logging.getLogger(__name__)
+
+__all__ = [
+    "check_accelerator",
+    "check_dataflow",
+    "check_dry_run_input",
+    "check_model_path",
+    "check_remote_run",
+]
 
 # The same rules as Beam's PipelineOptionsValidator and Google Cloud's naming rules; checking them
 # here keeps Beam from falling back to a default bucket over the network.
@@ -38,15 +46,6 @@ GPU_MACHINE_FAMILIES = {
     "nvidia-h100-80gb": "a3-",
 }
 GPU_EXAMPLE = "--dataflow_service_options='worker_accelerator=type:nvidia-l4;count:1;install-nvidia-driver'"
-
-
-def runner_name(options: PipelineOptions) -> str | None:
-    runner = options.view_as(StandardOptions).runner
-    return runner if runner is None or isinstance(runner, str) else type(runner).__name__
-
-
-def is_dataflow(options: PipelineOptions) -> bool:
-    return runner_name(options) in DATAFLOW_RUNNERS
 
 
 def check_gcs_path(option: str, value: str | None, required: bool = True) -> list[str]:
@@ -115,7 +114,7 @@ def check_accelerator(options: PipelineOptions) -> list[str]:
     return problems
 
 
-def check_dataflow(args: ConvertArgs, options: PipelineOptions) -> list[str]:
+def check_dataflow(settings: RunSettings, options: PipelineOptions) -> list[str]:
     """Every problem that would make a Dataflow job fail to start or fail on its workers."""
     cloud = options.view_as(GoogleCloudOptions)
     problems = []
@@ -131,61 +130,59 @@ def check_dataflow(args: ConvertArgs, options: PipelineOptions) -> list[str]:
         problems.append(f"--job_name {cloud.job_name}: use lowercase letters, digits and '-'")
     problems += check_gcs_path("--temp_location", cloud.temp_location)
     problems += check_gcs_path("--staging_location", cloud.staging_location, required=False)
-    problems += check_gcs_path("--output", args.output)
-    if not args.dry_run and not args.input.startswith("gs://"):
-        problems.append(f"--input {args.input} is on this machine; Dataflow workers read only gs:// inputs")
+    problems += check_gcs_path("--output", settings.config.output)
+    source_input = settings.source.input
+    if not settings.dry_run and not source_input.startswith("gs://"):
+        problems.append(f"--input {source_input} is on this machine; Dataflow workers read only gs:// inputs")
     setup = options.view_as(SetupOptions)
     if not setup.setup_file and not options.view_as(WorkerOptions).sdk_container_image:
         problems.append(
             "workers need this project's code: pass --setup_file=./setup.py or --sdk_container_image "
             "with the image deploy/build_image.sh builds"
         )
-    problems += check_model_path(args.raw.get("model_path"))  # type: ignore[arg-type]
-    weights = args.raw.get("model_weights")
-    if args.raw.get("feature_model") and weights not in (None, "imagenet", "none"):
-        problems += check_model_path(weights, "--model_weights")  # type: ignore[arg-type]
+    features = settings.config.features
+    if features is not None:
+        problems += check_model_path(features.model_path)
+        if features.feature_model and features.model_weights not in ("imagenet", "none"):
+            problems += check_model_path(features.model_weights, "--model_weights")
     problems += check_accelerator(options)
     return problems
 
 
-def check_dry_run_paths(input_spec: str, manifest: str | None) -> None:
-    """A dry run reads its input listing and manifest here, so both must be local files.
-
-    The job graph holds the planned paths, so planning needs the listing; a gs:// listing would
-    need credentials and network, which a dry run must not (Beam's GCS client retries for minutes).
-    """
+def check_dry_run_input(input_spec: str) -> None:
+    """A dry run plans from a listing (the shard counts shape the graph), so its input must be
+    listable offline: a gs:// listing would need credentials and network, which a dry run must
+    not (Beam's GCS client retries for minutes). The manifest is checked where it is loaded."""
     if "://" in input_spec:
         raise UsageError(
             f"--input {input_spec}: a dry run plans from a listing, and {input_spec} cannot be listed "
             "offline; pass a local --input with the same layout (a sample is enough)"
         )
-    if manifest and "://" in manifest:
-        raise UsageError(f"--manifest {manifest}: a dry run reads the manifest offline; pass a local copy")
 
 
-def check_portable(args: ConvertArgs, options: PipelineOptions) -> list[str]:
+def check_portable(settings: RunSettings, options: PipelineOptions) -> list[str]:
     """Flink, Spark and other portable runners: local paths work only on a one-machine cluster."""
     return [
         f"{option} {path} is a local path; workers of --runner={runner_name(options)} must all see it "
         "(a shared filesystem or gs://)"
-        for option, path in (("--input", args.input), ("--output", args.output))
+        for option, path in (("--input", settings.source.input), ("--output", settings.config.output))
         if "://" not in path
     ]
 
 
-def check_remote_run(args: ConvertArgs, options: PipelineOptions, local: bool) -> None:
+def check_remote_run(settings: RunSettings, options: PipelineOptions, local: bool) -> None:
     """Raise UsageError listing every problem of a Dataflow run; log warnings for other runners."""
     runner = runner_name(options)
     if local:
-        if args.dry_run:
+        if settings.dry_run:
             raise UsageError("--dry_run translates a Dataflow job: add --runner=DataflowRunner")
         return
     if is_dataflow(options):
-        problems = check_dataflow(args, options)
+        problems = check_dataflow(settings, options)
         if problems:
             raise UsageError("\n".join(["options not valid for Dataflow:", *(f"  {p}" for p in problems)]))
         return
-    if args.dry_run:
+    if settings.dry_run:
         raise UsageError(f"--dry_run translates a Dataflow job, not one for --runner={runner}")
-    for warning in check_portable(args, options):
-        logging.warning(warning)
+    for warning in check_portable(settings, options):
+        _LOGGER.warning(warning)

@@ -21,6 +21,9 @@ from apache_beam.portability import common_urns
 from apache_beam.portability.api import beam_runner_api_pb2
 from google.protobuf import json_format, text_format
 
+from beam_tfrecord import compat
+from beam_tfrecord.staging import StagedPlan, describe
+
 # Where Beam stages the pipeline proto on a real submission (runners/internal/names.py).
 STAGED_PIPELINE_FILENAME = "pipeline.pb"
 
@@ -62,19 +65,13 @@ def job_description(job: Any) -> dict[str, Any]:
 
     `job.options` are the runner's copy, completed by it (job name, staging under the job name).
     """
-    from apache_beam.runners.dataflow.internal import apiclient
-
-    proto = job.proto_pipeline
-    apiclient.DataflowApplicationClient._apply_sdk_environment_overrides(proto, {}, job.options)
     staging = job.options.view_as(GoogleCloudOptions).staging_location
-    job.proto.environment = apiclient.Environment(
-        packages=staged_names(proto),
-        options=job.options,
-        environment_version=apiclient._FNAPI_ENVIRONMENT_MAJOR_VERSION,
-        proto_pipeline_staged_url=f"{staging.rstrip('/')}/{STAGED_PIPELINE_FILENAME}",
-        proto_pipeline=proto,
-    ).proto
-    return json.loads(json_format.MessageToJson(job.proto._pb))
+    job.proto.environment = compat.dataflow_environment(
+        job,
+        staged_names(job.proto_pipeline),
+        f"{staging.rstrip('/')}/{STAGED_PIPELINE_FILENAME}",
+    )
+    return json.loads(json_format.MessageToJson(type(job.proto).pb(job.proto)))
 
 
 def leaf_transforms(proto: beam_runner_api_pb2.Pipeline) -> list[str]:
@@ -104,14 +101,15 @@ def translate(pipeline: beam.Pipeline, job_file: str) -> DryRun:
     )
 
 
-def format_report(dry_run: DryRun) -> str:
+def format_report(dry_run: DryRun, staged: StagedPlan) -> str:
     """A few lines for the terminal: what was translated and where the full description is."""
     pool = dry_run.job.get("environment", {}).get("workerPools", [{}])[0]
     return "\n".join(
         [
             f"dry run: job {dry_run.job.get('name')} translated for Dataflow, not submitted",
             f"  transforms         {len(dry_run.transforms)}",
-            f"  pipeline proto     {dry_run.pipeline_bytes / 1e6:.2f} MB",
+            f"  pipeline proto     {dry_run.pipeline_bytes / 1e3:.1f} KB (the plan is staged as files)",
+            f"  shard tasks        {describe(staged.shard_counts)}, spread over the workers by a Reshuffle",
             f"  container image    {pool.get('workerHarnessContainerImage', '?')}",
             f"  staged packages    {', '.join(p['name'] for p in pool.get('packages', [])) or 'none'}",
             f"  job JSON           {dry_run.job_file}",

@@ -1,4 +1,5 @@
-"""Shared fixtures: trees of generated images, and quiet, offline defaults for every test."""
+"""Shared fixtures and helpers: trees of generated images, a quiet `convert`, a TestPipeline on
+the local runner the CLI uses, and offline defaults for every test."""
 
 from __future__ import annotations
 
@@ -11,6 +12,26 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(__file__))
 
 from imagegen import bad_input_tree, jpeg, write_tree
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def convert(input_dir, output_dir, *extra: str) -> int:
+    """`python -m pipelines.convert` in this process, without the progress line; the exit code."""
+    from pipelines.convert import run
+
+    return run(["--input", str(input_dir), "--output", str(output_dir), "--no_progress", *extra])
+
+
+def local_pipeline(**options: object):
+    """A TestPipeline pinned to the runner local CLI runs use (Beam's FnApiRunner, named so
+    Beam 2.77's DirectRunner does not first try to download Prism), in this process."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.testing.test_pipeline import TestPipeline
+
+    from beam_tfrecord.runners import LOCAL_RUNNER
+
+    return TestPipeline(runner=LOCAL_RUNNER, options=PipelineOptions(**options))
 
 
 @pytest.fixture

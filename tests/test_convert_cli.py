@@ -7,13 +7,8 @@ import os
 
 import imagegen
 import pytest
+from conftest import convert
 from outputcheck import all_inputs, read_records, rejects, shard_files, summary
-
-from pipelines.convert import run
-
-
-def convert(input_dir, output_dir, *extra: str) -> int:
-    return run(["--input", str(input_dir), "--output", str(output_dir), "--no_progress", *extra])
 
 
 def test_bad_input_tree_nothing_lost_and_everything_readable(bad_tree, tmp_path):
@@ -80,7 +75,7 @@ def test_filename_labels_simple_schema_and_gzip(tmp_path):
     code = convert(
         root,
         out,
-        "--labels",
+        "--label_source",
         "filename",
         "--label_pattern",
         r"^(cat|dog)\.",
@@ -106,7 +101,7 @@ def test_manifest_labels_reject_unlisted_files(pets_tree, tmp_path):
     rows = [f"cat/cat.{i},feline" for i in range(10)] + [f"dog/dog.{i}.jpg,canine" for i in range(10)]
     manifest.write_text("id,label\n" + "\n".join([*rows, "missing/file.jpg,canine"]) + "\n")
     out = tmp_path / "out"
-    assert convert(pets_tree, out, "--labels", "manifest", "--manifest", str(manifest)) == 0
+    assert convert(pets_tree, out, "--label_source", "manifest", "--manifest", str(manifest)) == 0
     result = summary(out)
     assert result["records"] == 20
     assert result["rejects_per_reason"]["unlabeled"] == 42
@@ -116,7 +111,7 @@ def test_manifest_labels_reject_unlisted_files(pets_tree, tmp_path):
 
 def test_unlabeled_run_leaves_label_keys_out(pets_tree, tmp_path):
     out = tmp_path / "out"
-    assert convert(pets_tree, out, "--labels", "none") == 0
+    assert convert(pets_tree, out, "--label_source", "none") == 0
     records = read_records(out, "train", labeled=False)
     assert len(records) == 60 and "image/class/label" not in records[0]
     assert not (out / "labels.txt").exists()
@@ -164,8 +159,8 @@ def test_all_rejected_writes_summary_and_fails(tmp_path, capsys):
     [
         (lambda root: None, (), "does not exist"),
         (lambda root: root.mkdir(), (), "holds no files"),
-        (lambda root: root.mkdir(), ("--labels", "filename"), "--label_pattern"),
-        (lambda root: root.mkdir(), ("--labels", "manifest"), "--manifest"),
+        (lambda root: root.mkdir(), ("--label_source", "filename"), "--label_pattern"),
+        (lambda root: root.mkdir(), ("--label_source", "manifest"), "--manifest"),
         (lambda root: root.mkdir(), ("--splits", "train=0.5"), "sum to 1"),
     ],
 )

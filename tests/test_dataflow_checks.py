@@ -9,7 +9,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import dataflow_checks as checks
 from pipelines.convert import run
-from pipelines.options import build_parser, check_args
+from pipelines.options import ConvertOptions, check_options, parse_options
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GOOD = [
@@ -22,8 +22,8 @@ GOOD = [
 
 
 def problems(*argv: str) -> list[str]:
-    known, rest = build_parser().parse_known_args(list(argv))
-    return checks.check_dataflow(check_args(known), PipelineOptions(rest))
+    options = parse_options(argv)
+    return checks.check_dataflow(check_options(options), options)
 
 
 def test_a_complete_job_passes():
@@ -90,8 +90,8 @@ def test_cli_prints_every_problem_and_exits_2(capsys):
 
 
 def test_portable_runners_warn_about_local_paths():
-    known, rest = build_parser().parse_known_args(["--output=/tmp/o", "--runner=FlinkRunner"])
-    warnings = checks.check_portable(check_args(known), PipelineOptions(rest))
+    options = parse_options(["--output=/tmp/o", "--runner=FlinkRunner"])
+    warnings = checks.check_portable(check_options(options), options)
     assert len(warnings) == 2 and "FlinkRunner" in warnings[0]
 
 
@@ -100,5 +100,5 @@ def test_portable_runners_warn_about_local_paths():
 )
 def test_flags_take_flex_template_values(value, expected):
     flag = "--stratify" if value is None else f"--stratify={value}"
-    assert build_parser().parse_args([flag]).stratify is expected
-    assert build_parser().parse_args([]).stratify is False
+    assert PipelineOptions([flag]).view_as(ConvertOptions).stratify is expected
+    assert PipelineOptions([]).view_as(ConvertOptions).stratify is False

@@ -14,12 +14,13 @@ import sys
 
 import pytest
 
-from pipelines.options import build_parser
+from pipelines.options import ConvertOptions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEPLOY = os.path.join(ROOT, "deploy")
-# A template launch always submits, so the dry-run options are not template parameters.
-NOT_TEMPLATE_PARAMETERS = {"help", "dry_run", "dry_run_output"}
+# A template launch always submits and never waits (pipelines/flex_template.py), so these are
+# not template parameters.
+NOT_TEMPLATE_PARAMETERS = {"dry_run_output", "no_wait"}
 # A value each option accepts, for options with no default or choices to check the regex against.
 EXAMPLES = {
     "input": "gs://my-bucket/PetImages",
@@ -30,7 +31,6 @@ EXAMPLES = {
     "num_shards": "8",
     "resize": "224x224",
     "model_path": "gs://my-bucket/models/effnet",
-    "decode_processes": "3",
     "decode_threads": "1",
 }
 
@@ -59,26 +59,53 @@ def script(name: str, *args: str, **env: str) -> subprocess.CompletedProcess:
     )
 
 
+class Declared:
+    """Records what ConvertOptions declares, through the same calls Beam's parser receives."""
+
+    def __init__(self) -> None:
+        self.options: dict[str, dict] = {}
+
+    def add_argument_group(self, *args: object, **kwargs: object) -> Declared:
+        return self
+
+    def add_argument(self, name: str, **kwargs: object) -> None:
+        self.options[name.removeprefix("--")] = kwargs
+
+
+def declared_options() -> dict[str, dict]:
+    declared = Declared()
+    ConvertOptions._add_argparse_args(declared)  # type: ignore[arg-type]
+    return declared.options
+
+
 def test_template_lists_every_option_with_label_help_and_regex():
-    actions = {a.dest: a for a in build_parser()._actions if a.dest not in NOT_TEMPLATE_PARAMETERS}
+    options = {k: v for k, v in declared_options().items() if k not in NOT_TEMPLATE_PARAMETERS}
     parameters = {p["name"]: p for p in metadata()["parameters"]}
-    assert set(parameters) == set(actions)
+    assert set(parameters) == set(options)
     for name, parameter in parameters.items():
         assert parameter["label"] and parameter["helpText"], name
         regexes = [re.compile(r) for r in parameter["regexes"]]
-        action = actions[name]
-        if action.choices:
-            good = [str(c) for c in action.choices]
-        elif action.const is True:  # a flag: the launcher passes --name=true|false
+        spec = options[name]
+        if spec.get("choices"):
+            good = [str(c) for c in spec["choices"]]
+        elif spec.get("const") is True:  # a flag: the launcher passes --name=true|false
             good = ["true", "false"]
         else:
-            good = [EXAMPLES.get(name, str(action.default))]
+            good = [EXAMPLES.get(name, str(spec.get("default")))]
         for value in good:
             assert all(r.match(value) for r in regexes), (name, value)
             if name not in ("input", "output", "manifest"):  # the CLI also accepts local paths
-                assert build_parser().parse_args([f"--{name}={value}"]) is not None
+                parsed = ConvertOptions([f"--{name}={value}"]).get_all_options(current_only=True)
+                assert str(parsed[name]).lower() == value.lower(), (name, value)
         assert not all(r.match("") for r in regexes), name  # an empty value is never passed on
     assert not parameters["input"].get("isOptional") and not parameters["output"].get("isOptional")
+
+
+def test_template_launcher_submits_without_waiting():
+    with open(os.path.join(DEPLOY, "Dockerfile")) as handle:
+        entry = re.search(r"FLEX_TEMPLATE_PYTHON_PY_FILE=/template/(\S+)", handle.read()).group(1)
+    with open(os.path.join(ROOT, entry)) as handle:
+        assert '"--no_wait=true"' in handle.read()
 
 
 def test_image_takes_beam_and_tensorflow_versions_from_requirements():
@@ -116,7 +143,7 @@ def test_gpu_job_script_submits_a_job_dataflow_translation_accepts(pets_tree, tm
         "run_job.sh",
         "--gpu",
         "--",
-        "--dry_run",
+        "--dry_run=true",
         f"--dry_run_output={job_file}",
         PYTHON=sys.executable,
         PROJECT="my-project",

@@ -26,9 +26,9 @@ def test_an_unexpected_error_in_a_worker_fails_the_job(tmp_path, monkeypatch, si
 
     monkeypatch.setattr(records, "encode_for_tensorflow", buggy)
     out = tmp_path / "out"
-    # One decode process: the monkeypatched bug lives in this process, not in forked workers.
+    # One in-process worker: the monkeypatched bug lives in this process, not in worker processes.
     args = ["--input", str(root), "--output", str(out), "--no_progress", "--sink", sink, "--num_shards", "2"]
-    args += ["--decode_processes", "1"]
+    args += ["--direct_num_workers=1"]
     with pytest.raises(Exception, match="a bug, not a bad image"):
         run(args)
     assert not (out / "summary.json").exists()

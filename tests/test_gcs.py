@@ -6,21 +6,28 @@ Beam's filesystems, as it reaches GCS. Set-up and read-back use Beam's filesyste
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
 import sys
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
+import conftest
 import imagegen
 import pytest
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
 from gcsemulator import EMULATOR_ENV, Emulator, PermissionProxy
+from google.api_core.exceptions import Forbidden
 from outputcheck import read_records
 
-from beam_tfrecord import gcs, sharding
-from pipelines.convert import run
+from beam_tfrecord import compat, gcs, records, sharding
+from beam_tfrecord.images import ImageOptions
+from beam_tfrecord.plan import PlannedInput, RejectLine
 
 
 @pytest.fixture(scope="module")
@@ -38,11 +45,8 @@ def bucket(emulator) -> str:
     return name
 
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def convert(input_path: str, output_path: str, *extra: str) -> int:
-    return run(["--input", input_path, "--output", output_path, "--no_progress", *extra])
+REPO = conftest.REPO
+convert = conftest.convert
 
 
 def list_objects(prefix: str) -> list[str]:
@@ -69,8 +73,7 @@ def comparable_summary(path) -> dict:
         "options",
         "started_at",
         "wall_time_s",
-        "decode_processes",
-        "decode_threads",
+        "read_threads",  # 8 for gs://, 2 for local input
     ):
         summary.pop(key, None)
     return summary
@@ -110,7 +113,14 @@ def test_gcs_output_is_complete_and_readable(emulator, bucket, tmp_path):
     with FileSystems.create(f"gs://{bucket}/meta/labels.csv") as handle:
         handle.write(("path,label\n" + manifest).encode())
     output = f"gs://{bucket}/run/out"
-    extra = ("--num_shards", "3", "--labels", "manifest", "--manifest", f"gs://{bucket}/meta/labels.csv")
+    extra = (
+        "--num_shards",
+        "3",
+        "--label_source",
+        "manifest",
+        "--manifest",
+        f"gs://{bucket}/meta/labels.csv",
+    )
     assert convert(f"gs://{bucket}/pets", output, *extra) == 0
 
     # Exactly the three final shards and the metadata (TFDS's too): no temp files, no write probe.
@@ -153,7 +163,7 @@ def test_gcs_output_is_complete_and_readable(emulator, bucket, tmp_path):
         (
             "gs://{b}/images",
             "gs://{b}/out",
-            ("--labels", "manifest", "--manifest", "gs://{b}/missing.csv"),
+            ("--label_source", "manifest", "--manifest", "gs://{b}/missing.csv"),
             "--manifest gs://{b}/missing.csv does not exist",
         ),
     ],
@@ -211,29 +221,56 @@ def test_shards_get_final_names_only_at_finalize(emulator, bucket, monkeypatch, 
 
 
 FIRST_CALL = """
-import sys, time
-import beam_tfrecord.gcs
+import json, sys
+import google.auth
+
+real_default, lookups = google.auth.default, []
+
+def counted_default(*args, **kwargs):  # Beam's one way to Application Default Credentials
+    lookups.append(kwargs)
+    if sys.argv[1] == "plain":  # the control run: answer at once instead of Beam's ~20 s of retries
+        from google.auth.credentials import AnonymousCredentials
+        return AnonymousCredentials(), None
+    return real_default(*args, **kwargs)
+
+google.auth.default = counted_default
+if sys.argv[1] == "switch":
+    from beam_tfrecord import gcs
 from apache_beam.io.filesystems import FileSystems
-started = time.monotonic()
-FileSystems.exists(sys.argv[1])
-print(time.monotonic() - started)
+answer = {"exists": FileSystems.exists(sys.argv[2])}
+if sys.argv[1] == "switch":
+    answer["read"] = gcs.read_bytes(sys.argv[2]).decode()
+answer["lookups"] = len(lookups)
+print(json.dumps(answer))
 """
 
 
-def test_emulator_runs_skip_beams_credential_retries(emulator, bucket):
-    """Without the switch a fresh process's first gs:// call spends ~20 s in Beam's ADC retries."""
+def first_call(emulator: Emulator, mode: str, path: str) -> tuple[dict, str]:
+    """What a fresh process's first gs:// calls return, and its stderr."""
     env = {**os.environ, EMULATOR_ENV: emulator.url, "PYTHONPATH": REPO}
     env.pop("GOOGLE_APPLICATION_CREDENTIALS", None)
     out = subprocess.run(
-        [sys.executable, "-c", FIRST_CALL, f"gs://{bucket}/x"],
+        [sys.executable, "-c", FIRST_CALL, mode, path],
         env=env,
         capture_output=True,
         text=True,
         check=True,
         timeout=120,
     )
-    assert float(out.stdout.strip().splitlines()[-1]) < 5
-    assert "Unable to find default credentials" not in out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1]), out.stderr
+
+
+def test_emulator_runs_skip_beams_credential_retries(emulator, bucket):
+    """Without the switch a fresh process's first gs:// call looks up Application Default
+    Credentials, which with none configured Beam retries for ~20 s and then warns about. With it
+    (importing beam_tfrecord) neither Beam's filesystems nor our reads look any up."""
+    emulator.upload_tree(bucket, "", {"x": b"here"})
+    path = f"gs://{bucket}/x"
+    plain, _ = first_call(emulator, "plain", path)
+    assert plain == {"exists": True, "lookups": 1}  # the counter sees Beam's lookup
+    switched, stderr = first_call(emulator, "switch", path)
+    assert switched == {"exists": True, "read": "here", "lookups": 0}
+    assert "Unable to find default credentials" not in stderr
 
 
 def test_real_runs_keep_application_default_credentials(monkeypatch):
@@ -241,6 +278,68 @@ def test_real_runs_keep_application_default_credentials(monkeypatch):
     assert gcs.wants_credentials() and not gcs.wants_credentials(False)
     monkeypatch.setenv(EMULATOR_ENV, "http://127.0.0.1:1")
     assert not gcs.wants_credentials()
-    from apache_beam.io.gcp import gcsio
+    assert compat.install_emulator_switch(gcs.wants_credentials) and compat.emulator_switch_installed()
 
-    assert gcs.install_emulator_switch() and getattr(gcsio.create_storage_client, gcs._SWITCH_MARK)
+
+def test_reads_from_several_threads_return_the_bytes_written(emulator, bucket):
+    files = {f"cat/{i}.jpg": os.urandom(1000 + 37 * i) for i in range(24)}
+    files["cat/packed.jpg.gz"] = gzip.compress(imagegen.jpeg())  # stays gzip: never decompressed
+    emulator.upload_tree(bucket, "images", files)
+    written = {f"gs://{bucket}/images/{relpath}": data for relpath, data in files.items()}
+    with ThreadPoolExecutor(4) as pool:
+        read = dict(zip(written, pool.map(records.read_bytes, written), strict=True))
+    assert read == written
+
+
+def test_a_thread_reuses_its_client_and_threads_do_not_share_one(emulator, bucket):
+    emulator.upload_tree(bucket, "images", {"a.jpg": b"aa", "b.jpg": b"bb"})
+    paths = [f"gs://{bucket}/images/a.jpg", f"gs://{bucket}/images/b.jpg"]
+    both_running = threading.Barrier(2, timeout=60)
+    seen: dict[str, tuple[object, object, list[bytes]]] = {}
+
+    def two_reads(name: str) -> None:
+        first = gcs.thread_client()
+        data = [gcs.read_bytes(path) for path in paths]
+        both_running.wait()  # both threads alive at once: neither can inherit the other's state
+        seen[name] = (first, gcs.thread_client(), data)
+
+    threads = [threading.Thread(target=two_reads, args=(name,)) for name in ("one", "two")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    (one_before, one_after, one_data), (two_before, two_after, two_data) = seen["one"], seen["two"]
+    assert one_data == two_data == [b"aa", b"bb"]
+    assert one_before is one_after and two_before is two_after
+    assert one_before is not two_before
+
+
+def test_a_new_emulator_address_or_new_filesystem_options_get_a_new_client(emulator, bucket, monkeypatch):
+    """Tests and the benchmark move STORAGE_EMULATOR_HOST to a proxy, and each Pipeline sets its own
+    filesystem options: a thread's cached client must follow both."""
+    emulator.upload_tree(bucket, "images", {"a.jpg": b"aa"})
+    path = f"gs://{bucket}/images/a.jpg"
+    direct = gcs.thread_client()
+    with PermissionProxy(emulator.url, {bucket: "all"}) as proxy:
+        monkeypatch.setenv(EMULATOR_ENV, proxy.url)
+        with pytest.raises(Forbidden):
+            gcs.read_bytes(path)
+        assert gcs.thread_client() is not direct
+    monkeypatch.setenv(EMULATOR_ENV, emulator.url)
+    assert gcs.read_bytes(path) == b"aa"
+
+    monkeypatch.setattr(FileSystems, "_pipeline_options", FileSystems._pipeline_options)  # restored after
+    before = gcs.thread_client()
+    FileSystems.set_options(PipelineOptions(["--project", "another-pipeline"]))
+    assert gcs.thread_client() is not before
+    assert gcs.read_bytes(path) == b"aa"
+
+
+def test_a_missing_object_is_an_unreadable_reject(emulator, bucket):
+    item = PlannedInput(
+        relpath="cat/gone.jpg", path=f"gs://{bucket}/images/cat/gone.jpg", size=9, split="train"
+    )
+    reject = records.prepare_input(item, ImageOptions())
+    assert isinstance(reject, RejectLine)
+    assert (reject.path, reject.reason) == ("cat/gone.jpg", "unreadable")
+    assert reject.detail.startswith("NotFound: 404")

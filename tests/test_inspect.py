@@ -135,7 +135,7 @@ def test_gzip_unlabeled_output_passes(tmp_path, capsys):
     root = tmp_path / "in"
     imagegen.write_tree(root, {f"{i}.png": imagegen.png(seed=i) for i in range(5)})
     out = tmp_path / "out"
-    args = ["--input", str(root), "--output", str(out), "--no_progress", "--labels", "none"]
+    args = ["--input", str(root), "--output", str(out), "--no_progress", "--label_source", "none"]
     assert run([*args, "--compression", "gzip", "--schema", "simple"]) == 0
     code, stdout, err = inspect_output(out, capsys, "--pictures_dir", str(tmp_path / "pics"))
     assert code == 0, err

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import conftest
 import imagegen
 import numpy as np
 import pytest
@@ -13,11 +14,10 @@ import tensorflow as tf
 from outputcheck import all_inputs
 
 import beam_tfrecord
-from pipelines.convert import run
 
 
 def convert(input_dir, output_dir, *extra: str) -> None:
-    assert run(["--input", str(input_dir), "--output", str(output_dir), "--no_progress", *extra]) == 0
+    assert conftest.convert(input_dir, output_dir, *extra) == 0
 
 
 def test_passthrough_records_round_trip_byte_for_byte(pets_tree, tmp_path):
@@ -61,7 +61,7 @@ def test_gzip_simple_schema_loads(tmp_path):
     files = {f"{k}.{i}.jpg": imagegen.jpeg(seed=i) for k in ("cat", "dog") for i in range(4)}
     imagegen.write_tree(root, files)
     out = tmp_path / "out"
-    pattern = ("--labels", "filename", "--label_pattern", r"^(cat|dog)\.")
+    pattern = ("--label_source", "filename", "--label_pattern", r"^(cat|dog)\.")
     convert(root, out, *pattern, "--schema", "simple", "--compression", "gzip", "--num_shards", "2")
     assert sorted(p.name for p in out.glob("*.gz")) == [
         "train-00000-of-00002.tfrecord.gz",
@@ -90,7 +90,7 @@ def test_grayscale_channels_follow_the_run_or_the_caller(tmp_path):
 
 def test_unlabeled_run_yields_images_alone(pets_tree, tmp_path):
     out = tmp_path / "out"
-    convert(pets_tree, out, "--labels", "none")
+    convert(pets_tree, out, "--label_source", "none")
     dataset = beam_tfrecord.load_dataset(str(out), batch_size=None)
     assert isinstance(dataset.element_spec, tf.TensorSpec)
     assert sum(1 for _ in dataset) == 60

@@ -105,14 +105,13 @@ def test_a_run_reads_only_inputs_and_writes_only_under_output(tmp_path):
                 "--output",
                 str(out),
                 "--no_progress",
-                "--labels",
+                "--label_source",
                 "manifest",
                 "--manifest",
                 str(manifest),
-                # Audit hooks see this process only: decode here (worker processes, the default
-                # for local input, run the same convert_input on the same paths).
-                "--decode_processes",
-                "1",
+                # Audit hooks see this process only: one in-process worker (Beam's worker
+                # processes, the default for larger inputs, run the same code on the same paths).
+                "--direct_num_workers=1",
             ]
         )
     assert code == 0

@@ -1,4 +1,5 @@
-"""The path-planned sink without Beam: shard planning, ordered bounded threads, temp-then-rename."""
+"""The path-planned sink without Beam: shard planning, ordered bounded threads, streaming shard
+files, temp-then-rename with empty shards for fully rejected tasks."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from outputcheck import read_records
 from beam_tfrecord import shardwriter
 from beam_tfrecord.images import ImageOptions
 from beam_tfrecord.listing import InputFile
-from beam_tfrecord.plan import LabelSource, make_plan, shard_tasks
-from beam_tfrecord.records import convert_input
+from beam_tfrecord.plan import LabelSource, RejectLine, make_plan, shard_tasks
+from beam_tfrecord.records import ShardKey, convert_input
 
 
 def test_shard_tasks_cover_every_input_once_balanced_by_bytes():
@@ -58,29 +59,64 @@ def test_ordered_map_passes_worker_errors_on():
         list(shardwriter.ordered_map(boom, range(10), threads=2))
 
 
+def write_plan(tmp_path, files: dict[str, bytes], num_shards: int, compression: str):
+    """Convert and write every shard task of a plan the way the sink's DoFn does, in one ShardFiles."""
+    imagegen.write_tree(tmp_path / "in", files)
+    listing = [InputFile(r, str(tmp_path / "in" / r), len(d)) for r, d in sorted(files.items())]
+    plan = make_plan(listing, LabelSource("folder"), {"train": 1.0}, num_shards=num_shards)
+    out = tmp_path / "out"
+    writer = shardwriter.ShardFiles(str(out / ".temp-beam-tfrecord-test"), compression)
+    outcomes = []
+    for task in shard_tasks(plan):
+        shard = ShardKey(task.split, task.index, task.count)
+        for item in task.inputs:
+            outcome = convert_input(item, "tfds", ImageOptions(), shard)
+            outcomes.append(outcome)
+            if not isinstance(outcome, RejectLine):
+                writer.write(outcome.shard, outcome.example)
+    return out, plan, writer.close(), outcomes
+
+
 @pytest.mark.parametrize("compression", ["none", "gzip"])
 def test_shards_appear_only_at_finalize_and_temp_files_go(tmp_path, compression):
     files = {f"a/{i}.jpg": imagegen.jpeg(seed=i) for i in range(6)} | {"a/bad.jpg": b""}
-    imagegen.write_tree(tmp_path / "in", files)
-    listing = [InputFile(r, str(tmp_path / "in" / r), len(d)) for r, d in sorted(files.items())]
-    plan = make_plan(listing, LabelSource("folder"), {"train": 1.0}, num_shards=2)
-    out = tmp_path / "out"
-    temp = shardwriter.temp_dir_for(str(out), "test")
-
-    def convert(item):
-        return convert_input(item, "tfds", ImageOptions())
-
-    written, outcomes = [], []
-    for task in shard_tasks(plan):
-        converted = shardwriter.ordered_map(convert, task.inputs, threads=2)
-        shard, seen = shardwriter.write_shard(task, temp, converted, compression)
-        written.append(shard)
-        outcomes += seen
+    out, plan, written, outcomes = write_plan(tmp_path, files, 2, compression)
     assert not [n for n in os.listdir(out) if "tfrecord" in n and not n.startswith(".temp")]
     assert sum(s.records for s in written) == 6 and len(outcomes) == 7
-    assert all(getattr(o, "example", b"") == b"" for o in outcomes)  # bytes never leave the shard
-    finals = shardwriter.finalize_shards(written, str(out), temp, compression)
+    finals = shardwriter.finalize_shards(written, str(out), compression, plan.shard_counts)
+    shardwriter.remove_tree(str(out / ".temp-beam-tfrecord-test"))
     suffix = ".tfrecord.gz" if compression == "gzip" else ".tfrecord"
     assert sorted(os.listdir(out)) == [f"train-0000{i}-of-00002{suffix}" for i in range(2)]
-    assert [os.path.basename(f) for f in finals] == sorted(os.listdir(out))
+    assert [os.path.basename(f.path) for f in finals] == sorted(os.listdir(out))
+    assert [f.records for f in finals] == [s.records for s in sorted(written, key=lambda s: s.index)]
     assert len(read_records(out, "train")) == 6
+
+
+def test_a_shard_whose_every_input_was_rejected_is_written_empty(tmp_path):
+    files = {"a/1.jpg": imagegen.jpeg(seed=1), "a/2.jpg": b"", "a/3.jpg": b"", "a/4.jpg": b""}
+    out, plan, written, _ = write_plan(tmp_path, files, 3, "none")
+    assert len(written) < 3  # some shard task produced no record at all
+    finals = shardwriter.finalize_shards(written, str(out), "none", plan.shard_counts)
+    assert sorted(os.listdir(out))[-3:] == [f"train-0000{i}-of-00003.tfrecord" for i in range(3)]
+    assert sum(f.records for f in finals) == 1 and sorted(f.records for f in finals)[:2] == [0, 0]
+    assert len(read_records(out, "train")) == 1
+
+
+def test_records_of_a_closed_shard_fail_loudly(tmp_path):
+    """The sink relies on a shard task's records arriving together; if a runner ever split them,
+    writing on would lose records at finalize, so the writer refuses."""
+    writer = shardwriter.ShardFiles(str(tmp_path / "temp"))
+    writer.write(ShardKey("train", 0, 2), b"a")
+    writer.write(ShardKey("train", 1, 2), b"b")
+    with pytest.raises(RuntimeError, match="use --sink beam"):
+        writer.write(ShardKey("train", 0, 2), b"c")
+
+
+def test_a_shard_written_twice_is_refused_at_finalize(tmp_path):
+    first = shardwriter.ShardFiles(str(tmp_path / "temp"))
+    first.write(ShardKey("train", 0, 1), b"a")
+    second = shardwriter.ShardFiles(str(tmp_path / "temp"))
+    second.write(ShardKey("train", 0, 1), b"b")
+    with pytest.raises(RuntimeError, match="written twice"):
+        shardwriter.finalize_shards([*first.close(), *second.close()], str(tmp_path), "none", {"train": 1})
+    assert not (tmp_path / "train-00000-of-00001.tfrecord").exists()

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 
+import conftest
 import imagegen
 import pytest
 import tensorflow_datasets as tfds
 
 from beam_tfrecord.tfds_metadata import dataset_name
-from pipelines.convert import run
 
 
 def convert(input_dir, output_dir, *extra: str) -> None:
-    assert run(["--input", str(input_dir), "--output", str(output_dir), "--no_progress", *extra]) == 0
+    assert conftest.convert(input_dir, output_dir, *extra) == 0
 
 
 @pytest.mark.parametrize(
@@ -60,7 +60,7 @@ def test_simple_schema_is_supervised(pets_tree, tmp_path):
 
 def test_unlabeled_output_loads(pets_tree, tmp_path):
     out = tmp_path / "out"
-    convert(pets_tree, out, "--labels", "none")
+    convert(pets_tree, out, "--label_source", "none")
     builder = tfds.builder_from_directory(str(out))
     assert "class" not in builder.info.features["image"]
     assert sum(1 for _ in builder.as_dataset(split="train")) == 60

@@ -1,0 +1,118 @@
+"""Which Beam runner runs a conversion, with how many workers, and how many shard tasks that
+calls for: parallelism comes from the runner, never from a pool of our own.
+
+Locally that is Beam's FnApiRunner (what the DirectRunner picks for a batch job, named directly
+so Beam 2.77 does not first try to download and start Prism) with `multi_processing` workers,
+one per core. Measured on the 32,000-image benchmark (README, Performance), Beam's workers are
+as fast as the process pool this project used to keep inside one DoFn, with less memory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from apache_beam.options.pipeline_options import (
+    DirectOptions,
+    GoogleCloudOptions,
+    PipelineOptions,
+    StandardOptions,
+    WorkerOptions,
+)
+
+__all__ = [
+    "DATAFLOW_RUNNERS",
+    "LOCAL_RUNNER",
+    "LOCAL_RUNNERS",
+    "SMALL_RUN_BYTES",
+    "LocalWorkers",
+    "is_dataflow",
+    "is_local",
+    "parallelism",
+    "runner_name",
+    "use_local_runner",
+]
+
+LOCAL_RUNNER = "FnApiRunner"  # one of Beam's public runner names (StandardOptions.KNOWN_RUNNER_NAMES)
+LOCAL_RUNNERS = (None, "DirectRunner", "direct", "SwitchingDirectRunner", "FnApiRunner")
+DATAFLOW_RUNNERS = ("DataflowRunner", "dataflow", "TestDataflowRunner")
+# Below this much input, one in-process worker: Beam's worker processes take about 2.5 s to
+# start here (each imports Beam), more than the work (16 MB of JPEGs validate in well under 1 s).
+SMALL_RUN_BYTES = 16 * 1024 * 1024
+# Dataflow's workers when the options do not say (autoscaling starts small), and vCPUs of a
+# machine type whose name does not say (n1-standard-1, Dataflow's batch default).
+DEFAULT_DATAFLOW_WORKERS = 8
+_VCPUS = re.compile(r"-(\d+)$")
+
+
+def runner_name(options: PipelineOptions) -> str | None:
+    runner = options.view_as(StandardOptions).runner
+    return runner if runner is None or isinstance(runner, str) else type(runner).__name__
+
+
+def is_local(options: PipelineOptions) -> bool:
+    return runner_name(options) in LOCAL_RUNNERS
+
+
+def is_dataflow(options: PipelineOptions) -> bool:
+    return runner_name(options) in DATAFLOW_RUNNERS
+
+
+@dataclass(frozen=True)
+class LocalWorkers:
+    """How a local run executes: Beam's running mode and worker count."""
+
+    mode: str  # in_memory | multi_processing | multi_threading
+    workers: int
+
+
+def use_local_runner(
+    options: PipelineOptions, input_bytes: int, given: Collection[str] = (), cores: int | None = None
+) -> LocalWorkers:
+    """Point `options` at the local runner and choose its workers, unless the user chose them.
+
+    `given` holds the option names the user passed (`direct_num_workers`, `direct_running_mode`);
+    those are kept. Otherwise: one worker process per core, or one in-process worker below
+    SMALL_RUN_BYTES of input.
+    """
+    options.view_as(StandardOptions).runner = LOCAL_RUNNER
+    direct = options.view_as(DirectOptions)
+    cores = cores or os.cpu_count() or 1
+    if "direct_num_workers" not in given:
+        if "direct_running_mode" in given and direct.direct_running_mode == "in_memory":
+            direct.direct_num_workers = 1
+        else:
+            direct.direct_num_workers = 1 if input_bytes < SMALL_RUN_BYTES else cores
+    elif direct.direct_num_workers == 0:
+        direct.direct_num_workers = cores  # Beam's own meaning of 0
+    if "direct_running_mode" not in given:
+        direct.direct_running_mode = "multi_processing" if direct.direct_num_workers > 1 else "in_memory"
+    return LocalWorkers(direct.direct_running_mode, direct.direct_num_workers)
+
+
+def _machine_vcpus(machine_type: str | None) -> int:
+    match = _VCPUS.search(machine_type or "")
+    return int(match.group(1)) if match else 1
+
+
+def parallelism(options: PipelineOptions) -> int:
+    """How many shard tasks the runner can run at once, for planning the shard count.
+
+    Local: its workers. Dataflow: workers (max_num_workers, else num_workers, else 8) times the
+    machine type's vCPUs (one SDK process per vCPU). Other runners: 1 (the shard size decides;
+    pass --num_shards to spread a small dataset over a Flink or Spark cluster).
+    """
+    if is_local(options):
+        direct = options.view_as(DirectOptions)
+        return max(1, direct.direct_num_workers or 1)
+    if is_dataflow(options):
+        workers = options.view_as(WorkerOptions)
+        count = workers.max_num_workers or workers.num_workers or DEFAULT_DATAFLOW_WORKERS
+        return count * _machine_vcpus(workers.machine_type)
+    return 1
+
+
+def job_name(options: PipelineOptions) -> str | None:
+    return options.view_as(GoogleCloudOptions).job_name

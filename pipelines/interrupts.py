@@ -1,0 +1,81 @@
+"""Ctrl-C for the command line: one line saying what is left, exit code 130, and no traceback
+from Beam's workers or threads.
+
+A terminal sends SIGINT to its whole foreground process group: every Beam worker process
+would die printing its own traceback, as would Beam's threads here. So `python -m
+pipelines.convert` blocks SIGINT before its first import (`block`, called at the top of the
+module: threads started later, by NumPy or Beam, inherit the block) and ignores it (`watch`:
+worker processes started later inherit that through the shell Beam starts them with). A blocked
+signal stays pending although ignored, and one thread waits for it: it stops the worker
+processes (SIGKILL: they hold nothing a rerun needs; the next run sweeps their temporary files),
+prints the line and exits. Waiting for Beam to stop its workers would wait for their current
+shard task to end.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from contextlib import suppress
+
+__all__ = ["EXIT_INTERRUPTED", "block", "descendants", "set_message", "watch"]
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a run stopped with Ctrl-C
+_message: list[Callable[[], str]] = [lambda: "interrupted before the pipeline started: nothing was converted"]
+
+
+def block() -> None:
+    """Block SIGINT in this thread and every thread started from it from now on."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
+def set_message(message: Callable[[], str]) -> None:
+    """What the line says if Ctrl-C comes now (called at that moment, so it can count)."""
+    _message[0] = message
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process started under `pid` (Beam's shells and worker processes), parents first,
+    from `pgrep -P` (Linux and macOS); none where pgrep is missing."""
+    found: list[int] = []
+    queue = [pid]
+    while queue:
+        try:
+            done = subprocess.run(
+                ["pgrep", "-P", str(queue.pop())], capture_output=True, text=True, timeout=5
+            )
+        except (OSError, subprocess.SubprocessError):
+            return found
+        children = [int(line) for line in done.stdout.split()]
+        found += children
+        queue += children
+    return found
+
+
+def _wait_and_stop() -> None:
+    signal.sigwait({signal.SIGINT})
+    # Beam's threads report their workers' deaths; they are expected now, and the line says all.
+    threading.excepthook = lambda args: None
+    logging.disable(logging.CRITICAL)
+    for pid in descendants(os.getpid()):
+        with suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    try:
+        line = _message[0]()
+    except Exception as error:  # the line must come out whatever it tried to count
+        line = f"interrupted ({type(error).__name__} while describing what was left)"
+    print(f"\n{line}", file=sys.stderr, flush=True)
+    os._exit(EXIT_INTERRUPTED)
+
+
+def watch() -> None:
+    """Ignore SIGINT from now on (for processes started later) and stop on it (see above).
+
+    Needs `block()` first, in the main thread, before other threads exist."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_wait_and_stop, name="ctrl-c", daemon=True).start()

@@ -1,0 +1,95 @@
+"""The command as a user meets it in a terminal, as a real process: a local run with Beam's
+worker processes prints our two lines and the table and nothing else, and Ctrl-C ends a run
+with one line, exit code 130 and no process left behind; the same command then starts clean."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import imagegen
+import pytest
+from conftest import REPO
+
+from pipelines.interrupts import EXIT_INTERRUPTED, descendants
+
+WORKERS = ("--direct_running_mode=multi_processing", "--direct_num_workers=2")
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli") / "in"
+    files = {
+        f"{c}/{i}.jpg": imagegen.jpeg(60, 40, seed=i + 100 * (c == "b")) for c in "ab" for i in range(40)
+    }
+    imagegen.write_tree(root, files | {"a/broken.jpg": b"\xff\xd8"})
+    return root
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie waiting for its (new) parent to reap it."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def command(tree, out, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "pipelines.convert", "--input", str(tree), "--output", str(out), *extra]
+
+
+def test_a_run_with_worker_processes_prints_only_its_own_lines(tree, tmp_path):
+    done = subprocess.run(
+        command(tree, tmp_path / "out", *WORKERS), cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [line for line in done.stderr.splitlines() if not line.startswith("converted ")]  # progress
+    assert len(lines) == 2, done.stderr
+    assert lines[0].startswith("INFO pipelines.convert: 81 inputs (0 more skipped): 81 to read")
+    assert "multi_processing x 2" in lines[1]
+    assert "inputs = records + rejects  yes" in done.stdout
+
+
+def test_ctrl_c_ends_the_run_with_one_line_and_the_next_run_starts_clean(tree, tmp_path):
+    out, marker = tmp_path / "out", tmp_path / "paused"
+    env = {**os.environ, "BEAM_TFRECORD_PAUSE_AT": "writing", "BEAM_TFRECORD_PAUSE_FILE": str(marker)}
+    process = subprocess.Popen(
+        command(tree, out, *WORKERS, "--no_progress"),
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not marker.exists():  # a worker process is half-way through writing a shard
+            assert process.poll() is None, process.stderr.read()
+            assert time.monotonic() < deadline, "the run never started writing"
+            time.sleep(0.1)
+        workers = descendants(process.pid)
+        assert workers, "the run has no worker processes"
+        os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert process.returncode == EXIT_INTERRUPTED
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert "Traceback" not in stderr and len(lines) == 3, stderr  # our two INFO lines and this one
+    assert lines[-1].startswith(f"interrupted after 0 of 81 inputs: {out} has no summary.json")
+    assert lines[-1].endswith("the next run (same command) removes its temporary files and starts clean")
+    assert not [pid for pid in workers if running(pid)], "worker processes outlived the run"
+
+    done = subprocess.run(
+        command(tree, out, "--no_progress"), cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "left by an interrupted run" in done.stderr
+    assert not [name for name in os.listdir(out) if name.startswith(".temp")]

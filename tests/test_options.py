@@ -1,0 +1,69 @@
+"""Options are Beam's own kind: one parser holds ours and Beam's, no abbreviation is taken, an
+unknown option stops the run naming the closest valid one, and none of ours shadows Beam's."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions
+from conftest import REPO, convert
+
+from pipelines.options import ConvertOptions, our_option_names
+
+
+@pytest.mark.parametrize(
+    ("typo", "suggestion"),
+    [
+        (["--spilts", "train=0.8,validation=0.2"], "--splits"),
+        (["--inptu", "somewhere"], "--input"),
+        (["--ouput", "x"], "--output"),
+        (["--compress", "gzip"], "--compression"),
+        (["--inp=somewhere"], "--input"),  # an abbreviation is not taken for the option it starts
+    ],
+)
+def test_an_unknown_option_is_a_usage_error_naming_the_closest(pets_tree, tmp_path, capsys, typo, suggestion):
+    assert convert(pets_tree, tmp_path / "out", *typo) == 2
+    err = capsys.readouterr().err
+    assert f"unknown option {typo[0].split('=')[0]}; did you mean {suggestion}?" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_stray_argument_or_a_bad_value_is_one_line(pets_tree, tmp_path, capsys):
+    assert convert(pets_tree, tmp_path / "out", "--compression=gzip", "gzip") == 2
+    assert "unexpected argument 'gzip'" in capsys.readouterr().err
+    assert convert(pets_tree, tmp_path / "out", "--compression=zip") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --compression: invalid choice: 'zip'") and len(err.splitlines()) == 1
+
+
+def test_none_of_ours_shadows_a_beam_option():
+    ours = set(our_option_names())
+    assert {"input", "output", "label_source", "splits", "sink", "no_wait"} <= ours
+    for cls in PipelineOptions.__subclasses__():
+        if cls is ConvertOptions:
+            continue
+        theirs = set(cls().get_all_options(current_only=True))
+        assert not ours & theirs, (cls.__name__, ours & theirs)
+
+
+def test_beams_job_labels_option_is_beams():
+    options = PipelineOptions(["--labels=team=ml", "--label_source=filename"])
+    assert options.view_as(GoogleCloudOptions).labels == ["team=ml"]
+    assert options.view_as(ConvertOptions).label_source == "filename"
+
+
+def test_help_shows_ours_and_beams():
+    done = subprocess.run(
+        [sys.executable, "-m", "pipelines.convert", "--help"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    for option in ("--label_source", "--splits", "--sink", "--runner", "--direct_num_workers", "--labels"):
+        assert option in done.stdout, option
+    assert "beam-tfrecord" in done.stdout

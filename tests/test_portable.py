@@ -1,0 +1,162 @@
+"""Proven off one process: the same command on Beam's portable job service with its SDK worker
+pool (the protocol of Dataflow Runner v2, Flink and Spark), both started here on 127.0.0.1,
+writes the same records, rejects and labels as the in-process run, for a plain and a feature
+run, and waits for the job to print the same summary table."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import imagegen
+import pytest
+from conftest import REPO, convert
+from outputcheck import digest_from_shards
+
+PYTHON_DIR = os.path.dirname(sys.executable)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen, what: str) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"{what} exited with {process.returncode}")
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    pytest.fail(f"{what} never listened on {port}")
+
+
+@pytest.fixture(scope="module")
+def portable(tmp_path_factory):
+    """Beam's local job service and an SDK worker pool, as separate processes; the options that
+    point a run at them. The pool starts workers with `python` from PATH, so PATH leads with
+    this interpreter's folder."""
+    logs = tmp_path_factory.mktemp("portable")
+    job_port, pool_port = free_port(), free_port()
+    env = {**os.environ, "PATH": f"{PYTHON_DIR}{os.pathsep}{os.environ.get('PATH', '')}"}
+    services = [
+        (
+            [
+                sys.executable,
+                "-m",
+                "apache_beam.runners.portability.local_job_service_main",
+                "-p",
+                str(job_port),
+            ],
+            job_port,
+            "job service",
+        ),
+        (
+            [
+                sys.executable,
+                "-m",
+                "apache_beam.runners.worker.worker_pool_main",
+                "--service_port",
+                str(pool_port),
+            ],
+            pool_port,
+            "worker pool",
+        ),
+    ]
+    processes = []
+    try:
+        for command, port, what in services:
+            log = open(logs / f"{port}.log", "wb")  # noqa: SIM115  (closed with the process)
+            process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+            processes.append((process, log))
+            wait_for_port(port, process, what)
+        yield [
+            "--runner=PortableRunner",
+            f"--job_endpoint=127.0.0.1:{job_port}",
+            "--environment_type=EXTERNAL",
+            f"--environment_config=127.0.0.1:{pool_port}",
+        ]
+    finally:
+        for process, log in processes:
+            process.kill()
+            process.wait()
+            log.close()
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    """The command line as a user runs it; a hung job fails the test instead of the suite."""
+    return subprocess.run(
+        [sys.executable, "-m", "pipelines.convert", "--no_progress", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def outcome(out) -> dict:
+    summary = json.loads((out / "summary.json").read_text())
+    return {
+        "digests": {name: split["digest"] for name, split in summary["splits"].items()},
+        "recomputed": {name: digest_from_shards(out, name) for name in summary["splits"]},
+        "records": summary["records"],
+        "rejects": (out / "rejects.jsonl").read_text(),
+        "labels": (out / "labels.txt").read_text(),
+    }
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tree") / "in"
+    files = {
+        f"{c}/{c}.{i}.jpg": imagegen.jpeg(40 + i, 30, seed=i + 50 * (c == "b"))
+        for c in "ab"
+        for i in range(10)
+    }
+    imagegen.write_tree(root, files | {"a/broken.jpg": b"\xff\xd8\xff", "b/empty.png": b""})
+    return root
+
+
+def test_a_plain_run_off_one_process_equals_the_in_process_run(portable, tree, tmp_path):
+    args = ("--splits=train=0.6,validation=0.4", "--num_shards=2")
+    assert convert(tree, tmp_path / "local", *args) == 0
+    done = run_cli("--input", str(tree), "--output", str(tmp_path / "remote"), *args, *portable)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "inputs = records + rejects  yes" in done.stdout  # it waited for the job: the table
+    summary = json.loads((tmp_path / "remote" / "summary.json").read_text())
+    assert summary["runner"] == "PortableRunner" and summary["sink"] == "paths"
+    local, remote = outcome(tmp_path / "local"), outcome(tmp_path / "remote")
+    assert remote == local
+    assert remote["digests"] == remote["recomputed"] and remote["records"] == 20
+
+
+def test_a_feature_run_off_one_process_equals_the_in_process_run(portable, tree, tmp_path):
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential(
+        [keras.Input(shape=(8, 8, 3)), keras.layers.Conv2D(2, 3), keras.layers.GlobalMaxPooling2D()]
+    )
+    model_path = tmp_path / "tiny.keras"
+    model.save(model_path)
+    args = (f"--model_path={model_path}", "--inference_batch_size=4", "--num_shards=2")
+    assert convert(tree, tmp_path / "local", *args) == 0
+    done = run_cli("--input", str(tree), "--output", str(tmp_path / "remote"), *args, *portable)
+    assert done.returncode == 0, done.stderr[-3000:]
+    local, remote = outcome(tmp_path / "local"), outcome(tmp_path / "remote")
+    assert remote == local
+    assert json.loads((tmp_path / "remote" / "summary.json").read_text())["features"]["shape"] == [2]
+
+
+def test_no_wait_returns_once_submitted(portable, tree, tmp_path):
+    out = tmp_path / "out"
+    done = run_cli("--input", str(tree), "--output", str(out), "--no_wait", *portable)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "submitted" in done.stdout and "inputs = records + rejects" not in done.stdout
