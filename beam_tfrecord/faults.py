@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import time
 
+__all__ = ["pause_point"]
+
 PAUSE_AT = os.environ.get("BEAM_TFRECORD_PAUSE_AT")  # read once: checked in per-record loops
 
 

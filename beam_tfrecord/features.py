@@ -20,6 +20,25 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from PIL import Image
 
+__all__ = [
+    "BACKBONES",
+    "DTYPES",
+    "POOLINGS",
+    "Backbone",
+    "FeatureOptions",
+    "LoadedModel",
+    "ModelUnavailable",
+    "check_weights",
+    "infer",
+    "keras_cache_path",
+    "load_backbone",
+    "load_model",
+    "load_saved",
+    "localize",
+    "model_input",
+    "pool",
+]
+
 POOLINGS = ("none", "avg", "max")
 DTYPES = ("float32", "float16")
 

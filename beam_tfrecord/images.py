@@ -18,6 +18,16 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+__all__ = [
+    "DEFAULT_MAX_PIXELS",
+    "SUPPORTED_FORMATS",
+    "EncodedImage",
+    "ImageOptions",
+    "Reject",
+    "encode_for_tensorflow",
+    "parse_size",
+]
+
 # Formats Pillow may open (JPEG includes MPO, which cameras write). Anything else is identified
 # (header only) and rejected as `unsupported_format`; nothing outside this list is ever decoded,
 # so no plugin that shells out (EPS through Ghostscript, for one) can run on an input.

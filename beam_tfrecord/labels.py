@@ -11,6 +11,16 @@ from collections.abc import Iterable, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
+__all__ = [
+    "LABEL_MODES",
+    "Manifest",
+    "Unlabeled",
+    "class_names_from",
+    "compile_label_pattern",
+    "label_from_filename",
+    "label_from_folder",
+]
+
 LABEL_MODES = ("folder", "filename", "manifest", "none")
 PATH_COLUMNS = ("path", "filename", "file", "image", "id", "image_id", "name")
 LABEL_COLUMNS = ("label", "class", "category", "class_name", "target")

@@ -19,6 +19,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import gcs
 
+__all__ = ["InputFile", "list_inputs", "skip_reason", "split_input_spec", "walk_local"]
+
 # Files that operating systems and photo tools leave beside images. They become `skipped`
 # reject lines, counted apart from inputs that failed.
 SKIPPED_NAMES = frozenset({"thumbs.db", ".ds_store", "desktop.ini", "icon\r"})

@@ -14,6 +14,8 @@ from PIL import Image, ImageDraw, ImageFont
 
 from beam_tfrecord.verify import Sample
 
+__all__ = ["contact_sheet", "label_histogram", "save_png", "thumbnail"]
+
 BACKGROUND = (255, 255, 255)
 CELL_BACKGROUND = (235, 235, 235)
 INK = (20, 20, 20)

@@ -13,6 +13,8 @@ import time
 import uuid
 from typing import TextIO
 
+__all__ = ["ProgressCounter", "ProgressPrinter", "total_done"]
+
 
 class ProgressCounter:
     """Worker side: counts processed inputs and flushes the count at most every `interval` s."""

@@ -16,6 +16,8 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecord import schema as schema_lib
 from beam_tfrecord.metadata import read_summary
 
+__all__ = ["SplitFiles", "class_names", "decode", "load_dataset", "split_files"]
+
 AUTOTUNE = tf.data.AUTOTUNE
 
 

@@ -7,6 +7,8 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable
 
+__all__ = ["parse_splits", "path_hash", "split_of", "stratified_splits"]
+
 SPLIT_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
 
 

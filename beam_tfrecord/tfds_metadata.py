@@ -28,6 +28,8 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecord import sharding
 from beam_tfrecord.tfrecord_files import count_records
 
+__all__ = ["FILENAME_TEMPLATE", "TFDS_FILES", "dataset_name", "features_spec", "write_tfds_metadata"]
+
 FILENAME_TEMPLATE = "{SPLIT}-{SHARD_X_OF_Y}.{FILEFORMAT}"
 FILE_FORMAT = "tfrecord"
 # Every file TFDS's writer may put in the output directory (ClassLabel names go to

@@ -23,6 +23,8 @@ from beam_tfrecord import schema as schema_lib
 from beam_tfrecord import sharding
 from beam_tfrecord.metadata import LABELS_FILE, REJECTS_FILE, SUMMARY_FILE
 
+__all__ = ["OutputReport", "Sample", "format_report", "verify_output"]
+
 TFDS_INFO_FILE = "dataset_info.json"
 
 

@@ -24,6 +24,8 @@ from google.protobuf import json_format, text_format
 from beam_tfrecord import compat
 from beam_tfrecord.staging import StagedPlan, describe
 
+__all__ = ["DryRun", "enable", "format_report", "job_description", "leaf_transforms", "translate"]
+
 # Where Beam stages the pipeline proto on a real submission (runners/internal/names.py).
 STAGED_PIPELINE_FILENAME = "pipeline.pb"
 

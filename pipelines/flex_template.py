@@ -8,5 +8,7 @@ import sys
 
 from pipelines.convert import main
 
+__all__ = []
+
 if __name__ == "__main__":
     main(["--no_wait=true", *sys.argv[1:]])

@@ -18,6 +18,8 @@ from beam_tfrecord import pictures
 from beam_tfrecord.outputs import CONTACT_SHEET_FILE, HISTOGRAM_FILE
 from beam_tfrecord.verify import OutputReport, format_report, verify_output
 
+__all__ = ["build_parser", "draw", "run"]
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
