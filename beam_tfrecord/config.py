@@ -108,7 +108,8 @@ class ConvertConfig:
       sink: paths (the default on every runner) or beam (WriteToTFRecord).
       num_shards: shards per split; None derives them from `shard_size_mb` and the parallelism.
       shard_size_mb: the target shard size when `num_shards` is None.
-      read_threads: threads that read and decode inside one shard task (hide read latency).
+      read_threads: threads that read and decode inside one shard task, to hide read latency
+        (remote storage); locally the runner's workers keep the cores busy.
     """
 
     output: str
@@ -119,7 +120,7 @@ class ConvertConfig:
     sink: SinkName = "paths"
     num_shards: int | None = None
     shard_size_mb: float = 128.0
-    read_threads: int = 2
+    read_threads: int = 1
 
     def __post_init__(self) -> None:
         _choice("schema", self.schema, SCHEMAS)

@@ -27,6 +27,7 @@ __all__ = [
     "ShardTask",
     "label_source_for",
     "make_plan",
+    "plan_files",
     "plan_inputs",
     "shard_tasks",
 ]
@@ -230,16 +231,19 @@ def make_plan(
     )
 
 
-def plan_inputs(
-    source: SourceConfig, config: ConvertConfig, label_source: LabelSource | None = None, parallelism: int = 1
+def plan_files(
+    files: Sequence[InputFile],
+    source: SourceConfig,
+    config: ConvertConfig,
+    label_source: LabelSource | None = None,
+    parallelism: int = 1,
 ) -> Plan:
-    """List `source.input` and plan it for `config`: the launcher's whole share of the work.
+    """Plan a listing for `config`: `make_plan` with the configs' settings.
 
     `label_source` passes one already loaded (the command line loads the manifest early, to
-    fail fast); by default it is made from the config.
-    """
+    fail fast); by default it is made from the config."""
     return make_plan(
-        list_inputs(source.input),
+        files,
         label_source or label_source_for(source),
         dict(source.splits),
         split_seed=source.split_seed,
@@ -249,6 +253,13 @@ def plan_inputs(
         fixed_class_names=source.class_names,
         parallelism=parallelism,
     )
+
+
+def plan_inputs(
+    source: SourceConfig, config: ConvertConfig, label_source: LabelSource | None = None, parallelism: int = 1
+) -> Plan:
+    """List `source.input` and plan it for `config`: the launcher's whole share of the work."""
+    return plan_files(list_inputs(source.input), source, config, label_source, parallelism)
 
 
 def shard_tasks(plan: Plan, split_seed: int = 0) -> list[ShardTask]:

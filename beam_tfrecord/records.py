@@ -13,6 +13,16 @@ from beam_tfrecord import schema as schema_lib
 from beam_tfrecord.images import ImageOptions, Reject, encode_for_tensorflow
 from beam_tfrecord.plan import PlannedInput, RejectLine
 
+__all__ = [
+    "ConvertedRecord",
+    "PendingRecord",
+    "ShardKey",
+    "convert_input",
+    "finish_record",
+    "prepare_input",
+    "read_bytes",
+]
+
 
 class ShardKey(NamedTuple):
     """The output shard a record goes to: the path-planned sink writes each shard whole."""
@@ -63,8 +73,13 @@ class PendingRecord(NamedTuple):
 def read_bytes(path: str) -> bytes:
     """The file's bytes as stored: no decompression by extension (a `.gz` image stays bytes).
 
-    gs:// objects through one reused client per thread (`gcs.read_bytes`), not a new one per file.
+    A local path is opened directly (Beam's LocalFileSystem does the same after a lookup that
+    costs about as much as the read itself); gs:// objects go through one reused client per
+    thread (`gcs.read_bytes`); other schemes through Beam's filesystems.
     """
+    if "://" not in path:
+        with open(path, "rb") as handle:
+            return handle.read()
     return gcs.read_bytes(path)
 
 

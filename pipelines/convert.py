@@ -6,6 +6,7 @@ With no arguments it converts the bundled sample (sample/shapes) into ./output.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 
@@ -26,9 +27,10 @@ from apache_beam.runners.runner import PipelineState
 
 from beam_tfrecord import compat, faults, gcs, metadata, outputs, runners, staging
 from beam_tfrecord import features as features_lib
+from beam_tfrecord.config import ConvertConfig
 from beam_tfrecord.listing import list_inputs
 from beam_tfrecord.pipeline import ImagesToTFRecords
-from beam_tfrecord.plan import Plan, make_plan
+from beam_tfrecord.plan import Plan, plan_files
 from pipelines import dry_run
 from pipelines.dataflow_checks import check_dry_run_input, check_remote_run
 from pipelines.options import RunSettings, UsageError, check_options, given_option_names, parse_options
@@ -41,8 +43,9 @@ _LOGGER = logging.getLogger("pipelines.convert")
 CLEAN_RERUN = "the next run (same command) removes its temporary files and starts clean"
 
 
-def plan_run(settings: RunSettings, options: PipelineOptions, given: set[str]) -> Plan:
-    """List the input, choose the local workers (they depend on its size), plan the shards."""
+def plan_run(settings: RunSettings, options: PipelineOptions, given: set[str]) -> tuple[Plan, ConvertConfig]:
+    """List the input, choose the local workers and their read threads (both depend on its
+    size), plan the shards; returns the plan and the config with those threads."""
     source, config = settings.source, settings.config
     try:
         files = list_inputs(source.input)
@@ -50,24 +53,18 @@ def plan_run(settings: RunSettings, options: PipelineOptions, given: set[str]) -
         raise UsageError(str(error)) from None
     faults.pause_point("listed")
     if runners.is_local(options):
-        runners.use_local_runner(options, sum(f.size for f in files), given)
-    plan = make_plan(
-        files,
-        settings.label_source,
-        dict(source.splits),
-        split_seed=source.split_seed,
-        stratify=source.stratify,
-        num_shards=config.num_shards,
-        shard_size_mb=config.shard_size_mb,
-        fixed_class_names=source.class_names,
-        parallelism=runners.parallelism(options),
-    )
+        workers = runners.use_local_runner(options, sum(f.size for f in files), given).workers
+        if "decode_threads" not in given:
+            config = dataclasses.replace(config, read_threads=runners.read_threads(source.input, workers))
+    plan = plan_files(files, source, config, settings.label_source, runners.parallelism(options))
     if not plan.inputs and not plan.rejects:
         raise UsageError(f"--input {source.input} holds no files")
-    return plan
+    return plan, config
 
 
-def run_info(settings: RunSettings, options: PipelineOptions, started: float) -> dict[str, object]:
+def run_info(
+    settings: RunSettings, config: ConvertConfig, options: PipelineOptions, started: float
+) -> dict[str, object]:
     """How this run executes, for summary.json and the start-up log."""
     from apache_beam.options.pipeline_options import DirectOptions
 
@@ -75,13 +72,13 @@ def run_info(settings: RunSettings, options: PipelineOptions, started: float) ->
     direct = options.view_as(DirectOptions)
     return {
         "input": settings.source.input,
-        "output": settings.config.output,
+        "output": config.output,
         "runner": runners.runner_name(options),
         "direct_running_mode": direct.direct_running_mode if local else None,
         "workers": direct.direct_num_workers if local else None,
         "parallelism": runners.parallelism(options),
-        "sink": settings.config.sink,
-        "read_threads": settings.config.read_threads,
+        "sink": config.sink,
+        "read_threads": config.read_threads,
         "beam_version": beam.__version__,
         "started_at": started,
     }
@@ -123,7 +120,7 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         check_remote_run(settings, options, local)
         if settings.config.features is not None:
             features_lib.check_weights(settings.config.features, local)
-        plan = plan_run(settings, options, given_option_names(argv))
+        plan, config = plan_run(settings, options, given_option_names(argv))
         if not settings.dry_run:  # a dry run writes nothing, and must not list gs:// offline
             outputs.prepare_output(settings.config.output, settings.overwrite)
     except (UsageError, outputs.OutputInUse, gcs.StorageError, features_lib.ModelUnavailable) as error:
@@ -132,9 +129,8 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
     interrupts.set_message(lambda: f"interrupted before the pipeline started; {CLEAN_RERUN}")
     faults.pause_point("cleared")
 
-    config = settings.config
     options.view_as(SetupOptions).save_main_session = save_main_session
-    info = run_info(settings, options, started)
+    info = run_info(settings, config, options, started)
     log_plan(plan, info)
     if settings.dry_run:
         dry_run.enable(options)

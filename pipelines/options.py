@@ -31,6 +31,7 @@ from beam_tfrecord.config import (
 )
 from beam_tfrecord.images import DEFAULT_MAX_PIXELS, ImageOptions, parse_size
 from beam_tfrecord.plan import LabelSource, label_source_for
+from beam_tfrecord.runners import read_threads
 from beam_tfrecord.splits import parse_splits
 
 __all__ = [
@@ -39,7 +40,6 @@ __all__ = [
     "RunSettings",
     "UsageError",
     "check_options",
-    "default_read_threads",
     "dry_run_requested",
     "given_option_names",
     "our_option_names",
@@ -53,12 +53,6 @@ PROG = "python -m pipelines.convert"
 
 class UsageError(ValueError):
     """A bad option or input, reported as one clear line before any work starts."""
-
-
-def default_read_threads(input_path: str) -> int:
-    """Threads per shard task: 2 for local files (one reads while one decodes; Beam's workers,
-    one per core, give the parallelism), 8 for gs://, where each read waits tens of ms."""
-    return 8 if "://" in input_path else 2
 
 
 def parse_bool(value: str) -> bool:
@@ -134,7 +128,8 @@ class ConvertOptions(PipelineOptions):
         add(
             "--decode_threads",
             type=int,
-            help="threads that read and decode inside one shard task (default: 2 local, 8 gs://)",
+            help="threads that read and decode inside one shard task (default: 8 for gs:// input; "
+            "locally 2 for one in-process worker, 1 per worker process)",
         )
         add(
             "--feature_model",
@@ -313,9 +308,8 @@ def _check(ns: ConvertOptions, dry_run: bool) -> RunSettings:
         sink=ns.sink,
         num_shards=ns.num_shards,
         shard_size_mb=ns.shard_size_mb,
-        read_threads=ns.decode_threads
-        if ns.decode_threads is not None
-        else default_read_threads(source_input),
+        # Without --decode_threads, pipelines.convert sets it once the workers are chosen.
+        read_threads=ns.decode_threads if ns.decode_threads is not None else read_threads(source_input, None),
     )
     return RunSettings(
         source=source,

@@ -73,7 +73,7 @@ def comparable_summary(path) -> dict:
         "options",
         "started_at",
         "wall_time_s",
-        "read_threads",  # 8 for gs://, 2 for local input
+        "read_threads",  # 8 for gs://, 1 for local input
     ):
         summary.pop(key, None)
     return summary
