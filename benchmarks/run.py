@@ -3,6 +3,11 @@ whole process, several times; print medians, peak memory of the process tree and
 
     .venv/bin/python benchmarks/run.py --images 8000 --repeats 3
     .venv/bin/python benchmarks/run.py --images 32000 --variant loop --variant pipeline-size
+    .venv/bin/python benchmarks/run.py --images 32000 --baseline /tmp/old   # another checkout too
+
+`--baseline PATH` adds the variant `baseline`: the same command (`pipeline-size`) run from another
+checkout of this project (say an earlier commit: `git worktree add /tmp/old cd09707`), with this
+interpreter, interleaved with the rest.
 """
 
 from __future__ import annotations
@@ -29,8 +34,11 @@ from synthetic import ensure_dataset  # noqa: E402
 
 VARIANTS: dict[str, list[str]] = {
     "loop": [],
-    "pipeline-size": [],  # the defaults: shard count from --shard_size_mb
+    "pipeline-size": [],  # the defaults: shard count from --shard_size_mb and the workers
     "pipeline-4": ["--num_shards", "4"],
+    "pipeline-1worker": ["--direct_num_workers=1"],  # one in-process worker, threads only
+    "pipeline-2threads": ["--decode_threads=2"],  # Beam's workers, 2 read threads inside each task
+    "baseline": [],  # pipeline-size from the --baseline checkout
 }
 
 
@@ -49,10 +57,10 @@ def tree_rss(process: psutil.Process) -> int:
     return total
 
 
-def measure(cmd: list[str]) -> tuple[float, int, int]:
+def measure(cmd: list[str], cwd: str = ROOT) -> tuple[float, int, int]:
     """(wall seconds, peak RSS of the process tree in bytes, exit code)."""
     started = time.perf_counter()
-    child = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    child = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     watched = psutil.Process(child.pid)
     peak = 0
     while child.poll() is None:
@@ -84,8 +92,13 @@ def main() -> None:
     parser.add_argument("--data", help="dataset folder (default: benchmarks/data/synthetic-N-SEED)")
     parser.add_argument("--variant", action="append", choices=sorted(VARIANTS), help="repeatable")
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--baseline", help="another checkout of this project: adds the variant `baseline`")
     args, extra = parser.parse_known_args()
-    variants = args.variant or list(VARIANTS)
+    variants = args.variant or [v for v in VARIANTS if v != "baseline"]
+    if args.baseline and "baseline" not in variants:
+        variants.append("baseline")
+    if "baseline" in variants and not args.baseline:
+        parser.error("--variant baseline needs --baseline PATH")
     data = args.data or os.path.join(HERE, "data", f"synthetic-{args.images}-{args.seed}")
     ensure_dataset(data, args.images, args.seed)
     input_bytes = dir_bytes(data)
@@ -98,7 +111,8 @@ def main() -> None:
         for variant in variants:  # interleaved, so drift hits every variant alike
             out = tempfile.mkdtemp(prefix=f"bench-{variant}-")
             try:
-                wall, peak, code = measure(command(variant, data, out, extra))
+                cwd = args.baseline if variant == "baseline" else ROOT
+                wall, peak, code = measure(command(variant, data, out, extra), cwd)
                 written = dir_bytes(out, exclude=("summary.json", "rejects.jsonl", "labels.txt"))
             finally:
                 shutil.rmtree(out, ignore_errors=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 
-from pipelines.convert import run
+from conftest import convert
 
 README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
 
@@ -21,7 +21,7 @@ def readme_block(name: str) -> str:
 
 def test_readme_keras_examples_train_one_epoch(pets_tree, tmp_path):
     out = tmp_path / "out"
-    assert run(["--input", str(pets_tree), "--output", str(out), "--no_progress"]) == 0
+    assert convert(pets_tree, out) == 0
     keras_block = readme_block("keras")
     assert 'OUTPUT = "output"' in keras_block
     namespace: dict = {}
@@ -30,3 +30,13 @@ def test_readme_keras_examples_train_one_epoch(pets_tree, tmp_path):
     assert namespace["model"].output_shape == (None, 2)
     exec(readme_block("features"), namespace)
     assert len(namespace["history"].history["loss"]) == 1
+
+
+def test_readme_library_example_converts_in_a_users_pipeline(pets_tree, tmp_path):
+    block = readme_block("library")
+    out = tmp_path / "out"
+    namespace: dict = {"IMAGES": str(pets_tree), "OUTPUT": str(out)}
+    exec(block, namespace)
+    images, labels = next(iter(namespace["train"]))
+    assert images.shape[1:] == (64, 64, 3) and labels.shape[0] == images.shape[0]
+    assert sorted(p.name for p in out.glob("*.tfrecord.gz"))[0].startswith("train-00000-of-")
