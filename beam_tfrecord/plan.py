@@ -150,13 +150,13 @@ def make_plan(
     shard_size_mb: float = 128.0,
     fixed_class_names: Sequence[str] | None = None,
     parallelism: int = 1,
+    round_robin: bool = False,
 ) -> Plan:
     """Labels, splits and shard counts from the listing alone.
 
-    `parallelism` is how many shard tasks the runner can run at once (see
-    pipelines.runners.parallelism): without `num_shards`, each split gets at least that many
-    shards (if it has that many inputs), rounded up to a multiple of it, so no worker idles and,
-    on a local runner that deals tasks round-robin, every worker gets the same share.
+    `parallelism` is how many shard tasks the runner can run at once and `round_robin` whether
+    it deals them out in turn (see beam_tfrecord.runners); without `num_shards` they shape the
+    shard counts (see sharding.shard_count).
     """
     rejects: list[RejectLine] = []
     labeled: list[tuple[InputFile, str | None]] = []
@@ -216,7 +216,7 @@ def make_plan(
     shard_counts = {
         name: num_shards
         if num_shards
-        else sharding.shard_count(totals[name], shard_size_mb, counts[name], parallelism)
+        else sharding.shard_count(totals[name], shard_size_mb, counts[name], parallelism, round_robin)
         for name in splits
     }
     unmatched = label_source.manifest.unmatched() if label_source.manifest else []
@@ -237,6 +237,7 @@ def plan_files(
     config: ConvertConfig,
     label_source: LabelSource | None = None,
     parallelism: int = 1,
+    round_robin: bool = False,
 ) -> Plan:
     """Plan a listing for `config`: `make_plan` with the configs' settings.
 
@@ -252,14 +253,19 @@ def plan_files(
         shard_size_mb=config.shard_size_mb,
         fixed_class_names=source.class_names,
         parallelism=parallelism,
+        round_robin=round_robin,
     )
 
 
 def plan_inputs(
-    source: SourceConfig, config: ConvertConfig, label_source: LabelSource | None = None, parallelism: int = 1
+    source: SourceConfig,
+    config: ConvertConfig,
+    label_source: LabelSource | None = None,
+    parallelism: int = 1,
+    round_robin: bool = False,
 ) -> Plan:
     """List `source.input` and plan it for `config`: the launcher's whole share of the work."""
-    return plan_files(list_inputs(source.input), source, config, label_source, parallelism)
+    return plan_files(list_inputs(source.input), source, config, label_source, parallelism, round_robin)
 
 
 def shard_tasks(plan: Plan, split_seed: int = 0) -> list[ShardTask]:

@@ -27,6 +27,7 @@ __all__ = [
     "LOCAL_RUNNERS",
     "SMALL_RUN_BYTES",
     "LocalWorkers",
+    "deals_round_robin",
     "is_dataflow",
     "is_local",
     "parallelism",
@@ -84,8 +85,8 @@ def use_local_runner(
     direct = options.view_as(DirectOptions)
     cores = cores or os.cpu_count() or 1
     if "direct_num_workers" not in given:
-        if "direct_running_mode" in given and direct.direct_running_mode == "in_memory":
-            direct.direct_num_workers = 1
+        if "direct_running_mode" in given:  # a mode asked for: in_memory has one worker, the others cores
+            direct.direct_num_workers = 1 if direct.direct_running_mode == "in_memory" else cores
         else:
             direct.direct_num_workers = 1 if input_bytes < SMALL_RUN_BYTES else cores
     elif direct.direct_num_workers == 0:
@@ -113,18 +114,25 @@ def _machine_vcpus(machine_type: str | None) -> int:
     return int(match.group(1)) if match else 1
 
 
+def deals_round_robin(options: PipelineOptions) -> bool:
+    """Whether the runner hands shard tasks to its workers in turn, once (the local runner),
+    rather than rebalancing work as it goes (Dataflow)."""
+    return is_local(options)
+
+
 def parallelism(options: PipelineOptions) -> int:
     """How many shard tasks the runner can run at once, for planning the shard count.
 
-    Local: its workers. Dataflow: workers (max_num_workers, else num_workers, else 8) times the
-    machine type's vCPUs (one SDK process per vCPU). Other runners: 1 (the shard size decides;
-    pass --num_shards to spread a small dataset over a Flink or Spark cluster).
+    Local: its workers. Dataflow: workers (num_workers, else max_num_workers, else 8) times the
+    machine type's vCPUs (one SDK process per vCPU); shards never shrink below a quarter of the
+    target size for it (sharding.shard_count). Other runners: 1 (the shard size decides; pass
+    --num_shards to spread a small dataset over a Flink or Spark cluster).
     """
     if is_local(options):
         direct = options.view_as(DirectOptions)
         return max(1, direct.direct_num_workers or 1)
     if is_dataflow(options):
         workers = options.view_as(WorkerOptions)
-        count = workers.max_num_workers or workers.num_workers or DEFAULT_DATAFLOW_WORKERS
+        count = workers.num_workers or workers.max_num_workers or DEFAULT_DATAFLOW_WORKERS
         return count * _machine_vcpus(workers.machine_type)
     return 1

@@ -131,3 +131,17 @@ def test_filename_labels_in_a_plan():
     plan = make_plan(files("cat.1.jpg", "dog.2.jpg", "x.jpg"), source, {"train": 1.0})
     assert [(i.relpath, i.label_text) for i in plan.inputs] == [("cat.1.jpg", "cat"), ("dog.2.jpg", "dog")]
     assert plan.rejects[0].reason == "unlabeled"
+
+
+def test_shard_counts_follow_size_then_parallelism_without_tiny_shards():
+    from beam_tfrecord.sharding import shard_count
+
+    mb = 1024 * 1024
+    assert shard_count(862 * mb, 128, 32_000) == 7  # by size alone
+    assert shard_count(862 * mb, 128, 32_000, parallelism=2, round_robin=True) == 8  # a multiple of 2 workers
+    assert shard_count(215 * mb, 128, 8_000, parallelism=16) == 7  # more tasks, none under 32 MB
+    # A big Dataflow pool (500 workers x 16 vCPUs) does not turn 14 GB into 8,000 tiny shards.
+    assert shard_count(14 * 1024 * mb, 128, 100_000, parallelism=8_000) == 448
+    assert shard_count(100 * 1024, 128, 40, parallelism=8) == 1  # a tiny input stays one shard
+    assert shard_count(10 * mb, 1, 3, parallelism=8) == 3  # never more shards than inputs
+    assert shard_count(0, 128, 0) == 1  # an empty split still has its one (empty) shard
