@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import sys
 
+from pipelines import interrupts
+
+if __name__ == "__main__":
+    interrupts.block()  # before any import starts a thread, as pipelines/convert.py does
 from pipelines.convert import main
 
 __all__ = []

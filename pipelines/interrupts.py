@@ -5,7 +5,7 @@ A terminal sends SIGINT to its whole foreground process group: every Beam worker
 would die printing its own traceback, as would Beam's threads here. So `python -m
 pipelines.convert` blocks SIGINT before its first import (`block`, called at the top of the
 module: threads started later, by NumPy or Beam, inherit the block) and ignores it (`watch`:
-worker processes started later inherit that through the shell Beam starts them with). A blocked
+worker processes started later inherit that through the shell Beam starts them with; Linux). A blocked
 signal stays pending although ignored, and one thread waits for it: it stops the worker
 processes (SIGKILL: they hold nothing a rerun needs; the next run sweeps their temporary files),
 prints the line and exits. Waiting for Beam to stop its workers would wait for their current
@@ -59,23 +59,32 @@ def descendants(pid: int) -> list[int]:
 
 def _wait_and_stop() -> None:
     signal.sigwait({signal.SIGINT})
-    # Beam's threads report their workers' deaths; they are expected now, and the line says all.
+    try:  # first, while everything it counts is still there
+        line = _message[0]()
+    except Exception as error:  # the line must come out whatever it tried to count
+        line = f"interrupted ({type(error).__name__} while describing what was left)"
+    # Beam's threads, and the main thread, report their workers' deaths: expected now.
     threading.excepthook = lambda args: None
+    sys.excepthook = lambda *args: None
     logging.disable(logging.CRITICAL)
     for pid in descendants(os.getpid()):
         with suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-    try:
-        line = _message[0]()
-    except Exception as error:  # the line must come out whatever it tried to count
-        line = f"interrupted ({type(error).__name__} while describing what was left)"
     print(f"\n{line}", file=sys.stderr, flush=True)
     os._exit(EXIT_INTERRUPTED)
 
 
-def watch() -> None:
-    """Ignore SIGINT from now on (for processes started later) and stop on it (see above).
+def watch() -> bool:
+    """Stop on Ctrl-C as described above; returns whether it does.
 
-    Needs `block()` first, in the main thread, before other threads exist."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    Only after `block()` ran in the main thread before other threads existed: a thread that did
+    not inherit the block would receive SIGINT and, ignored, drop it. Otherwise Python's own
+    KeyboardInterrupt stays. SIGINT is ignored for later processes on Linux, which keeps a
+    blocked signal pending although ignored; POSIX leaves that open, so elsewhere (macOS)
+    worker processes keep the default and may print their own traceback before they stop."""
+    if signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, []):
+        return False
+    if sys.platform.startswith("linux"):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_wait_and_stop, name="ctrl-c", daemon=True).start()
+    return True
