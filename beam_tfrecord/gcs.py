@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EMULATOR_ENV",
     "StorageError",
+    "abandon",
     "bucket_of",
     "check_writable",
     "describe",
@@ -190,11 +191,11 @@ def check_writable(option: str, path: str) -> None:
         handle.close()
         FileSystems.delete([probe])
     except Exception as error:
-        _abandon(handle)
+        abandon(handle)
         raise StorageError(describe(option, path, error)) from None
 
 
-def _abandon(handle: Any) -> None:
+def abandon(handle: Any) -> None:
     """Cancel a failed upload: google-cloud-storage's BlobWriter would otherwise retry it again
     from its finalizer, for up to two minutes, after the run has already reported the error."""
     terminate = getattr(handle, "terminate", None)

@@ -11,6 +11,7 @@ One flow on every runner: plan -> read and validate -> (feature model) -> build 
 
 from __future__ import annotations
 
+import posixpath
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -69,16 +70,18 @@ class WriteMetadataFn(beam.DoFn):
     ) -> Iterator[dict[str, Any]]:
         facts = staging.load_facts(self.staged.plan_dir)
         planned = staging.load_planned_rejects(self.staged.plan_dir)
-        sizes = []
-        if finals:
-            for result in FileSystems.match(sorted(f.path for f in finals)):
-                sizes += [(m.path, m.size_in_bytes) for m in result.metadata_list]
+        # One listing of the output, not one request per shard.
+        (found,) = FileSystems.match([FileSystems.join(self.config.output, "*")])
+        names = {posixpath.basename(f.path) for f in finals}
+        sizes = [
+            (m.path, m.size_in_bytes) for m in found.metadata_list if posixpath.basename(m.path) in names
+        ]
         run_info = dict(self.run_info)
         if "started_at" in run_info:
             run_info["wall_time_s"] = round(time.time() - run_info["started_at"], 2)
         options = {**facts.source, **summary_options(None, self.config)}
         summary = build_summary(facts, planned, tally, sizes, options, run_info, self.config.features)
-        lengths = {f.path.rsplit("/", 1)[-1]: f.records for f in finals}
+        lengths = {posixpath.basename(f.path): f.records for f in finals}
         write_metadata(self.config.output, facts.class_names, [*planned, *rejects], summary, lengths)
         remove_tree(self.staged.temp_dir)
         yield summary

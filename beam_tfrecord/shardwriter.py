@@ -14,13 +14,14 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import faults, sharding
+from beam_tfrecord import faults, gcs, sharding
 from beam_tfrecord.records import ShardKey
 from beam_tfrecord.tfrecord_files import write_record
 
@@ -123,6 +124,14 @@ class ShardFiles:
         self._close_current()
         written, self.written = self.written, []
         return written
+
+    def abandon(self) -> None:
+        """Give up the open file after a failure: nothing is reported, errors are swallowed."""
+        if self._handle is not None:
+            gcs.abandon(self._handle)
+            with suppress(Exception):
+                self._handle.close()
+        self._key, self._handle, self.written = None, None, []
 
     def _open(self, shard: ShardKey) -> None:
         if shard in self._closed:

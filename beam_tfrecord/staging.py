@@ -42,6 +42,7 @@ TEMP_PREFIX = ".temp-beam-tfrecord-"
 FACTS_FILE = "facts.json"
 REJECTS_FILE = "rejects.jsonl"
 TASKS_DIR = "shards"
+STAGING_THREADS = 16
 
 
 @dataclass(frozen=True)
@@ -77,13 +78,11 @@ class StagedPlan:
       shard_counts: split -> planned shard count (display data, and the empty shards finalize
         makes for a shard task whose every input was rejected).
       inputs: planned inputs that will be read (the progress line's total).
-      input_count: inputs as the summary counts them (listed minus skipped).
     """
 
     temp_dir: str
     shard_counts: dict[str, int]
     inputs: int
-    input_count: int
 
     @property
     def plan_dir(self) -> str:
@@ -101,7 +100,7 @@ def new_run_id() -> str:
 def locate_plan(plan: Plan, output: str, run_id: str | None = None) -> StagedPlan:
     """Where `stage_plan` puts `plan` for `output`, without writing anything (dry runs use this)."""
     temp_dir = FileSystems.join(output, f"{TEMP_PREFIX}{run_id or new_run_id()}")
-    return StagedPlan(temp_dir, dict(plan.shard_counts), len(plan.inputs), plan.input_count)
+    return StagedPlan(temp_dir, dict(plan.shard_counts), len(plan.inputs))
 
 
 def _write(path: str, data: bytes) -> None:
@@ -155,7 +154,3 @@ def load_planned_rejects(plan_dir: str) -> list[RejectLine]:
 def describe(shard_counts: dict[str, int]) -> str:
     """`train 8, validation 2` for logs and display data."""
     return ", ".join(f"{split} {count}" for split, count in shard_counts.items())
-
-
-def as_display_data(staged: StagedPlan) -> dict[str, Any]:
-    return {"shard_tasks": describe(staged.shard_counts), "plan": staged.plan_dir}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import posixpath
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import apache_beam as beam
@@ -79,21 +80,35 @@ class ReadShardFn(beam.DoFn):
         self.threads = threads
         self.progress_dir = progress_dir
         self._progress: Any = None
+        self._pool: ThreadPoolExecutor | None = None
 
     def setup(self) -> None:
         if self.progress_dir:
             from beam_tfrecord.progress import ProgressCounter
 
             self._progress = ProgressCounter(self.progress_dir)
+        if self.threads > 1:  # one pool per worker: its threads keep their GCS clients (gcs.py)
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="read")
+
+    def teardown(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
 
     def _prepare(self, item_and_shard: tuple[Any, ShardKey]) -> PendingRecord | RejectLine:
         item, shard = item_and_shard
         return prepare_input(item, self.image_options, shard)
 
-    def process(self, task: ShardTask) -> Iterator[PendingRecord | TaggedOutput]:
+    def _outcomes(self, task: ShardTask) -> Iterator[PendingRecord | RejectLine]:
+        """The task's inputs prepared in order: on the pool's threads when there is one."""
         shard = ShardKey(task.split, task.index, task.count)
         work = ((item, shard) for item in task.inputs)
-        for outcome in shardwriter.ordered_map(self._prepare, work, self.threads):
+        if self._pool is None:
+            return map(self._prepare, work)
+        return shardwriter.ordered_submit(self._pool, self._prepare, work, 2 * self.threads)
+
+    def process(self, task: ShardTask) -> Iterator[PendingRecord | TaggedOutput]:
+        for outcome in self._outcomes(task):
             if self._progress is not None:
                 self._progress.add()
             if isinstance(outcome, RejectLine):
@@ -221,17 +236,26 @@ class WriteShardFilesFn(beam.DoFn):
         self._tally = Tally()
 
     def start_bundle(self) -> None:
+        self.teardown()  # a failed bundle's open file, if the runner reuses this instance
         self._files = ShardFiles(self.temp_dir, self.compression)
         self._tally = Tally()
 
     def process(self, record: ConvertedRecord) -> None:
         assert self._files is not None
         self._files.write(record.shard, record.example)
-        self._tally.add(without_pixels(record))
+        self._tally.add(record)  # keeps no bytes
+
+    def teardown(self) -> None:
+        """Drop a file a failed bundle left open: on GCS an upload would otherwise retry from
+        its finalizer for minutes. Its temporary object goes with the run's temporary folder."""
+        if self._files is not None:
+            self._files.abandon()
+            self._files = None
 
     def finish_bundle(self) -> Iterator[Any]:
         assert self._files is not None
-        for shard in self._files.close():
+        written, self._files = self._files.close(), None
+        for shard in written:
             yield GlobalWindows.windowed_value(shard)
         yield TaggedOutput(TALLIES, GlobalWindows.windowed_value(self._tally))
 
