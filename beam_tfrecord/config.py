@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from beam_tfrecord.features import DTYPES, POOLINGS, FeatureOptions
-from beam_tfrecord.images import ImageOptions
+from beam_tfrecord.images import IMAGE_FORMATS, RESIZE_MODES, ImageOptions
+from beam_tfrecord.labels import LABEL_MODES
 
 __all__ = [
     "COMPRESSIONS",
@@ -25,6 +26,7 @@ __all__ = [
     "ConfigError",
     "ConvertConfig",
     "SourceConfig",
+    "check_feature_options",
     "summary_options",
 ]
 
@@ -35,7 +37,7 @@ CompressionName = Literal["none", "gzip"]
 # "beam": Beam's WriteToTFRecord per split (groups every record by shard: the bytes are shuffled).
 SinkName = Literal["paths", "beam"]
 
-LABEL_SOURCES: tuple[str, ...] = get_args(LabelSourceName)
+LABEL_SOURCES: tuple[str, ...] = LABEL_MODES
 SCHEMAS: tuple[str, ...] = get_args(SchemaName)
 COMPRESSIONS: tuple[str, ...] = get_args(CompressionName)
 SINKS: tuple[str, ...] = get_args(SinkName)
@@ -83,9 +85,9 @@ class SourceConfig:
     def __post_init__(self) -> None:
         _choice("label_source", self.label_source, LABEL_SOURCES)
         if self.label_source == "filename" and not self.label_pattern:
-            raise ConfigError("label_source", "filename needs label_pattern, e.g. '^(cat|dog)\\.'")
+            raise ConfigError("label_pattern", "is needed with label_source filename, e.g. '^(cat|dog)\\.'")
         if self.label_source == "manifest" and not self.manifest:
-            raise ConfigError("label_source", "manifest needs manifest (a CSV or JSONL file)")
+            raise ConfigError("manifest", "is needed with label_source manifest (a CSV or JSONL file)")
         if not self.splits:
             raise ConfigError("splits", "must name at least one split")
         if not math.isclose(sum(self.splits.values()), 1.0, abs_tol=1e-6):
@@ -133,18 +135,19 @@ class ConvertConfig:
         if self.read_threads < 1:
             raise ConfigError("read_threads", "must be at least 1")
         image = self.image
-        _choice("image_format", image.image_format, ("original", "jpeg", "png"))
-        _choice("resize_mode", image.resize_mode, ("stretch", "crop", "pad"))
+        _choice("image_format", image.image_format, IMAGE_FORMATS)
+        _choice("resize_mode", image.resize_mode, RESIZE_MODES)
         _choice("channels", image.channels, (None, 1, 3))
         if not 1 <= image.jpeg_quality <= 100:
             raise ConfigError("jpeg_quality", "must be in 1..100")
         if image.max_pixels < 1:
             raise ConfigError("max_pixels", "must be positive")
         if self.features is not None:
-            _check_features(self.features)
+            check_feature_options(self.features)
 
 
-def _check_features(options: FeatureOptions) -> None:
+def check_feature_options(options: FeatureOptions) -> None:
+    """Raise ConfigError for a feature model setting that cannot work (before any file is looked at)."""
     if bool(options.feature_model) == bool(options.model_path):
         raise ConfigError("feature_model", "and model_path exclude each other: give exactly one")
     if options.model_path and options.model_weights != "imagenet":

@@ -20,6 +20,8 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 
 __all__ = [
     "DEFAULT_MAX_PIXELS",
+    "IMAGE_FORMATS",
+    "RESIZE_MODES",
     "SUPPORTED_FORMATS",
     "EncodedImage",
     "ImageOptions",
@@ -38,6 +40,8 @@ LOSSY_FORMATS = ("JPEG", "MPO", "WEBP")
 PASSTHROUGH_MODES = ("L", "RGB")
 EXIF_ORIENTATION = 0x0112
 DEFAULT_MAX_PIXELS = 100_000_000
+IMAGE_FORMATS = ("original", "jpeg", "png")  # ImageOptions.image_format
+RESIZE_MODES = ("stretch", "crop", "pad")  # ImageOptions.resize_mode
 
 
 class Reject(Exception):

@@ -33,7 +33,14 @@ from beam_tfrecord.pipeline import ImagesToTFRecords
 from beam_tfrecord.plan import Plan, plan_files
 from pipelines import dry_run
 from pipelines.dataflow_checks import check_dry_run_input, check_remote_run
-from pipelines.options import RunSettings, UsageError, check_options, given_option_names, parse_options
+from pipelines.options import (
+    RunSettings,
+    UsageError,
+    check_conflicts,
+    check_options,
+    given_option_names,
+    parse_options,
+)
 
 __all__ = ["main", "report", "run"]
 
@@ -56,7 +63,10 @@ def plan_run(settings: RunSettings, options: PipelineOptions, given: set[str]) -
         workers = runners.use_local_runner(options, sum(f.size for f in files), given).workers
         if "decode_threads" not in given:
             config = dataclasses.replace(config, read_threads=runners.read_threads(source.input, workers))
-    plan = plan_files(files, source, config, settings.label_source, runners.parallelism(options))
+    parallel = runners.parallelism(options)
+    plan = plan_files(
+        files, source, config, settings.label_source, parallel, runners.deals_round_robin(options)
+    )
     if not plan.inputs and not plan.rejects:
         raise UsageError(f"--input {source.input} holds no files")
     return plan, config
@@ -117,10 +127,12 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         if settings.dry_run:
             check_dry_run_input(settings.source.input)
         local = runners.is_local(options)
+        given = given_option_names(argv)
+        check_conflicts(settings, given, local)
         check_remote_run(settings, options, local)
         if settings.config.features is not None:
             features_lib.check_weights(settings.config.features, local)
-        plan, config = plan_run(settings, options, given_option_names(argv))
+        plan, config = plan_run(settings, options, given)
         if not settings.dry_run:  # a dry run writes nothing, and must not list gs:// offline
             outputs.prepare_output(settings.config.output, settings.overwrite)
     except (UsageError, outputs.OutputInUse, gcs.StorageError, features_lib.ModelUnavailable) as error:
@@ -159,9 +171,19 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
     try:
         printer = progress_dir if settings.progress else None
         state = execute(pipeline, local, settings.wait, printer, staged.inputs)
+    except Exception as error:
+        if local:  # the traceback is the report: the error happened here
+            raise
+        # A remote runner raises for any state but DONE; its message holds the workers' error.
+        print(
+            f"error: the job failed, and wrote no summary.json to {config.output}: {first_line(error)}",
+            file=sys.stderr,
+        )
+        return 1
     finally:
         if progress_dir:
             shutil.rmtree(progress_dir, ignore_errors=True)
+    interrupts.set_message(lambda: "interrupted while reading the summary; the run itself is complete")
     if state is None:
         print(f"submitted; summary.json and the shards appear in {config.output} when the job ends")
         return 0
@@ -184,6 +206,11 @@ def execute(
     if not local and not wait:
         return None
     return result.wait_until_finish()
+
+
+def first_line(error: BaseException, limit: int = 500) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0][:limit] if text else ''}"
 
 
 def interrupted_message(output: str, progress_dir: str | None, total: int) -> str:

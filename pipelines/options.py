@@ -10,6 +10,7 @@ something else). None of ours shadows a Beam option (tests/test_options.py check
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
 import os
 from collections.abc import Sequence
@@ -28,8 +29,9 @@ from beam_tfrecord.config import (
     ConfigError,
     ConvertConfig,
     SourceConfig,
+    check_feature_options,
 )
-from beam_tfrecord.images import DEFAULT_MAX_PIXELS, ImageOptions, parse_size
+from beam_tfrecord.images import DEFAULT_MAX_PIXELS, IMAGE_FORMATS, RESIZE_MODES, ImageOptions, parse_size
 from beam_tfrecord.plan import LabelSource, label_source_for
 from beam_tfrecord.runners import read_threads
 from beam_tfrecord.splits import parse_splits
@@ -39,6 +41,7 @@ __all__ = [
     "ConvertOptions",
     "RunSettings",
     "UsageError",
+    "check_conflicts",
     "check_options",
     "dry_run_requested",
     "given_option_names",
@@ -110,10 +113,10 @@ class ConvertOptions(PipelineOptions):
             help="target shard size when --num_shards is not given",
         )
         add("--compression", default="none", choices=COMPRESSIONS)
-        add("--image_format", default="original", choices=("original", "jpeg", "png"))
+        add("--image_format", default="original", choices=IMAGE_FORMATS)
         add("--jpeg_quality", type=int, default=95)
         add("--resize", help="WIDTHxHEIGHT, e.g. 224x224")
-        add("--resize_mode", default="stretch", choices=("stretch", "crop", "pad"))
+        add("--resize_mode", default="stretch", choices=RESIZE_MODES)
         add("--channels", type=int, choices=(1, 3), help="force grayscale (1) or RGB (3)")
         add("--max_pixels", type=int, default=DEFAULT_MAX_PIXELS, help="reject images with more pixels")
         add("--schema", default="tfds", choices=SCHEMAS)
@@ -230,6 +233,17 @@ def given_option_names(argv: Sequence[str]) -> set[str]:
     return {arg[2:].split("=", 1)[0] for arg in argv if arg.startswith("--")}
 
 
+def check_conflicts(settings: RunSettings, given: set[str], local: bool) -> None:
+    """Refuse settings that contradict each other, instead of quietly letting one win."""
+    if "num_shards" in given and "shard_size_mb" in given:
+        raise UsageError(
+            "--num_shards and --shard_size_mb exclude each other: the shard count is either given "
+            "or derived from the target size"
+        )
+    if local and not settings.wait:
+        raise UsageError("--no_wait is for remote runners: a local run ends before the command returns")
+
+
 @dataclass(frozen=True)
 class RunSettings:
     """The checked options: the library's configs, and how this command runs them."""
@@ -274,10 +288,6 @@ def _check(ns: ConvertOptions, dry_run: bool) -> RunSettings:
         raise UsageError(
             f"--output {ns.output} is inside --input {ns.input}: the input tree is never written to"
         )
-    if ns.label_source == "filename" and not ns.label_pattern:
-        raise UsageError("--label_source filename needs --label_pattern, e.g. '^(cat|dog)\\.'")
-    if ns.label_source == "manifest" and not ns.manifest:
-        raise UsageError("--label_source manifest needs --manifest PATH")
     manifest = _absolute(ns.manifest) if ns.manifest else None
     source = SourceConfig(
         input=source_input,
@@ -349,15 +359,21 @@ FEATURE_DEFAULTS = {
 
 def _feature_options(ns: ConvertOptions) -> features_lib.FeatureOptions | None:
     """The feature model's options, or None when no model is asked for (and none of its options)."""
-    if ns.feature_model and ns.model_path:
-        raise UsageError("--feature_model and --model_path exclude each other: pass one")
     if not ns.feature_model and not ns.model_path:
         given = [name for name, default in FEATURE_DEFAULTS.items() if getattr(ns, name) != default]
         if given:
             raise UsageError(f"--{given[0]} needs --feature_model or --model_path")
         return None
-    if ns.model_path and ns.model_weights != "imagenet":
-        raise UsageError("--model_weights is for --feature_model; a --model_path model holds its weights")
+    options = features_lib.FeatureOptions(
+        feature_model=ns.feature_model,
+        model_weights=ns.model_weights,
+        model_path=ns.model_path,
+        pooling=ns.feature_pooling,
+        dtype=ns.feature_dtype,
+        features_only=ns.features_only,
+        batch_size=ns.inference_batch_size,
+    )
+    check_feature_options(options)  # before looking for files: a contradiction comes first
     model_path = ns.model_path
     if model_path and "://" not in model_path:
         if not os.path.exists(model_path):
@@ -366,12 +382,4 @@ def _feature_options(ns: ConvertOptions) -> features_lib.FeatureOptions | None:
     weights = ns.model_weights
     if weights not in ("imagenet", "none") and "://" not in weights:
         weights = os.path.abspath(weights)
-    return features_lib.FeatureOptions(
-        feature_model=ns.feature_model,
-        model_weights=weights,
-        model_path=model_path,
-        pooling=ns.feature_pooling,
-        dtype=ns.feature_dtype,
-        features_only=ns.features_only,
-        batch_size=ns.inference_batch_size,
-    )
+    return dataclasses.replace(options, model_path=model_path, model_weights=weights)

@@ -12,7 +12,14 @@ from outputcheck import digest_from_shards, read_records, summary
 
 LAYOUTS = {
     "in_process": ("--num_shards", "1", "--decode_threads", "1", "--direct_num_workers=1"),
-    "threads": ("--num_shards", "3", "--decode_threads", "4", "--direct_running_mode=multi_threading"),
+    "threads": (
+        "--num_shards",
+        "3",
+        "--decode_threads",
+        "4",
+        "--direct_running_mode=multi_threading",
+        "--direct_num_workers=2",
+    ),
     "processes": (
         "--num_shards",
         "2",
@@ -72,7 +79,7 @@ def test_the_runs_used_the_modes_they_claim(outputs):
     }
     assert modes["in_process"] == ("in_memory", 1)
     assert modes["processes"] == ("multi_processing", 2)
-    assert modes["threads"][0] == "multi_threading"
+    assert modes["threads"] == ("multi_threading", 2)
     assert summary(outputs["beam_sink"])["sink"] == "beam"
 
 

@@ -39,10 +39,19 @@ def test_a_stray_argument_or_a_bad_value_is_one_line(pets_tree, tmp_path, capsys
     assert err.startswith("error: --compression: invalid choice: 'zip'") and len(err.splitlines()) == 1
 
 
+def every_options_class(cls: type = PipelineOptions) -> set[type]:
+    found = set()
+    for sub in cls.__subclasses__():
+        found |= {sub, *every_options_class(sub)}
+    return found
+
+
 def test_none_of_ours_shadows_a_beam_option():
     ours = set(our_option_names())
     assert {"input", "output", "label_source", "splits", "sink", "no_wait"} <= ours
-    for cls in PipelineOptions.__subclasses__():
+    classes = every_options_class()
+    assert len(classes) > 20  # Beam's own, imported with apache_beam
+    for cls in classes:
         if cls is ConvertOptions:
             continue
         theirs = set(cls().get_all_options(current_only=True))
@@ -67,3 +76,17 @@ def test_help_shows_ours_and_beams():
     for option in ("--label_source", "--splits", "--sink", "--runner", "--direct_num_workers", "--labels"):
         assert option in done.stdout, option
     assert "beam-tfrecord" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (("--num_shards=2", "--shard_size_mb=64"), "--num_shards and --shard_size_mb exclude each other"),
+        (("--no_wait",), "--no_wait is for remote runners"),
+        (("--feature_model=efficientnet_b0", "--model_path=x.keras"), "exclude each other"),
+    ],
+)
+def test_settings_that_contradict_each_other_are_refused(pets_tree, tmp_path, capsys, extra, message):
+    assert convert(pets_tree, tmp_path / "out", *extra) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

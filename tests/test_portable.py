@@ -160,3 +160,20 @@ def test_no_wait_returns_once_submitted(portable, tree, tmp_path):
     done = run_cli("--input", str(tree), "--output", str(out), "--no_wait", *portable)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "submitted" in done.stdout and "inputs = records + rejects" not in done.stdout
+
+
+def test_a_failed_remote_job_is_one_line_and_exit_1(portable, tree, tmp_path):
+    """The launcher only checks that a model file exists; a worker that cannot load it fails the
+    job. The waiting command ends with one line of its own and exit code 1, after the runner's
+    own report of the workers' error (that traceback is the cause, not noise)."""
+    model = tmp_path / "broken.keras"
+    model.write_bytes(b"not a keras file")
+    done = run_cli(
+        "--input", str(tree), "--output", str(tmp_path / "out"), f"--model_path={model}", *portable
+    )
+    assert done.returncode == 1, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "the job failed, and wrote no summary.json" in errors[0]
+    assert done.stderr.rstrip().splitlines()[-1] == errors[0]
+    assert "broken.keras" in done.stderr  # the workers' error, as the runner reported it
+    assert not (tmp_path / "out" / "summary.json").exists()
