@@ -1,6 +1,6 @@
 # `make demo` converts the bundled sample; `make test` runs lint and the whole suite.
-# Each creates .venv with the pinned requirements on first use. `make proto` regenerates
-# beam_tfrecord/example_pb2.py after an edit of beam_tfrecord/example.proto (the file is checked in).
+# Each creates .venv with the pinned requirements on first use. `make proto` recompiles
+# beam_tfrecord/example.binpb after an edit of beam_tfrecord/example.proto (both are checked in).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -30,7 +30,7 @@ format: $(VENV)/.installed
 	$(PY) -m ruff check --fix .
 
 proto: $(VENV)/.installed
-	$(PY) -m grpc_tools.protoc --proto_path=. --python_out=. beam_tfrecord/example.proto
+	$(PY) -m grpc_tools.protoc --proto_path=. --descriptor_set_out=beam_tfrecord/example.binpb beam_tfrecord/example.proto
 
 clean:
 	rm -rf $(VENV) output

@@ -57,6 +57,7 @@ SUBMODULES = (
     "inference",
     "labels",
     "listing",
+    "messages",
     "metadata",
     "outputs",
     "pictures",

@@ -8,8 +8,8 @@ FloatList of the flattened tensor as the seed stored it, or with `--feature_dtyp
 bytes key `image/features/float16` / `features_float16` (little-endian float16, half the size)
 instead; plus `image/features/shape` / `features_shape`, the int64 shape to restore it.
 
-Records are built with the project's own Example messages (`example.proto`, generated into
-`example_pb2`), wire-compatible with `tf.train.Example`: `import tensorflow` costs about 3.7 s
+Records are built with the project's own Example messages (`example.proto`, loaded by
+`messages`), wire-compatible with `tf.train.Example`: `import tensorflow` costs about 3.7 s
 and 560 MB per process, more than the rest of a local run of thousands of images needs.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from beam_tfrecord.example_pb2 import Example, Feature
+from beam_tfrecord.messages import Example, Feature
 
 __all__ = [
     "SCHEMAS",

@@ -1,12 +1,13 @@
 """The project's own Example messages (example.proto): records byte-equal to those built with
 `tf.train.Example`, descriptors that match TensorFlow's field for field, and a checked-in
-example_pb2.py that is exactly what the pinned grpcio-tools generates from example.proto."""
+example.binpb that is exactly what the pinned grpcio-tools compiles from example.proto."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
+import zipfile
 from importlib import metadata
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import tensorflow as tf
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import FileDescriptor
 
-from beam_tfrecord import example_pb2, schema
+from beam_tfrecord import messages, schema
 
 REPO = Path(__file__).resolve().parents[1]
 PROTO = "beam_tfrecord/example.proto"
@@ -154,16 +155,16 @@ def _wire_shapes(file: FileDescriptor, package: str) -> dict[str, list[tuple]]:
 
 
 def test_descriptors_match_tensorflows_field_for_field():
-    ours = _wire_shapes(example_pb2.DESCRIPTOR, "beam_tfrecord")
+    ours = _wire_shapes(messages.DESCRIPTOR, "beam_tfrecord")
     assert ours == _wire_shapes(tf.train.Example.DESCRIPTOR.file, "tensorflow")
     assert {"Example", "SequenceExample", "Features.FeatureEntry", "FeatureLists.FeatureListEntry"} <= set(
         ours
     )
-    # Our own package, so both can sit in one process's default descriptor pool.
-    assert example_pb2.Example.DESCRIPTOR.full_name == "beam_tfrecord.Example"
+    # Our own package, in a private descriptor pool: it never meets TensorFlow's in one process.
+    assert messages.Example.DESCRIPTOR.full_name == "beam_tfrecord.Example"
 
 
-def test_checked_in_example_pb2_is_what_the_pinned_grpcio_tools_generates(tmp_path):
+def test_checked_in_example_binpb_is_what_the_pinned_grpcio_tools_compiles(tmp_path):
     pins = (REPO / "requirements-dev.txt").read_text()
     (pinned,) = re.findall(r"^grpcio-tools==(\S+)", pins, flags=re.MULTILINE)
     installed = metadata.version("grpcio-tools")
@@ -174,12 +175,34 @@ def test_checked_in_example_pb2_is_what_the_pinned_grpcio_tools_generates(tmp_pa
             "-m",
             "grpc_tools.protoc",
             f"--proto_path={REPO}",
-            f"--python_out={tmp_path}",
+            f"--descriptor_set_out={tmp_path / 'example.binpb'}",
             PROTO,
         ],
         check=True,
         cwd=REPO,
     )
-    generated = (tmp_path / "beam_tfrecord" / "example_pb2.py").read_text()
-    checked_in = (REPO / "beam_tfrecord" / "example_pb2.py").read_text()
-    assert generated == checked_in, "beam_tfrecord/example_pb2.py is stale: run `make proto`"
+    compiled = (tmp_path / "example.binpb").read_bytes()
+    checked_in = (REPO / "beam_tfrecord" / "example.binpb").read_bytes()
+    assert compiled == checked_in, "beam_tfrecord/example.binpb is stale: run `make proto`"
+
+
+def test_the_installed_package_carries_the_compiled_schema(tmp_path):
+    """Workers get the code from setup.py (Dataflow's --setup_file); without the data file the
+    messages cannot be built there."""
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(REPO),
+        ],
+        check=True,
+    )
+    (wheel,) = tmp_path.glob("beam_tfrecord-*.whl")
+    assert "beam_tfrecord/example.binpb" in zipfile.ZipFile(wheel).namelist()
