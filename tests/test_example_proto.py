@@ -5,6 +5,7 @@ example.binpb that is exactly what the pinned grpcio-tools compiles from example
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -188,7 +189,13 @@ def test_checked_in_example_binpb_is_what_the_pinned_grpcio_tools_compiles(tmp_p
 
 def test_the_installed_package_carries_the_compiled_schema(tmp_path):
     """Workers get the code from setup.py (Dataflow's --setup_file); without the data file the
-    messages cannot be built there."""
+    messages cannot be built there. Built from a copy: setuptools writes build/ beside setup.py."""
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("setup.py", "requirements.txt"):
+        shutil.copy(REPO / name, source / name)
+    for package in ("beam_tfrecord", "pipelines"):
+        shutil.copytree(REPO / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run(
         [
             sys.executable,
@@ -200,7 +207,7 @@ def test_the_installed_package_carries_the_compiled_schema(tmp_path):
             "-q",
             "-w",
             str(tmp_path),
-            str(REPO),
+            str(source),
         ],
         check=True,
     )
