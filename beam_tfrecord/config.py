@@ -142,6 +142,8 @@ class ConvertConfig:
             raise ConfigError("jpeg_quality", "must be in 1..100")
         if image.max_pixels < 1:
             raise ConfigError("max_pixels", "must be positive")
+        if not image.max_file_mb > 0:
+            raise ConfigError("max_file_mb", "must be positive")
         if self.features is not None:
             check_feature_options(self.features)
 

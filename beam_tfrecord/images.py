@@ -15,14 +15,17 @@ import warnings
 import zlib
 from dataclasses import dataclass
 
-import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from beam_tfrecord import formats, modes
+from beam_tfrecord.quiet import captured_stderr
+
 __all__ = [
+    "CHANGE_REASONS",
+    "DEFAULT_MAX_FILE_MB",
     "DEFAULT_MAX_PIXELS",
     "IMAGE_FORMATS",
     "RESIZE_MODES",
-    "SUPPORTED_FORMATS",
     "EncodedImage",
     "ImageOptions",
     "Reject",
@@ -30,16 +33,33 @@ __all__ = [
     "parse_size",
 ]
 
-# Formats Pillow may open (JPEG includes MPO, which cameras write). Anything else is identified
-# (header only) and rejected as `unsupported_format`; nothing outside this list is ever decoded,
-# so no plugin that shells out (EPS through Ghostscript, for one) can run on an input.
-SUPPORTED_FORMATS = ("JPEG", "PNG", "GIF", "BMP", "TIFF", "WEBP", "PPM")
 # Source formats whose lossy pixels are re-encoded as JPEG; everything else becomes PNG.
-LOSSY_FORMATS = ("JPEG", "MPO", "WEBP")
-# Pillow modes that TensorFlow's JPEG and PNG decoders give back unchanged.
-PASSTHROUGH_MODES = ("L", "RGB")
+LOSSY_FORMATS = ("JPEG", "MPO", "WEBP", "HEIF", "AVIF")
+# Formats whose decoders never write to stderr (Pillow's own handlers): no capture needed.
+QUIET_FORMATS = ("JPEG", "PNG")
+# Icon formats hold one picture in several sizes; Pillow opens the largest.
+ICON_FORMATS = ("ICO", "CUR", "ICNS")
 EXIF_ORIENTATION = 0x0112
 DEFAULT_MAX_PIXELS = 100_000_000
+# A file's bytes are read whole into memory; a larger file is rejected from its listed size.
+# 1 GB holds any picture under the pixel limit at 8 bytes a pixel (16-bit RGBA, uncompressed).
+DEFAULT_MAX_FILE_MB = 1024.0
+# Why a stored image differs from its file, or its file from its name: changes.jsonl's reasons.
+CHANGE_REASONS: dict[str, str] = {
+    "format": "the source format is not one TensorFlow decodes as stored, so it is stored as JPEG or PNG",
+    "format_forced": "--image_format asked for another format",
+    "wrong_extension": "the file's extension names another format (the bytes are kept if they can be)",
+    "cmyk": "CMYK converted to RGB",
+    "high_bit_depth": "16-bit, 32-bit or float pixels scaled to 8 bits",
+    "palette": "a palette expanded to RGB or grayscale",
+    "alpha_flattened": "transparency composited over white",
+    "mode": "another pixel mode (1-bit, LAB, YCbCr, ...) converted to grayscale or RGB",
+    "exif_rotation": "the EXIF orientation applied to the pixels",
+    "frames_dropped": "only the first frame (the largest size of an icon) kept",
+    "resized": "--resize",
+    "channels": "--channels",
+    "jpeg_end_missing": "a JPEG without its end marker, which TensorFlow refuses",
+}
 IMAGE_FORMATS = ("original", "jpeg", "png")  # ImageOptions.image_format
 RESIZE_MODES = ("stretch", "crop", "pad")  # ImageOptions.resize_mode
 
@@ -63,6 +83,11 @@ class ImageOptions:
     resize_mode: str = "stretch"  # stretch | crop | pad
     max_pixels: int = DEFAULT_MAX_PIXELS
     channels: int | None = None  # None keeps grayscale grayscale; 1 or 3 forces
+    max_file_mb: float = DEFAULT_MAX_FILE_MB  # larger files are rejected before they are read
+
+    @property
+    def max_file_bytes(self) -> int:
+        return int(self.max_file_mb * 1_000_000)
 
 
 @dataclass(frozen=True)
@@ -76,6 +101,8 @@ class EncodedImage:
     channels: int
     source_format: str
     reencoded: bool
+    mode: str = ""  # the source's Pillow mode
+    changes: tuple[str, ...] = ()  # CHANGE_REASONS codes, in that order
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -89,8 +116,12 @@ def parse_size(text: str) -> tuple[int, int]:
     return width, height
 
 
-def encode_for_tensorflow(data: bytes, options: ImageOptions = ImageOptions()) -> EncodedImage:
-    """Decode `data` in full and return bytes TensorFlow decodes, or raise `Reject`."""
+def encode_for_tensorflow(
+    data: bytes, options: ImageOptions = ImageOptions(), *, name: str | None = None
+) -> EncodedImage:
+    """Decode `data` in full and return bytes TensorFlow decodes, or raise `Reject`.
+
+    `name` (the input's path) lets the result say when the extension names another format."""
     if not data:
         raise Reject("empty", "the file has zero bytes")
     image = _open(data)
@@ -104,13 +135,16 @@ def encode_for_tensorflow(data: bytes, options: ImageOptions = ImageOptions()) -
     if source_format == "PNG":
         _check_png_chunks(data)
     ends = _check_jpeg_segments(data) if source_format == "JPEG" else True
-    animated = _is_animated(image)
-    keep = ends and _can_keep_source(data, image, source_format, animated, options)
+    changes = _changes(data, image, source_format, ends, options)
+    keep = not changes  # (a wrong extension alone, added below, keeps the bytes)
     if keep and source_format == "JPEG":
         # The pixels are not needed, only proof that every byte decodes: JPEG's DCT scaling
         # decodes all entropy-coded data (so truncation and corruption still show) at 1/8 size.
         image.draft(image.mode, ((width + 7) // 8, (height + 7) // 8))
-    _load(image)
+    _load(image, source_format)
+    if name is not None and formats.wrong_extension(name, source_format) is not None:
+        changes.append("wrong_extension")
+    ordered = tuple(reason for reason in CHANGE_REASONS if reason in changes)
 
     if keep:
         return EncodedImage(
@@ -121,9 +155,11 @@ def encode_for_tensorflow(data: bytes, options: ImageOptions = ImageOptions()) -
             channels=len(image.getbands()),
             source_format=source_format,
             reencoded=False,
+            mode=image.mode,
+            changes=ordered,
         )
     pixels = _normalize_pixels(image, options)
-    target = _target_format(source_format, options)
+    target = _target_format(source_format, options, lossless=formats.is_lossless_webp(data))
     return EncodedImage(
         data=_encode(pixels, target, options.jpeg_quality),
         format=target,
@@ -132,49 +168,78 @@ def encode_for_tensorflow(data: bytes, options: ImageOptions = ImageOptions()) -
         channels=len(pixels.getbands()),
         source_format=source_format,
         reencoded=True,
+        mode=image.mode,
+        changes=ordered,
     )
 
 
 def _open(data: bytes) -> Image.Image:
-    """Open (header only) with the supported plugins, telling junk from unsupported images."""
-    Image.init()  # register every plugin, so `formats=` can name WEBP and TIFF
+    """Open (header only) with the accepted plugins, telling junk from refused formats."""
+    formats.register_plugins()
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            return Image.open(io.BytesIO(data), formats=SUPPORTED_FORMATS)
+            warnings.simplefilter("ignore")  # Pillow's warnings on odd headers: not for the terminal
+            return Image.open(io.BytesIO(data), formats=formats.ACCEPTED_FORMATS)
     except UnidentifiedImageError:
         pass
     except Image.DecompressionBombError as error:
         raise Reject("too_large", str(error)) from None
     except Exception as error:  # a header Pillow recognised but could not parse
         raise _decoder_reject(error) from None
+    raise _unopened_reject(data)
+
+
+def _unopened_reject(data: bytes) -> Reject:
+    """Why no accepted plugin opened `data`: a refused format, a broken header, or not a picture."""
     try:
-        other = Image.open(io.BytesIO(data))  # identification only: never loaded
-        detail = f"{other.format} images are not converted"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            other = Image.open(io.BytesIO(data)).format  # identification only: never loaded
     except Exception:
-        raise Reject("not_an_image", "no image codec recognises the bytes") from None
-    raise Reject("unsupported_format", detail)
+        other = None
+    other = other or formats.sniff_format(data)
+    if other in formats.REFUSED_FORMATS:
+        return Reject("unsupported_format", formats.REFUSED_FORMATS[other])
+    if other in formats.ACCEPTED_FORMATS:  # it starts like one, but its header cannot be parsed
+        return Reject("corrupt", f"the bytes start like {other}, but its header cannot be read (cut short?)")
+    if other is not None:
+        return Reject("unsupported_format", f"{other} images are not converted")
+    return Reject("not_an_image", "no image codec recognises the bytes")
 
 
-def _is_animated(image: Image.Image) -> bool:
-    """Whether a second frame exists; unlike `n_frames` it never walks every frame, and a
-    broken frame table becomes a reason, never a crash."""
+def _frames_dropped(image: Image.Image) -> bool:
+    """Whether the file holds more than the one picture kept: a second frame or page, or
+    another size of an icon. Unlike `n_frames` this never walks every frame, and a broken
+    frame table becomes a reason, never a crash."""
+    if image.format in ICON_FORMATS:
+        return len(image.info.get("sizes", ())) > 1
     try:
         return bool(getattr(image, "is_animated", False))
     except Exception as error:
         raise _decoder_reject(error) from None
 
 
-def _load(image: Image.Image) -> None:
-    """Decode every pixel of the first frame; a decoder error becomes a reason, never a crash."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            image.load()
-    except Image.DecompressionBombError as error:
-        raise Reject("too_large", str(error)) from None
-    except Exception as error:
-        raise _decoder_reject(error) from None
+def _load(image: Image.Image, source_format: str) -> None:
+    """Decode every pixel of the first frame; a decoder error becomes a reason, never a crash.
+
+    Decoders other than JPEG's and PNG's may print to stderr (libtiff does, a line per bad
+    strip): that output is captured, kept in the reject's detail, and never reaches the terminal."""
+    quiet = source_format in QUIET_FORMATS
+    failure: Exception | None = None
+    with contextlib.nullcontext(None) if quiet else captured_stderr() as captured:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                image.load()
+        except Image.DecompressionBombError as error:
+            raise Reject("too_large", str(error)) from None
+        except Exception as error:
+            failure = error
+    if failure is None:
+        return
+    reject = _decoder_reject(failure)
+    chatter = captured.summary() if captured is not None else ""  # filled in when the capture ended
+    raise Reject(reject.reason, f"{reject.detail} ({chatter})" if chatter else reject.detail)
 
 
 def _decoder_reject(error: Exception) -> Reject:
@@ -255,29 +320,37 @@ def _png_bit_depth(data: bytes) -> int:
     return data[24] if len(data) > 24 else 8
 
 
-def _can_keep_source(
-    data: bytes, image: Image.Image, source_format: str, animated: bool, options: ImageOptions
-) -> bool:
-    """True when TensorFlow decodes the source bytes to exactly the pixels wanted."""
+def _changes(
+    data: bytes, image: Image.Image, source_format: str, ends: bool, options: ImageOptions
+) -> list[str]:
+    """Why the source bytes cannot be stored as they are (CHANGE_REASONS codes); none when
+    TensorFlow decodes them to exactly the pixels wanted."""
     kind = source_format.lower()
-    if kind not in ("jpeg", "png") or options.image_format not in ("original", kind):
-        return False
-    if animated or options.resize is not None or image.mode not in PASSTHROUGH_MODES:
-        return False
-    if "transparency" in image.info:
-        return False
-    if options.channels is not None and options.channels != len(image.getbands()):
-        return False
-    if kind == "png" and _png_bit_depth(data) != 8:
-        return False
-    return _orientation(image) == 1
+    reasons = modes.mode_changes(image)
+    if kind not in ("jpeg", "png"):
+        reasons.append("format")
+    elif options.image_format not in ("original", kind):
+        reasons.append("format_forced")
+    if not ends:
+        reasons.append("jpeg_end_missing")
+    if _frames_dropped(image):
+        reasons.append("frames_dropped")
+    if options.resize is not None:
+        reasons.append("resized")
+    if options.channels is not None and options.channels != modes.output_channels(image):
+        reasons.append("channels")
+    if kind == "png" and image.mode in modes.KEPT_MODES and _png_bit_depth(data) != 8:
+        reasons.append("high_bit_depth" if _png_bit_depth(data) > 8 else "mode")
+    if _orientation(image) != 1:
+        reasons.append("exif_rotation")
+    return reasons
 
 
 def _normalize_pixels(image: Image.Image, options: ImageOptions) -> Image.Image:
     """Upright, 8-bit, grayscale or RGB pixels at the requested size."""
     with contextlib.suppress(Exception):  # malformed EXIF: keep the pixels as stored
         image = ImageOps.exif_transpose(image)
-    image = _to_8bit_gray_or_rgb(image)
+    image = modes.to_8bit_gray_or_rgb(image)
     if options.channels == 3 and image.mode == "L":
         image = image.convert("RGB")
     elif options.channels == 1 and image.mode == "RGB":
@@ -285,33 +358,6 @@ def _normalize_pixels(image: Image.Image, options: ImageOptions) -> Image.Image:
     if options.resize is not None:
         image = _resize(image, options.resize, options.resize_mode)
     return image
-
-
-def _to_8bit_gray_or_rgb(image: Image.Image) -> Image.Image:
-    """Flatten alpha onto white, expand palettes, scale 16-bit down, convert CMYK and the rest."""
-    mode = image.mode
-    if mode in PASSTHROUGH_MODES and "transparency" not in image.info:
-        return image
-    if mode in ("I;16", "I;16B", "I;16L", "I", "F"):
-        array = np.asarray(image, dtype=np.float64)
-        scale = 257.0 if array.max(initial=0) > 255 else 1.0
-        return Image.fromarray(np.clip(array / scale, 0, 255).astype(np.uint8), mode="L")
-    if mode == "1":
-        return image.convert("L")
-    has_alpha = mode in ("RGBA", "LA", "PA", "La", "RGBa") or "transparency" in image.info
-    if has_alpha:
-        gray = mode in ("L", "LA", "La") or (mode == "P" and _palette_is_gray(image))
-        rgba = image.convert("RGBA")
-        background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-        flat = Image.alpha_composite(background, rgba).convert("RGB")
-        return flat.convert("L") if gray else flat
-    return image.convert("RGB")
-
-
-def _palette_is_gray(image: Image.Image) -> bool:
-    palette = image.getpalette() or []
-    triples = zip(palette[0::3], palette[1::3], palette[2::3], strict=False)
-    return all(r == g == b for r, g, b in triples)
 
 
 def _resize(image: Image.Image, size: tuple[int, int], mode: str) -> Image.Image:
@@ -326,10 +372,11 @@ def _resize(image: Image.Image, size: tuple[int, int], mode: str) -> Image.Image
     raise ValueError(f"resize_mode must be stretch, crop or pad, not {mode!r}")
 
 
-def _target_format(source_format: str, options: ImageOptions) -> str:
+def _target_format(source_format: str, options: ImageOptions, lossless: bool = False) -> str:
+    """Lossy sources become JPEG and lossless ones PNG, unless --image_format says otherwise."""
     if options.image_format in ("jpeg", "png"):
         return options.image_format
-    return "jpeg" if source_format in LOSSY_FORMATS else "png"
+    return "jpeg" if source_format in LOSSY_FORMATS and not lossless else "png"
 
 
 def _encode(image: Image.Image, target: str, jpeg_quality: int) -> bytes:

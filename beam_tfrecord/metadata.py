@@ -15,14 +15,16 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import faults
 from beam_tfrecord.features import FeatureOptions
+from beam_tfrecord.images import CHANGE_REASONS
 from beam_tfrecord.plan import RejectLine
-from beam_tfrecord.records import ConvertedRecord
+from beam_tfrecord.records import ChangeLine, ConvertedRecord
 from beam_tfrecord.tfds_metadata import write_tfds_metadata
 
 if TYPE_CHECKING:
     from beam_tfrecord.staging import PlanFacts
 
 __all__ = [
+    "CHANGES_FILE",
     "LABELS_FILE",
     "REJECTS_FILE",
     "SUMMARY_FILE",
@@ -37,10 +39,20 @@ DIGEST_MODULUS = 2**256
 DIGEST_METHOD = "sum of sha256(serialized record) mod 2**256: independent of record order and shards"
 LABELS_FILE = "labels.txt"
 REJECTS_FILE = "rejects.jsonl"
+CHANGES_FILE = "changes.jsonl"
 SUMMARY_FILE = "summary.json"
 
 
-COUNTERS = ("records", "by_split_label", "rejects", "source_formats", "heights", "widths", "feature_shapes")
+COUNTERS = (
+    "records",
+    "by_split_label",
+    "rejects",
+    "source_formats",
+    "changes",
+    "heights",
+    "widths",
+    "feature_shapes",
+)
 
 
 @dataclass
@@ -51,6 +63,7 @@ class Tally:
     by_split_label: Counter = field(default_factory=Counter)  # (split, label) -> n
     rejects: Counter = field(default_factory=Counter)  # reason -> n
     source_formats: Counter = field(default_factory=Counter)
+    changes: Counter = field(default_factory=Counter)  # CHANGE_REASONS code -> records
     reencoded: int = 0
     heights: Counter = field(default_factory=Counter)
     widths: Counter = field(default_factory=Counter)
@@ -75,6 +88,7 @@ class Tally:
         self.by_split_label[(outcome.split, outcome.label_text)] += 1
         self.source_formats[outcome.source_format] += 1
         self.reencoded += int(outcome.reencoded)
+        self.changes.update(outcome.changes)
         self.heights[outcome.height] += 1
         self.widths[outcome.width] += 1
         split = outcome.split
@@ -176,6 +190,9 @@ def build_summary(
         else {},
         "rejects_per_reason": dict(sorted(rejects.items())),
         "reencoded": tally.reencoded,
+        # Records per reason (one record may have several); one line per record in changes.jsonl.
+        "changes_per_reason": {r: tally.changes[r] for r in CHANGE_REASONS if tally.changes[r]},
+        "frames_dropped": tally.changes["frames_dropped"],
         "duplicate_records": tally.duplicates,
         "digest_method": DIGEST_METHOD,
         "source_formats": dict(sorted(tally.source_formats.items())),
@@ -222,14 +239,17 @@ def write_metadata(
     rejects: Iterable[RejectLine],
     summary: Mapping[str, Any],
     shard_lengths: Mapping[str, int | None],
+    changes: Iterable[ChangeLine] = (),
 ) -> None:
-    """labels.txt, rejects.jsonl and the TFDS metadata first, summary.json last: its presence means
-    the run ended and every shard it lists is in place (see outputs.complete_shards).
+    """labels.txt, rejects.jsonl, changes.jsonl and the TFDS metadata first, summary.json last:
+    its presence means the run ended and every shard it lists is in place (see
+    outputs.complete_shards).
 
     `shard_lengths` are the writer's record counts by shard file name (None: count them)."""
     if class_names is not None:
         write_text(FileSystems.join(output, LABELS_FILE), "".join(f"{name}\n" for name in class_names))
     write_text(FileSystems.join(output, REJECTS_FILE), "".join(r.to_json() + "\n" for r in sorted(rejects)))
+    write_text(FileSystems.join(output, CHANGES_FILE), "".join(c.to_json() + "\n" for c in sorted(changes)))
     summary = {**summary, "tfds_metadata": write_tfds_metadata(output, summary, shard_lengths)}
     faults.pause_point("metadata")
     # Written aside and renamed: a reader never sees a half-written completeness marker.
@@ -256,7 +276,9 @@ def format_table(summary: Mapping[str, Any]) -> str:
     rows.append(("rejects", str(summary["rejects"])))
     for reason, n in summary["rejects_per_reason"].items():
         rows.append((f"  {reason}", str(n)))
-    rows.append(("re-encoded", f"{summary['reencoded']} of {summary['records']}"))
+    rows.append(("re-encoded", f"{summary['reencoded']} of {summary['records']} (why: {CHANGES_FILE})"))
+    for reason, n in summary.get("changes_per_reason", {}).items():
+        rows.append((f"  {reason}", str(n)))
     check = "yes" if summary["consistent"] else "NO"
     rows.append(("inputs = records + rejects", check))
     if "wall_time_s" in summary:

@@ -23,9 +23,11 @@ from beam_tfrecord import outputs, staging
 from beam_tfrecord.config import ConvertConfig, SourceConfig, summary_options
 from beam_tfrecord.metadata import Tally, build_summary, write_metadata
 from beam_tfrecord.plan import LabelSource, RejectLine, plan_inputs
+from beam_tfrecord.records import ChangeLine
 from beam_tfrecord.shardwriter import FinalShard, remove_tree
 from beam_tfrecord.staging import StagedPlan
 from beam_tfrecord.transforms import (
+    CHANGES,
     REJECTS,
     BuildRecordFn,
     ExtractFeatures,
@@ -57,8 +59,8 @@ def prepare(
 
 
 class WriteMetadataFn(beam.DoFn):
-    """Runs once, after every shard is final: labels.txt, rejects.jsonl, TFDS's files, then
-    summary.json; then removes the run's temporary folder (the staged plan)."""
+    """Runs once, after every shard is final: labels.txt, rejects.jsonl, changes.jsonl, TFDS's
+    files, then summary.json; then removes the run's temporary folder (the staged plan)."""
 
     def __init__(self, staged: StagedPlan, config: ConvertConfig, run_info: Mapping[str, Any]) -> None:
         self.staged = staged
@@ -66,7 +68,12 @@ class WriteMetadataFn(beam.DoFn):
         self.run_info = dict(run_info)
 
     def process(
-        self, _: None, tally: Tally, rejects: list[RejectLine], finals: list[FinalShard]
+        self,
+        _: None,
+        tally: Tally,
+        rejects: list[RejectLine],
+        finals: list[FinalShard],
+        changes: list[ChangeLine],
     ) -> Iterator[dict[str, Any]]:
         facts = staging.load_facts(self.staged.plan_dir)
         planned = staging.load_planned_rejects(self.staged.plan_dir)
@@ -82,7 +89,7 @@ class WriteMetadataFn(beam.DoFn):
         options = {**facts.source, **summary_options(None, self.config)}
         summary = build_summary(facts, planned, tally, sizes, options, run_info, self.config.features)
         lengths = {posixpath.basename(f.path): f.records for f in finals}
-        write_metadata(self.config.output, facts.class_names, [*planned, *rejects], summary, lengths)
+        write_metadata(self.config.output, facts.class_names, [*planned, *rejects], summary, lengths, changes)
         remove_tree(self.staged.temp_dir)
         yield summary
 
@@ -146,10 +153,11 @@ class ImagesToTFRecords(beam.PTransform):
             # PredictionResult(example=PendingRecord, inference=features or why not).
             pending, failed = pending | "Features" >> ExtractFeatures(config.features)
             rejects.append(failed)
-        # ConvertedRecord: the serialized tf.train.Example and the facts the summary needs.
+        # ConvertedRecord: the serialized tf.train.Example and the facts the summary needs;
+        # ChangeLine (tag CHANGES): why a record's image differs from its file.
         built = pending | "BuildRecords" >> beam.ParDo(
             BuildRecordFn(config.schema, config.features)
-        ).with_outputs(REJECTS, main="records")
+        ).with_outputs(REJECTS, CHANGES, main="records")
         rejects.append(built[REJECTS])
         all_rejects = tuple(rejects) | "AllRejects" >> beam.Flatten()
         sink = make_sink(config.sink, config.output, staged.temp_dir, config.compression, staged.shard_counts)
@@ -170,5 +178,6 @@ class ImagesToTFRecords(beam.PTransform):
                 tally=beam.pvalue.AsSingleton(tally),
                 rejects=beam.pvalue.AsList(all_rejects),
                 finals=beam.pvalue.AsList(finals),
+                changes=beam.pvalue.AsList(built[CHANGES]),
             )
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 from typing import NamedTuple
 
 import numpy as np
@@ -14,6 +15,7 @@ from beam_tfrecord.images import ImageOptions, Reject, encode_for_tensorflow
 from beam_tfrecord.plan import PlannedInput, RejectLine
 
 __all__ = [
+    "ChangeLine",
     "ConvertedRecord",
     "PendingRecord",
     "ShardKey",
@@ -46,10 +48,18 @@ class ConvertedRecord(NamedTuple):
     digest: bytes = b""  # sha256 of `example`: the split's content digest in summary.json
     content_sha256: str = ""  # sha256 of the source file: duplicates are counted by it
     feature_shape: tuple[int, ...] | None = None
+    mode: str = ""  # the source's Pillow mode
+    changes: tuple[str, ...] = ()  # images.CHANGE_REASONS codes
 
     @property
     def split(self) -> str:
         return self.shard.split
+
+    def change_line(self) -> ChangeLine | None:
+        """Its line of changes.jsonl, None when the file was stored as it is and named right."""
+        if not self.changes:
+            return None
+        return ChangeLine(self.relpath, self.source_format, self.mode, self.reencoded, self.changes)
 
 
 class PendingRecord(NamedTuple):
@@ -59,6 +69,8 @@ class PendingRecord(NamedTuple):
     fields: schema_lib.RecordFields
     source_format: str
     reencoded: bool
+    mode: str = ""
+    changes: tuple[str, ...] = ()
 
     @property
     def split(self) -> str:
@@ -70,16 +82,39 @@ class PendingRecord(NamedTuple):
         return self.fields.encoded
 
 
-def read_bytes(path: str) -> bytes:
+@dataclasses.dataclass(frozen=True, order=True)
+class ChangeLine:
+    """One line of changes.jsonl: an input whose stored image differs from its file (or whose
+    name says another format), with the source's format and mode and every reason."""
+
+    path: str
+    source_format: str
+    mode: str
+    reencoded: bool
+    reasons: tuple[str, ...]
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), ensure_ascii=False, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> ChangeLine:
+        row = json.loads(text)
+        return cls(**{**row, "reasons": tuple(row["reasons"])})
+
+
+def read_bytes(path: str, limit: int | None = None) -> bytes:
     """The file's bytes as stored: no decompression by extension (a `.gz` image stays bytes).
 
     A local path is opened directly (Beam's LocalFileSystem does the same after a lookup that
     costs about as much as the read itself); gs:// objects go through one reused client per
     thread (`gcs.read_bytes`); other schemes through Beam's filesystems.
+
+    At most `limit` + 1 bytes are read from a local file, so one that grew past the limit since
+    it was listed costs no more memory than the limit (remote sizes come from the listing).
     """
     if "://" not in path:
         with open(path, "rb") as handle:
-            return handle.read()
+            return handle.read() if limit is None else handle.read(limit + 1)
     return gcs.read_bytes(path)
 
 
@@ -97,12 +132,17 @@ def prepare_input(
     """Read, validate and normalize one planned input: everything but the serialization.
 
     `shard` is the output shard its record goes to (default: the only shard of its split)."""
+    limit = image_options.max_file_bytes
+    if item.size > limit:
+        return _too_big(item.relpath, item.size, image_options)
     try:
-        data = read_bytes(item.path)
+        data = read_bytes(item.path, limit)
     except Exception as error:  # permissions, a file gone since listing, a flaky remote read
         return RejectLine(item.relpath, "unreadable", f"{type(error).__name__}: {error}")
+    if len(data) > limit:
+        return _too_big(item.relpath, len(data), image_options)
     try:
-        image = encode_for_tensorflow(data, image_options)
+        image = encode_for_tensorflow(data, image_options, name=item.relpath)
     except Reject as reject:
         return RejectLine(item.relpath, reject.reason, reject.detail)
     content_sha256 = hashlib.sha256(data).hexdigest()
@@ -117,7 +157,14 @@ def prepare_input(
         label=item.label,
         label_text=item.label_text,
     )
-    return PendingRecord(shard or ShardKey(item.split), fields, image.source_format, image.reencoded)
+    shard = shard or ShardKey(item.split)
+    return PendingRecord(shard, fields, image.source_format, image.reencoded, image.mode, image.changes)
+
+
+def _too_big(relpath: str, size: int, image_options: ImageOptions) -> RejectLine:
+    """Known from the file's size alone: its bytes are never read."""
+    detail = f"{size / 1e6:.1f} MB is over --max_file_mb={image_options.max_file_mb:g}"
+    return RejectLine(relpath, "too_large", detail)
 
 
 def finish_record(
@@ -146,4 +193,6 @@ def finish_record(
         digest=hashlib.sha256(example).digest(),
         content_sha256=fields.sha256,
         feature_shape=tuple(int(n) for n in features.shape) if features is not None else None,
+        mode=pending.mode,
+        changes=pending.changes,
     )

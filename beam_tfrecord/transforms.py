@@ -54,6 +54,7 @@ __all__ = [
 
 NAMESPACE = "beam_tfrecord"
 REJECTS = "rejects"
+CHANGES = "changes"
 TALLIES = "tallies"
 _LOGGER = logging.getLogger(__name__)
 
@@ -66,6 +67,8 @@ def count_outcome(outcome: ConvertedRecord | RejectLine) -> None:
     Metrics.counter(NAMESPACE, "records").inc()
     if outcome.reencoded:
         Metrics.counter(NAMESPACE, "reencoded").inc()
+    for reason in outcome.changes:
+        Metrics.counter(NAMESPACE, f"changed_{reason}").inc()
 
 
 class ReadShardFn(beam.DoFn):
@@ -124,7 +127,8 @@ class ReadShardFn(beam.DoFn):
 
 class BuildRecordFn(beam.DoFn):
     """Adapts `finish_record`: a validated image (or its RunInference result) becomes a
-    serialized record; an image the model could not be fed becomes a `feature_failed` reject."""
+    serialized record; an image the model could not be fed becomes a `feature_failed` reject.
+    A record stored unlike its file also gives its line of changes.jsonl (tag CHANGES)."""
 
     def __init__(self, schema: str, features: FeatureOptions | None = None) -> None:
         self.schema = schema
@@ -136,7 +140,13 @@ class BuildRecordFn(beam.DoFn):
         else:
             outcome = self._with_features(element.example, element.inference)
         count_outcome(outcome)
-        yield TaggedOutput(REJECTS, outcome) if isinstance(outcome, RejectLine) else outcome
+        if isinstance(outcome, RejectLine):
+            yield TaggedOutput(REJECTS, outcome)
+            return
+        change = outcome.change_line()
+        if change is not None:
+            yield TaggedOutput(CHANGES, change)
+        yield outcome
 
     def _with_features(self, pending: PendingRecord, inference: Any) -> ConvertedRecord | RejectLine:
         assert self.features is not None

@@ -31,7 +31,14 @@ from beam_tfrecord.config import (
     SourceConfig,
     check_feature_options,
 )
-from beam_tfrecord.images import DEFAULT_MAX_PIXELS, IMAGE_FORMATS, RESIZE_MODES, ImageOptions, parse_size
+from beam_tfrecord.images import (
+    DEFAULT_MAX_FILE_MB,
+    DEFAULT_MAX_PIXELS,
+    IMAGE_FORMATS,
+    RESIZE_MODES,
+    ImageOptions,
+    parse_size,
+)
 from beam_tfrecord.plan import LabelSource, label_source_for
 from beam_tfrecord.runners import read_threads
 from beam_tfrecord.splits import parse_splits
@@ -119,6 +126,12 @@ class ConvertOptions(PipelineOptions):
         add("--resize_mode", default="stretch", choices=RESIZE_MODES)
         add("--channels", type=int, choices=(1, 3), help="force grayscale (1) or RGB (3)")
         add("--max_pixels", type=int, default=DEFAULT_MAX_PIXELS, help="reject images with more pixels")
+        add(
+            "--max_file_mb",
+            type=float,
+            default=DEFAULT_MAX_FILE_MB,
+            help="reject larger files as too_large from their listed size, before reading them",
+        )
         add("--schema", default="tfds", choices=SCHEMAS)
         _add_flag(group, "--overwrite", "replace the shards and metadata of an earlier run")
         add(
@@ -308,6 +321,7 @@ def _check(ns: ConvertOptions, dry_run: bool) -> RunSettings:
         resize_mode=ns.resize_mode,
         max_pixels=ns.max_pixels,
         channels=ns.channels,
+        max_file_mb=ns.max_file_mb,
     )
     config = ConvertConfig(
         output=output,

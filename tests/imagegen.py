@@ -116,6 +116,79 @@ def grayscale_jpeg() -> bytes:
 
 
 # One tree with every case above: relpath -> bytes. Labels come from the folder.
+def every_format() -> dict[str, bytes]:
+    """One small picture in every format Pillow writes here, plus HEIC through pillow-heif, the
+    multi-frame kinds, and two formats that are refused (PDF, EPS). Keys are file names whose
+    extension is the format's own."""
+    import pillow_heif
+
+    pillow_heif.register_heif_opener()  # lets Pillow's save() write HEIF
+    rgb = gradient(48, 32)
+    bits = rgb.convert("1")
+
+    def frames(count: int = 3) -> list[Image.Image]:
+        # Fresh images each time: Pillow keeps a save's encoder settings on the image object.
+        return [gradient(48, 32, seed=i) for i in range(count)]
+
+    files = {
+        "avif.avif": encode(rgb, "AVIF", quality=90),
+        "blp.blp": encode(rgb.convert("P"), "BLP"),
+        "bmp.bmp": encode(rgb, "BMP"),
+        "dds.dds": encode(rgb, "DDS"),
+        "dib.dib": encode(rgb, "DIB"),
+        "gif.gif": encode(rgb.convert("P"), "GIF"),
+        "heic.heic": encode(rgb, "HEIF", quality=90),
+        "icns.icns": encode(gradient(32, 32), "ICNS", sizes=[(16, 16), (32, 32)]),
+        "ico.ico": encode(gradient(32, 32), "ICO", sizes=[(16, 16), (32, 32)]),
+        "im.im": encode(rgb, "IM"),
+        "jpeg.jpg": encode(rgb, "JPEG", quality=90),
+        "jp2.jp2": encode(rgb, "JPEG2000"),
+        "j2k.j2k": encode(rgb, "JPEG2000"),
+        "mpo.mpo": encode(*frames(1), "MPO", save_all=True, append_images=frames(2)[1:]),
+        "msp.msp": encode(bits, "MSP"),
+        "pcx.pcx": encode(rgb, "PCX"),
+        "png.png": encode(rgb, "PNG"),
+        "ppm.ppm": encode(rgb, "PPM"),
+        "pgm.pgm": encode(rgb.convert("L"), "PPM"),
+        "qoi.qoi": encode(rgb, "QOI"),
+        "sgi.sgi": encode(rgb, "SGI"),
+        "spider.spider": encode(rgb.convert("F"), "SPIDER"),
+        "tga.tga": encode(rgb, "TGA"),
+        "tiff.tiff": encode(rgb, "TIFF"),
+        "tiff_lzw.tif": encode(rgb, "TIFF", compression="tiff_lzw"),
+        "tiff_jpeg.tif": encode(rgb, "TIFF", compression="jpeg"),
+        "tiff_g4.tif": encode(bits, "TIFF", compression="group4"),
+        "webp.webp": encode(rgb, "WEBP", quality=90),
+        "webp_lossless.webp": encode(rgb, "WEBP", lossless=True),
+        "xbm.xbm": encode(bits, "XBM"),
+        "apng.png": encode(frames()[0], "PNG", save_all=True, append_images=frames()[1:]),
+        "gif_animated.gif": encode(
+            frames()[0].convert("P"), "GIF", save_all=True, append_images=frames()[1:]
+        ),
+        "tiff_pages.tiff": encode(frames()[0], "TIFF", save_all=True, append_images=frames()[1:]),
+        "pdf.pdf": encode(rgb, "PDF"),
+        "eps.eps": encode(rgb, "EPS"),
+    }
+    return files
+
+
+def flip_byte(data: bytes, position: int | None = None) -> bytes:
+    """`data` with the byte at `position` (default: the middle) inverted."""
+    flipped = bytearray(data)
+    flipped[len(data) // 2 if position is None else position] ^= 0xFF
+    return bytes(flipped)
+
+
+def chatty_tiffs() -> dict[str, bytes]:
+    """TIFFs on which libtiff prints to stderr itself: a deflate TIFF whose data fails its check
+    (rejected) and a fax-coded one with a bad code word (still decodes: a record)."""
+    rgb, bits = gradient(48, 32), gradient(48, 32).convert("1")
+    return {
+        "broken_deflate.tif": flip_byte(encode(rgb, "TIFF", compression="tiff_deflate")),
+        "bad_code_word.tif": flip_byte(encode(bits, "TIFF", compression="group4")),
+    }
+
+
 def bad_input_tree() -> dict[str, bytes]:
     return {
         "cat/ok 1.jpg": jpeg(seed=1),

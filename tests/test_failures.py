@@ -19,10 +19,10 @@ def test_an_unexpected_error_in_a_worker_fails_the_job(tmp_path, monkeypatch, si
     imagegen.write_tree(root, {f"a/{i}.jpg": imagegen.jpeg(seed=i) for i in range(6)})
     real = records.encode_for_tensorflow
 
-    def buggy(data, options):
+    def buggy(data, options, **kwargs):
         if data == imagegen.jpeg(seed=3):
             raise RuntimeError("a bug, not a bad image")
-        return real(data, options)
+        return real(data, options, **kwargs)
 
     monkeypatch.setattr(records, "encode_for_tensorflow", buggy)
     out = tmp_path / "out"

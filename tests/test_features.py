@@ -54,7 +54,7 @@ def saved_models(tmp_path_factory):
 
 @pytest.fixture
 def small_tree(tmp_path):
-    """Six labeled images of different sizes, and one broken file."""
+    """Six labeled images of different sizes, and one broken file (a JPEG header cut short)."""
     files = {
         f"{label}/{label}.{i}.jpg": imagegen.jpeg(40 + 7 * i, 30, seed=i)
         for label in ("a", "b")
@@ -211,7 +211,7 @@ def test_tiny_model_run_stores_features_that_match_the_model(saved_models, small
     )
     assert code == 0
     summary = json.loads((output / "summary.json").read_text())
-    assert summary["records"] == 6 and summary["rejects_per_reason"] == {"not_an_image": 1}
+    assert summary["records"] == 6 and summary["rejects_per_reason"] == {"corrupt": 1}
     assert summary["consistent"] and summary["sink"] == "paths"
     assert summary["features"]["shape"] == [4, 4, 5] and summary["features"]["dtype"] == "float32"
     records = read_all(output)
@@ -333,7 +333,7 @@ def test_a_model_that_raises_rejects_its_batches_and_the_run_says_so(
     assert "every input was rejected" in capsys.readouterr().err
     summary = json.loads((output / "summary.json").read_text())
     assert summary["consistent"]
-    assert summary["rejects_per_reason"] == {"inference_failed": 6, "not_an_image": 1}
+    assert summary["rejects_per_reason"] == {"corrupt": 1, "inference_failed": 6}
     lines = [json.loads(line) for line in (output / "rejects.jsonl").read_text().splitlines()]
     assert {line["detail"] for line in lines if line["reason"] == "inference_failed"} == {
         "RuntimeError: no kernel for this input"

@@ -1,5 +1,6 @@
-"""Fuzzing the decode-and-normalize function over mutated JPEG, PNG and GIF bytes: whatever the
-bytes, it returns an image TensorFlow decodes or raises `Reject`, never anything else.
+"""Fuzzing the decode-and-normalize function over mutated JPEG, PNG, GIF, TIFF, WebP, HEIC, AVIF,
+BMP, ICO and JPEG 2000 bytes: whatever the bytes, it returns an image TensorFlow decodes or
+raises `Reject`, never anything else.
 
 A short run always (a fixed number of examples, derandomized so CI is repeatable); a long,
 random one with `pytest -m slow`."""
@@ -14,12 +15,17 @@ from hypothesis import strategies as st
 
 from beam_tfrecord.images import ImageOptions, Reject, encode_for_tensorflow
 
+GALLERY = imagegen.every_format()
 SEEDS = {
     "jpeg": imagegen.jpeg(24, 16, seed=1),
     "exif_jpeg": imagegen.exif_rotated_jpeg(),
     "png": imagegen.png(24, 16, seed=2),
     "palette_png": imagegen.palette_png_with_transparency(),
     "gif": imagegen.animated_gif(2),
+    **{
+        name: GALLERY[name]
+        for name in ("tiff_lzw.tif", "webp.webp", "heic.heic", "avif.avif", "bmp.bmp", "ico.ico", "jp2.jp2")
+    },
 }
 OPTIONS = ImageOptions(max_pixels=4_000_000)  # keeps mutated huge headers from being slow
 

@@ -94,13 +94,6 @@ def test_max_pixels_is_checked_from_the_header():
     assert raised.value.reason == "too_large" and "1200x1000" in raised.value.detail
 
 
-def test_known_but_unconverted_format_is_unsupported():
-    ico = imagegen.encode(imagegen.gradient(), "ICO")
-    with pytest.raises(Reject) as raised:
-        encode_for_tensorflow(ico)
-    assert raised.value.reason == "unsupported_format" and "ICO" in raised.value.detail
-
-
 @pytest.mark.parametrize(("text", "size"), [("224x224", (224, 224)), ("640X480", (640, 480))])
 def test_parse_size(text, size):
     assert parse_size(text) == size

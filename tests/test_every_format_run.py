@@ -1,0 +1,80 @@
+"""A folder holding every format, misnamed files and an oversized one, converted by the command:
+every input is one record or one reject, every record decodes with TensorFlow, and every change
+is named in changes.jsonl and counted in the summary table."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import imagegen
+from conftest import convert
+from outputcheck import all_inputs, read_records, rejects, summary
+from test_formats import GOOD, REFUSED
+
+from beam_tfrecord.images import ImageOptions
+from beam_tfrecord.plan import PlannedInput, RejectLine
+from beam_tfrecord.records import prepare_input
+
+BIG = 3_000_000  # bytes of a file over --max_file_mb 2 (the largest picture, the ICNS, is 1 MB)
+
+
+def test_every_format_in_one_run(tmp_path, capsys):
+    tree = {f"gallery/{name}": data for name, data in imagegen.every_format().items()}
+    tree |= {f"odd/{name}": data for name, data in imagegen.chatty_tiffs().items()}
+    tree |= {
+        "odd/png_named.jpg": imagegen.png(),
+        "odd/bmp_named.jpg": imagegen.bmp(),
+        "odd/movie.mp4": b"\x00" * BIG,
+    }
+    imagegen.write_tree(tmp_path / "in", tree)
+    out = tmp_path / "out"
+    assert convert(tmp_path / "in", out, "--label_source", "none", "--max_file_mb", "2") == 0
+
+    records = read_records(out, "train", labeled=False)  # every image decoded by TensorFlow
+    written = {r["image/filename"].decode() for r in records}
+    rejected = {r["path"]: (r["reason"], r["detail"]) for r in rejects(out)}
+    assert written | set(rejected) == all_inputs(tmp_path / "in") and not written & set(rejected)
+    assert {f"gallery/{name}" for name in GOOD} <= written
+    for name, why in REFUSED.items():
+        assert (
+            rejected[f"gallery/{name}"][0] == "unsupported_format" and why in rejected[f"gallery/{name}"][1]
+        )
+    assert rejected["odd/movie.mp4"] == ("too_large", "3.0 MB is over --max_file_mb=2")
+    assert rejected["odd/broken_deflate.tif"][0] == "corrupt"
+
+    changes = {
+        line["path"]: line for line in map(json.loads, (out / "changes.jsonl").read_text().splitlines())
+    }
+    expected = {f"gallery/{name}": reasons for name, (_, _, reasons) in GOOD.items() if reasons}
+    assert {path: changes[path]["reasons"] for path in expected} == {p: list(r) for p, r in expected.items()}
+    assert changes["odd/png_named.jpg"] == {
+        "path": "odd/png_named.jpg",
+        "source_format": "PNG",
+        "mode": "RGB",
+        "reencoded": False,  # named wrong, but TensorFlow decodes its bytes: kept
+        "reasons": ["wrong_extension"],
+    }
+    assert changes["odd/bmp_named.jpg"]["reasons"] == ["format", "wrong_extension"]
+    assert changes["gallery/spider.spider"]["mode"] == "F"
+
+    result = summary(out)
+    frames = sum("frames_dropped" in reasons for _, _, reasons in GOOD.values())
+    assert result["consistent"] and result["frames_dropped"] == frames == 6
+    assert result["changes_per_reason"]["wrong_extension"] == 2
+    assert result["reencoded"] == sum(line["reencoded"] for line in changes.values())
+    table = capsys.readouterr().out
+    assert re.search(rf"^  frames_dropped +{frames}$", table, re.MULTILINE), table
+
+
+def test_a_file_over_max_file_mb_is_rejected_before_it_is_read(tmp_path):
+    """The listed size decides: the path below does not exist, so reading it would fail."""
+    options = ImageOptions(max_file_mb=1)
+    missing = PlannedInput("a.tif", str(tmp_path / "gone.tif"), size=2_000_001, split="train")
+    assert prepare_input(missing, options) == RejectLine(
+        "a.tif", "too_large", "2.0 MB is over --max_file_mb=1"
+    )
+    grown = tmp_path / "grown.jpg"  # listed small, larger by the time it is read
+    grown.write_bytes(imagegen.jpeg() + b"\0" * 1_000_000)
+    late = prepare_input(PlannedInput("grown.jpg", str(grown), size=10, split="train"), options)
+    assert isinstance(late, RejectLine) and late.reason == "too_large"
