@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 from typing import NamedTuple
 
 import numpy as np
@@ -114,7 +115,14 @@ def read_bytes(path: str, limit: int | None = None) -> bytes:
     """
     if "://" not in path:
         with open(path, "rb") as handle:
-            return handle.read() if limit is None else handle.read(limit + 1)
+            if limit is None:
+                return handle.read()
+            # Sized like read() sizes it: a read(limit) would allocate the whole limit each time.
+            size = os.fstat(handle.fileno()).st_size
+            data = handle.read(min(size, limit) + 1)  # a byte more than listed: did it grow?
+            if size < len(data) <= limit:
+                data += handle.read(limit + 1 - len(data))
+            return data
     return gcs.read_bytes(path)
 
 
