@@ -89,7 +89,7 @@ def decode_image(encoded: bytes, channels: int = 3, image_size: tuple[int, int] 
         image = image.convert(mode)
         if image_size is not None and image.size != (image_size[1], image_size[0]):
             image = image.resize((image_size[1], image_size[0]), Image.Resampling.BILINEAR)
-        pixels = np.asarray(image, dtype=np.uint8)
+        pixels = np.array(image, dtype=np.uint8)  # a copy torch may write to
     return pixels[:, :, None] if channels == 1 else pixels
 
 
