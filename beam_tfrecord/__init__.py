@@ -31,8 +31,9 @@ if TYPE_CHECKING:
     from beam_tfrecord.images import ImageOptions
     from beam_tfrecord.outputs import IncompleteOutput, complete_shards
     from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
-    from beam_tfrecord.reader import class_names, load_dataset
+    from beam_tfrecord.reader import load_dataset
     from beam_tfrecord.reader_examples import iter_examples
+    from beam_tfrecord.reader_files import class_names
     from beam_tfrecord.reader_torch import TorchImages
     from beam_tfrecord.schema import parse_spec
     from beam_tfrecord.staging import StagedPlan
@@ -47,7 +48,7 @@ _EXPORTS = {
     "complete_shards": "outputs",
     "ImagesToTFRecords": "pipeline",
     "prepare": "pipeline",
-    "class_names": "reader",
+    "class_names": "reader_files",
     "load_dataset": "reader",
     "iter_examples": "reader_examples",
     "TorchImages": "reader_torch",

@@ -27,8 +27,7 @@ import tensorflow as tf
 
 from beam_tfrecord import gcs
 from beam_tfrecord import schema as schema_lib
-from beam_tfrecord.outputs import complete_summary
-from beam_tfrecord.reader_files import RecordRange, SplitFiles, iter_range, split_files
+from beam_tfrecord.reader_files import RecordRange, SplitFiles, class_names, iter_range, split_files
 
 __all__ = [
     "SplitFiles",
@@ -199,6 +198,8 @@ def load_dataset(
     """
     if crop_to_aspect_ratio and pad_to_aspect_ratio:
         raise ValueError("crop_to_aspect_ratio and pad_to_aspect_ratio cannot both be set")
+    if decode_images is False and not features:
+        raise ValueError("decode_images=False leaves nothing to return but the record: pass features=True")
     files = split_files(output_dir, split)
     channels = (files.channels or 3) if channels is None else channels
     layout = files.features
@@ -264,8 +265,3 @@ def load_dataset(
     if batch:
         dataset = dataset.batch(batch, drop_remainder=drop_remainder, num_parallel_calls=AUTOTUNE)
     return dataset.prefetch(AUTOTUNE)
-
-
-def class_names(output_dir: str) -> list[str] | None:
-    """The label names in id order (labels.txt's lines), or None for an unlabeled run."""
-    return complete_summary(output_dir).get("class_names")

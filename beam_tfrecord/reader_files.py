@@ -23,6 +23,7 @@ from beam_tfrecord.tfrecord_files import FramingError, iter_records, parse_index
 __all__ = [
     "RecordRange",
     "SplitFiles",
+    "class_names",
     "iter_range",
     "plan_reads",
     "read_index",
@@ -86,6 +87,12 @@ def split_files(output_dir: str, split: str = "train", summary: dict[str, Any] |
         heights=_range(summary.get("image_height")),
         widths=_range(summary.get("image_width")),
     )
+
+
+def class_names(output_dir: str) -> list[str] | None:
+    """The label names in id order (labels.txt's lines), or None for an unlabeled run; no
+    TensorFlow, so PyTorch jobs use it too."""
+    return outputs.complete_summary(output_dir).get("class_names")
 
 
 def read_index(shard_path: str) -> list[tuple[int, int]] | None:

@@ -3,6 +3,9 @@ torch; elsewhere this module is skipped, and tests/test_iter_examples.py covers 
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import conftest
 import imagegen
 import pytest
@@ -29,3 +32,20 @@ def test_two_workers_read_every_record_once_as_tensors(tmp_path):
     assert sum(len(b) for b in images) == 10
     image, label = next(iter(beam_tfrecord.TorchImages(str(out), "train")))
     assert image.shape[0] == 3 and image.shape[1] == 30 and label.item() in (0, 1)
+
+
+def test_readme_pytorch_example_trains_one_epoch(pets_tree, tmp_path):
+    """In a fresh process without TensorFlow, as a PyTorch job runs: torch's backward pass and
+    TensorFlow's runtime (loaded here by the conversion) in one process can crash each other."""
+    from test_readme_example import readme_block
+
+    out = tmp_path / "out"
+    assert conftest.convert(pets_tree, out) == 0
+    block = readme_block("torch")
+    assert 'OUTPUT = "output"' in block
+    code = block.replace('OUTPUT = "output"', f"OUTPUT = {str(out)!r}")
+    code += "\nimport sys\nassert 'tensorflow' not in sys.modules\n"
+    code += "print(tuple(images.shape[1:]), loss.item() > 0)\n"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "(3, 64, 64) True"
