@@ -1,11 +1,12 @@
-# `make demo` converts the bundled sample; `make test` runs lint and the whole suite.
+# `make demo` converts the bundled sample; `make test` runs lint and the whole suite (`make
+# test-torch` adds PyTorch and runs its adapter's test).
 # Each creates .venv with the pinned requirements on first use. `make proto` recompiles
 # beam_tfrecord/example.binpb after an edit of beam_tfrecord/example.proto (both are checked in).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint format proto clean
+.PHONY: demo test test-torch lint format proto clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +25,12 @@ lint: $(VENV)/.installed
 
 test: lint
 	$(PY) -m pytest
+
+# The PyTorch adapter's own test, apart: torch from PyPI is 5.5 GB with its CUDA libraries, which
+# `make test` should not install (its sharding is tested without torch in tests/test_iter_examples.py).
+test-torch: $(VENV)/.installed
+	$(PY) -m pip install --quiet -r requirements-torch.txt
+	$(PY) -m pytest tests/test_torch.py
 
 format: $(VENV)/.installed
 	$(PY) -m ruff format .

@@ -1,6 +1,7 @@
 """Installs beam_tfrecord and pipelines; also Dataflow's --setup_file, so workers get the same code.
 
-Versions are pinned in requirements.txt only.
+Versions are pinned in requirements files only: requirements.txt (what everyone gets) and
+requirements-torch.txt (the optional `[torch]` extra).
 """
 
 import os
@@ -10,8 +11,8 @@ from setuptools import find_packages, setup
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def pinned_requirements() -> list[str]:
-    with open(os.path.join(HERE, "requirements.txt")) as handle:
+def pinned_requirements(name: str = "requirements.txt") -> list[str]:
+    with open(os.path.join(HERE, name)) as handle:
         lines = (line.split("#", 1)[0].strip() for line in handle)
         return [line for line in lines if line]
 
@@ -25,4 +26,5 @@ setup(
     package_data={"beam_tfrecord": ["example.binpb", "example.proto"]},
     python_requires=">=3.11,<3.12",
     install_requires=pinned_requirements(),
+    extras_require={"torch": pinned_requirements("requirements-torch.txt")},
 )

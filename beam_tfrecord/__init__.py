@@ -11,7 +11,9 @@ The conversion as a transform for a pipeline of your own:
     with beam.Pipeline() as pipeline:
         _ = pipeline | beam_tfrecord.ImagesToTFRecords(staged, config)
 
-    train = beam_tfrecord.load_dataset("out", "train", image_size=(224, 224))
+    train = beam_tfrecord.load_dataset("out", "train", image_size=(224, 224))  # tf.data
+    for record in beam_tfrecord.iter_examples("out", "train"):  # no TensorFlow
+        ...
 
 Names are imported on first use, so `import beam_tfrecord` loads neither Beam's pipeline
 machinery nor TensorFlow; the submodules (`beam_tfrecord.schema`, ...) are reachable as
@@ -29,7 +31,10 @@ if TYPE_CHECKING:
     from beam_tfrecord.images import ImageOptions
     from beam_tfrecord.outputs import IncompleteOutput, complete_shards
     from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
-    from beam_tfrecord.reader import class_names, load_dataset
+    from beam_tfrecord.reader import load_dataset
+    from beam_tfrecord.reader_examples import iter_examples
+    from beam_tfrecord.reader_files import class_names
+    from beam_tfrecord.reader_torch import TorchImages
     from beam_tfrecord.schema import parse_spec
     from beam_tfrecord.staging import StagedPlan
 
@@ -43,8 +48,10 @@ _EXPORTS = {
     "complete_shards": "outputs",
     "ImagesToTFRecords": "pipeline",
     "prepare": "pipeline",
-    "class_names": "reader",
+    "class_names": "reader_files",
     "load_dataset": "reader",
+    "iter_examples": "reader_examples",
+    "TorchImages": "reader_torch",
     "parse_spec": "schema",
     "StagedPlan": "staging",
 }
@@ -68,6 +75,9 @@ SUBMODULES = (
     "progress",
     "quiet",
     "reader",
+    "reader_examples",
+    "reader_files",
+    "reader_torch",
     "records",
     "runners",
     "schema",
@@ -89,8 +99,10 @@ __all__ = [
     "IncompleteOutput",
     "SourceConfig",
     "StagedPlan",
+    "TorchImages",
     "class_names",
     "complete_shards",
+    "iter_examples",
     "load_dataset",
     "parse_spec",
     "prepare",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import posixpath
+from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -41,9 +42,11 @@ __all__ = [
     "clear_outputs",
     "clear_temp",
     "complete_shards",
+    "complete_summary",
     "existing_outputs",
     "leftover_temp",
     "prepare_output",
+    "unfinished_message",
 ]
 
 
@@ -75,7 +78,8 @@ def prepare_output(output: str, overwrite: bool = False) -> None:
 
 
 def existing_outputs(output: str) -> list[str]:
-    """Paths of shards and metadata files of an earlier run directly under `output`."""
+    """Paths of shards, their `.idx` files and metadata files of an earlier run directly under
+    `output`."""
     try:
         (result,) = FileSystems.match([FileSystems.join(output, "*")])
     except Exception as error:
@@ -85,7 +89,7 @@ def existing_outputs(output: str) -> list[str]:
     found = []
     for metadata in result.metadata_list:
         name = posixpath.basename(metadata.path)
-        if sharding.is_shard_name(name) or name in METADATA_FILES:
+        if sharding.is_shard_name(name) or sharding.is_index_name(name) or name in METADATA_FILES:
             found.append(metadata.path)
     return sorted(found)
 
@@ -117,20 +121,41 @@ def clear_temp(output: str) -> list[str]:
     return leftovers
 
 
-def complete_shards(output: str) -> dict[str, list[str]]:
-    """Split -> shard paths of the complete run in `output`, or raise `IncompleteOutput`.
+def unfinished_message(output: str) -> str:
+    """What every reader says of a folder without summary.json: one wording, whichever reader."""
+    return (
+        f"{output} holds no finished conversion: {SUMMARY_FILE} is missing (the run is still going "
+        "or was stopped; or this folder is not the --output of pipelines.convert)"
+    )
 
-    Complete means: summary.json exists, and the shard files on disk are exactly those it lists.
-    """
+
+def complete_summary(output: str) -> dict[str, Any]:
+    """summary.json of the complete run in `output`, or raise `IncompleteOutput`.
+
+    Complete means: summary.json exists, and the shard files on disk are exactly those it lists
+    (`.idx` files aside). One listing of the folder, so it is cheap on GCS too."""
     try:
         summary = read_summary(output)
     except Exception as error:
-        raise IncompleteOutput(f"{output} has no readable {SUMMARY_FILE}: the run did not finish") from error
-    listed = {name: list(split["files"]) for name, split in summary["splits"].items()}
-    expected = {name for files in listed.values() for name in files}
-    present = {posixpath.basename(p) for p in existing_outputs(output)} - set(METADATA_FILES)
+        raise IncompleteOutput(unfinished_message(output)) from error
+    expected = {name for split in summary["splits"].values() for name in split["files"]}
+    present = {
+        posixpath.basename(p)
+        for p in existing_outputs(output)
+        if not sharding.is_index_name(posixpath.basename(p))
+    } - set(METADATA_FILES)
     if present != expected:
         raise IncompleteOutput(
-            f"{output}: shard files {sorted(present ^ expected)} differ from those in {SUMMARY_FILE}"
+            f"{output}: shard files {sorted(present ^ expected)} differ from those in {SUMMARY_FILE} "
+            "(another run is writing here, or one was stopped while replacing this one)"
         )
-    return {name: [FileSystems.join(output, f) for f in files] for name, files in listed.items()}
+    return summary
+
+
+def complete_shards(output: str) -> dict[str, list[str]]:
+    """Split -> shard paths of the complete run in `output`, or raise `IncompleteOutput`."""
+    summary = complete_summary(output)
+    return {
+        name: [FileSystems.join(output, f) for f in split["files"]]
+        for name, split in summary["splits"].items()
+    }

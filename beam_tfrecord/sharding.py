@@ -5,7 +5,15 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["SHARD_NAME", "SHARD_TEMPLATE", "is_shard_name", "shard_count", "shard_name", "shard_suffix"]
+__all__ = [
+    "SHARD_NAME",
+    "SHARD_TEMPLATE",
+    "is_index_name",
+    "is_shard_name",
+    "shard_count",
+    "shard_name",
+    "shard_suffix",
+]
 
 SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
 SHARD_NAME = re.compile(r"^(?P<split>[a-z0-9_]+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.tfrecord(\.gz)?$")
@@ -48,3 +56,8 @@ def shard_count(
 
 def is_shard_name(name: str) -> bool:
     return SHARD_NAME.match(name) is not None
+
+
+def is_index_name(name: str) -> bool:
+    """A shard's `.idx` file (`train-00000-of-00002.tfrecord.idx`), never a shard itself."""
+    return name.endswith(".idx") and is_shard_name(name[: -len(".idx")])

@@ -6,6 +6,11 @@ stage passes elements on as they are made), so a shard's file is written from st
 one worker and no step ever groups image bytes: `WriteToTFRecord` with a fixed `num_shards`
 groups every record by shard key, which on the DirectRunner held about 7x the dataset in memory.
 Names and temp-then-rename finalize are the same as `WriteToTFRecord`'s.
+
+Beside every uncompressed shard goes `SHARD.idx` (DALI's tfrecord2idx format: `offset size` per
+record, framing included), from the sizes the writer returns as it writes: no second pass. Gzip
+shards get none: offsets into the uncompressed stream cannot be seeked to, and neither DALI nor
+the PyTorch TFRecord readers use an index with gzip.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import faults, gcs, sharding
 from beam_tfrecord.records import ShardKey
-from beam_tfrecord.tfrecord_files import write_record
+from beam_tfrecord.tfrecord_files import INDEX_SUFFIX, format_index, write_record
 
 __all__ = [
     "FinalShard",
@@ -31,6 +36,7 @@ __all__ = [
     "WrittenShard",
     "compression_type",
     "finalize_shards",
+    "index_path",
     "ordered_map",
     "ordered_submit",
     "remove_tree",
@@ -49,6 +55,7 @@ class WrittenShard:
     count: int
     temp_path: str
     records: int
+    indexed: bool = False  # its `.idx` was written beside temp_path
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,16 @@ def compression_type(compression: str) -> str:
     return CompressionTypes.GZIP if compression == "gzip" else CompressionTypes.UNCOMPRESSED
 
 
+def index_path(shard_path: str) -> str:
+    """Where a shard's index lives: beside it, its name plus `.idx` (as DALI's examples name it)."""
+    return shard_path + INDEX_SUFFIX
+
+
+def write_index(shard_path: str, sizes: list[int]) -> None:
+    with FileSystems.create(index_path(shard_path), compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+        handle.write(format_index(sizes).encode("ascii"))
+
+
 class ShardFiles:
     """Writes records into fresh temporary files, one open at a time.
 
@@ -107,7 +124,7 @@ class ShardFiles:
         self._key: ShardKey | None = None
         self._handle: Any = None
         self._path = ""
-        self._records = 0
+        self._sizes: list[int] = []  # framed size of every record of the open shard
         self._closed: set[ShardKey] = set()
         self.written: list[WrittenShard] = []
 
@@ -115,8 +132,7 @@ class ShardFiles:
         if shard != self._key:
             self._close_current()
             self._open(shard)
-        write_record(self._handle, example)
-        self._records += 1
+        self._sizes.append(write_record(self._handle, example))
         faults.pause_point("writing")
 
     def close(self) -> list[WrittenShard]:
@@ -142,14 +158,18 @@ class ShardFiles:
         final = sharding.shard_name(shard.split, shard.index, shard.count, self.compression)
         self._path = FileSystems.join(self.temp_dir, f"{final}.{uuid.uuid4().hex}")
         self._handle = FileSystems.create(self._path, compression_type=compression_type(self.compression))
-        self._key, self._records = shard, 0
+        self._key, self._sizes = shard, []
 
     def _close_current(self) -> None:
         if self._key is None:
             return
         self._handle.close()
-        key = self._key
-        self.written.append(WrittenShard(key.split, key.index, key.count, self._path, self._records))
+        key, indexed = self._key, self.compression == "none"
+        if indexed:
+            write_index(self._path, self._sizes)
+        self.written.append(
+            WrittenShard(key.split, key.index, key.count, self._path, len(self._sizes), indexed)
+        )
         self._closed.add(key)
         self._key, self._handle = None, None
 
@@ -174,7 +194,10 @@ def finalize_shards(
         if key in chosen:
             raise RuntimeError(f"shard {shard.split}-{shard.index:05d} was written twice: {shard.temp_path}")
         chosen[key] = shard
-    missing = [s.temp_path for s in chosen.values() if not FileSystems.exists(s.temp_path)]
+    temps = [s.temp_path for s in chosen.values()] + [
+        index_path(s.temp_path) for s in chosen.values() if s.indexed
+    ]
+    missing = [path for path in temps if not FileSystems.exists(path)]
     if missing:
         raise OSError(f"temporary shards vanished before finalize, nothing renamed: {missing}")
     finals = []
@@ -183,9 +206,13 @@ def finalize_shards(
             final = FileSystems.join(output, sharding.shard_name(split, index, count, compression))
             shard = chosen.pop((split, index), None)
             if shard is None:
+                if compression == "none":
+                    write_index(final, [])
                 FileSystems.create(final, compression_type=compression_type(compression)).close()
                 finals.append(FinalShard(split, index, count, final, 0))
                 continue
+            if shard.indexed:  # the index first: a shard under its final name always has its index
+                FileSystems.rename([index_path(shard.temp_path)], [index_path(final)])
             FileSystems.rename([shard.temp_path], [final])
             finals.append(FinalShard(split, index, count, final, shard.records))
             faults.pause_point("finalizing")

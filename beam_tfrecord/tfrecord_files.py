@@ -22,11 +22,15 @@ from apache_beam.io.filesystems import FileSystems
 __all__ = [
     "FOOTER_BYTES",
     "HEADER_BYTES",
+    "INDEX_SUFFIX",
     "FramingError",
     "count_records",
+    "format_index",
     "frame_record",
+    "index_records",
     "iter_records",
     "masked_crc32c",
+    "parse_index",
     "write_record",
 ]
 
@@ -34,6 +38,9 @@ HEADER_BYTES = 12  # uint64 length + uint32 masked CRC of the length
 FOOTER_BYTES = 4  # uint32 masked CRC of the data
 _MASK_DELTA = 0xA282EAD8  # TensorFlow's kMaskDelta (tensorflow/core/lib/hash/crc32c.h)
 _READ_CHUNK = 16 << 20  # a damaged length field must not become one huge allocation
+# `SHARD.idx` beside an uncompressed shard: one line `offset size` per record, size including the
+# framing (DALI's tfrecord2idx format), so DALI and PyTorch readers can seek and split shards.
+INDEX_SUFFIX = ".idx"
 
 
 class FramingError(ValueError):
@@ -59,13 +66,35 @@ def frame_record(data: bytes) -> bytes:
     return _header(len(data)) + data + struct.pack("<I", masked_crc32c(data))
 
 
-def write_record(handle: BinaryIO, data: bytes) -> None:
-    """Append one framed record to an open binary file (local or a `FileSystems` handle).
+def write_record(handle: BinaryIO, data: bytes) -> int:
+    """Append one framed record to an open binary file (local or a `FileSystems` handle); returns
+    the bytes written, framing included, so the writer keeps the index without a second pass.
 
     Three writes rather than `frame_record`, so a large record is not copied once more."""
     handle.write(_header(len(data)))
     handle.write(data)
     handle.write(struct.pack("<I", masked_crc32c(data)))
+    return HEADER_BYTES + len(data) + FOOTER_BYTES
+
+
+def format_index(sizes: list[int]) -> str:
+    """The `.idx` text for records of these framed sizes, in file order (DALI's tfrecord2idx)."""
+    lines, offset = [], 0
+    for size in sizes:
+        lines.append(f"{offset} {size}\n")
+        offset += size
+    return "".join(lines)
+
+
+def parse_index(text: str) -> list[tuple[int, int]]:
+    """(offset, framed size) per record from a `.idx` file's text."""
+    pairs = []
+    for number, line in enumerate(text.splitlines()):
+        fields = line.split()
+        if len(fields) != 2:
+            raise FramingError(f"index line {number + 1} is not 'offset size': {line!r}")
+        pairs.append((int(fields[0]), int(fields[1])))
+    return pairs
 
 
 def iter_records(handle: BinaryIO, *, check_crc: bool = True) -> Iterator[bytes]:
@@ -112,21 +141,31 @@ def _read_up_to(handle: BinaryIO, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def count_records(path: str, size: int | None = None) -> int:
-    """Records in an uncompressed TFRecord file; CRCs are not checked (pipelines.inspect does)."""
+def index_records(path: str, size: int | None = None) -> list[int]:
+    """Framed size of every record of an uncompressed TFRecord file, from its 12-byte headers
+    (the data is skipped with a seek); CRCs are not checked (pipelines.inspect does)."""
     if size is None:
         (result,) = FileSystems.match([path])
         size = result.metadata_list[0].size_in_bytes
-    count = position = 0
+    sizes: list[int] = []
+    position = 0
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
         while position < size:
             header = handle.read(HEADER_BYTES)
             if len(header) < HEADER_BYTES:
-                raise FramingError(f"{path}: record {count} header cut short at byte {position}")
+                raise FramingError(f"{path}: record {len(sizes)} header cut short at byte {position}")
             (length,) = struct.unpack("<Q", header[:8])
-            position += HEADER_BYTES + length + FOOTER_BYTES
+            framed = HEADER_BYTES + length + FOOTER_BYTES
+            position += framed
             if position > size:
-                raise FramingError(f"{path}: record {count} claims {length} bytes, past the end of the file")
+                raise FramingError(
+                    f"{path}: record {len(sizes)} claims {length} bytes, past the end of the file"
+                )
             handle.seek(position)
-            count += 1
-    return count
+            sizes.append(framed)
+    return sizes
+
+
+def count_records(path: str, size: int | None = None) -> int:
+    """Records in an uncompressed TFRecord file, from the headers alone (see `index_records`)."""
+    return len(index_records(path, size))

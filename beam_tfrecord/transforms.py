@@ -33,6 +33,7 @@ from beam_tfrecord.metadata import Tally, without_pixels
 from beam_tfrecord.plan import RejectLine, ShardTask
 from beam_tfrecord.records import ConvertedRecord, PendingRecord, ShardKey, finish_record, prepare_input
 from beam_tfrecord.shardwriter import FinalShard, ShardFiles, WrittenShard
+from beam_tfrecord.tfrecord_files import index_records
 
 if TYPE_CHECKING:
     from apache_beam.ml.inference.base import PredictionResult
@@ -312,10 +313,22 @@ class PlannedShardSink(beam.PTransform):
         return finals, written[TALLIES]
 
 
-def _final_shard(path: str) -> FinalShard:
+def index_final_shard(path: str, compression: str) -> FinalShard:
+    """A shard WriteToTFRecord has put in place, with its `.idx` written beside it.
+
+    Beam's TFRecord sink reports no offsets through a public API, so they come from the
+    record headers (16 bytes read per record, the image bytes skipped with a seek). That pass
+    replaces the one the TFDS metadata made to count records, so the sink reads no more than
+    before; the paths sink takes its offsets from the writer instead. Gzip shards get no index.
+    """
     match = sharding.SHARD_NAME.match(posixpath.basename(path))
     assert match is not None, path
-    return FinalShard(match["split"], int(match["index"]), int(match["count"]), path, None)
+    records = None
+    if compression == "none":
+        sizes = index_records(path)
+        shardwriter.write_index(path, sizes)
+        records = len(sizes)
+    return FinalShard(match["split"], int(match["index"]), int(match["count"]), path, records)
 
 
 class TFRecordSplitsSink(beam.PTransform):
@@ -323,8 +336,8 @@ class TFRecordSplitsSink(beam.PTransform):
 
     With a fixed shard count WriteToTFRecord groups every record by shard key, so the runner's
     shuffle carries every image byte once (about the dataset's size). It does not report how
-    many records went to each shard, so those counts are None and the metadata step counts them
-    from the record headers.
+    many records went to each shard, nor where each starts: both come from the record headers
+    once the shards are in place (`index_final_shard`), which also writes each `.idx`.
     """
 
     def __init__(self, output: str, shard_counts: Mapping[str, int], compression: str = "none") -> None:
@@ -352,7 +365,11 @@ class TFRecordSplitsSink(beam.PTransform):
                     else CompressionTypes.UNCOMPRESSED,
                 )
             )
-        finals = tuple(written) | "AllShards" >> beam.Flatten() | "Shards" >> beam.Map(_final_shard)
+        finals = (
+            tuple(written)
+            | "AllShards" >> beam.Flatten()
+            | "IndexShards" >> beam.Map(index_final_shard, self.compression)
+        )
         tally = (
             records | "DropPixels" >> beam.Map(without_pixels) | "Tally" >> beam.CombineGlobally(TallyFn())
         )

@@ -2,7 +2,10 @@
 
 Every shard is read in full with TensorFlow (record framing and CRCs: TFRecordDataset raises
 DataLossError), every record parsed with the schema's spec and its image decoded; then the
-counts are compared with summary.json, the shard names and TFDS's dataset_info.json.
+counts are compared with summary.json, the shard names and TFDS's dataset_info.json, and each
+`.idx` with the record headers it indexes. gs:// output under a GCS emulator is read through
+Beam's filesystems (`reader.record_dataset`), since TensorFlow's GCS client cannot be pointed
+at one.
 """
 
 from __future__ import annotations
@@ -19,9 +22,13 @@ from typing import Any
 import tensorflow as tf
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecord import gcs, sharding
 from beam_tfrecord import schema as schema_lib
-from beam_tfrecord import sharding
 from beam_tfrecord.metadata import LABELS_FILE, REJECTS_FILE, SUMMARY_FILE
+from beam_tfrecord.outputs import unfinished_message
+from beam_tfrecord.reader import record_dataset
+from beam_tfrecord.reader_files import read_index
+from beam_tfrecord.tfrecord_files import FramingError, index_records
 
 __all__ = ["OutputReport", "Sample", "format_report", "verify_output"]
 
@@ -166,7 +173,7 @@ def _facts_fn(schema: str, labeled: bool, layout: schema_lib.FeatureLayout | Non
 
 def _explain(path: str, index: int, compression: str, schema: str, labeled: bool) -> str:
     """Which step failed on record `index` of a shard: parsing with the spec, or decoding."""
-    raw = next(iter(tf.data.TFRecordDataset(path, compression_type=compression).skip(index).take(1)))
+    raw = next(iter(record_dataset(path, compression).skip(index).take(1)))
     try:
         parsed = tf.io.parse_single_example(raw, schema_lib.parse_spec(schema, labeled))
     except tf.errors.InvalidArgumentError as error:
@@ -193,7 +200,7 @@ def read_shard(
     compression = "GZIP" if name.endswith(".gz") else ""
     layout = schema_lib.layout_from_summary(summary)
     facts_fn = _facts_fn(schema, labeled, layout if layout is not None and layout.image else None)
-    dataset = tf.data.TFRecordDataset(path, compression_type=compression).map(
+    dataset = record_dataset(path, compression).map(
         facts_fn, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
     )
     count = 0
@@ -232,7 +239,29 @@ def read_shard(
         report.errors.append(f"{name}: record {count} {why}")
         return False
     report.shard_lengths.setdefault(split, []).append(count)
+    if not compression:
+        report.errors += check_index(path)
     return True
+
+
+def check_index(path: str) -> list[str]:
+    """A shard's `.idx` must give every record's offset and framed size, as its headers do (a
+    reader that seeks by it would otherwise read garbage). No `.idx` is not an error: output
+    written before index files existed has none."""
+    name = posixpath.basename(path)
+    try:
+        entries = read_index(path)
+    except (FramingError, ValueError) as error:
+        return [f"{name}.idx cannot be read: {error}"]
+    if entries is None:
+        return []
+    expected, position = [], 0
+    for size in index_records(path):
+        expected.append((position, size))
+        position += size
+    if entries != expected:
+        return [f"{name}.idx does not match the shard ({len(entries)} entries, {len(expected)} records)"]
+    return []
 
 
 def check_counts(report: OutputReport, broken: set[str]) -> list[str]:
@@ -273,8 +302,8 @@ def check_tfds_info(output: str, report: OutputReport, broken: set[str]) -> list
                 f"{TFDS_INFO_FILE}: split {name} shard lengths {lengths}, "
                 f"files hold {report.shard_lengths.get(name)}"
             )
-    if not errors and not broken:
-        errors += _tfds_loads(output)
+    if not errors and not broken and not (output.startswith("gs://") and gcs.emulator_host()):
+        errors += _tfds_loads(output)  # TFDS reads through TensorFlow's GCS client: no emulator
     return errors
 
 
@@ -321,7 +350,7 @@ def verify_output(output: str, sample: int = 32, seed: int = 0) -> OutputReport:
     summary_path = FileSystems.join(output, SUMMARY_FILE)
     if not FileSystems.exists(summary_path):
         report = OutputReport(summary={})
-        report.errors.append(f"{summary_path} is missing: the run did not finish, or this is not its output")
+        report.errors.append(unfinished_message(output))
         return report
     report = OutputReport(summary=json.loads(read_text(summary_path)))
     found = list_shards(output)

@@ -30,7 +30,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("output", help="the --output of a pipelines.convert run (local or gs://)")
     parser.add_argument("--sample", type=int, default=36, help="records on the contact sheet")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sample")
-    parser.add_argument("--pictures_dir", help="where the two PNGs go (default: OUTPUT)")
+    parser.add_argument(
+        "--pictures",
+        "--pictures_dir",
+        dest="pictures",
+        default=".",
+        help="folder for the contact sheet and label histogram (default: the current directory; "
+        "never into the dataset, which inspect only reads)",
+    )
     return parser
 
 
@@ -66,7 +73,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         print(f"error: {report.errors[0]}", file=sys.stderr)
         return 1
     print(format_report(report))
-    for path in draw(report, args.output, args.pictures_dir or args.output):
+    for path in draw(report, args.output, args.pictures):
         print(f"wrote {path}")
     if report.errors:
         for error in report.errors:

@@ -214,7 +214,10 @@ def test_tiny_model_run_stores_features_that_match_the_model(saved_models, small
     assert summary["records"] == 6 and summary["rejects_per_reason"] == {"corrupt": 1}
     assert summary["consistent"] and summary["sink"] == "paths"
     assert summary["features"]["shape"] == [4, 4, 5] and summary["features"]["dtype"] == "float32"
-    records = read_all(output)
+    # features=True on a feature run: no image_size, no image decoded, and batches of mixed sizes
+    batch = next(iter(load_dataset(str(output), "train", features=True, shuffle=False)))
+    assert "image" not in batch and batch["features"].shape == (6, 4, 4, 5)
+    records = read_all(output, decode_images=True)
     assert len(records) == 6
     for record in records:
         stored = record["image_raw"]
@@ -224,7 +227,7 @@ def test_tiny_model_run_stores_features_that_match_the_model(saved_models, small
         np.testing.assert_allclose(record["features"], expected, rtol=1e-4, atol=1e-4)
         assert record["image"].shape[2] == 3  # the stored image is the source, not the model input
     assert {r["image"].shape[:2] for r in records} != {(SIZE, SIZE)}
-    assert inspect.run([str(output), "--pictures_dir", str(tmp_path / "pictures")]) == 0
+    assert inspect.run([str(output), "--pictures", str(tmp_path / "pictures")]) == 0
 
 
 def test_savedmodel_float16_features_only_run(saved_models, small_tree, tmp_path):

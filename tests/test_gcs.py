@@ -123,20 +123,34 @@ def test_gcs_output_is_complete_and_readable(emulator, bucket, tmp_path):
     )
     assert convert(f"gs://{bucket}/pets", output, *extra) == 0
 
-    # Exactly the three final shards and the metadata (TFDS's too): no temp files, no write probe.
+    # Exactly the three final shards, their indexes and the metadata (TFDS's too): no temp files,
+    # no write probe.
     names = list_objects(output)
     shards = [f"train-{i:05d}-of-00003.tfrecord" for i in range(3)]
+    indexes = [f"{name}.idx" for name in shards]
     tfds_files = ["dataset_info.json", "features.json", "image-class-label.labels.txt"]
-    assert names == sorted(
-        [*shards, "labels.txt", "rejects.jsonl", "changes.jsonl", "summary.json", *tfds_files]
-    )
-    download(output, tmp_path / "out")
-    records = read_records(tmp_path / "out", "train")
+    metadata = ["labels.txt", "rejects.jsonl", "changes.jsonl", "summary.json", *tfds_files]
+    assert names == sorted([*shards, *indexes, *metadata])
+
+    # Read straight from the bucket, as a training job would: tf.data, no TensorFlow, inspect.
+    import beam_tfrecord
+    from pipelines import inspect
+
+    dataset = beam_tfrecord.load_dataset(output, "train", features=True, decode_images=True, batch_size=None)
+    records = [{k: v.numpy() for k, v in r.items()} for r in dataset]
     assert sorted(r["image/filename"].decode() for r in records) == sorted(files)
     for record in records:
         assert record["image/encoded"] == files[record["image/filename"].decode()]
-        assert record["pixels_shape"] == (30, 40, 3)
-    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+        assert record["image"].shape == (30, 40, 3)
+    images, labels = next(iter(beam_tfrecord.load_dataset(output, "train", image_size=(16, 16))))
+    assert images.shape == (24, 16, 16, 3) and sorted(labels.numpy()) == [0] * 12 + [1] * 12
+    halves = [list(beam_tfrecord.iter_examples(output, "train", shard=(i, 2))) for i in range(2)]
+    assert sorted(r["filename"] for half in halves for r in half) == sorted(files)
+    assert all(r["image"] == files[r["filename"]] for half in halves for r in half)
+    assert inspect.run([output, "--pictures", str(tmp_path)]) == 0
+    assert (tmp_path / "contact_sheet.png").exists() and "contact_sheet.png" not in list_objects(output)
+    with FileSystems.open(f"{output}/summary.json") as handle:
+        summary = json.loads(handle.read())
     assert summary["consistent"] and summary["records"] == 24
     assert summary["splits"]["train"]["files"] == shards
 

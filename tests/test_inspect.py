@@ -17,6 +17,12 @@ from pipelines import inspect
 from pipelines.convert import run
 
 
+@pytest.fixture(autouse=True)
+def pictures_in_tmp(tmp_path, monkeypatch):
+    """inspect draws into the current directory by default: never the checkout."""
+    monkeypatch.chdir(tmp_path)
+
+
 @pytest.fixture
 def output(pets_tree, tmp_path):
     """60 records in train (2 shards) and validation (2 shards), TFDS metadata beside them."""
@@ -32,15 +38,17 @@ def inspect_output(out, capsys, *extra: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-def test_sound_output_passes_and_is_drawn(output, capsys):
+def test_sound_output_passes_and_is_drawn_outside_it(output, capsys, tmp_path):
+    before = {p.name: p.stat().st_mtime_ns for p in output.iterdir()}
     code, out, err = inspect_output(output, capsys, "--sample", "10", "--seed", "1")
     assert code == 0, err
     assert "ok: every shard" in out
     assert "records                  60 (summary.json: 60)" in out
     assert "most common sizes (WxH)" in out and "TFDS metadata" in out
-    with Image.open(output / "contact_sheet.png") as sheet:
+    assert {p.name: p.stat().st_mtime_ns for p in output.iterdir()} == before  # the dataset is only read
+    with Image.open(tmp_path / "contact_sheet.png") as sheet:  # the current directory by default
         assert sheet.width > 500 and sheet.height > 300
-    with Image.open(output / "label_histogram.png") as histogram:
+    with Image.open(tmp_path / "label_histogram.png") as histogram:
         assert histogram.height >= 64 + 2 * 26
 
 
@@ -137,11 +145,20 @@ def test_gzip_unlabeled_output_passes(tmp_path, capsys):
     out = tmp_path / "out"
     args = ["--input", str(root), "--output", str(out), "--no_progress", "--label_source", "none"]
     assert run([*args, "--compression", "gzip", "--schema", "simple"]) == 0
-    code, stdout, err = inspect_output(out, capsys, "--pictures_dir", str(tmp_path / "pics"))
+    code, stdout, err = inspect_output(out, capsys, "--pictures", str(tmp_path / "pics"))
     assert code == 0, err
     assert (tmp_path / "pics" / "contact_sheet.png").exists()
     assert not (tmp_path / "pics" / "label_histogram.png").exists()  # nothing to count per label
     assert "TFDS metadata            none" in stdout
+
+
+def test_an_index_that_does_not_match_its_shard_is_named(output, capsys, tmp_path):
+    index = output / "train-00001-of-00002.tfrecord.idx"
+    lines = index.read_text().splitlines()
+    index.write_text("\n".join(lines[:-1]) + "\n")  # one record short
+    code, _, err = inspect_output(output, capsys, "--pictures", str(tmp_path))
+    assert code == 1
+    assert f"train-00001-of-00002.tfrecord.idx does not match the shard ({len(lines) - 1} entries" in err
 
 
 def test_not_an_output_directory(tmp_path, capsys):

@@ -3,6 +3,7 @@ compressed or not, without the caller knowing any feature key."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from outputcheck import all_inputs
+from PIL import Image
 
 import beam_tfrecord
 
@@ -25,7 +27,9 @@ def test_passthrough_records_round_trip_byte_for_byte(pets_tree, tmp_path):
     convert(pets_tree, out, "--splits", "train=0.7,validation=0.3", "--num_shards", "2")
     seen = {}
     for split in ("train", "validation"):
-        dataset = beam_tfrecord.load_dataset(str(out), split, batch_size=None, features=True)
+        dataset = beam_tfrecord.load_dataset(
+            str(out), split, batch_size=None, features=True, decode_images=True
+        )
         for record in dataset:
             relpath = record["image/filename"].numpy().decode()
             source = (pets_tree / relpath).read_bytes()
@@ -107,3 +111,84 @@ def test_unknown_split_names_the_ones_there(pets_tree, tmp_path):
 def test_import_stays_free_of_tensorflow():
     code = "import sys, beam_tfrecord; assert 'tensorflow' not in sys.modules; beam_tfrecord.load_dataset"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_defaults_iterate_mixed_sizes_and_explicit_batches_are_refused_at_call_time(pets_tree, tmp_path):
+    out = tmp_path / "out"
+    convert(pets_tree, out)  # widths 40 to 44: the images differ in size
+    images = [image for image, _ in beam_tfrecord.load_dataset(str(out), "train")]
+    assert len(images) == 60 and len({tuple(image.shape) for image in images}) > 1
+    with pytest.raises(ValueError, match=r"range from 40x30 to 44x30.*image_size=\(height, width\)"):
+        beam_tfrecord.load_dataset(str(out), "train", batch_size=8)  # raised here, not when iterating
+    batches = beam_tfrecord.load_dataset(str(out), "train", image_size=(24, 32))
+    assert [tuple(images.shape) for images, _ in batches] == [(32, 24, 32, 3), (28, 24, 32, 3)]
+    # features=True decodes nothing unless asked, so it batches any output
+    record = next(iter(beam_tfrecord.load_dataset(str(out), "train", features=True, batch_size=8)))
+    assert "image" not in record and record["image/encoded"].shape == (8,)
+
+
+def test_an_unfinished_folder_gets_the_same_message_from_every_reader(pets_tree, tmp_path):
+    from pipelines import inspect
+
+    out = tmp_path / "out"
+    convert(pets_tree, out)
+    (out / "summary.json").unlink()  # as while a run is still going, or after it was stopped
+    foreign = tmp_path / "photos"
+    foreign.mkdir()
+    (foreign / "cat.jpg").write_bytes(imagegen.jpeg())
+    for folder in (out, foreign):
+        expected = f"{folder} holds no finished conversion: summary.json is missing"
+        for read in (beam_tfrecord.load_dataset, beam_tfrecord.iter_examples, beam_tfrecord.class_names):
+            with pytest.raises(beam_tfrecord.IncompleteOutput, match=re.escape(expected)):
+                read(str(folder))
+        assert inspect.run([str(folder), "--pictures", str(tmp_path)]) == 1
+    assert not (tmp_path / "contact_sheet.png").exists()
+
+
+def test_keras_like_resizes_stretch_crop_and_pad(tmp_path):
+    """An 80x40 picture: red, green, green, blue quarters from left to right."""
+    pixels = np.zeros((40, 80, 3), np.uint8)
+    pixels[:, :20, 0] = pixels[:, 20:60, 1] = pixels[:, 60:, 2] = 255
+    root = tmp_path / "in"
+    imagegen.write_tree(root, {"a/quarters.png": imagegen.encode(Image.fromarray(pixels), "PNG")})
+    out = tmp_path / "out"
+    convert(root, out)
+
+    def image(**resize) -> np.ndarray:
+        dataset = beam_tfrecord.load_dataset(str(out), image_size=(20, 20), batch_size=None, **resize)
+        return next(iter(dataset))[0].numpy()
+
+    stretched, cropped, padded = image(), image(crop_to_aspect_ratio=True), image(pad_to_aspect_ratio=True)
+    assert tuple(stretched[10, 1]) == (255, 0, 0) and tuple(stretched[10, 18]) == (0, 0, 255)
+    assert (cropped[:, :, 1] == 255).all() and (cropped[:, :, [0, 2]] == 0).all()  # the centre 40x40
+    assert (padded[:5] == 0).all() and (padded[15:] == 0).all()  # 20x10 letterboxed
+    assert tuple(padded[10, 1]) == (255, 0, 0) and tuple(padded[10, 18]) == (0, 0, 255)
+    with pytest.raises(ValueError, match="cannot both"):
+        beam_tfrecord.load_dataset(
+            str(out), image_size=(20, 20), crop_to_aspect_ratio=True, pad_to_aspect_ratio=True
+        )
+
+
+def test_dct_scale_is_chosen_per_record_from_the_stored_size():
+    from beam_tfrecord.reader import dct_ratio
+
+    def ratio(height, width, size, pad=False):
+        return int(dct_ratio(tf.constant(height), tf.constant(width), size, pad))
+
+    assert ratio(1200, 1600, (224, 224)) == 2  # 1/4: 300x400 still covers 224x224
+    assert ratio(300, 400, (224, 224)) == 0  # less than twice the target: full scale
+    assert ratio(448, 4000, (224, 224)) == 1  # the shorter side decides for stretch and crop
+    assert ratio(448, 4000, (224, 224), pad=True) == 3  # the fit needs only 224 of the 4000
+    assert ratio(1800, 1800, (224, 224)) == 3  # never below 1/8
+
+
+def test_reduced_dct_decode_is_close_to_a_full_decode(tmp_path):
+    root = tmp_path / "in"
+    imagegen.write_tree(root, {"a/big.jpg": imagegen.jpeg(256, 192, seed=3)})
+    out = tmp_path / "out"
+    convert(root, out)
+    image = next(iter(beam_tfrecord.load_dataset(str(out), image_size=(24, 32), batch_size=None)))[0]
+    encoded = (root / "a/big.jpg").read_bytes()
+    full = tf.image.resize(tf.io.decode_jpeg(encoded, channels=3), (24, 32))
+    assert image.shape == (24, 32, 3)
+    assert float(tf.reduce_mean(tf.abs(tf.cast(image, tf.float32) - full))) < 6.0

@@ -1,4 +1,5 @@
-"""The README's Keras examples, run as written on a few generated records, so they cannot rot."""
+"""The README's Keras and iter_examples examples, run as written on a few generated records (of
+several sizes), so they cannot rot; tests/test_torch.py runs the PyTorch one where torch is installed."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ def test_readme_keras_examples_train_one_epoch(pets_tree, tmp_path):
     assert namespace["model"].output_shape == (None, 2)
     exec(readme_block("features"), namespace)
     assert len(namespace["history"].history["loss"]) == 1
+    exec(readme_block("iter-examples"), namespace)  # the last record of worker 0 of 2
+    assert namespace["pixels"].shape == (64, 64, 3) and namespace["label"] in (0, 1)
 
 
 def test_readme_library_example_converts_in_a_users_pipeline(pets_tree, tmp_path):

@@ -4,8 +4,10 @@ files, temp-then-rename with empty shards for fully rejected tasks."""
 from __future__ import annotations
 
 import os
+import struct
 import threading
 import time
+from pathlib import Path
 
 import imagegen
 import pytest
@@ -14,6 +16,7 @@ from outputcheck import read_records
 from beam_tfrecord import shardwriter
 from beam_tfrecord.images import ImageOptions
 from beam_tfrecord.listing import InputFile
+from beam_tfrecord.messages import Example
 from beam_tfrecord.plan import LabelSource, RejectLine, make_plan, shard_tasks
 from beam_tfrecord.records import ShardKey, convert_input
 
@@ -86,8 +89,10 @@ def test_shards_appear_only_at_finalize_and_temp_files_go(tmp_path, compression)
     finals = shardwriter.finalize_shards(written, str(out), compression, plan.shard_counts)
     shardwriter.remove_tree(str(out / ".temp-beam-tfrecord-test"))
     suffix = ".tfrecord.gz" if compression == "gzip" else ".tfrecord"
-    assert sorted(os.listdir(out)) == [f"train-0000{i}-of-00002{suffix}" for i in range(2)]
-    assert [os.path.basename(f.path) for f in finals] == sorted(os.listdir(out))
+    names = [f"train-0000{i}-of-00002{suffix}" for i in range(2)]
+    indexes = [f"{name}.idx" for name in names] if compression == "none" else []  # no index for gzip
+    assert sorted(os.listdir(out)) == sorted(names + indexes)
+    assert [os.path.basename(f.path) for f in finals] == names
     assert [f.records for f in finals] == [s.records for s in sorted(written, key=lambda s: s.index)]
     assert len(read_records(out, "train")) == 6
 
@@ -97,9 +102,34 @@ def test_a_shard_whose_every_input_was_rejected_is_written_empty(tmp_path):
     out, plan, written, _ = write_plan(tmp_path, files, 3, "none")
     assert len(written) < 3  # some shard task produced no record at all
     finals = shardwriter.finalize_shards(written, str(out), "none", plan.shard_counts)
-    assert sorted(os.listdir(out))[-3:] == [f"train-0000{i}-of-00003.tfrecord" for i in range(3)]
+    names = [f"train-0000{i}-of-00003.tfrecord" for i in range(3)]
+    assert sorted(os.listdir(out))[-6:] == sorted(names + [f"{n}.idx" for n in names])
     assert sum(f.records for f in finals) == 1 and sorted(f.records for f in finals)[:2] == [0, 0]
     assert len(read_records(out, "train")) == 1
+
+
+def test_index_files_point_at_every_record_as_written(tmp_path):
+    """DALI's tfrecord2idx format, `offset size` per record with the framing, from the writer."""
+    files = {f"a/{i}.jpg": imagegen.jpeg(seed=i) for i in range(5)}
+    out, plan, written, _ = write_plan(tmp_path, files, 2, "none")
+    finals = shardwriter.finalize_shards(written, str(out), "none", plan.shard_counts)
+    total = 0
+    for final in finals:
+        data = Path(final.path).read_bytes()
+        lines = Path(final.path + ".idx").read_text().splitlines()
+        assert len(lines) == final.records
+        end = 0
+        for line in lines:
+            offset, size = map(int, line.split())
+            assert offset == end  # records follow each other with nothing between
+            (length,) = struct.unpack("<Q", data[offset : offset + 8])
+            assert size == length + 16
+            example = Example.FromString(data[offset + 12 : offset + size - 4])
+            assert example.features.feature["image/filename"].bytes_list.value[0].startswith(b"a/")
+            end += size
+        assert end == len(data)
+        total += len(lines)
+    assert total == 5
 
 
 def test_records_of_a_closed_shard_fail_loudly(tmp_path):

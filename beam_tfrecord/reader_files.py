@@ -1,0 +1,177 @@
+"""What every reader needs before the first record, without TensorFlow: the split's shards and
+how to parse them (from summary.json), the clear refusal of an unfinished folder, the `.idx`
+offsets, and how records are divided between workers.
+
+Shared by `load_dataset` (tf.data), `iter_examples` (no TensorFlow) and the PyTorch adapter, so
+all three say the same thing about the same folder and split the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from beam_tfrecord import outputs
+from beam_tfrecord import schema as schema_lib
+from beam_tfrecord.shardwriter import index_path
+from beam_tfrecord.tfrecord_files import FramingError, iter_records, parse_index
+
+__all__ = [
+    "RecordRange",
+    "SplitFiles",
+    "class_names",
+    "iter_range",
+    "plan_reads",
+    "read_index",
+    "split_files",
+    "worker_shard",
+]
+
+
+@dataclass(frozen=True)
+class SplitFiles:
+    """What a reader needs to know about one split of an output directory."""
+
+    schema: str
+    labeled: bool
+    class_names: list[str] | None
+    paths: list[str]
+    compression: str  # "GZIP" or "" as TFRecordDataset spells it
+    records: int
+    channels: int | None  # what the run forced with --channels, if anything
+    features: schema_lib.FeatureLayout | None = None  # a feature-model run's stored features
+    # (min, max) stored height and width over the run's records; None when nothing was stored.
+    heights: tuple[int, int] | None = None
+    widths: tuple[int, int] | None = None
+
+    @property
+    def one_size(self) -> bool:
+        """Every stored image has the same size, so batches need no `image_size`."""
+        return (self.heights is None or self.heights[0] == self.heights[1]) and (
+            self.widths is None or self.widths[0] == self.widths[1]
+        )
+
+    @property
+    def has_images(self) -> bool:
+        return self.features is None or self.features.image
+
+
+def _range(stats: dict[str, Any] | None) -> tuple[int, int] | None:
+    return (int(stats["min"]), int(stats["max"])) if stats else None
+
+
+def split_files(output_dir: str, split: str = "train", summary: dict[str, Any] | None = None) -> SplitFiles:
+    """The shards of `split` and how to parse them, from summary.json.
+
+    Raises `IncompleteOutput` (the same words from every reader) for a folder without
+    summary.json or with shard files it does not list, ValueError for an unknown split."""
+    summary = summary if summary is not None else outputs.complete_summary(output_dir)
+    if split not in summary["splits"]:
+        raise ValueError(f"{output_dir} has no split {split!r}; it has {sorted(summary['splits'])}")
+    info = summary["splits"][split]
+    paths = [FileSystems.join(output_dir, name) for name in sorted(info["files"])]
+    options = summary.get("options", {})
+    return SplitFiles(
+        schema=options.get("schema", "tfds"),
+        labeled=summary.get("class_names") is not None,
+        class_names=summary.get("class_names"),
+        paths=paths,
+        compression="GZIP" if any(p.endswith(".gz") for p in paths) else "",
+        records=info["records"],
+        channels=options.get("channels"),
+        features=schema_lib.layout_from_summary(summary),
+        heights=_range(summary.get("image_height")),
+        widths=_range(summary.get("image_width")),
+    )
+
+
+def class_names(output_dir: str) -> list[str] | None:
+    """The label names in id order (labels.txt's lines), or None for an unlabeled run; no
+    TensorFlow, so PyTorch jobs use it too."""
+    return outputs.complete_summary(output_dir).get("class_names")
+
+
+def read_index(shard_path: str) -> list[tuple[int, int]] | None:
+    """(offset, framed size) of every record of a shard from its `.idx`, or None where there is
+    none (gzip shards, or output written before index files existed)."""
+    path = index_path(shard_path)
+    try:
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+            return parse_index(handle.read().decode("ascii"))
+    except FramingError:
+        raise
+    except Exception:
+        if FileSystems.exists(path):
+            raise
+        return None
+
+
+@dataclass(frozen=True)
+class RecordRange:
+    """Records `start` (inclusive) to `stop` (exclusive) of one shard; `offset` is where record
+    `start` begins (from the index), `stride`/`phase` keep every stride-th record from `phase`
+    where there is no index to seek with. `stop` None: to the end."""
+
+    path: str
+    start: int = 0
+    stop: int | None = None
+    offset: int = 0
+    stride: int = 1
+    phase: int = 0
+
+
+def worker_shard(rank: int, world_size: int, worker: int, workers: int) -> tuple[int, int]:
+    """`(index, count)` of one DataLoader worker of one distributed rank: every (rank, worker)
+    pair gets its own index, so the parts are disjoint and together cover every record."""
+    if not (0 <= rank < world_size and 0 <= worker < workers):
+        raise ValueError(f"rank {rank} of {world_size}, worker {worker} of {workers} is out of range")
+    return rank * workers + worker, world_size * workers
+
+
+def plan_reads(paths: Sequence[str], index: int, count: int, compressed: bool = False) -> list[RecordRange]:
+    """The part of a split that worker `index` of `count` reads; the parts are disjoint and
+    together hold every record once.
+
+    With `.idx` files the split's records are cut into `count` contiguous runs of nearly equal
+    length (a run may cross shards), each read from its offset: balanced whatever the shard
+    sizes, and each worker reads only its own bytes. Without them (gzip, older output): whole
+    shards round-robin when there are at least as many shards as workers, else every worker
+    reads every shard and keeps every `count`-th record.
+    """
+    if not 0 <= index < count:
+        raise ValueError(f"shard=(index, count) needs 0 <= index < count, not ({index}, {count})")
+    indexes = None if compressed else [read_index(path) for path in paths]
+    if indexes is not None and all(entries is not None for entries in indexes):
+        total = sum(len(entries) for entries in indexes)  # type: ignore[arg-type]
+        first, last = total * index // count, total * (index + 1) // count
+        ranges, base = [], 0
+        for path, entries in zip(paths, indexes, strict=True):
+            assert entries is not None
+            start, stop = max(first - base, 0), min(last - base, len(entries))
+            if start < stop:
+                ranges.append(RecordRange(path, start, stop, entries[start][0]))
+            base += len(entries)
+        return ranges
+    if len(paths) >= count:
+        return [RecordRange(path) for path in paths[index::count]]
+    return [RecordRange(path, stride=count, phase=index) for path in paths]
+
+
+def iter_range(part: RecordRange, compression: str = "") -> Iterator[bytes]:
+    """The serialized records of one RecordRange, read through Beam's filesystems (local, gs://,
+    and any other filesystem Beam knows); CRCs are checked."""
+    kind = CompressionTypes.GZIP if compression == "GZIP" else CompressionTypes.UNCOMPRESSED
+    with FileSystems.open(part.path, compression_type=kind) as handle:
+        if part.offset:
+            handle.seek(part.offset)
+        position = part.start
+        for record in iter_records(handle):
+            if part.stop is not None and position >= part.stop:
+                return
+            if (position - part.phase) % part.stride == 0:
+                yield record
+            position += 1

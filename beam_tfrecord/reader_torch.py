@@ -1,0 +1,85 @@
+"""PyTorch: a `torch.utils.data.IterableDataset` over `iter_examples`, no TensorFlow.
+
+Each DataLoader worker of each distributed rank reads its own part of the split
+(`reader_files.worker_shard`, then `plan_reads`: with the `.idx` files a contiguous run of
+records it seeks to), so every record arrives exactly once per epoch across all of them.
+`torch` is an optional extra (`pip install .[torch]`); this module imports without it, and the
+dataset says how to install it when made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from beam_tfrecord.reader_examples import decode_image, iter_examples
+from beam_tfrecord.reader_files import split_files, worker_shard
+
+try:  # an optional extra: without it the class still imports, and refuses to be made
+    from torch.utils.data import IterableDataset as _Base
+except ImportError:  # pragma: no cover - exercised where torch is not installed
+    _Base = object  # type: ignore[assignment,misc]
+
+__all__ = ["TorchImages", "torch_position"]
+
+INSTALL_HINT = "PyTorch is not installed: pip install 'beam-tfrecord[torch]' (or .[torch] in a checkout)"
+
+
+def torch_position() -> tuple[int, int, int, int]:
+    """(rank, world size, worker, workers) of the calling DataLoader worker process."""
+    import torch.distributed as dist
+    from torch.utils.data import get_worker_info
+
+    info = get_worker_info()
+    worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size(), worker, workers
+    return 0, 1, worker, workers
+
+
+class TorchImages(_Base):  # type: ignore[misc,valid-type]
+    """An IterableDataset of `(image, label)` (image alone for an unlabeled run; `(features,
+    label)` for a `--features_only` run) from a conversion's split, local or gs://.
+
+    Images are uint8 tensors `[channels, height, width]` (torchvision's layout), decoded with
+    Pillow; `image_size=(height, width)` resizes (bilinear, JPEGs decoded at a reduced DCT scale
+    where that still leaves enough pixels). `transform` is applied to each image tensor.
+
+    Args:
+      output: the --output of a conversion.
+      split: the split to read.
+      image_size: `(height, width)` to resize to, or None for the stored size.
+      channels: 3 (RGB) or 1 (grayscale).
+      transform: a callable on each image tensor (torchvision transforms, ...).
+    """
+
+    def __init__(
+        self,
+        output: str,
+        split: str = "train",
+        *,
+        image_size: tuple[int, int] | None = None,
+        channels: int = 3,
+        transform: Callable[[Any], Any] | None = None,
+    ) -> None:
+        if _Base is object:
+            raise ImportError(INSTALL_HINT)
+        super().__init__()
+        self.files = split_files(output, split)  # a wrong folder fails here, with the readers' message
+        self.output, self.split = output, split
+        self.image_size, self.channels, self.transform = image_size, channels, transform
+
+    def __iter__(self) -> Iterator[Any]:
+        import torch
+
+        index, count = worker_shard(*torch_position())
+        for record in iter_examples(self.output, self.split, shard=(index, count)):
+            label = torch.tensor(record["label"]) if "label" in record else None
+            if "image" in record:
+                pixels = decode_image(record["image"], self.channels, self.image_size)
+                value = torch.from_numpy(pixels).permute(2, 0, 1)
+                if self.transform is not None:
+                    value = self.transform(value)
+            else:
+                value = torch.from_numpy(record["features"])
+            yield value if label is None else (value, label)
