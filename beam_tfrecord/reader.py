@@ -14,9 +14,10 @@ import tensorflow as tf
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import schema as schema_lib
+from beam_tfrecord.columns import ExtraColumn
 from beam_tfrecord.metadata import read_summary
 
-__all__ = ["SplitFiles", "class_names", "decode", "load_dataset", "split_files"]
+__all__ = ["SplitFiles", "class_names", "decode", "load_dataset", "multi_hot", "split_files"]
 
 AUTOTUNE = tf.data.AUTOTUNE
 
@@ -33,6 +34,8 @@ class SplitFiles:
     records: int
     channels: int | None  # what the run forced with --channels, if anything
     features: schema_lib.FeatureLayout | None = None  # a feature-model run's stored features
+    extra_columns: tuple[ExtraColumn, ...] = ()  # manifest columns stored in the records
+    multi_label: bool = False  # label keys hold lists of class ids and names
 
 
 def split_files(output_dir: str, split: str = "train", summary: dict[str, Any] | None = None) -> SplitFiles:
@@ -52,6 +55,8 @@ def split_files(output_dir: str, split: str = "train", summary: dict[str, Any] |
         records=info["records"],
         channels=options.get("channels"),
         features=schema_lib.layout_from_summary(summary),
+        extra_columns=tuple(ExtraColumn(c["name"], c["type"]) for c in summary.get("extra_columns") or []),
+        multi_label=bool(summary.get("multi_label")),
     )
 
 
@@ -80,7 +85,10 @@ def load_dataset(
     """A dataset of `(image, label)` (or `image` alone for an unlabeled run) from a conversion.
 
     `features=True` gives instead a dict of every parsed key of the record (the encoded bytes
-    included) plus `"image"`, the decoded image. A feature-model run's features come back as a
+    included) plus `"image"`, the decoded image; --extra_columns values are under their keys
+    (`image/meta/NAME` or `NAME`: a scalar tensor, or a 1-D tensor for a list column, batched as
+    a `tf.RaggedTensor`). A --multi_label run's label is a multi-hot float32 vector of length K
+    (the class count), what Keras' binary cross-entropy takes. A feature-model run's features come back as a
     float32 tensor of their stored shape under the float key (`image/features` or `features`,
     float16 runs included); a `--features_only` run has no image, and gives `(features, label)`.
     Images are uint8; `image_size=(height, width)` resizes them. `channels` defaults to what the
@@ -91,9 +99,10 @@ def load_dataset(
     files = split_files(output_dir, split)
     channels = (files.channels or 3) if channels is None else channels
     layout = files.features
-    spec = schema_lib.parse_spec(files.schema, files.labeled, layout)
+    spec = schema_lib.parse_spec(files.schema, files.labeled, layout, files.extra_columns, files.multi_label)
     image_key = schema_lib.image_key(files.schema)
     label_key = schema_lib.label_key(files.schema)
+    classes = len(files.class_names or [])
 
     paths = tf.data.Dataset.from_tensor_slices(files.paths)
     if shuffle:
@@ -110,6 +119,8 @@ def load_dataset(
 
     def parse(serialized: tf.Tensor) -> Any:
         parsed = tf.io.parse_single_example(serialized, spec)
+        if files.multi_label and files.labeled:
+            parsed[label_key] = multi_hot(parsed[label_key], classes)
         if layout is not None:
             float_key, half_key, _ = schema_lib.feature_keys(files.schema)
             parsed[float_key] = schema_lib.restore_features(parsed, files.schema, layout)
@@ -124,9 +135,17 @@ def load_dataset(
         return (image, parsed[label_key]) if files.labeled else image
 
     dataset = records.map(parse, num_parallel_calls=AUTOTUNE, deterministic=not shuffle or seed is not None)
-    if batch_size:
+    ragged = features and (files.multi_label or any(c.is_list for c in files.extra_columns))
+    if batch_size and ragged:  # lists of any length batch as RaggedTensors
+        dataset = dataset.ragged_batch(batch_size, drop_remainder=drop_remainder)
+    elif batch_size:
         dataset = dataset.batch(batch_size, drop_remainder=drop_remainder, num_parallel_calls=AUTOTUNE)
     return dataset.prefetch(AUTOTUNE)
+
+
+def multi_hot(ids: tf.Tensor, classes: int) -> tf.Tensor:
+    """Class ids -> float32 [classes] with 1 at each id (zeros for none)."""
+    return tf.minimum(tf.reduce_sum(tf.one_hot(ids, classes, dtype=tf.float32), axis=0), 1.0)
 
 
 def class_names(output_dir: str) -> list[str] | None:

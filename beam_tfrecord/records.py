@@ -38,7 +38,7 @@ class ConvertedRecord(NamedTuple):
     shard: ShardKey
     example: bytes
     relpath: str
-    label_text: str | None
+    label_text: str | tuple[str, ...] | None  # a tuple of names in a --multi_label run
     height: int
     width: int
     source_format: str
@@ -116,6 +116,7 @@ def prepare_input(
         sha256=content_sha256,
         label=item.label,
         label_text=item.label_text,
+        extras=item.extras,
     )
     return PendingRecord(shard or ShardKey(item.split), fields, image.source_format, image.reencoded)
 
