@@ -14,14 +14,30 @@ import posixpath
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import gcs, sharding
-from beam_tfrecord.metadata import LABELS_FILE, REJECTS_FILE, SUMMARY_FILE, read_summary
+from beam_tfrecord.metadata import (
+    DUPLICATES_FILE,
+    LABELS_FILE,
+    MANIFEST_UNMATCHED_FILE,
+    REJECTS_FILE,
+    SUMMARY_FILE,
+    read_summary,
+)
 from beam_tfrecord.staging import TEMP_PREFIX
 from beam_tfrecord.tfds_metadata import TFDS_FILES
 
 # Drawn by `python -m pipelines.inspect` beside the shards by default.
 CONTACT_SHEET_FILE = "contact_sheet.png"
 HISTOGRAM_FILE = "label_histogram.png"
-METADATA_FILES = (LABELS_FILE, REJECTS_FILE, SUMMARY_FILE, *TFDS_FILES, CONTACT_SHEET_FILE, HISTOGRAM_FILE)
+METADATA_FILES = (
+    LABELS_FILE,
+    REJECTS_FILE,
+    SUMMARY_FILE,
+    DUPLICATES_FILE,
+    MANIFEST_UNMATCHED_FILE,
+    *TFDS_FILES,
+    CONTACT_SHEET_FILE,
+    HISTOGRAM_FILE,
+)
 # Temporary directories of a run (its staged plan and the paths sink's shards) and of Beam's
 # WriteToTFRecord.
 TEMP_PREFIXES = (TEMP_PREFIX, "beam-temp-")

@@ -21,13 +21,14 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import outputs, staging
 from beam_tfrecord.config import ConvertConfig, SourceConfig, summary_options
-from beam_tfrecord.metadata import Tally, build_summary, write_metadata
+from beam_tfrecord.metadata import DuplicateGroup, Tally, build_summary, write_metadata
 from beam_tfrecord.plan import LabelSource, RejectLine, plan_inputs
 from beam_tfrecord.shardwriter import FinalShard, remove_tree
 from beam_tfrecord.staging import StagedPlan
 from beam_tfrecord.transforms import (
     REJECTS,
     BuildRecordFn,
+    DuplicateGroups,
     ExtractFeatures,
     MergeTallies,
     ReadShardFn,
@@ -66,7 +67,12 @@ class WriteMetadataFn(beam.DoFn):
         self.run_info = dict(run_info)
 
     def process(
-        self, _: None, tally: Tally, rejects: list[RejectLine], finals: list[FinalShard]
+        self,
+        _: None,
+        tally: Tally,
+        rejects: list[RejectLine],
+        finals: list[FinalShard],
+        duplicates: list[DuplicateGroup],
     ) -> Iterator[dict[str, Any]]:
         facts = staging.load_facts(self.staged.plan_dir)
         planned = staging.load_planned_rejects(self.staged.plan_dir)
@@ -80,9 +86,19 @@ class WriteMetadataFn(beam.DoFn):
         if "started_at" in run_info:
             run_info["wall_time_s"] = round(time.time() - run_info["started_at"], 2)
         options = {**facts.source, **summary_options(None, self.config)}
-        summary = build_summary(facts, planned, tally, sizes, options, run_info, self.config.features)
+        summary = build_summary(
+            facts, planned, tally, sizes, options, run_info, self.config.features, duplicates
+        )
         lengths = {posixpath.basename(f.path): f.records for f in finals}
-        write_metadata(self.config.output, facts.class_names, [*planned, *rejects], summary, lengths)
+        write_metadata(
+            self.config.output,
+            facts.class_names,
+            [*planned, *rejects],
+            summary,
+            lengths,
+            duplicates,
+            facts.manifest_unmatched,
+        )
         remove_tree(self.staged.temp_dir)
         yield summary
 
@@ -155,6 +171,8 @@ class ImagesToTFRecords(beam.PTransform):
         sink = make_sink(config.sink, config.output, staged.temp_dir, config.compression, staged.shard_counts)
         # FinalShard: each shard under its final name with its record count; Tally of records.
         finals, record_tallies = built.records | "Write" >> sink
+        # DuplicateGroup: records whose source bytes are identical (hashes and paths grouped).
+        duplicates = built.records | "Duplicates" >> DuplicateGroups()
         reject_tally = all_rejects | "TallyRejects" >> beam.CombineGlobally(TallyFn())
         tally = (
             (record_tallies, reject_tally)
@@ -170,5 +188,6 @@ class ImagesToTFRecords(beam.PTransform):
                 tally=beam.pvalue.AsSingleton(tally),
                 rejects=beam.pvalue.AsList(all_rejects),
                 finals=beam.pvalue.AsList(finals),
+                duplicates=beam.pvalue.AsList(duplicates),
             )
         )
