@@ -40,6 +40,8 @@ __all__ = [
 ]
 
 DIGEST_MODULUS = 2**256
+# A hash split further than this from its fraction gets a warning that names --stratify.
+SHARE_WARNING = 0.01
 DIGEST_METHOD = "sum of sha256(serialized record) mod 2**256: independent of record order and shards"
 LABELS_FILE = "labels.txt"
 REJECTS_FILE = "rejects.jsonl"
@@ -186,6 +188,14 @@ def build_summary(
             "digest": f"{tally.digests.get(name, 0):064x}",
         }
     warnings = []
+    if not stratified and len(splits) > 1 and records:
+        name, split = max(splits.items(), key=lambda item: abs(item[1]["share"] - item[1]["fraction"]))
+        if abs(split["share"] - split["fraction"]) > SHARE_WARNING:
+            warnings.append(
+                f"split {name} holds {split['share']:.1%} of records, not the {split['fraction']:.1%} asked: "
+                f"hash splits are off by up to ±{split['expected_deviation']:.1%} at this size "
+                "(and never move a file when files are added); --stratify gives exact shares"
+            )
     label_counts: Counter = Counter()
     for (_, label), n in tally.by_split_label.items():
         label_counts[label] += n

@@ -14,8 +14,10 @@ from outputcheck import rejects, summary
 
 import beam_tfrecord
 from beam_tfrecord.config import ConvertConfig, SourceConfig
+from beam_tfrecord.metadata import DuplicateGroup, Tally, build_summary, duplicate_counts, format_table
 from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
 from beam_tfrecord.splits import split_of
+from beam_tfrecord.staging import PlanFacts
 from pipelines import inspect
 
 SPLITS = {"train": 0.5, "validation": 0.5}
@@ -190,3 +192,37 @@ def test_columns_multi_labels_and_groups_through_the_reusable_transform(tmp_path
     assert builder.info.features["label"].feature.names == ["cat", "dog"]
     example = next(iter(builder.as_dataset(split=next(iter(builder.info.splits)))))
     assert example["boxes"].dtype.name == "int64" and example["w"].dtype.name == "float32"
+
+
+def test_the_summary_shows_each_splits_share_against_the_asked_fraction():
+    """The new user's run: 150 files at 80/20, validation got 28. The table says how far that is
+    from 20% and what hash splits promise at this size; the warning names --stratify."""
+    facts = PlanFacts(
+        listed=150,
+        class_names=["cat", "dog"],
+        splits={"train": 0.8, "validation": 0.2},
+        shard_counts={"train": 1, "validation": 1},
+    )
+    tally = Tally()
+    tally.records.update({"train": 122, "validation": 28})
+    summary_ = build_summary(facts, [], tally, [], {"stratify": False}, {})
+    assert summary_["splits"]["validation"]["share"] == 0.1867
+    table = format_table(summary_)
+    assert "28 records in 0 shards, 0.0 MB; 18.7% of records (asked 20.0%, hash: ±6.5%)" in table
+    assert any("--stratify gives exact shares" in w for w in summary_["warnings"])
+    tally.records.update({"train": -2, "validation": 2})  # 120/30: what --stratify gives
+    exact = build_summary(facts, [], tally, [], {"stratify": True}, {})
+    assert "20.0% of records (asked 20.0%, stratified)" in format_table(exact)
+    assert not any("--stratify" in w for w in exact["warnings"])
+
+
+def test_duplicate_figures_count_every_copy_of_a_group_that_spans_splits():
+    groups = [
+        DuplicateGroup("a" * 64, (("x/1.jpg", "train"), ("y/1.jpg", "validation"), ("z/1.jpg", "train"))),
+        DuplicateGroup("b" * 64, (("x/2.jpg", "train"), ("y/2.jpg", "train"))),
+    ]
+    assert duplicate_counts(groups) == {
+        "duplicate_records": 3,
+        "duplicate_groups": 2,
+        "cross_split_duplicates": 3,
+    }
