@@ -49,8 +49,10 @@ _EXPORTS = {
     "StagedPlan": "staging",
 }
 SUBMODULES = (
+    "columns",
     "compat",
     "config",
+    "dedupe",
     "features",
     "gcs",
     "images",

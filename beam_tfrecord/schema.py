@@ -61,10 +61,10 @@ class RecordFields:
     sha256: str
     label: int | tuple[int, ...] | None = None  # a tuple of ids in a --multi_label run
     label_text: str | tuple[str, ...] | None = None
-    extras: tuple[tuple[str, str, Any], ...] = ()  # (column, type, value) of --extra_columns
     features: np.ndarray | None = None  # the model's output for this image, any shape
     feature_dtype: str = "float32"  # float32 (FloatList) | float16 (bytes)
     include_image: bool = True  # False for --features_only
+    extras: tuple[tuple[str, str, Any], ...] = ()  # (column, type, value) of --extra_columns
 
 
 @dataclass(frozen=True)

@@ -127,7 +127,9 @@ def test_gcs_output_is_complete_and_readable(emulator, bucket, tmp_path):
     names = list_objects(output)
     shards = [f"train-{i:05d}-of-00003.tfrecord" for i in range(3)]
     tfds_files = ["dataset_info.json", "features.json", "image-class-label.labels.txt"]
-    assert names == sorted([*shards, "labels.txt", "rejects.jsonl", "summary.json", *tfds_files])
+    assert names == sorted(
+        [*shards, "duplicates.jsonl", "labels.txt", "rejects.jsonl", "summary.json", *tfds_files]
+    )
     download(output, tmp_path / "out")
     records = read_records(tmp_path / "out", "train")
     assert sorted(r["image/filename"].decode() for r in records) == sorted(files)
