@@ -56,8 +56,10 @@ _EXPORTS = {
     "StagedPlan": "staging",
 }
 SUBMODULES = (
+    "columns",
     "compat",
     "config",
+    "dedupe",
     "features",
     "formats",
     "gcs",

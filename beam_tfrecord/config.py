@@ -14,9 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from beam_tfrecord.columns import ExtraColumn, parse_extra_columns
 from beam_tfrecord.features import DTYPES, POOLINGS, FeatureOptions
 from beam_tfrecord.images import IMAGE_FORMATS, RESIZE_MODES, ImageOptions
-from beam_tfrecord.labels import LABEL_MODES
+from beam_tfrecord.labels import LABEL_MODES, compile_label_pattern
 
 __all__ = [
     "COMPRESSIONS",
@@ -71,6 +72,14 @@ class SourceConfig:
       splits: split name -> fraction, summing to 1.
       split_seed: seed of the path hash that assigns splits.
       stratify: give every class each split's exact share.
+      group_pattern: a regular expression whose first group, searched in the path relative to
+        `input`, is the file's group: a group is split as one (never in two splits).
+      manifest_path_column, manifest_label_column: the manifest's path-or-id and label columns
+        (default: the first of the usual names present, see labels.PATH_COLUMNS).
+      extra_columns: manifest columns stored in every record (`ExtraColumn`s, or their text,
+        `caption,score:float`).
+      multi_label: a label cell holds several classes (`cat|outdoor`, or a JSON array).
+      dedupe: keep one copy of inputs with identical bytes (the smallest relative path).
     """
 
     input: str
@@ -81,9 +90,37 @@ class SourceConfig:
     splits: Mapping[str, float] = field(default_factory=lambda: {"train": 1.0})
     split_seed: int = 0
     stratify: bool = False
+    group_pattern: str | None = None
+    manifest_path_column: str | None = None
+    manifest_label_column: str | None = None
+    extra_columns: tuple[ExtraColumn, ...] = ()
+    multi_label: bool = False
+    dedupe: bool = False
 
     def __post_init__(self) -> None:
         _choice("label_source", self.label_source, LABEL_SOURCES)
+        if isinstance(self.extra_columns, str):
+            try:
+                object.__setattr__(self, "extra_columns", parse_extra_columns(self.extra_columns))
+            except ValueError as error:
+                raise ConfigError(
+                    "extra_columns", str(error).removeprefix("--extra_columns").lstrip(": ")
+                ) from None
+        object.__setattr__(self, "extra_columns", tuple(self.extra_columns))
+        manifest_only = {
+            "extra_columns": bool(self.extra_columns),
+            "multi_label": self.multi_label,
+            "manifest_path_column": bool(self.manifest_path_column),
+            "manifest_label_column": bool(self.manifest_label_column),
+        }
+        for name, given in manifest_only.items():
+            if given and self.label_source != "manifest":
+                raise ConfigError(name, "reads the manifest: it needs label_source manifest")
+        if self.group_pattern is not None:
+            try:
+                compile_label_pattern(self.group_pattern, "group_pattern", "the group")
+            except ValueError as error:
+                raise ConfigError("group_pattern", str(error).removeprefix("--group_pattern ")) from None
         if self.label_source == "filename" and not self.label_pattern:
             raise ConfigError("label_pattern", "is needed with label_source filename, e.g. '^(cat|dog)\\.'")
         if self.label_source == "manifest" and not self.manifest:
@@ -161,6 +198,8 @@ def check_feature_options(options: FeatureOptions) -> None:
 
 
 def _flat(value: Any) -> Any:
+    if isinstance(value, tuple) and value and all(isinstance(v, ExtraColumn) for v in value):
+        return [str(v) for v in value]  # `caption:str`, as --extra_columns writes it
     if isinstance(value, tuple) and value and all(isinstance(v, int) for v in value):
         return "x".join(map(str, value))  # a (width, height) size, as --resize writes it
     if isinstance(value, Mapping):

@@ -7,13 +7,17 @@ import io
 import json
 import posixpath
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from apache_beam.io.filesystems import FileSystems
 
 __all__ = [
     "LABEL_MODES",
     "Manifest",
+    "ManifestColumns",
+    "ManifestRow",
     "Unlabeled",
     "class_names_from",
     "compile_label_pattern",
@@ -24,6 +28,7 @@ __all__ = [
 LABEL_MODES = ("folder", "filename", "manifest", "none")
 PATH_COLUMNS = ("path", "filename", "file", "image", "id", "image_id", "name")
 LABEL_COLUMNS = ("label", "class", "category", "class_name", "target")
+GROUP_COLUMN = "group"  # a manifest column that keeps related files in one split
 
 
 class Unlabeled(Exception):
@@ -47,42 +52,79 @@ def label_from_filename(relpath: str, pattern: re.Pattern[str]) -> str:
     return match.group(1)
 
 
-def compile_label_pattern(text: str) -> re.Pattern[str]:
+def compile_label_pattern(
+    text: str, option: str = "label_pattern", what: str = "the class"
+) -> re.Pattern[str]:
+    """A regular expression whose first group captures `what`; ValueError naming `option`."""
     try:
         pattern = re.compile(text)
     except re.error as error:
-        raise ValueError(f"--label_pattern {text!r} is not a regular expression: {error}") from None
+        raise ValueError(f"--{option} {text!r} is not a regular expression: {error}") from None
     if pattern.groups < 1:
-        raise ValueError(f"--label_pattern {text!r} needs a group that captures the class")
+        raise ValueError(f"--{option} {text!r} needs a group that captures {what}")
     return pattern
 
 
-class Manifest:
-    """A CSV or JSONL table of (path or id, label); ids may omit the extension."""
+@dataclass(frozen=True)
+class ManifestColumns:
+    """Which manifest columns mean what. `path` and `label` name them (--manifest_path_column,
+    --manifest_label_column; default: the first of PATH_COLUMNS / LABEL_COLUMNS present); `extra`
+    are kept raw for --extra_columns; `multi_label` reads a label as several classes."""
 
-    def __init__(self, rows: dict[str, str]) -> None:
-        self.rows = rows
+    path: str | None = None
+    label: str | None = None
+    extra: tuple[str, ...] = ()
+    multi_label: bool = False
+
+
+class ManifestRow(NamedTuple):
+    """What a manifest says about one file: its class (or classes), its group, raw extra values."""
+
+    label: str | tuple[str, ...]
+    group: str | None = None
+    values: Mapping[str, Any] = {}
+
+
+class Manifest:
+    """A CSV or JSONL table of (path or id, label, optional `group`, optional extra columns);
+    ids may omit the extension."""
+
+    def __init__(self, rows: Mapping[str, ManifestRow | str], path: str | None = None) -> None:
+        self.rows = {k: v if isinstance(v, ManifestRow) else ManifestRow(v) for k, v in rows.items()}
+        self.path = path  # the manifest file itself: a listing that holds it skips it
+        self.has_groups = any(row.group is not None for row in self.rows.values())
         self._used: set[str] = set()
 
     @classmethod
-    def load(cls, path: str) -> Manifest:
+    def load(cls, path: str, columns: ManifestColumns | None = None) -> Manifest:
+        columns = columns or ManifestColumns()
         with FileSystems.open(path) as handle:
             text = handle.read().decode("utf-8-sig")
         records = _jsonl_records(text) if path.endswith((".jsonl", ".json")) else _csv_records(text)
         if not records:
             raise ValueError(f"--manifest {path} has no rows")
         keys = list(records[0])
-        key_column = _pick(keys, PATH_COLUMNS, path, "path or id")
-        label_column = _pick(keys, LABEL_COLUMNS, path, "label")
-        rows: dict[str, str] = {}
+        key_column = _pick(keys, columns.path, PATH_COLUMNS, path, "path or id", "manifest_path_column")
+        label_column = _pick(keys, columns.label, LABEL_COLUMNS, path, "label", "manifest_label_column")
+        group_column = next((k for k in keys if k.strip().lower() == GROUP_COLUMN), None)
+        missing = [name for name in columns.extra if name not in keys]
+        if missing:
+            raise ValueError(
+                f"--extra_columns names {', '.join(missing)}, which --manifest {path} lacks "
+                f"(its columns: {', '.join(keys)})"
+            )
+        rows: dict[str, ManifestRow] = {}
         for record in records:
             key = _normalize_key(str(record.get(key_column, "")))
-            label = str(record.get(label_column, "")).strip()
-            if key and label:
-                rows[key] = label
-        return cls(rows)
+            label = _labels(record.get(label_column), columns.multi_label)
+            if not key or not label:
+                continue
+            group = record.get(group_column) if group_column else None
+            group_text = str(group).strip() if group not in (None, "") else None
+            rows[key] = ManifestRow(label, group_text, {name: record.get(name) for name in columns.extra})
+        return cls(rows, path)
 
-    def label_of(self, relpath: str) -> str:
+    def row_of(self, relpath: str) -> ManifestRow:
         """Look `relpath` up as written, without its extension, then by base name."""
         stem = posixpath.splitext(relpath)[0]
         name = posixpath.basename(relpath)
@@ -92,9 +134,21 @@ class Manifest:
                 return self.rows[key]
         raise Unlabeled("not listed in --manifest")
 
+    def label_of(self, relpath: str) -> str | tuple[str, ...]:
+        return self.row_of(relpath).label
+
     def unmatched(self) -> list[str]:
         """Manifest rows that named no listed file (call after every input was looked up)."""
         return sorted(set(self.rows) - self._used)
+
+
+def _labels(raw: Any, multi_label: bool) -> str | tuple[str, ...]:
+    """A label cell: one class, or with `multi_label` the sorted distinct classes of a
+    `|`-separated string or a JSON array ("" or () when there is none)."""
+    if not multi_label:
+        return "" if raw is None else str(raw).strip()
+    items = raw if isinstance(raw, list) else str(raw if raw is not None else "").split("|")
+    return tuple(sorted({str(item).strip() for item in items} - {""}))
 
 
 def _normalize_key(key: str) -> str:
@@ -112,14 +166,24 @@ def _jsonl_records(text: str) -> list[dict[str, object]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def _pick(columns: Sequence[str], candidates: Sequence[str], path: str, what: str) -> str:
+def _pick(
+    columns: Sequence[str], named: str | None, candidates: Sequence[str], path: str, what: str, option: str
+) -> str:
+    """The column `named` (as written, else ignoring case and spaces), or the first candidate."""
     lowered = {c.strip().lower(): c for c in columns}
+    if named:
+        found = named if named in columns else lowered.get(named.strip().lower())
+        if found is None:
+            raise ValueError(
+                f"--{option} {named}: --manifest {path} has no such column; found {', '.join(columns)}"
+            )
+        return found
     for candidate in candidates:
         if candidate in lowered:
             return lowered[candidate]
     raise ValueError(
-        f"--manifest {path}: no {what} column; expected one of {', '.join(candidates)}, "
-        f"found {', '.join(columns)}"
+        f"--manifest {path}: no {what} column; expected one of {', '.join(candidates)} "
+        f"(or name it with --{option}), found {', '.join(columns)}"
     )
 
 

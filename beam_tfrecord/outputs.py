@@ -15,7 +15,15 @@ from typing import Any
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import gcs, sharding
-from beam_tfrecord.metadata import CHANGES_FILE, LABELS_FILE, REJECTS_FILE, SUMMARY_FILE, read_summary
+from beam_tfrecord.metadata import (
+    CHANGES_FILE,
+    DUPLICATES_FILE,
+    LABELS_FILE,
+    MANIFEST_UNMATCHED_FILE,
+    REJECTS_FILE,
+    SUMMARY_FILE,
+    read_summary,
+)
 from beam_tfrecord.staging import TEMP_PREFIX
 from beam_tfrecord.tfds_metadata import TFDS_FILES
 
@@ -27,6 +35,8 @@ METADATA_FILES = (
     REJECTS_FILE,
     CHANGES_FILE,
     SUMMARY_FILE,
+    DUPLICATES_FILE,
+    MANIFEST_UNMATCHED_FILE,
     *TFDS_FILES,
     CONTACT_SHEET_FILE,
     HISTOGRAM_FILE,

@@ -21,7 +21,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import outputs, staging
 from beam_tfrecord.config import ConvertConfig, SourceConfig, summary_options
-from beam_tfrecord.metadata import Tally, build_summary, write_metadata
+from beam_tfrecord.metadata import DuplicateGroup, Tally, build_summary, write_metadata
 from beam_tfrecord.plan import LabelSource, RejectLine, plan_inputs
 from beam_tfrecord.records import ChangeLine
 from beam_tfrecord.shardwriter import FinalShard, remove_tree
@@ -30,6 +30,7 @@ from beam_tfrecord.transforms import (
     CHANGES,
     REJECTS,
     BuildRecordFn,
+    DuplicateGroups,
     ExtractFeatures,
     MergeTallies,
     ReadShardFn,
@@ -74,6 +75,7 @@ class WriteMetadataFn(beam.DoFn):
         rejects: list[RejectLine],
         finals: list[FinalShard],
         changes: list[ChangeLine],
+        duplicates: list[DuplicateGroup],
     ) -> Iterator[dict[str, Any]]:
         facts = staging.load_facts(self.staged.plan_dir)
         planned = staging.load_planned_rejects(self.staged.plan_dir)
@@ -87,9 +89,20 @@ class WriteMetadataFn(beam.DoFn):
         if "started_at" in run_info:
             run_info["wall_time_s"] = round(time.time() - run_info["started_at"], 2)
         options = {**facts.source, **summary_options(None, self.config)}
-        summary = build_summary(facts, planned, tally, sizes, options, run_info, self.config.features)
+        summary = build_summary(
+            facts, planned, tally, sizes, options, run_info, self.config.features, duplicates
+        )
         lengths = {posixpath.basename(f.path): f.records for f in finals}
-        write_metadata(self.config.output, facts.class_names, [*planned, *rejects], summary, lengths, changes)
+        write_metadata(
+            self.config.output,
+            facts.class_names,
+            [*planned, *rejects],
+            summary,
+            lengths,
+            changes,
+            duplicates,
+            facts.manifest_unmatched,
+        )
         remove_tree(self.staged.temp_dir)
         yield summary
 
@@ -163,6 +176,8 @@ class ImagesToTFRecords(beam.PTransform):
         sink = make_sink(config.sink, config.output, staged.temp_dir, config.compression, staged.shard_counts)
         # FinalShard: each shard under its final name with its record count; Tally of records.
         finals, record_tallies = built.records | "Write" >> sink
+        # DuplicateGroup: records whose source bytes are identical (hashes and paths grouped).
+        duplicates = built.records | "Duplicates" >> DuplicateGroups()
         reject_tally = all_rejects | "TallyRejects" >> beam.CombineGlobally(TallyFn())
         tally = (
             (record_tallies, reject_tally)
@@ -179,5 +194,6 @@ class ImagesToTFRecords(beam.PTransform):
                 rejects=beam.pvalue.AsList(all_rejects),
                 finals=beam.pvalue.AsList(finals),
                 changes=beam.pvalue.AsList(built[CHANGES]),
+                duplicates=beam.pvalue.AsList(duplicates),
             )
         )

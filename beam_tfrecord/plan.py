@@ -8,18 +8,24 @@ from __future__ import annotations
 
 import heapq
 import json
+import os
 import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
+from beam_tfrecord import columns as columns_lib
+from beam_tfrecord import dedupe as dedupe_lib
 from beam_tfrecord import labels as labels_lib
 from beam_tfrecord import sharding
 from beam_tfrecord import splits as splits_lib
+from beam_tfrecord.columns import ExtraColumn
 from beam_tfrecord.config import ConvertConfig, SourceConfig
 from beam_tfrecord.listing import InputFile, list_inputs, skip_reason
 
 __all__ = [
+    "GroupFacts",
     "LabelSource",
     "Plan",
     "PlannedInput",
@@ -33,16 +39,39 @@ __all__ = [
 ]
 
 
+Extras = tuple[tuple[str, str, Any], ...]  # (column name, column type, typed value) per extra column
+
+
 @dataclass(frozen=True, slots=True)
 class PlannedInput:
-    """One input file with everything the worker needs besides its bytes."""
+    """One input file with everything the worker needs besides its bytes.
+
+    `label` and `label_text` are tuples (ids, names) in a --multi_label run; `extras` are the
+    --extra_columns values, typed while planning."""
 
     relpath: str
     path: str
     size: int
     split: str
-    label: int | None = None
-    label_text: str | None = None
+    label: int | tuple[int, ...] | None = None
+    label_text: str | tuple[str, ...] | None = None
+    extras: Extras = ()
+
+    def to_row(self) -> list[Any]:
+        return [self.relpath, self.path, self.size, self.split, self.label, self.label_text, self.extras]
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> PlannedInput:
+        """The inverse of `to_row` (JSON gives lists where the plan had tuples)."""
+        relpath, path, size, split, label, label_text, *rest = row
+        extras = tuple(
+            (n, t, tuple(v) if isinstance(v, list) else v) for n, t, v in (rest[0] if rest else ())
+        )
+        return cls(relpath, path, size, split, _tuple(label), _tuple(label_text), extras)
+
+
+def _tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
 
 
 @dataclass(frozen=True)
@@ -56,13 +85,13 @@ class ShardTask:
     inputs: tuple[PlannedInput, ...]
 
     def to_json(self) -> str:
-        rows = [[i.relpath, i.path, i.size, i.split, i.label, i.label_text] for i in self.inputs]
+        rows = [i.to_row() for i in self.inputs]
         return json.dumps({"split": self.split, "index": self.index, "count": self.count, "inputs": rows})
 
     @classmethod
     def from_json(cls, text: str) -> ShardTask:
         task = json.loads(text)
-        inputs = tuple(PlannedInput(*row) for row in task["inputs"])
+        inputs = tuple(PlannedInput.from_row(row) for row in task["inputs"])
         return cls(task["split"], task["index"], task["count"], inputs)
 
 
@@ -90,18 +119,27 @@ class LabelSource:
     pattern: re.Pattern[str] | None = None
     manifest: labels_lib.Manifest | None = None
 
-    def label_of(self, relpath: str) -> str | None:
+    def entry_of(self, relpath: str) -> labels_lib.ManifestRow | None:
+        """The file's label (and, from a manifest, its group and extra values); None unlabeled."""
         if self.mode == "none":
             return None
         if self.mode == "folder":
-            return labels_lib.label_from_folder(relpath)
+            return labels_lib.ManifestRow(labels_lib.label_from_folder(relpath))
         if self.mode == "filename":
             assert self.pattern is not None
-            return labels_lib.label_from_filename(relpath, self.pattern)
+            return labels_lib.ManifestRow(labels_lib.label_from_filename(relpath, self.pattern))
         if self.mode == "manifest":
             assert self.manifest is not None
-            return self.manifest.label_of(relpath)
+            return self.manifest.row_of(relpath)
         raise ValueError(f"label_source must be one of {labels_lib.LABEL_MODES}, not {self.mode!r}")
+
+    def label_of(self, relpath: str) -> str | tuple[str, ...] | None:
+        entry = self.entry_of(relpath)
+        return entry.label if entry is not None else None
+
+    def is_manifest(self, path: str) -> bool:
+        """Whether a listed file is the manifest itself (a manifest kept beside the images)."""
+        return self.manifest is not None and self.manifest.path is not None and path == self.manifest.path
 
 
 def label_source_for(source: SourceConfig) -> LabelSource:
@@ -110,8 +148,26 @@ def label_source_for(source: SourceConfig) -> LabelSource:
     if source.label_source == "filename":
         pattern = labels_lib.compile_label_pattern(source.label_pattern or "")
     if source.label_source == "manifest":
-        manifest = labels_lib.Manifest.load(source.manifest or "")
+        path = source.manifest or ""
+        columns = labels_lib.ManifestColumns(
+            path=source.manifest_path_column,
+            label=source.manifest_label_column,
+            extra=tuple(c.name for c in source.extra_columns),
+            multi_label=source.multi_label,
+        )
+        manifest = labels_lib.Manifest.load(path if "://" in path else os.path.abspath(path), columns)
     return LabelSource(source.label_source, pattern, manifest)
+
+
+@dataclass(frozen=True)
+class GroupFacts:
+    """How files were grouped for splitting: by --group_pattern, by a manifest's `group` column,
+    or not at all; `without_group` files kept their own path hash."""
+
+    source: str | None = None  # "group_pattern" | "manifest" | None
+    groups: int = 0
+    grouped_files: int = 0
+    without_group: int = 0
 
 
 @dataclass
@@ -123,6 +179,7 @@ class Plan:
     shard_counts: dict[str, int]
     listed: int
     manifest_unmatched: list[str] = field(default_factory=list)
+    grouping: GroupFacts = field(default_factory=GroupFacts)
 
     @property
     def skipped(self) -> int:
@@ -151,17 +208,24 @@ def make_plan(
     fixed_class_names: Sequence[str] | None = None,
     parallelism: int = 1,
     round_robin: bool = False,
+    group_pattern: re.Pattern[str] | None = None,
+    extra_columns: Sequence[ExtraColumn] = (),
+    dedupe: bool = False,
 ) -> Plan:
-    """Labels, splits and shard counts from the listing alone.
+    """Labels, groups, splits and shard counts from the listing (and, with `dedupe`, one hash of
+    every candidate's bytes).
 
     `parallelism` is how many shard tasks the runner can run at once and `round_robin` whether
     it deals them out in turn (see beam_tfrecord.runners); without `num_shards` they shape the
-    shard counts (see sharding.shard_count).
+    shard counts (see sharding.shard_count). A file in a group (the first group of
+    `group_pattern` in its path, else the manifest's `group` column) is split with its group.
     """
     rejects: list[RejectLine] = []
-    labeled: list[tuple[InputFile, str | None]] = []
+    labeled: list[tuple[InputFile, labels_lib.ManifestRow | None]] = []
     for file in files:
         reason = skip_reason(file.relpath)
+        if reason is None and label_source.is_manifest(file.path):
+            reason = "the --manifest file, not an image"
         if reason is not None:
             rejects.append(RejectLine(file.relpath, "skipped", reason))
             continue
@@ -169,33 +233,54 @@ def make_plan(
             rejects.append(RejectLine(file.relpath, *file.problem))
             continue
         try:
-            labeled.append((file, label_source.label_of(file.relpath)))
+            labeled.append((file, label_source.entry_of(file.relpath)))
         except labels_lib.Unlabeled as error:
             rejects.append(RejectLine(file.relpath, "unlabeled", str(error)))
 
     class_names: list[str] | None = None
     if label_source.mode != "none":
         class_names = labels_lib.class_names_from(
-            (label for _, label in labeled if label is not None), fixed_class_names
+            (name for _, entry in labeled if entry is not None for name in _names(entry.label)),
+            fixed_class_names,
         )
         known = set(class_names)
         kept = []
-        for file, label in labeled:
-            if label in known:
-                kept.append((file, label))
+        for file, entry in labeled:
+            unknown = [name for name in _names(entry.label if entry else None) if name not in known]
+            if not unknown:
+                kept.append((file, entry))
             else:
                 rejects.append(
-                    RejectLine(file.relpath, "unknown_class", f"class {label!r} is not in --class_names")
+                    RejectLine(file.relpath, "unknown_class", f"class {unknown[0]!r} is not in --class_names")
                 )
         labeled = kept
     ids = {name: i for i, name in enumerate(class_names or [])}
 
-    if stratify:
-        split_by_path = splits_lib.stratified_splits(
-            ((f.relpath, label or "") for f, label in labeled), splits, split_seed
-        )
-    else:
-        split_by_path = {f.relpath: splits_lib.split_of(f.relpath, splits, split_seed) for f, _ in labeled}
+    extras: dict[str, Extras] = {}
+    if extra_columns:
+        kept = []
+        for file, entry in labeled:
+            values = entry.values if entry is not None else {}
+            try:
+                extras[file.relpath] = tuple(
+                    (c.name, c.type, columns_lib.parse_value(c, values.get(c.name))) for c in extra_columns
+                )
+                kept.append((file, entry))
+            except columns_lib.BadValue as error:
+                rejects.append(RejectLine(file.relpath, "bad_manifest_value", str(error)))
+        labeled = kept
+
+    if dedupe:
+        hashes = dedupe_lib.content_hashes([f.path for f, _ in labeled])
+        dropped = dedupe_lib.kept_copies((f.relpath, h) for (f, _), h in zip(labeled, hashes, strict=True))
+        for relpath, kept_path in dropped.items():
+            rejects.append(RejectLine(relpath, "duplicate", f"same bytes as {kept_path}, which is kept"))
+        labeled = [(f, entry) for f, entry in labeled if f.relpath not in dropped]
+
+    groups, grouping = _groups(labeled, group_pattern, label_source)
+    split_by_path = splits_lib.assign_splits(
+        ((f.relpath, _stratum(entry)) for f, entry in labeled), splits, split_seed, stratify, groups
+    )
 
     inputs = [
         PlannedInput(
@@ -203,10 +288,11 @@ def make_plan(
             path=f.path,
             size=f.size,
             split=split_by_path[f.relpath],
-            label=ids.get(label) if label is not None else None,
-            label_text=label,
+            label=_ids(entry.label, ids) if entry is not None else None,
+            label_text=entry.label if entry is not None else None,
+            extras=extras.get(f.relpath, ()),
         )
-        for f, label in labeled
+        for f, entry in labeled
     ]
     totals: dict[str, int] = defaultdict(int)
     counts: dict[str, int] = defaultdict(int)
@@ -228,7 +314,48 @@ def make_plan(
         shard_counts=shard_counts,
         listed=len(files),
         manifest_unmatched=unmatched,
+        grouping=grouping,
     )
+
+
+def _names(label: str | tuple[str, ...] | None) -> tuple[str, ...]:
+    if label is None:
+        return ()
+    return label if isinstance(label, tuple) else (label,)
+
+
+def _ids(label: str | tuple[str, ...], ids: dict[str, int]) -> int | tuple[int, ...]:
+    """A class id, or a multi-label's sorted ids."""
+    if isinstance(label, tuple):
+        return tuple(sorted(ids[name] for name in label))
+    return ids[label]
+
+
+def _stratum(entry: labels_lib.ManifestRow | None) -> str:
+    """What --stratify balances: the class, or a multi-label's sorted classes as one stratum."""
+    if entry is None:
+        return ""
+    return "|".join(entry.label) if isinstance(entry.label, tuple) else entry.label
+
+
+def _groups(
+    labeled: Sequence[tuple[InputFile, labels_lib.ManifestRow | None]],
+    pattern: re.Pattern[str] | None,
+    label_source: LabelSource,
+) -> tuple[dict[str, str], GroupFacts]:
+    """relpath -> group for the files that have one: --group_pattern wins over a manifest's
+    `group` column (an option given on the command line is the more deliberate choice)."""
+    if pattern is not None:
+        source = "group_pattern"
+        found = {f.relpath: splits_lib.group_of(f.relpath, pattern) for f, _ in labeled}
+    elif label_source.manifest is not None and label_source.manifest.has_groups:
+        source = "manifest"
+        found = {f.relpath: entry.group if entry is not None else None for f, entry in labeled}
+    else:
+        return {}, GroupFacts()
+    groups = {relpath: group for relpath, group in found.items() if group is not None}
+    facts = GroupFacts(source, len(set(groups.values())), len(groups), len(found) - len(groups))
+    return groups, facts
 
 
 def plan_files(
@@ -254,6 +381,11 @@ def plan_files(
         fixed_class_names=source.class_names,
         parallelism=parallelism,
         round_robin=round_robin,
+        group_pattern=labels_lib.compile_label_pattern(source.group_pattern, "group_pattern", "the group")
+        if source.group_pattern
+        else None,
+        extra_columns=source.extra_columns,
+        dedupe=source.dedupe,
     )
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "dct_ratio",
     "decode",
     "load_dataset",
+    "multi_hot",
     "record_dataset",
     "split_files",
 ]
@@ -189,9 +190,14 @@ def load_dataset(
 
     `features=True` gives instead a dict of every parsed key of the record (the encoded bytes
     included); images are decoded into `"image"` only when asked (`decode_images=True`, or an
-    `image_size`). A feature-model run's features come back as a float32 tensor of their
-    stored shape under the float key (`image/features` or `features`, float16 runs included);
-    a `--features_only` run has no image, and gives `(features, label)`.
+    `image_size`). --extra_columns values are under their keys (`image/meta/NAME` or `NAME`: a
+    scalar tensor, or a 1-D tensor for a list column, batched as a `tf.RaggedTensor`). A
+    feature-model run's features come back as a float32 tensor of their stored shape under the
+    float key (`image/features` or `features`, float16 runs included); a `--features_only` run
+    has no image, and gives `(features, label)`.
+
+    A --multi_label run's label is a multi-hot float32 vector of length K (the class count),
+    what Keras' binary cross-entropy takes.
 
     Shuffling is over shard files and then records; give `seed` for a repeatable order.
     Raises `IncompleteOutput` for a folder without a finished run.
@@ -207,9 +213,10 @@ def load_dataset(
         decode_images = not features or image_size is not None
     decodes = decode_images and files.has_images
     batch = _batch_size(files, output_dir, batch_size, image_size, decodes)
-    spec = schema_lib.parse_spec(files.schema, files.labeled, layout)
+    spec = schema_lib.parse_spec(files.schema, files.labeled, layout, files.extra_columns, files.multi_label)
     image_key = schema_lib.image_key(files.schema)
     label_key = schema_lib.label_key(files.schema)
+    classes = len(files.class_names or [])
     height_key, width_key = _STORED_SIZE[files.schema]
     deterministic = not shuffle or seed is not None
 
@@ -239,6 +246,8 @@ def load_dataset(
 
     def finish(record: dict[str, tf.Tensor]) -> Any:
         record = dict(record)
+        if files.multi_label and files.labeled:
+            record[label_key] = multi_hot(record[label_key], classes)
         if layout is not None:
             float_key, half_key, _ = schema_lib.feature_keys(files.schema)
             record[float_key] = schema_lib.restore_features(record, files.schema, layout)
@@ -262,6 +271,14 @@ def load_dataset(
         return (image, record[label_key]) if files.labeled else image
 
     dataset = parsed.map(finish, num_parallel_calls=AUTOTUNE, deterministic=deterministic)
-    if batch:
+    ragged = features and (files.multi_label or any(c.is_list for c in files.extra_columns))
+    if batch and ragged:  # lists of any length batch as RaggedTensors
+        dataset = dataset.ragged_batch(batch, drop_remainder=drop_remainder)
+    elif batch:
         dataset = dataset.batch(batch, drop_remainder=drop_remainder, num_parallel_calls=AUTOTUNE)
     return dataset.prefetch(AUTOTUNE)
+
+
+def multi_hot(ids: tf.Tensor, classes: int) -> tf.Tensor:
+    """Class ids -> float32 [classes] with 1 at each id (zeros for none)."""
+    return tf.minimum(tf.reduce_sum(tf.one_hot(ids, classes, dtype=tf.float32), axis=0), 1.0)

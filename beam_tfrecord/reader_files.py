@@ -17,6 +17,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import outputs
 from beam_tfrecord import schema as schema_lib
+from beam_tfrecord.columns import ExtraColumn
 from beam_tfrecord.shardwriter import index_path
 from beam_tfrecord.tfrecord_files import FramingError, iter_records, parse_index
 
@@ -47,6 +48,8 @@ class SplitFiles:
     # (min, max) stored height and width over the run's records; None when nothing was stored.
     heights: tuple[int, int] | None = None
     widths: tuple[int, int] | None = None
+    extra_columns: tuple[ExtraColumn, ...] = ()  # manifest columns stored in the records
+    multi_label: bool = False  # label keys hold lists of class ids and names
 
     @property
     def one_size(self) -> bool:
@@ -86,6 +89,8 @@ def split_files(output_dir: str, split: str = "train", summary: dict[str, Any] |
         features=schema_lib.layout_from_summary(summary),
         heights=_range(summary.get("image_height")),
         widths=_range(summary.get("image_width")),
+        extra_columns=tuple(ExtraColumn(c["name"], c["type"]) for c in summary.get("extra_columns") or []),
+        multi_label=bool(summary.get("multi_label")),
     )
 
 

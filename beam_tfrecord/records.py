@@ -41,7 +41,7 @@ class ConvertedRecord(NamedTuple):
     shard: ShardKey
     example: bytes
     relpath: str
-    label_text: str | None
+    label_text: str | tuple[str, ...] | None  # a tuple of names in a --multi_label run
     height: int
     width: int
     source_format: str
@@ -164,6 +164,7 @@ def prepare_input(
         sha256=content_sha256,
         label=item.label,
         label_text=item.label_text,
+        extras=item.extras,
     )
     shard = shard or ShardKey(item.split)
     return PendingRecord(shard, fields, image.source_format, image.reencoded, image.mode, image.changes)

@@ -3,6 +3,11 @@
 Two schemas: `tfds` (the keys TensorFlow Datasets and the object-detection tools use) and
 `simple` (the keys of the hand-written scripts this project replaces).
 
+Manifest columns (`--extra_columns`) are stored under `image/meta/NAME` (tfds) or `NAME`
+(simple); a `--multi_label` run stores every class id under the label key (an int64 list) and,
+in the tfds schema, every name under `image/class/text`. The simple schema carries the source
+file's SHA-256 as `sha256` (the tfds schema's is `image/key/sha256`).
+
 Feature-model runs add the model's output: `image/features` (tfds) or `features` (simple), a
 FloatList of the flattened tensor as the seed stored it, or with `--feature_dtype float16` the
 bytes key `image/features/float16` / `features_float16` (little-endian float16, half the size)
@@ -15,11 +20,13 @@ and 560 MB per process, more than the rest of a local run of thousands of images
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from beam_tfrecord.columns import ExtraColumn, column_key
 from beam_tfrecord.messages import Example, Feature
 
 __all__ = [
@@ -27,6 +34,7 @@ __all__ = [
     "FeatureLayout",
     "RecordFields",
     "build_example",
+    "extra_key",
     "feature_keys",
     "filename_key",
     "image_key",
@@ -51,11 +59,12 @@ class RecordFields:
     channels: int
     relpath: str
     sha256: str
-    label: int | None = None
-    label_text: str | None = None
+    label: int | tuple[int, ...] | None = None  # a tuple of ids in a --multi_label run
+    label_text: str | tuple[str, ...] | None = None
     features: np.ndarray | None = None  # the model's output for this image, any shape
     feature_dtype: str = "float32"  # float32 (FloatList) | float16 (bytes)
     include_image: bool = True  # False for --features_only
+    extras: tuple[tuple[str, str, Any], ...] = ()  # (column, type, value) of --extra_columns
 
 
 @dataclass(frozen=True)
@@ -118,6 +127,22 @@ def _set_int(feature: Feature, value: int) -> None:
     feature.int64_list.value.append(value)
 
 
+def _set_list(feature: Feature, values: tuple[Any, ...], kind: str) -> None:
+    """A typed list (possibly empty: the kind is still set, so a reader knows it)."""
+    if kind == "int":
+        feature.int64_list.value.extend(values)
+    elif kind == "float":
+        feature.float_list.value.extend(values)
+    else:
+        feature.bytes_list.value.extend(v.encode("utf-8") for v in values)
+
+
+def _set_extra(feature: Feature, kind: str, value: Any) -> None:
+    """One --extra_columns value: `str`, `int`, `float` or their `_list`."""
+    scalar = kind.removesuffix("_list")
+    _set_list(feature, value if kind.endswith("_list") else (value,), scalar)
+
+
 def _schema_values(schema: str, fields: RecordFields) -> list[tuple[str, Any]]:
     """(key, value) of every feature but the model's, in the schema's names; label keys only
     when the run is labeled, the image only when it is kept."""
@@ -140,6 +165,7 @@ def _schema_values(schema: str, fields: RecordFields) -> list[tuple[str, Any]]:
             ("height", fields.height),
             ("width", fields.width),
             ("depth", fields.channels),
+            ("sha256", fields.sha256),  # the source file's, so copies can be found afterwards
         ]
         if fields.label is not None:
             values.append(("label", fields.label))
@@ -159,7 +185,12 @@ def build_example(schema: str, fields: RecordFields) -> Example:
     example = Example()
     feature = example.features.feature
     for key, value in _schema_values(schema, fields):
-        (_set_int if isinstance(value, int) else _set_bytes)(feature[key], value)
+        if isinstance(value, tuple):  # a --multi_label run's ids or names
+            _set_list(feature[key], value, "int" if key == label_key(schema) else "str")
+        else:
+            (_set_int if isinstance(value, int) else _set_bytes)(feature[key], value)
+    for name, kind, value in fields.extras:
+        _set_extra(feature[extra_key(schema, name)], kind, value)
     _add_features(feature, schema, fields)
     return example
 
@@ -171,14 +202,30 @@ def serialize(schema: str, fields: RecordFields) -> bytes:
     return build_example(schema, fields).SerializeToString(deterministic=True)
 
 
-def parse_spec(schema: str, labeled: bool = True, features: FeatureLayout | None = None) -> dict[str, Any]:
+def parse_spec(
+    schema: str,
+    labeled: bool = True,
+    features: FeatureLayout | None = None,
+    extra_columns: Sequence[ExtraColumn] = (),
+    multi_label: bool = False,
+) -> dict[str, Any]:
     """The `tf.io.parse_single_example` spec matching `build_example` (imports TensorFlow);
-    `features` adds the feature keys (see `restore_features`)."""
-    spec = _base_spec(schema, labeled)
-    if features is None:
-        return spec
+    `features` adds the feature keys (see `restore_features`), `extra_columns` their keys (a list
+    column parses to a 1-D tensor of any length), `multi_label` makes the label keys lists."""
     import tensorflow as tf
 
+    spec = _base_spec(schema, labeled)
+    if labeled and multi_label:
+        spec[label_key(schema)] = tf.io.RaggedFeature(tf.int64)
+        if schema == "tfds":
+            spec["image/class/text"] = tf.io.RaggedFeature(tf.string)
+    dtypes = {"str": tf.string, "int": tf.int64, "float": tf.float32}
+    for column in extra_columns:
+        dtype = dtypes[column.scalar_type]
+        key = extra_key(schema, column.name)
+        spec[key] = tf.io.RaggedFeature(dtype) if column.is_list else tf.io.FixedLenFeature([], dtype)
+    if features is None:
+        return spec
     if not features.image:
         del spec[image_key(schema)]
     float_key, half_key, shape_key = feature_keys(schema)
@@ -229,7 +276,14 @@ def _base_spec(schema: str, labeled: bool) -> dict[str, Any]:
             spec["image/class/text"] = string
         return spec
     if schema == "simple":
-        spec = {"image_raw": string, "id": string, "height": int64, "width": int64, "depth": int64}
+        spec = {
+            "image_raw": string,
+            "id": string,
+            "height": int64,
+            "width": int64,
+            "depth": int64,
+            "sha256": string,
+        }
         if labeled:
             spec["label"] = int64
         return spec
@@ -246,3 +300,10 @@ def filename_key(schema: str) -> str:
 
 def label_key(schema: str) -> str:
     return "image/class/label" if schema == "tfds" else "label"
+
+
+def extra_key(schema: str, name: str) -> str:
+    """An --extra_columns column's key: `image/meta/NAME` (tfds) or `NAME` (simple)."""
+    if schema not in SCHEMAS:
+        raise ValueError(f"schema must be one of {SCHEMAS}, not {schema!r}")
+    return column_key(schema, name)

@@ -1,13 +1,23 @@
-"""Deterministic split assignment: a hash of the relative path, never a random draw."""
+"""Deterministic split assignment: a hash of the relative path (or of the file's group), never a
+random draw."""
 
 from __future__ import annotations
 
 import hashlib
 import math
-from collections import defaultdict
-from collections.abc import Iterable
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
 
-__all__ = ["parse_splits", "path_hash", "split_of", "stratified_splits"]
+__all__ = [
+    "assign_splits",
+    "expected_deviation",
+    "group_of",
+    "parse_splits",
+    "path_hash",
+    "split_of",
+    "stratified_splits",
+]
 
 SPLIT_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
 
@@ -51,26 +61,75 @@ def split_of(relpath: str, splits: dict[str, float], seed: int = 0) -> str:
     return next(reversed(splits))
 
 
-def stratified_splits(
-    labeled: Iterable[tuple[str, str]], splits: dict[str, float], seed: int = 0
-) -> dict[str, str]:
-    """Per class, order paths by hash and cut by fractions, so each split has each class's share.
+def group_of(relpath: str, pattern: re.Pattern[str]) -> str | None:
+    """The first group of `pattern` searched in the relative path, or None when it does not match
+    (or captures nothing): `^(p\\d+)_` on `p007_1.jpg` -> `p007`."""
+    match = pattern.search(relpath)
+    return match.group(1) if match and match.group(1) else None
 
-    Exact proportions per class, at the price that adding files to a class may move others.
+
+def assign_splits(
+    labeled: Iterable[tuple[str, str]],
+    splits: dict[str, float],
+    seed: int = 0,
+    stratify: bool = False,
+    groups: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """relpath -> split for (relpath, label) pairs. A file in `groups` (relpath -> group) is
+    split by its group's hash, so a group never straddles two splits; any other by its path's."""
+    groups = groups or {}
+    if stratify:
+        return stratified_splits(labeled, splits, seed, groups)
+    return {
+        relpath: split_of(groups[relpath], splits, seed)
+        if relpath in groups
+        else split_of(relpath, splits, seed)
+        for relpath, _ in labeled
+    }
+
+
+def stratified_splits(
+    labeled: Iterable[tuple[str, str]],
+    splits: dict[str, float],
+    seed: int = 0,
+    groups: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Per class, order units (a group, or a file of no group) by hash and cut by fractions, so
+    each split has each class's share: exact for single files, within a group's size for groups.
+
+    A group belongs to the class most of its files have (ties: the first name), and goes whole
+    to the split that holds its middle file. Adding files to a class may move others.
     """
-    by_label: dict[str, list[str]] = defaultdict(list)
+    groups = groups or {}
+    members: dict[tuple[bool, str], list[tuple[str, str]]] = defaultdict(list)
     for relpath, label in labeled:
-        by_label[label].append(relpath)
+        unit = (True, groups[relpath]) if relpath in groups else (False, relpath)
+        members[unit].append((relpath, label))
+    by_label: dict[str, list[tuple[bool, str]]] = defaultdict(list)
+    for unit, files in members.items():
+        counts = Counter(label for _, label in files)
+        by_label[min(counts, key=lambda label: (-counts[label], label))].append(unit)
+    names = list(splits)
     assignment: dict[str, str] = {}
-    for paths in by_label.values():
-        paths.sort(key=lambda p: (path_hash(p, seed), p))
-        start, cumulative = 0, 0.0
-        for name, fraction in splits.items():
+    for units in by_label.values():
+        units.sort(key=lambda unit: (path_hash(unit[1], seed), unit))
+        total = sum(len(members[unit]) for unit in units)
+        ends, cumulative = [], 0.0
+        for fraction in splits.values():
             cumulative += fraction
-            end = round(cumulative * len(paths))
-            for relpath in paths[start:end]:
+            ends.append(round(cumulative * total))
+        offset = 0
+        for unit in units:
+            size = len(members[unit])
+            middle = offset + (size - 1) // 2
+            name = next((n for n, end in zip(names, ends, strict=True) if middle < end), names[-1])
+            for relpath, _ in members[unit]:
                 assignment[relpath] = name
-            start = end
-        for relpath in paths[start:]:
-            assignment[relpath] = next(reversed(splits))
+            offset += size
     return assignment
+
+
+def expected_deviation(fraction: float, count: int) -> float:
+    """Two standard deviations of a hash split's share of `count` files (binomial): the share
+    lies within this of `fraction` about 95 times in 100; 0 for an empty split set."""
+    return 2 * math.sqrt(fraction * (1 - fraction) / count) if count else 0.0

@@ -14,6 +14,7 @@ The workers read one shard task each; the metadata step reads the facts and the 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ class PlanFacts:
     shard_counts: dict[str, int]
     manifest_unmatched: list[str] = field(default_factory=list)
     source: dict[str, Any] = field(default_factory=dict)  # the SourceConfig, for summary.json
+    grouping: dict[str, Any] = field(default_factory=dict)  # plan.GroupFacts, for summary.json
 
     @classmethod
     def of(cls, plan: Plan, source: SourceConfig | None = None) -> PlanFacts:
@@ -65,6 +67,7 @@ class PlanFacts:
             dict(plan.shard_counts),
             plan.manifest_unmatched,
             summary_options(source, None) if source is not None else {},
+            dataclasses.asdict(plan.grouping),
         )
 
 

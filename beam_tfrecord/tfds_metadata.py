@@ -26,6 +26,7 @@ from typing import Any
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import sharding
+from beam_tfrecord.columns import ExtraColumn
 from beam_tfrecord.tfrecord_files import count_records
 
 __all__ = ["FILENAME_TEMPLATE", "TFDS_FILES", "dataset_name", "features_spec", "write_tfds_metadata"]
@@ -37,10 +38,18 @@ FILE_FORMAT = "tfrecord"
 TFDS_FILES = ("dataset_info.json", "features.json", "image-class-label.labels.txt", "label.labels.txt")
 
 
-def features_spec(schema: str, class_names: Sequence[str] | None, channels: int | None) -> dict[str, Any]:
+def features_spec(
+    schema: str,
+    class_names: Sequence[str] | None,
+    channels: int | None,
+    extra_columns: Sequence[ExtraColumn] = (),
+    multi_label: bool = False,
+) -> dict[str, Any]:
     """The TFDS FeaturesDict (as nested dicts of connectors) whose keys are the schema's record keys.
 
     Images decode to `channels` (3 unless the run forced 1), as TFDS's Image needs a fixed count.
+    A --multi_label label is a `Sequence(ClassLabel)` (its names a `Sequence(Text)`); an
+    --extra_columns column a `Text` or `Scalar`, or a `Sequence` of them for a list.
     """
     import numpy as np
     import tensorflow_datasets as tfds
@@ -48,6 +57,16 @@ def features_spec(schema: str, class_names: Sequence[str] | None, channels: int 
     f = tfds.features
     image = f.Image(shape=(None, None, channels or 3))
     int64 = f.Scalar(dtype=np.int64)
+
+    def label() -> Any:
+        names = f.ClassLabel(names=list(class_names or []))
+        return f.Sequence(names) if multi_label else names
+
+    extras: dict[str, Any] = {}
+    for column in extra_columns:
+        kind = column.scalar_type
+        one = f.Text() if kind == "str" else f.Scalar(dtype=np.int64 if kind == "int" else np.float32)
+        extras[column.name] = f.Sequence(one) if column.is_list else one
     if schema == "tfds":
         spec: dict[str, Any] = {
             "encoded": image,
@@ -59,13 +78,22 @@ def features_spec(schema: str, class_names: Sequence[str] | None, channels: int 
             "key": {"sha256": f.Text()},
         }
         if class_names is not None:
-            spec["class"] = {"label": f.ClassLabel(names=list(class_names)), "text": f.Text()}
+            spec["class"] = {"label": label(), "text": f.Sequence(f.Text()) if multi_label else f.Text()}
+        if extras:
+            spec["meta"] = extras
         return {"image": spec}
     if schema == "simple":
-        spec = {"image_raw": image, "id": f.Text(), "height": int64, "width": int64, "depth": int64}
+        spec = {
+            "image_raw": image,
+            "id": f.Text(),
+            "height": int64,
+            "width": int64,
+            "depth": int64,
+            "sha256": f.Text(),
+        }
         if class_names is not None:
-            spec["label"] = f.ClassLabel(names=list(class_names))
-        return spec
+            spec["label"] = label()
+        return {**spec, **extras}
     raise ValueError(f"unknown schema {schema!r}")
 
 
@@ -154,7 +182,13 @@ def _write(
     supervised = ("image_raw", "label") if schema == "simple" and class_names is not None else None
     tfds.folder_dataset.write_metadata(
         data_dir=data_dir,
-        features=features_spec(schema, class_names, options.get("channels")),
+        features=features_spec(
+            schema,
+            class_names,
+            options.get("channels"),
+            tuple(ExtraColumn(c["name"], c["type"]) for c in summary.get("extra_columns") or []),
+            bool(summary.get("multi_label")),
+        ),
         split_infos=split_infos,
         filename_template=template,
         description=f"Images from {summary.get('input', 'unknown')} converted by beam-tfrecord "

@@ -6,6 +6,8 @@ Element shapes, in flow order (one flow on every runner):
   PendingRecord --RunInference--> PredictionResult(example=PendingRecord, inference=array|str)
       (feature runs only; a batch whose model call raises: its images become RejectLines)
   PendingRecord | PredictionResult --BuildRecords--> ConvertedRecord (main) | RejectLine ("rejects")
+  ConvertedRecord --DuplicateGroups--> DuplicateGroup (sha256, ((path, split), ...)), for
+      contents more than one record holds (only hashes and paths are grouped)
   ConvertedRecord --a sink--> FinalShard (one per shard, once all are in place) and Tally
       paths sink: each worker streams a shard task's records into that shard's file;
       beam sink: WriteToTFRecord per split (groups every record by shard: bytes are shuffled).
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +31,7 @@ from apache_beam.transforms.window import GlobalWindows
 from beam_tfrecord import sharding, shardwriter
 from beam_tfrecord.features import FeatureOptions
 from beam_tfrecord.images import ImageOptions
-from beam_tfrecord.metadata import Tally, without_pixels
+from beam_tfrecord.metadata import DuplicateGroup, Tally, without_pixels
 from beam_tfrecord.plan import RejectLine, ShardTask
 from beam_tfrecord.records import ConvertedRecord, PendingRecord, ShardKey, finish_record, prepare_input
 from beam_tfrecord.shardwriter import FinalShard, ShardFiles, WrittenShard
@@ -42,6 +44,7 @@ __all__ = [
     "NAMESPACE",
     "REJECTS",
     "BuildRecordFn",
+    "DuplicateGroups",
     "ExtractFeatures",
     "MergeTallies",
     "PlannedShardSink",
@@ -208,6 +211,34 @@ class ExtractFeatures(beam.PTransform):
         )
         rejects = failed.failed_inferences | "FailedBatches" >> beam.FlatMap(failed_batch_rejects)
         return results, rejects
+
+
+def content_key(record: ConvertedRecord) -> tuple[str, tuple[str, str]]:
+    """(source sha256, (path, split)): all a duplicate group needs of a record, no bytes."""
+    return record.content_sha256, (record.relpath, record.split)
+
+
+def copies_of(grouped: tuple[str, Iterable[tuple[str, str]]]) -> Iterator[DuplicateGroup]:
+    """A content held by more than one record is a DuplicateGroup (copies sorted by path)."""
+    sha256, copies = grouped
+    found = tuple(sorted(copies))
+    if len(found) > 1:
+        yield DuplicateGroup(sha256, found)
+
+
+class DuplicateGroups(beam.PTransform):
+    """ConvertedRecord -> DuplicateGroup, one per content that more than one record holds.
+
+    Groups (sha256, path, split), about 150 bytes a record, never the image bytes; the result
+    is as deterministic as the records (copies sorted), whatever the runner's order."""
+
+    def expand(self, records: beam.PCollection[ConvertedRecord]) -> beam.PCollection[DuplicateGroup]:
+        return (
+            records
+            | "ContentKeys" >> beam.Map(content_key)
+            | "ByContent" >> beam.GroupByKey()
+            | "Copies" >> beam.FlatMap(copies_of)
+        )
 
 
 class TallyFn(beam.CombineFn):

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 from apache_beam.io.filesystems import FileSystems
 
@@ -145,10 +146,12 @@ class _Sampler:
             self.items[slot] = sample
 
 
-def _facts_fn(schema: str, labeled: bool, layout: schema_lib.FeatureLayout | None = None):
-    """Per record: the decoded shape, the stored shape, the label and the name (no pixels kept);
-    a feature run's features must parse with their recorded length."""
-    spec = schema_lib.parse_spec(schema, labeled, layout)
+def _facts_fn(
+    schema: str, labeled: bool, layout: schema_lib.FeatureLayout | None = None, multi_label: bool = False
+):
+    """Per record: the decoded shape, the stored shape, the label (a --multi_label run's ids)
+    and the name (no pixels kept); a feature run's features must parse with their recorded length."""
+    spec = schema_lib.parse_spec(schema, labeled, layout, multi_label=multi_label)
     keys = {"tfds": ("image/height", "image/width", "image/channels"), "simple": ("height", "width", "depth")}
     height, width, depth = keys[schema]
 
@@ -199,7 +202,10 @@ def read_shard(
     name = posixpath.basename(path)
     compression = "GZIP" if name.endswith(".gz") else ""
     layout = schema_lib.layout_from_summary(summary)
-    facts_fn = _facts_fn(schema, labeled, layout if layout is not None and layout.image else None)
+    multi_label = bool(summary.get("multi_label"))
+    facts_fn = _facts_fn(
+        schema, labeled, layout if layout is not None and layout.image else None, multi_label
+    )
     dataset = record_dataset(path, compression).map(
         facts_fn, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
     )
@@ -212,18 +218,28 @@ def read_shard(
                 report.errors.append(
                     f"{name} record {count} ({filename}): decodes to {shape}, stored {stored}"
                 )
-            label = None
+            labels: list[str | None] = [None]
             if labeled:
-                label_id = int(facts["label"].numpy())
-                if not 0 <= label_id < len(class_names):
-                    report.errors.append(f"{name} record {count} ({filename}): label {label_id} out of range")
-                    label = str(label_id)
-                else:
-                    label = class_names[label_id]
-                if "label_text" in facts and facts["label_text"].numpy().decode() != label:
-                    report.errors.append(f"{name} record {count} ({filename}): label text is not {label!r}")
+                ids = np.asarray(facts["label"].numpy()).reshape(-1).tolist()
+                labels = []
+                for label_id in ids:
+                    if not 0 <= label_id < len(class_names):
+                        report.errors.append(
+                            f"{name} record {count} ({filename}): label {label_id} out of range"
+                        )
+                        labels.append(str(label_id))
+                    else:
+                        labels.append(class_names[label_id])
+                if "label_text" in facts:
+                    texts = [t.decode() for t in np.asarray(facts["label_text"].numpy()).reshape(-1).tolist()]
+                    if texts != labels:
+                        report.errors.append(
+                            f"{name} record {count} ({filename}): label text is not {labels!r}"
+                        )
+            label = "|".join(str(n) for n in labels) if labeled else None
             report.records[split] += 1
-            report.by_split_label[(split, label)] += 1
+            for one in labels:  # a multi-label record counts for each of its classes
+                report.by_split_label[(split, one)] += 1
             report.sizes[shape[:2]] += 1
             report.channels[shape[2]] += 1
             slot = sampler.wants()

@@ -21,6 +21,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
 
 from beam_tfrecord import features as features_lib
 from beam_tfrecord import gcs
+from beam_tfrecord.columns import parse_extra_columns
 from beam_tfrecord.config import (
     COMPRESSIONS,
     LABEL_SOURCES,
@@ -104,10 +105,39 @@ class ConvertOptions(PipelineOptions):
             "--manifest",
             help="CSV or JSONL with a path-or-id and a label column, for --label_source manifest",
         )
+        add(
+            "--manifest_path_column",
+            help="the --manifest column holding the path or id "
+            "(default: path, filename, file, image, id, ...)",
+        )
+        add(
+            "--manifest_label_column",
+            help="the --manifest column holding the class (default: label, class, category, ...)",
+        )
+        add(
+            "--extra_columns",
+            help="NAME[:TYPE],... manifest columns stored in every record; TYPE str (default), int, "
+            "float, str_list, int_list or float_list (a list is |-separated in CSV, an array in JSONL)",
+        )
+        _add_flag(
+            group,
+            "--multi_label",
+            "a manifest label holds several classes (cat|outdoor, or a JSON array): stored as an int64 list",
+        )
         add("--class_names", help="comma-separated class names fixing the label ids (default: sorted names)")
         add("--splits", default="train=1", help="NAME=FRACTION,... e.g. train=0.8,validation=0.2")
         add("--split_seed", type=int, default=0, help="seed of the path hash that assigns splits")
         _add_flag(group, "--stratify", "give every class each split's exact share")
+        add(
+            "--group_pattern",
+            help=r"regex whose group 1, searched in the path relative to --input, is the file's group; "
+            r"a group is never split, e.g. '^(p\d+)_'",
+        )
+        _add_flag(
+            group,
+            "--dedupe",
+            "keep one copy of identical files (smallest path; the others are rejected as duplicate)",
+        )
         add(
             "--num_shards",
             type=int,
@@ -313,6 +343,12 @@ def _check(ns: ConvertOptions, dry_run: bool) -> RunSettings:
         splits=parse_splits(ns.splits),
         split_seed=ns.split_seed,
         stratify=ns.stratify,
+        group_pattern=ns.group_pattern,
+        manifest_path_column=ns.manifest_path_column,
+        manifest_label_column=ns.manifest_label_column,
+        extra_columns=parse_extra_columns(ns.extra_columns) if ns.extra_columns else (),
+        multi_label=ns.multi_label,
+        dedupe=ns.dedupe,
     )
     image = ImageOptions(
         image_format=ns.image_format,

@@ -56,6 +56,7 @@ KEYS = {
         "height": "height",
         "width": "width",
         "channels": "depth",
+        "sha256": "sha256",
         "label": "label",
         "float32": "features",
         "float16": "features_float16",

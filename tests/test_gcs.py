@@ -129,7 +129,14 @@ def test_gcs_output_is_complete_and_readable(emulator, bucket, tmp_path):
     shards = [f"train-{i:05d}-of-00003.tfrecord" for i in range(3)]
     indexes = [f"{name}.idx" for name in shards]
     tfds_files = ["dataset_info.json", "features.json", "image-class-label.labels.txt"]
-    metadata = ["labels.txt", "rejects.jsonl", "changes.jsonl", "summary.json", *tfds_files]
+    metadata = [
+        "labels.txt",
+        "rejects.jsonl",
+        "changes.jsonl",
+        "duplicates.jsonl",
+        "summary.json",
+        *tfds_files,
+    ]
     assert names == sorted([*shards, *indexes, *metadata])
 
     # Read straight from the bucket, as a training job would: tf.data, no TensorFlow, inspect.

@@ -43,3 +43,47 @@ def test_readme_library_example_converts_in_a_users_pipeline(pets_tree, tmp_path
     images, labels = next(iter(namespace["train"]))
     assert images.shape[1:] == (64, 64, 3) and labels.shape[0] == images.shape[0]
     assert sorted(p.name for p in out.glob("*.tfrecord.gz"))[0].startswith("train-00000-of-")
+
+
+def test_readme_multi_label_example_trains_with_binary_cross_entropy(tmp_path):
+    """The README's manifest as written (named columns, several classes, typed columns), then its
+    multi-label block: one epoch on multi-hot labels, and the columns read back."""
+    import imagegen
+
+    root = tmp_path / "photos"
+    imagegen.write_tree(root, {f"p{i:03d}_0.jpg": imagegen.jpeg(16, 12, seed=i) for i in range(10)})
+    rows = [
+        f"p{i:03d}_0,{'cat|outdoor' if i % 2 else 'cat'},photo {i},0.{i},{'wall|sun' if i % 3 else ''}"
+        for i in range(10)
+    ]
+    (root / "labels.csv").write_text("id,breed,caption,score,tags\n" + "\n".join(rows) + "\n")
+    out = tmp_path / "out"
+    code = convert(
+        root,
+        out,
+        "--label_source=manifest",
+        f"--manifest={root / 'labels.csv'}",
+        "--manifest_path_column=id",
+        "--manifest_label_column=breed",
+        "--multi_label",
+        "--extra_columns=caption,score:float,tags:str_list",
+    )
+    assert code == 0
+    block = readme_block("multi-label")
+    assert 'OUTPUT = "out"' in block
+    namespace: dict = {}
+    exec(block.replace('OUTPUT = "out"', f"OUTPUT = {str(out)!r}"), namespace)
+    assert len(namespace["history"].history["loss"]) == 1
+    assert namespace["model"].output_shape == (None, 2)
+    assert namespace["captions"].shape == (8,) and namespace["tags"].shape[0] == 8
+
+
+def test_readme_options_table_names_every_option():
+    from pipelines.options import our_option_names
+
+    with open(README, encoding="utf-8") as handle:
+        table = [line for line in handle if line.startswith("| `--")]
+    missing = [
+        name for name in our_option_names() if not any(re.search(rf"`--{name}[` ]", row) for row in table)
+    ]
+    assert not missing

@@ -4,6 +4,7 @@ not import TensorFlow."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
@@ -11,6 +12,7 @@ import pytest
 import tensorflow as tf
 
 from beam_tfrecord import schema
+from beam_tfrecord.columns import parse_extra_columns
 
 FIELDS = schema.RecordFields(
     encoded=b"\xff\xd8 bytes",
@@ -65,8 +67,33 @@ def test_simple_schema_keys_and_spec():
         "height": 3,
         "width": 4,
         "depth": 3,
+        "sha256": FIELDS.sha256.encode(),  # the source file's, so copies can be found afterwards
         "label": 1,
     }
+
+
+@pytest.mark.parametrize("name", ["tfds", "simple"])
+def test_extra_columns_and_multi_labels_round_trip_through_the_spec(name):
+    """Typed manifest columns (empty lists included) and several class ids per record parse
+    back as they were planned, under `image/meta/NAME` (tfds) or `NAME` (simple)."""
+    columns = parse_extra_columns("caption,score:float,year:int,tags:str_list,boxes:int_list,w:float_list")
+    values = ("a ü", 0.5, 2019, ("x", "y"), (), (1.5,))
+    fields = dataclasses.replace(
+        FIELDS,
+        label=(0, 2),
+        label_text=("cat", "outdoor"),
+        extras=tuple((c.name, c.type, v) for c, v in zip(columns, values, strict=True)),
+    )
+    spec = schema.parse_spec(name, True, extra_columns=columns, multi_label=True)
+    parsed = tf.io.parse_single_example(schema.serialize(name, fields), spec)
+    prefix = "image/meta/" if name == "tfds" else ""
+    got = {c.name: parsed[prefix + c.name].numpy() for c in columns}
+    assert got["caption"].decode() == "a ü" and got["score"] == 0.5 and got["year"] == 2019
+    assert [t.decode() for t in got["tags"]] == ["x", "y"]
+    assert list(got["boxes"]) == [] and list(got["w"]) == [1.5]
+    assert list(parsed[schema.label_key(name)].numpy()) == [0, 2]
+    if name == "tfds":
+        assert [t.decode() for t in parsed["image/class/text"].numpy()] == ["cat", "outdoor"]
 
 
 def test_unknown_schema_is_an_error():

@@ -1,0 +1,137 @@
+"""Manifest columns stored in each record (`--extra_columns NAME[:TYPE],...`): their types, how a
+manifest value parses as its type, and the record key each one gets.
+
+A value is parsed on the launcher, while planning, so a bad one is a `bad_manifest_value` reject
+before any image is read, and the workers only copy typed values into records.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+__all__ = [
+    "COLUMN_TYPES",
+    "RESERVED_NAMES",
+    "BadValue",
+    "ExtraColumn",
+    "column_key",
+    "parse_extra_columns",
+    "parse_value",
+]
+
+ColumnType = Literal["str", "int", "float", "str_list", "int_list", "float_list"]
+COLUMN_TYPES: tuple[str, ...] = get_args(ColumnType)
+NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+# Keys the records already hold (either schema, feature runs included) and the manifest's own
+# columns, which a stored column must not shadow.
+RESERVED_NAMES = frozenset(
+    {"image_raw", "id", "height", "width", "depth", "label", "sha256", "group", "image"}
+    | {"features", "features_float16", "features_shape"}
+)
+LIST_SEPARATOR = "|"
+FLOAT32_MAX = 3.4028234663852886e38  # records store floats as float32 (FloatList)
+
+
+class BadValue(ValueError):
+    """A manifest value that does not parse as its column's type: a `bad_manifest_value` reject."""
+
+
+@dataclass(frozen=True)
+class ExtraColumn:
+    """One manifest column stored in every record: its name (also its key) and its type."""
+
+    name: str
+    type: ColumnType = "str"
+
+    @property
+    def is_list(self) -> bool:
+        return self.type.endswith("_list")
+
+    @property
+    def scalar_type(self) -> str:
+        """`int` for `int` and `int_list`: the kind of each value."""
+        return self.type.removesuffix("_list")
+
+    def __str__(self) -> str:
+        return f"{self.name}:{self.type}"
+
+
+def parse_extra_columns(text: str) -> tuple[ExtraColumn, ...]:
+    """`caption,score:float,tags:str_list` -> ExtraColumns; ValueError naming what is wrong."""
+    columns: list[ExtraColumn] = []
+    for part in text.split(","):
+        name, _, kind = part.strip().partition(":")
+        name, kind = name.strip(), kind.strip() or "str"
+        if not NAME.match(name):
+            raise ValueError(f"--extra_columns: {name!r} is not a lower-case name (a-z, 0-9, _)")
+        if name in RESERVED_NAMES:
+            raise ValueError(f"--extra_columns: {name!r} is a key the records already use")
+        if kind not in COLUMN_TYPES:
+            raise ValueError(
+                f"--extra_columns: {name}:{kind}: the type must be one of {', '.join(COLUMN_TYPES)}"
+            )
+        if any(c.name == name for c in columns):
+            raise ValueError(f"--extra_columns names {name} twice")
+        columns.append(ExtraColumn(name, kind))  # type: ignore[arg-type]
+    return tuple(columns)
+
+
+def column_key(schema: str, column: ExtraColumn | str) -> str:
+    """The record key: `image/meta/NAME` (tfds schema) or `NAME` (simple schema)."""
+    name = column if isinstance(column, str) else column.name
+    return f"image/meta/{name}" if schema == "tfds" else name
+
+
+def parse_value(column: ExtraColumn, raw: Any) -> str | int | float | tuple[Any, ...]:
+    """A manifest value as its column's type. CSV gives strings (a list is `|`-separated);
+    JSONL gives JSON values (a list is an array, or a `|`-separated string). Missing values are
+    "" for `str` and empty lists; a missing number is a BadValue (a record must hold one)."""
+    if column.is_list:
+        if raw is None or raw == "":
+            items: list[Any] = []
+        elif isinstance(raw, list):
+            items = raw
+        elif isinstance(raw, str):
+            items = [item.strip() for item in raw.split(LIST_SEPARATOR)]
+        else:
+            items = [raw]
+        return tuple(_scalar(column, item) for item in items)
+    if isinstance(raw, list):
+        raise BadValue(f"column {column.name}: {_show(raw)} is a list, not one {column.type}")
+    if raw is None:
+        raw = ""
+    return _scalar(column, raw)
+
+
+def _scalar(column: ExtraColumn, raw: Any) -> str | int | float:
+    kind = column.scalar_type
+    if kind == "str":
+        if isinstance(raw, dict | list):
+            raise BadValue(f"column {column.name}: {_show(raw)} is not a string")
+        return raw if isinstance(raw, str) else json.dumps(raw)
+    if isinstance(raw, bool | dict | list):
+        raise BadValue(f"column {column.name}: {_show(raw)} is not an {kind}")
+    text = raw.strip() if isinstance(raw, str) else raw
+    try:
+        if kind == "int":
+            if isinstance(text, float) and not text.is_integer():
+                raise ValueError
+            value: int | float = int(text)
+            if not -(2**63) <= value < 2**63:
+                raise ValueError
+            return value
+        value = float(text)
+    except (TypeError, ValueError, OverflowError):
+        article = "an" if kind == "int" else "a"
+        raise BadValue(f"column {column.name}: {_show(raw)} is not {article} {kind}") from None
+    if not math.isfinite(value) or abs(value) > FLOAT32_MAX:
+        raise BadValue(f"column {column.name}: {_show(raw)} is not a finite 32-bit float")
+    return value
+
+
+def _show(raw: Any) -> str:
+    return repr(raw) if isinstance(raw, str) else json.dumps(raw)

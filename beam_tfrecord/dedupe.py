@@ -1,0 +1,70 @@
+"""`--dedupe`: exact copies (same SHA-256 of the bytes) kept once, decided on the launcher before
+planning.
+
+Why a pass over paths on the launcher, before the plan, rather than in the pipeline: which copy
+is kept must be known before any shard is written (a shard is streamed as it is read), and
+deciding it from the whole listing makes the choice independent of listing order, runner and
+sharding: the copy with the smallest relative path is kept. Each file is read where the
+launcher runs and only its 64-character hash is kept, so no image byte moves between workers.
+The cost is one more read of every input (see the README's figure); on gs:// that read goes
+through the launcher's network, which is what would make a distributed pass (hash per shard
+task, group by hash) worth its second pipeline stage at the scale of millions of objects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from apache_beam.io.filesystems import FileSystems
+
+from beam_tfrecord import gcs
+
+__all__ = ["HASH_THREADS", "content_hash", "content_hashes", "kept_copies"]
+
+HASH_THREADS = 8  # reads wait on disk or network; hashlib releases the GIL on large buffers
+
+
+def content_hash(path: str) -> str:
+    """SHA-256 (hex) of a file's bytes as stored, local or remote."""
+    if "://" not in path:
+        with open(path, "rb") as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+    if path.startswith("gs://"):
+        return hashlib.sha256(gcs.read_bytes(path)).hexdigest()
+    with FileSystems.open(path) as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def _try_hash(path: str) -> str | None:
+    try:
+        return content_hash(path)
+    except Exception:  # unreadable now: the worker will read it again and reject it `unreadable`
+        return None
+
+
+def content_hashes(paths: Sequence[str], threads: int = HASH_THREADS) -> list[str | None]:
+    """The hash of each path, in order; None for a file that cannot be read now."""
+    if threads <= 1 or len(paths) < 2:
+        return [_try_hash(path) for path in paths]
+    with ThreadPoolExecutor(threads, thread_name_prefix="hash") as pool:
+        return list(pool.map(_try_hash, paths, chunksize=16))
+
+
+def kept_copies(hashed: Iterable[tuple[str, str | None]]) -> dict[str, str]:
+    """relpath -> the relpath of the copy kept instead, for every copy that is not kept.
+
+    Among files with one hash the smallest relative path is kept, whatever order they came in.
+    Files without a hash (unreadable) are never treated as copies."""
+    by_hash: dict[str, list[str]] = defaultdict(list)
+    for relpath, digest in hashed:
+        if digest is not None:
+            by_hash[digest].append(relpath)
+    dropped: dict[str, str] = {}
+    for relpaths in by_hash.values():
+        kept, *others = sorted(relpaths)
+        for relpath in others:
+            dropped[relpath] = kept
+    return dropped
