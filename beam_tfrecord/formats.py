@@ -14,6 +14,7 @@ upgrade that adds a plugin fails the tests until someone decides which list it b
 from __future__ import annotations
 
 import posixpath
+import warnings
 from collections.abc import Mapping
 
 from PIL import Image
@@ -63,7 +64,6 @@ ACCEPTED_FORMATS: tuple[str, ...] = (
     "FTEX",
     "GBR",
     "IMT",
-    "IPTC",
     "MCIDAS",
     "PCD",
     "PIXAR",
@@ -79,6 +79,7 @@ REFUSED_FORMATS: Mapping[str, str] = {
     "BUFR": "BUFR is a weather data container that Pillow only identifies",
     "GRIB": "GRIB is a weather data container that Pillow only identifies",
     "HDF5": "HDF5 is a scientific data container that Pillow only identifies",
+    "IPTC": "IPTC/NAA wraps a file that Pillow opens with every plugin, EPS (Ghostscript) included",
 }
 
 # Formats that are one family for the purpose of a file's extension.
@@ -115,7 +116,8 @@ _registered = False
 
 
 def register_plugins() -> None:
-    """Register every Pillow plugin and pillow-heif's HEIF opener, once per process.
+    """Register every Pillow plugin and pillow-heif's HEIF opener, and silence Pillow's warnings
+    (they name no file; the outcome does), once per process.
 
     Called before the first decode (and so in every worker process), never at import, so that
     importing the library changes nothing in a user's process until it converts something."""
@@ -126,6 +128,11 @@ def register_plugins() -> None:
 
     Image.init()
     pillow_heif.register_heif_opener()
+    # Pillow warns on odd headers (corrupt EXIF, a cut TIFF directory) through `warnings`: the
+    # file's outcome says what matters, the terminal should not. Installed once, because
+    # `warnings.catch_warnings` per decode is not thread-safe (it swaps process-wide state).
+    warnings.filterwarnings("ignore", module=r"(PIL|pillow_heif)(\.|$)")
+    warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
     _registered = True
 
 

@@ -11,7 +11,6 @@ import contextlib
 import io
 import re
 import struct
-import warnings
 import zlib
 from dataclasses import dataclass
 
@@ -26,6 +25,7 @@ __all__ = [
     "DEFAULT_MAX_PIXELS",
     "IMAGE_FORMATS",
     "RESIZE_MODES",
+    "RUN_WIDE_REASONS",
     "EncodedImage",
     "ImageOptions",
     "Reject",
@@ -60,6 +60,9 @@ CHANGE_REASONS: dict[str, str] = {
     "channels": "--channels",
     "jpeg_end_missing": "a JPEG without its end marker, which TensorFlow refuses",
 }
+# Reasons an option gives every record: counted, but alone they do not make a changes.jsonl line
+# (with --resize every record would have one, and the file would say nothing).
+RUN_WIDE_REASONS = ("format_forced", "resized", "channels")
 IMAGE_FORMATS = ("original", "jpeg", "png")  # ImageOptions.image_format
 RESIZE_MODES = ("stretch", "crop", "pad")  # ImageOptions.resize_mode
 
@@ -177,9 +180,7 @@ def _open(data: bytes) -> Image.Image:
     """Open (header only) with the accepted plugins, telling junk from refused formats."""
     formats.register_plugins()
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # Pillow's warnings on odd headers: not for the terminal
-            return Image.open(io.BytesIO(data), formats=formats.ACCEPTED_FORMATS)
+        return Image.open(io.BytesIO(data), formats=formats.ACCEPTED_FORMATS)
     except UnidentifiedImageError:
         pass
     except Image.DecompressionBombError as error:
@@ -192,9 +193,7 @@ def _open(data: bytes) -> Image.Image:
 def _unopened_reject(data: bytes) -> Reject:
     """Why no accepted plugin opened `data`: a refused format, a broken header, or not a picture."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            other = Image.open(io.BytesIO(data)).format  # identification only: never loaded
+        other = Image.open(io.BytesIO(data)).format  # identification only: never loaded
     except Exception:
         other = None
     other = other or formats.sniff_format(data)
@@ -228,9 +227,7 @@ def _load(image: Image.Image, source_format: str) -> None:
     failure: Exception | None = None
     with contextlib.nullcontext(None) if quiet else captured_stderr() as captured:
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                image.load()
+            image.load()
         except Image.DecompressionBombError as error:
             raise Reject("too_large", str(error)) from None
         except Exception as error:
@@ -339,8 +336,10 @@ def _changes(
         reasons.append("resized")
     if options.channels is not None and options.channels != modes.output_channels(image):
         reasons.append("channels")
-    if kind == "png" and image.mode in modes.KEPT_MODES and _png_bit_depth(data) != 8:
-        reasons.append("high_bit_depth" if _png_bit_depth(data) > 8 else "mode")
+    if kind == "png" and _png_bit_depth(data) > 8:  # 16-bit RGB(A): Pillow already took 8 bits
+        reasons.append("high_bit_depth")
+    elif kind == "png" and image.mode in modes.KEPT_MODES and _png_bit_depth(data) < 8:
+        reasons.append("mode")
     if _orientation(image) != 1:
         reasons.append("exif_rotation")
     return reasons

@@ -11,6 +11,7 @@ Values are scaled, never clipped: a 16-bit, 32-bit or float picture keeps its wh
 | P, PA | RGB (L when the palette is gray), transparency composited over white |
 | RGBA, RGBa | RGB, alpha composited over white |
 | I;16, I;16B, I;16L, I;16N | L: round(v * 255 / 65535) |
+| 16-bit RGB, RGBA (PNG, TIFF) | Pillow reads them as 8 bits a channel (the high byte: v >> 8) |
 | I (32-bit int) | L: v if all in 0..255; v * 255 / 65535 if all in 0..65535; else [min, max] to [0, 255] |
 | F (32-bit float) | L: v * 255 if all in 0..1; v if all in 0..255; else [min, max] to [0, 255] (1) |
 
@@ -25,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image, ImageCms
 
-__all__ = ["mode_changes", "output_channels", "to_8bit_gray_or_rgb"]
+__all__ = ["KEPT_MODES", "mode_changes", "output_channels", "to_8bit_gray_or_rgb"]
 
 KEPT_MODES = ("L", "RGB")
 SIXTEEN_BIT_MODES = ("I;16", "I;16B", "I;16L", "I;16N")
@@ -55,7 +56,7 @@ def output_channels(image: Image.Image) -> int:
     mode = image.mode
     if mode in ("1", "L", *GRAY_ALPHA_MODES, *SIXTEEN_BIT_MODES, "I", "F"):
         return 1
-    if mode in ("P", "PA") and (mode == "PA" or "transparency" in image.info):
+    if mode in ("P", "PA"):
         return 1 if _palette_is_gray(image) else 3
     return 3
 
@@ -75,6 +76,8 @@ def to_8bit_gray_or_rgb(image: Image.Image) -> Image.Image:
         return _lab_to_rgb(image)
     if mode in ALPHA_MODES or "transparency" in image.info:
         return _flatten_alpha(image)
+    if mode == "P":
+        return image.convert("L" if _palette_is_gray(image) else "RGB")
     return image.convert("RGB")
 
 

@@ -55,10 +55,10 @@ def total_done(directory: str) -> int:
 class ProgressPrinter:
     """Launcher side: a thread that prints `done/total, rate` until stopped."""
 
-    def __init__(self, directory: str, total: int, stream: TextIO = sys.stderr) -> None:
+    def __init__(self, directory: str, total: int, stream: TextIO | None = None) -> None:
         self.directory = directory
         self.total = total
-        self.stream = stream
+        self.stream = stream if stream is not None else sys.stderr  # sys.stderr of now, not of import
         self.interactive = stream.isatty()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)

@@ -20,8 +20,20 @@ from beam_tfrecord.reader_files import SplitFiles, iter_range, plan_reads, split
 
 __all__ = ["KEYS", "decode_image", "iter_examples", "record_to_dict"]
 
-# The dict's keys, the same for both schemas (the stored keys differ: see schema.py).
-KEYS = ("image", "format", "height", "width", "channels", "filename", "label", "label_text", "features")
+# The dict's keys, named the same for both schemas (the stored keys differ: see schema.py; the
+# simple schema has no `format` or `label_text`). --extra_columns values come under their names.
+KEYS = (
+    "image",
+    "format",
+    "height",
+    "width",
+    "channels",
+    "filename",
+    "sha256",
+    "label",
+    "label_text",
+    "features",
+)
 
 _SCHEMA_KEYS = {
     "tfds": {
@@ -31,6 +43,7 @@ _SCHEMA_KEYS = {
         "width": "image/width",
         "channels": "image/channels",
         "filename": "image/filename",
+        "sha256": "image/key/sha256",
         "label": "image/class/label",
         "label_text": "image/class/text",
     },
@@ -40,10 +53,11 @@ _SCHEMA_KEYS = {
         "width": "width",
         "channels": "depth",
         "filename": "id",
+        "sha256": "sha256",
         "label": "label",
     },
 }
-_TEXT = {"format", "filename", "label_text"}
+_TEXT = {"format", "filename", "sha256", "label_text"}
 
 
 def _value(feature: Any) -> Any:
@@ -54,16 +68,33 @@ def _value(feature: Any) -> Any:
     return values[0] if len(values) == 1 else list(values)
 
 
+def _values(feature: Any) -> list[Any]:
+    kind = feature.WhichOneof("kind")
+    return list(getattr(feature, kind).value) if kind is not None else []
+
+
 def record_to_dict(serialized: bytes, files: SplitFiles) -> dict[str, Any]:
     """One serialized record as a dict of `KEYS` present in it: `image` the encoded bytes (as
-    stored: decode with Pillow or torchvision), `label` an int, text as str, and a feature
-    run's `features` as a float32 NumPy array of the stored shape (float16 runs included)."""
+    stored: decode with Pillow or torchvision), `label` an int (a list of ints, and `label_text`
+    a list of names, in a --multi_label run), text as str, a feature run's `features` as a
+    float32 NumPy array of the stored shape (float16 runs included), and each --extra_columns
+    value under its name: str, int, float, or a list of them."""
     stored = Example.FromString(serialized).features.feature
     result: dict[str, Any] = {}
     for name, key in _SCHEMA_KEYS[files.schema].items():
         if key in stored:
             value = _value(stored[key])
             result[name] = value.decode("utf-8") if name in _TEXT and isinstance(value, bytes) else value
+    if files.multi_label:
+        for name in ("label", "label_text"):
+            key = _SCHEMA_KEYS[files.schema].get(name)
+            if key in stored:
+                values = list(getattr(stored[key], stored[key].WhichOneof("kind") or "int64_list").value)
+                result[name] = [v.decode("utf-8") if isinstance(v, bytes) else int(v) for v in values]
+    for column in files.extra_columns:
+        feature = stored[schema_lib.extra_key(files.schema, column.name)]
+        values = [v.decode("utf-8") if isinstance(v, bytes) else v for v in _values(feature)]
+        result[column.name] = values if column.is_list else values[0]
     layout = files.features
     if layout is not None:
         float_key, half_key, _ = schema_lib.feature_keys(files.schema)
@@ -83,7 +114,8 @@ def decode_image(encoded: bytes, channels: int = 3, image_size: tuple[int, int] 
     from PIL import Image
 
     mode = {1: "L", 3: "RGB"}[channels]
-    with Image.open(io.BytesIO(encoded)) as image:
+    # Only the formats a record's image may be in: a foreign record's EPS never reaches Ghostscript.
+    with Image.open(io.BytesIO(encoded), formats=("JPEG", "PNG", "GIF", "BMP", "WEBP")) as image:
         if image_size is not None:
             image.draft(mode, (image_size[1], image_size[0]))
         image = image.convert(mode)
@@ -108,5 +140,5 @@ def iter_examples(
     """
     files = split_files(output, split)  # here, not at the first record: a wrong folder fails the call
     index, count = shard
-    parts = plan_reads(files.paths, index, count, compressed=bool(files.compression))
+    parts = plan_reads(files.paths, index, count, compressed=bool(files.compression), records=files.records)
     return (record_to_dict(record, files) for part in parts for record in iter_range(part, files.compression))

@@ -8,6 +8,7 @@ all three say the same thing about the same folder and split the same way.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,8 @@ from beam_tfrecord import schema as schema_lib
 from beam_tfrecord.columns import ExtraColumn
 from beam_tfrecord.shardwriter import index_path
 from beam_tfrecord.tfrecord_files import FramingError, iter_records, parse_index
+
+_LOGGER = logging.getLogger(__name__)
 
 __all__ = [
     "RecordRange",
@@ -137,7 +140,9 @@ def worker_shard(rank: int, world_size: int, worker: int, workers: int) -> tuple
     return rank * workers + worker, world_size * workers
 
 
-def plan_reads(paths: Sequence[str], index: int, count: int, compressed: bool = False) -> list[RecordRange]:
+def plan_reads(
+    paths: Sequence[str], index: int, count: int, compressed: bool = False, records: int | None = None
+) -> list[RecordRange]:
     """The part of a split that worker `index` of `count` reads; the parts are disjoint and
     together hold every record once.
 
@@ -146,12 +151,23 @@ def plan_reads(paths: Sequence[str], index: int, count: int, compressed: bool = 
     sizes, and each worker reads only its own bytes. Without them (gzip, older output): whole
     shards round-robin when there are at least as many shards as workers, else every worker
     reads every shard and keeps every `count`-th record.
+
+    `records` (summary.json's count) guards the indexes: a stale or short `.idx` whose entries
+    do not add up to it is not trusted (it would drop records silently); the shards are then
+    read as if they had none.
     """
     if not 0 <= index < count:
         raise ValueError(f"shard=(index, count) needs 0 <= index < count, not ({index}, {count})")
     indexes = None if compressed else [read_index(path) for path in paths]
-    if indexes is not None and all(entries is not None for entries in indexes):
-        total = sum(len(entries) for entries in indexes)  # type: ignore[arg-type]
+    usable = indexes is not None and all(entries is not None for entries in indexes)
+    total = sum(len(entries) for entries in indexes) if usable else 0  # type: ignore[arg-type,union-attr]
+    if usable and records is not None and total != records:
+        _LOGGER.warning(
+            "the .idx files list %d records, summary.json %d: reading without them", total, records
+        )
+        usable = False
+    if usable:
+        assert indexes is not None
         first, last = total * index // count, total * (index + 1) // count
         ranges, base = [], 0
         for path, entries in zip(paths, indexes, strict=True):

@@ -5,10 +5,15 @@ Each DataLoader worker of each distributed rank reads its own part of the split
 records it seeks to), so every record arrives exactly once per epoch across all of them.
 `torch` is an optional extra (`pip install .[torch]`); this module imports without it, and the
 dataset says how to install it when made.
+
+Not done here: shuffling (the order is the same every epoch; shuffle in a buffer downstream),
+and equal counts per rank (ranks may differ by up to the worker count with `.idx` files, more
+without them; under DDP, drop the last batches or use `join`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -20,21 +25,32 @@ try:  # an optional extra: without it the class still imports, and refuses to be
 except ImportError:  # pragma: no cover - exercised where torch is not installed
     _Base = object  # type: ignore[assignment,misc]
 
-__all__ = ["TorchImages", "torch_position"]
+__all__ = ["TorchImages", "distributed_position", "torch_position"]
 
 INSTALL_HINT = "PyTorch is not installed: pip install 'beam-tfrecord[torch]' (or .[torch] in a checkout)"
 
 
-def torch_position() -> tuple[int, int, int, int]:
-    """(rank, world size, worker, workers) of the calling DataLoader worker process."""
+def distributed_position() -> tuple[int, int]:
+    """(rank, world size) of this process: from torch.distributed when it is initialized, else
+    from torchrun's RANK and WORLD_SIZE variables, else (0, 1).
+
+    Taken when the dataset is made, in the training process: a DataLoader worker started with
+    `spawn` or `forkserver` (macOS's default, common with CUDA) has no process group, and would
+    otherwise read every rank's records."""
     import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+
+
+def torch_position(rank: int = 0, world_size: int = 1) -> tuple[int, int, int, int]:
+    """(rank, world size, worker, workers) of the calling DataLoader worker process."""
     from torch.utils.data import get_worker_info
 
     info = get_worker_info()
     worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size(), worker, workers
-    return 0, 1, worker, workers
+    return rank, world_size, worker, workers
 
 
 class TorchImages(_Base):  # type: ignore[misc,valid-type]
@@ -68,11 +84,12 @@ class TorchImages(_Base):  # type: ignore[misc,valid-type]
         self.files = split_files(output, split)  # a wrong folder fails here, with the readers' message
         self.output, self.split = output, split
         self.image_size, self.channels, self.transform = image_size, channels, transform
+        self.rank, self.world_size = distributed_position()
 
     def __iter__(self) -> Iterator[Any]:
         import torch
 
-        index, count = worker_shard(*torch_position())
+        index, count = worker_shard(*torch_position(self.rank, self.world_size))
         for record in iter_examples(self.output, self.split, shard=(index, count)):
             label = torch.tensor(record["label"]) if "label" in record else None
             if "image" in record:

@@ -12,7 +12,7 @@ import numpy as np
 
 from beam_tfrecord import gcs
 from beam_tfrecord import schema as schema_lib
-from beam_tfrecord.images import ImageOptions, Reject, encode_for_tensorflow
+from beam_tfrecord.images import RUN_WIDE_REASONS, ImageOptions, Reject, encode_for_tensorflow
 from beam_tfrecord.plan import PlannedInput, RejectLine
 
 __all__ = [
@@ -57,8 +57,9 @@ class ConvertedRecord(NamedTuple):
         return self.shard.split
 
     def change_line(self) -> ChangeLine | None:
-        """Its line of changes.jsonl, None when the file was stored as it is and named right."""
-        if not self.changes:
+        """Its line of changes.jsonl: None when the file was stored as it is and named right, or
+        changed only by what an option asks of every record (`RUN_WIDE_REASONS`)."""
+        if not set(self.changes) - set(RUN_WIDE_REASONS):
             return None
         return ChangeLine(self.relpath, self.source_format, self.mode, self.reencoded, self.changes)
 

@@ -40,6 +40,7 @@ __all__ = [
     "ordered_map",
     "ordered_submit",
     "remove_tree",
+    "write_index",
 ]
 
 T = TypeVar("T")

@@ -25,7 +25,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
 from apache_beam.runners.runner import PipelineState
 
-from beam_tfrecord import compat, faults, gcs, metadata, outputs, runners, staging
+from beam_tfrecord import compat, faults, gcs, metadata, outputs, quiet, runners, staging
 from beam_tfrecord import features as features_lib
 from beam_tfrecord.config import ConvertConfig
 from beam_tfrecord.listing import list_inputs
@@ -200,7 +200,7 @@ def execute(
     if progress_dir:
         from beam_tfrecord.progress import ProgressPrinter
 
-        with ProgressPrinter(progress_dir, total=total):
+        with ProgressPrinter(progress_dir, total=total, stream=sys.stderr):
             return pipeline.run().wait_until_finish()
     result = pipeline.run()
     if not local and not wait:
@@ -241,6 +241,7 @@ def report(output: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """The command: logging for a terminal, then `run`'s exit code."""
+    quiet.keep_python_stderr()  # before logging: decoder captures must never take our lines
     interrupts.watch()
     # Ours at INFO; Beam's (much of it logged on the root logger) only from WARNING up.
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

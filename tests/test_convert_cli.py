@@ -10,6 +10,8 @@ import pytest
 from conftest import convert
 from outputcheck import all_inputs, read_records, rejects, shard_files, summary
 
+from beam_tfrecord import verify
+
 
 def test_bad_input_tree_nothing_lost_and_everything_readable(bad_tree, tmp_path):
     out = tmp_path / "out"
@@ -191,4 +193,6 @@ def test_both_sinks_write_the_same_records(bad_tree, tmp_path):
         )
         assert summary(out)["sink"] == sink
         assert not [n for n in os.listdir(out) if n.startswith((".temp", "beam-temp"))]
+        for shard in shard_files(out, "train"):  # each sink's .idx gives every record's offset
+            assert os.path.exists(f"{shard}.idx") and verify.check_index(shard) == [], sink
     assert contents["paths"] == contents["beam"]

@@ -14,7 +14,7 @@ from test_formats import GOOD, REFUSED
 
 from beam_tfrecord.images import ImageOptions
 from beam_tfrecord.plan import PlannedInput, RejectLine
-from beam_tfrecord.records import prepare_input
+from beam_tfrecord.records import convert_input, prepare_input
 
 BIG = 3_000_000  # bytes of a file over --max_file_mb 2 (the largest picture, the ICNS, is 1 MB)
 
@@ -78,3 +78,16 @@ def test_a_file_over_max_file_mb_is_rejected_before_it_is_read(tmp_path):
     grown.write_bytes(imagegen.jpeg() + b"\0" * 1_000_000)
     late = prepare_input(PlannedInput("grown.jpg", str(grown), size=10, split="train"), options)
     assert isinstance(late, RejectLine) and late.reason == "too_large"
+
+
+def test_what_an_option_does_to_every_record_is_counted_but_makes_no_line(tmp_path):
+    """With --resize every record is `resized`: a line each would say nothing."""
+    options = ImageOptions(resize=(16, 16))
+    outcomes = {}
+    for name, data in {"a.jpg": imagegen.jpeg(), "b.jpg": imagegen.cmyk_jpeg()}.items():
+        (tmp_path / name).write_bytes(data)
+        item = PlannedInput(name, str(tmp_path / name), len(data), "train")
+        outcomes[name] = convert_input(item, "tfds", options)
+    assert outcomes["a.jpg"].changes == ("resized",) and outcomes["a.jpg"].change_line() is None
+    assert outcomes["b.jpg"].changes == ("cmyk", "resized")
+    assert outcomes["b.jpg"].change_line().reasons == ("cmyk", "resized")

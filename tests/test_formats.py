@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import imagegen
@@ -209,3 +211,20 @@ def test_stderr_is_back_after_a_capture(capfd):
     encode_for_tensorflow(imagegen.chatty_tiffs()["bad_code_word.tif"])
     os.write(2, b"still here\n")
     assert capfd.readouterr().err == "still here\n"
+
+
+def test_python_output_during_a_capture_reaches_the_terminal_after_keep_python_stderr():
+    """The command moves sys.stderr off descriptor 2 first: a log line or the progress line
+    written while another thread's decode is captured still reaches the terminal."""
+    code = (
+        "import os, sys\n"
+        "from beam_tfrecord import quiet\n"
+        "quiet.keep_python_stderr()\n"
+        "with quiet.captured_stderr() as captured:\n"
+        "    print('progress line', file=sys.stderr)\n"
+        "    os.write(2, b'libtiff chatter')\n"
+        "print('captured:', captured.text)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "progress line\n" and done.stdout == "captured: libtiff chatter\n"

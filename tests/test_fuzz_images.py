@@ -1,6 +1,7 @@
-"""Fuzzing the decode-and-normalize function over mutated JPEG, PNG, GIF, TIFF, WebP, HEIC, AVIF,
-BMP, ICO and JPEG 2000 bytes: whatever the bytes, it returns an image TensorFlow decodes or
-raises `Reject`, never anything else.
+"""Fuzzing the decode-and-normalize function over mutated bytes of every accepted format of the
+test gallery (imagegen.every_format: JPEG, PNG, GIF, TIFF, WebP, HEIC, AVIF, BMP, ICO, JPEG 2000
+and the rest): whatever the bytes, it returns an image TensorFlow decodes or raises `Reject`,
+never anything else.
 
 A short run always (a fixed number of examples, derandomized so CI is repeatable); a long,
 random one with `pytest -m slow`."""
@@ -22,10 +23,7 @@ SEEDS = {
     "png": imagegen.png(24, 16, seed=2),
     "palette_png": imagegen.palette_png_with_transparency(),
     "gif": imagegen.animated_gif(2),
-    **{
-        name: GALLERY[name]
-        for name in ("tiff_lzw.tif", "webp.webp", "heic.heic", "avif.avif", "bmp.bmp", "ico.ico", "jp2.jp2")
-    },
+    **{name: data for name, data in GALLERY.items() if name not in ("pdf.pdf", "eps.eps", "icns.icns")},
 }
 OPTIONS = ImageOptions(max_pixels=4_000_000)  # keeps mutated huge headers from being slow
 

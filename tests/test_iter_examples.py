@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -75,8 +76,9 @@ def test_records_are_plain_python_and_numpy(outputs):
         assert record["image"] == FILES[name] and record["format"] == "jpeg"
         assert record["label"] == (0 if name.startswith("cat") else 1) and record["label_text"] == name[:3]
         assert (record["height"], record["width"], record["channels"]) == (30, 40 + int(name[-5]), 3)
+        assert record["sha256"] == hashlib.sha256(FILES[name]).hexdigest()
     simple = next(iter(beam_tfrecord.iter_examples(gzip, "train")))
-    assert set(simple) == {"image", "height", "width", "channels", "filename", "label"}
+    assert set(simple) == {"image", "height", "width", "channels", "filename", "sha256", "label"}
     pixels = decode_image(simple["image"], 3, (16, 20))
     assert pixels.shape == (16, 20, 3) and pixels.dtype == np.uint8
 
@@ -117,3 +119,16 @@ def test_the_torch_dataset_says_how_to_install_torch():
             beam_tfrecord.TorchImages("anywhere")
     else:
         pytest.skip("torch is installed: tests/test_torch.py runs the dataset")
+
+
+def test_a_stale_index_is_not_trusted_and_no_record_is_lost(outputs, tmp_path):
+    """An .idx short of its shard (an older run's, a copy cut short) would drop records
+    silently if trusted: its count disagrees with summary.json, so the shards are read whole."""
+    copy = tmp_path / "copy"
+    shutil.copytree(outputs[0], copy)
+    index = sorted(copy.glob("*.idx"))[0]
+    index.write_text("".join(index.read_text().splitlines(keepends=True)[:-1]))
+    seen = [
+        r["filename"] for i in range(2) for r in beam_tfrecord.iter_examples(str(copy), "train", shard=(i, 2))
+    ]
+    assert sorted(seen) == sorted(FILES)

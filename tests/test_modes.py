@@ -97,3 +97,10 @@ def test_lab_tiff_is_converted_to_rgb_colors_not_reinterpreted():
     assert image.mode == "LAB" and image.changes == ("format", "mode") and image.channels == 3
     # 8-bit L*a*b* cannot hold every sRGB color exactly; a reinterpretation would be far off.
     assert np.abs(pixels.astype(int) - np.asarray(rgb, dtype=int)).mean() < 4
+
+
+def test_a_gray_palette_stays_gray():
+    gray = Image.fromarray(plane([0, 85, 170, 255], np.uint8)).convert("P")
+    image, pixels = stored(imagegen.encode(gray, "GIF"), "x.gif")
+    assert image.channels == 1 and image.changes == ("format", "palette")
+    assert pixels[..., 0].tolist() == [[0, 85], [170, 255]]

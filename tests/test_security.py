@@ -146,6 +146,33 @@ def psd() -> bytes:
     return header + b"\x00" * 12 + struct.pack(">H", 0) + b"\x80" * 48
 
 
+def iptc_wrapping(payload: bytes) -> bytes:
+    """An IPTC/NAA file whose image data is `payload`: Pillow opens that with every plugin."""
+
+    def field(record: int, tag: int, data: bytes) -> bytes:
+        return bytes([0x1C, record, tag]) + len(data).to_bytes(2, "big") + data
+
+    layout = field(3, 60, b"\x01\x00") + field(3, 20, b"\x00\x08") + field(3, 30, b"\x00\x08")
+    return layout + field(3, 120, b"\x05") + field(8, 10, payload)
+
+
+def test_an_eps_wrapped_in_iptc_never_reaches_ghostscript():
+    """Pillow's IPTC plugin would open the wrapped EPS with every plugin: IPTC is refused."""
+    with watching() as events, pytest.raises(Reject) as raised:
+        encode_for_tensorflow(iptc_wrapping(eps()))
+    assert raised.value.reason == "unsupported_format" and "IPTC" in raised.value.detail
+    assert not [e for e in events if e[0] in ("subprocess.Popen", "os.system", "os.spawn")]
+
+
+def test_the_readers_decode_only_the_formats_records_hold():
+    """A foreign record whose image is an EPS never reaches Ghostscript when read back."""
+    from beam_tfrecord.reader_examples import decode_image
+
+    with watching() as events, pytest.raises(Exception, match="cannot identify"):
+        decode_image(eps())
+    assert not [e for e in events if e[0] in ("subprocess.Popen", "os.system", "os.spawn")]
+
+
 def test_eps_is_identified_never_decoded_and_psd_is_decoded_in_process():
     """EPS would run Ghostscript: refused from its header. PSD is decoded by Pillow itself."""
     with watching() as events:
