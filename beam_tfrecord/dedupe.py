@@ -18,8 +18,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from apache_beam.io.filesystems import FileSystems
-
 from beam_tfrecord import gcs
 
 __all__ = ["HASH_THREADS", "content_hash", "content_hashes", "kept_copies"]
@@ -32,10 +30,7 @@ def content_hash(path: str) -> str:
     if "://" not in path:
         with open(path, "rb") as handle:
             return hashlib.file_digest(handle, "sha256").hexdigest()
-    if path.startswith("gs://"):
-        return hashlib.sha256(gcs.read_bytes(path)).hexdigest()
-    with FileSystems.open(path) as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+    return hashlib.sha256(gcs.read_bytes(path)).hexdigest()  # as stored: never decompressed
 
 
 def _try_hash(path: str) -> str | None:

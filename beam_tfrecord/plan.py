@@ -139,7 +139,11 @@ class LabelSource:
 
     def is_manifest(self, path: str) -> bool:
         """Whether a listed file is the manifest itself (a manifest kept beside the images)."""
-        return self.manifest is not None and self.manifest.path is not None and path == self.manifest.path
+        if self.manifest is None or self.manifest.path is None:
+            return False
+        if "://" in path:
+            return path == self.manifest.path
+        return os.path.realpath(path) == os.path.realpath(self.manifest.path)  # symlinks either side
 
 
 def label_source_for(source: SourceConfig) -> LabelSource:
@@ -289,7 +293,7 @@ def make_plan(
             size=f.size,
             split=split_by_path[f.relpath],
             label=_ids(entry.label, ids) if entry is not None else None,
-            label_text=entry.label if entry is not None else None,
+            label_text=_texts(entry.label, ids) if entry is not None else None,
             extras=extras.get(f.relpath, ()),
         )
         for f, entry in labeled
@@ -329,6 +333,14 @@ def _ids(label: str | tuple[str, ...], ids: dict[str, int]) -> int | tuple[int, 
     if isinstance(label, tuple):
         return tuple(sorted(ids[name] for name in label))
     return ids[label]
+
+
+def _texts(label: str | tuple[str, ...], ids: dict[str, int]) -> str | tuple[str, ...]:
+    """A class name, or a multi-label's names in the order of its ids (`_ids`), so that
+    `label[i]` and `text[i]` name the same class whatever --class_names' order."""
+    if isinstance(label, tuple):
+        return tuple(sorted(label, key=ids.__getitem__))
+    return label
 
 
 def _stratum(entry: labels_lib.ManifestRow | None) -> str:

@@ -281,6 +281,15 @@ def test_multi_labels_store_every_class_id(tmp_path, suffix):
     assert [(r.path, r.reason, r.detail) for r in plan.rejects] == [
         ("c.jpg", "unknown_class", "class 'fox' is not in --class_names")
     ]
+    # --class_names in another order: ids and names still pair up, position by position.
+    reordered = make_plan(
+        files("a.jpg"),
+        LabelSource("manifest", manifest=manifest),
+        {"train": 1.0},
+        fixed_class_names=["outdoor", "cat"],
+    )
+    (item,) = reordered.inputs
+    assert (item.label, item.label_text) == ((0, 1), ("outdoor", "cat"))
 
 
 def test_dedupe_keeps_the_smallest_path_whatever_the_listing_order(tmp_path):

@@ -121,7 +121,9 @@ def test_groups_copies_and_manifest_columns_through_the_command(tmp_path):
         assert len({split_of_path.get(f"p{p:03d}_{k}.jpg") for k in range(3)} - {None}) == 1
     _, hot = next(iter(beam_tfrecord.load_dataset(str(out), "train", batch_size=2, image_size=(8, 8))))
     assert hot.dtype.name == "float32" and hot.shape == (2, 3)  # what binary cross-entropy takes
-    assert inspect.run([str(out), "--sample", "4"]) == 0  # counts per class agree, texts match ids
+    assert (
+        inspect.run([str(out), "--sample", "4", "--pictures", str(tmp_path)]) == 0
+    )  # counts per class agree, texts match ids
 
 
 def test_dedupe_keeps_one_copy_and_accounts_for_every_input(tmp_path):
