@@ -161,3 +161,22 @@ def test_runinference_shares_the_model_as_the_handler_says(saved_models, copies,
     with TestPipeline() as pipeline:
         results = pipeline | beam.Create(pending) | RunInference(ModelKindProbe(options))
         assert_that(results, check)
+
+
+def test_worker_processes_share_one_model_and_store_its_features(saved_models, tmp_path):  # noqa: F811
+    """Two worker processes and --model_copies 1, as on a GPU machine: the process that does not
+    hold the model sends it uint8 batches over Beam's proxy, and every record holds the model's
+    features."""
+    model, keras_file, _ = saved_models
+    files = {f"{label}/{i}.jpg": imagegen.jpeg(30 + i, 20, seed=i) for label in ("a", "b") for i in range(6)}
+    imagegen.write_tree(tmp_path / "in", files)
+    output = tmp_path / "out"
+    argv = ["--input", str(tmp_path / "in"), "--output", str(output), "--no_progress", "--schema", "simple"]
+    workers = ["--direct_num_workers=2", "--direct_running_mode=multi_processing", "--num_shards", "4"]
+    assert run([*argv, *workers, "--model_path", keras_file, "--model_copies", "1"]) == 0
+    records = list(load_dataset(str(output), "train", batch_size=None, features=True, shuffle=False))
+    assert len(records) == 12
+    for record in records:
+        stored = record["image_raw"].numpy()
+        expected = np.asarray(model(features_lib.model_input(stored, SIZE, SIZE)[None].astype(np.float32)))[0]
+        np.testing.assert_allclose(record["features"].numpy(), expected, rtol=1e-4, atol=1e-4)
