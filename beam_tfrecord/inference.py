@@ -27,7 +27,7 @@ class FeatureModelHandler(ModelHandler[Any, PredictionResult, LoadedModel]):
     `example` is the element itself, so a record's facts travel with its features and no key or
     join is needed.
 
-    Where the model lives is `options.model_copies` (see `copies`), given to RunInference through
+    Where the model lives is `options.model_copies` (see `_copies`), given to RunInference through
     ModelHandler's public `share_model_across_processes` and `model_copies`: either one model per
     worker process, shared by its threads, or that many models per machine, each held by one
     process and called by every other one through Beam's multi_process_shared proxy, so several
@@ -39,7 +39,7 @@ class FeatureModelHandler(ModelHandler[Any, PredictionResult, LoadedModel]):
         super().__init__(min_batch_size=1, max_batch_size=options.batch_size)
         self.options = options
 
-    def copies(self) -> int:
+    def _copies(self) -> int:
         """Models per machine shared across its processes; 0: one in every process. Decided on
         the worker (the default looks for a GPU there, not where the job was launched)."""
         if self.options.model_copies is not None:
@@ -47,10 +47,10 @@ class FeatureModelHandler(ModelHandler[Any, PredictionResult, LoadedModel]):
         return 1 if features_lib.visible_gpus() else 0
 
     def share_model_across_processes(self) -> bool:
-        return self.copies() > 0
+        return self._copies() > 0
 
     def model_copies(self) -> int:
-        return max(self.copies(), 1)
+        return max(self._copies(), 1)
 
     def load_model(self) -> LoadedModel:
         return features_lib.load_model(self.options)

@@ -180,3 +180,22 @@ def test_worker_processes_share_one_model_and_store_its_features(saved_models, t
         stored = record["image_raw"].numpy()
         expected = np.asarray(model(features_lib.model_input(stored, SIZE, SIZE)[None].astype(np.float32)))[0]
         np.testing.assert_allclose(record["features"].numpy(), expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "mode, given, expected",
+    [
+        ("in_memory", None, 0),
+        ("multi_threading", None, 0),
+        ("multi_processing", None, None),
+        ("in_memory", 1, 1),
+    ],
+)
+def test_a_local_run_in_one_process_keeps_its_model_unshared(mode, given, expected):
+    from beam_tfrecord.config import ConvertConfig
+    from beam_tfrecord.runners import LocalWorkers
+    from pipelines.convert import model_in_one_process
+
+    config = ConvertConfig("out", features=FeatureOptions("efficientnet_b0", "none", model_copies=given))
+    assert model_in_one_process(config, LocalWorkers(mode, 2)).features.model_copies == expected
+    assert model_in_one_process(ConvertConfig("out"), LocalWorkers(mode, 1)).features is None
