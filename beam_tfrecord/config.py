@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from beam_tfrecord.columns import ExtraColumn, parse_extra_columns
-from beam_tfrecord.features import DTYPES, POOLINGS, FeatureOptions
+from beam_tfrecord.features import DTYPES, POOLINGS, PRECISIONS, FeatureOptions
 from beam_tfrecord.images import IMAGE_FORMATS, RESIZE_MODES, ImageOptions
 from beam_tfrecord.labels import LABEL_MODES, compile_label_pattern
 
@@ -193,8 +193,16 @@ def check_feature_options(options: FeatureOptions) -> None:
         raise ConfigError("model_weights", "is for feature_model; a model_path model holds its weights")
     _choice("feature_pooling", options.pooling, POOLINGS)
     _choice("feature_dtype", options.dtype, DTYPES)
+    _choice("feature_precision", options.precision, PRECISIONS)
+    if options.precision != "float32" and options.model_path:
+        raise ConfigError(
+            "feature_precision",
+            "is for feature_model; a model_path model runs in the precision it was saved with",
+        )
     if options.batch_size < 1:
         raise ConfigError("inference_batch_size", "must be at least 1")
+    if options.model_copies is not None and options.model_copies < 0:
+        raise ConfigError("model_copies", "must be 0 (one model per worker process) or more")
 
 
 def _flat(value: Any) -> Any:

@@ -8,10 +8,12 @@ feature model never loads them (records are built without TensorFlow, see exampl
 
 from __future__ import annotations
 
+import glob
 import io
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +26,7 @@ __all__ = [
     "BACKBONES",
     "DTYPES",
     "POOLINGS",
+    "PRECISIONS",
     "Backbone",
     "FeatureOptions",
     "LoadedModel",
@@ -37,10 +40,14 @@ __all__ = [
     "localize",
     "model_input",
     "pool",
+    "visible_gpus",
 ]
 
 POOLINGS = ("none", "avg", "max")
 DTYPES = ("float32", "float16")
+# float32, or Keras's mixed_float16 policy (float16 compute, float32 variables): what tensor
+# cores run fastest; the output is stored as float32 (or --feature_dtype) either way.
+PRECISIONS = ("float32", "mixed")
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,10 @@ class FeatureOptions:
     dtype: str = "float32"  # float32 (FloatList) | float16 (bytes)
     features_only: bool = False  # drop the encoded image from the record
     batch_size: int = 32
+    precision: str = "float32"  # float32 | mixed (Keras's mixed_float16 policy; backbones only)
+    # Models per machine, shared by all its worker processes (RunInference's model_copies);
+    # 0: one model in every worker process; None: 1 on a machine with a GPU, else 0.
+    model_copies: int | None = None
 
 
 def keras_cache_path(file_name: str) -> str:
@@ -156,21 +167,52 @@ def localize(path: str) -> str:
 
 @dataclass(frozen=True)
 class LoadedModel:
-    """A compiled batch call (float32 [n, h, w, 3] RGB 0..255 -> features) and its input size.
+    """A compiled batch call (float32 [n, h, w, 3] RGB 0..255 -> float32 features) and its input
+    size; `uint8_call`, when given, is the same call fed uint8 (cast on the device).
 
-    A dataclass, not a tuple: Beam's shared model cache holds the model by weak reference."""
+    A dataclass, not a tuple: Beam's shared model cache holds the model by weak reference. Its
+    users call methods only (`input_size`, `predict`), never fields: a model shared across
+    processes (`model_copies`) reaches them as a proxy, which forwards method calls and nothing
+    else.
+    """
 
     call: Callable[[np.ndarray], np.ndarray]
     height: int
     width: int
+    uint8_call: Callable[[np.ndarray], np.ndarray] | None = None
+
+    def input_size(self) -> tuple[int, int]:
+        """(height, width) of the model input."""
+        return self.height, self.width
+
+    def predict(self, images: np.ndarray) -> np.ndarray:
+        """Features of a uint8 [n, h, w, 3] batch: uint8 crosses to a shared model's process
+        and to the GPU at a quarter of float32's bytes."""
+        if self.uint8_call is not None:
+            return self.uint8_call(images)
+        return self.call(images.astype(np.float32))
 
 
 def _compile(fn: Callable[[Any], Any], height: int, width: int) -> LoadedModel:
-    """One traced graph for every batch size: eager Keras calls are about 2x slower."""
+    """One traced graph for every batch size (eager Keras calls are about 2x slower), its output
+    cast to float32 (a mixed precision model gives float16). The uint8 entry point is traced
+    only when used."""
     import tensorflow as tf
 
-    graph = tf.function(fn, input_signature=[tf.TensorSpec([None, height, width, 3], tf.float32)])
-    return LoadedModel(lambda batch: graph(tf.constant(batch)).numpy(), height, width)
+    def features(x: Any) -> Any:
+        return tf.cast(fn(x), tf.float32)
+
+    graph = tf.function(features, input_signature=[tf.TensorSpec([None, height, width, 3], tf.float32)])
+    graph_uint8 = tf.function(
+        lambda x: features(tf.cast(x, tf.float32)),
+        input_signature=[tf.TensorSpec([None, height, width, 3], tf.uint8)],
+    )
+    return LoadedModel(
+        lambda batch: graph(tf.constant(batch, tf.float32)).numpy(),
+        height,
+        width,
+        lambda batch: graph_uint8(tf.constant(batch, tf.uint8)).numpy(),
+    )
 
 
 def _spatial_size(shape: Sequence[int | None], what: str) -> tuple[int, int]:
@@ -179,8 +221,27 @@ def _spatial_size(shape: Sequence[int | None], what: str) -> tuple[int, int]:
     return int(shape[1]), int(shape[2])
 
 
+@contextmanager
+def _dtype_policy(name: str | None) -> Iterator[None]:
+    """Keras's dtype policy while a model is built, then the caller's again: a layer keeps the
+    policy it was built under, and Keras keeps the policy per thread, so neither the user's
+    process (an in-process run) nor another thread sees it."""
+    if name is None:
+        yield
+        return
+    import keras
+
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(name)
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
 def load_backbone(options: FeatureOptions) -> LoadedModel:
-    """A Keras application without its top, with its own preprocess_input in the compiled call."""
+    """A Keras application without its top, with its own preprocess_input in the compiled call,
+    built under `options.precision`."""
     import keras
 
     backbone = BACKBONES[options.feature_model or ""]
@@ -190,9 +251,10 @@ def load_backbone(options: FeatureOptions) -> LoadedModel:
     elif weights != "imagenet":
         weights = localize(weights)
     size = backbone.input_size
-    model = getattr(keras.applications, backbone.constructor)(
-        include_top=False, weights=weights, input_shape=(size, size, 3)
-    )
+    with _dtype_policy("mixed_float16" if options.precision == "mixed" else None):
+        model = getattr(keras.applications, backbone.constructor)(
+            include_top=False, weights=weights, input_shape=(size, size, 3)
+        )
     preprocess = getattr(keras.applications, backbone.module).preprocess_input
     return _compile(lambda x: model(preprocess(x), training=False), size, size)
 
@@ -232,7 +294,21 @@ def load_saved(path: str) -> LoadedModel:
     return _compile(call, height, width)
 
 
+def _grow_gpu_memory() -> None:
+    """TensorFlow takes nearly all of a GPU's memory when it first uses it; growing takes what
+    the model needs, so a second model copy (`model_copies` 2, perhaps in another process) fits
+    beside the first. TF_FORCE_GPU_ALLOW_GROWTH, when set, is the user's choice and stands."""
+    if "TF_FORCE_GPU_ALLOW_GROWTH" in os.environ:
+        return
+    import tensorflow as tf
+
+    for gpu in tf.config.list_physical_devices("GPU"):
+        with suppress(RuntimeError):  # this process used the GPU already: its setting stands
+            tf.config.experimental.set_memory_growth(gpu, True)
+
+
 def load_model(options: FeatureOptions) -> LoadedModel:
+    _grow_gpu_memory()
     return load_saved(options.model_path) if options.model_path else load_backbone(options)
 
 
@@ -263,18 +339,36 @@ def pool(batch: np.ndarray, pooling: str) -> np.ndarray:
 
 
 def infer(encoded: Sequence[bytes], model: LoadedModel, pooling: str) -> list[np.ndarray | str]:
-    """Features (float32) per image, or the reason an image could not be fed to the model."""
+    """Features (float32) per image, or the reason an image could not be fed to the model.
+
+    Decoding happens here, in the caller's process; only the uint8 batch goes to the model
+    (which may be a proxy to a model shared across processes)."""
+    height, width = model.input_size()
     arrays: list[np.ndarray | str] = []
     for data in encoded:
         try:
-            arrays.append(model_input(data, model.height, model.width))
+            arrays.append(model_input(data, height, width))
         except Exception as error:  # validated bytes; a failure here is an image, not the run
             arrays.append(f"{type(error).__name__}: {error}")
     good = [i for i, a in enumerate(arrays) if isinstance(a, np.ndarray)]
     results: list[np.ndarray | str] = list(arrays)
     if good:
-        batch = np.stack([arrays[i] for i in good]).astype(np.float32)
-        out = pool(np.asarray(model.call(batch), dtype=np.float32), pooling)
+        batch = np.stack([arrays[i] for i in good])
+        out = pool(np.asarray(model.predict(batch), dtype=np.float32), pooling)
         for row, i in enumerate(good):
             results[i] = out[row]
     return results
+
+
+def visible_gpus() -> int:
+    """NVIDIA GPUs this process may use, from the device files and CUDA_VISIBLE_DEVICES, without
+    importing TensorFlow or touching the driver (it decides, in every worker process, whether the
+    model is shared; see FeatureOptions.model_copies)."""
+    devices = len(glob.glob("/dev/nvidia[0-9]*"))
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return devices
+    ids = [part for part in visible.split(",") if part.strip()]
+    if not ids or ids[0].strip() == "-1":
+        return 0
+    return min(devices, len(ids))

@@ -25,12 +25,32 @@ class FeatureModelHandler(ModelHandler[Any, PredictionResult, LoadedModel]):
 
     Elements are any objects with an `encoded` attribute (the stored image bytes); each result's
     `example` is the element itself, so a record's facts travel with its features and no key or
-    join is needed. RunInference keeps one loaded model per worker process, shared by its threads.
+    join is needed.
+
+    Where the model lives is `options.model_copies` (see `_copies`), given to RunInference through
+    ModelHandler's public `share_model_across_processes` and `model_copies`: either one model per
+    worker process, shared by its threads, or that many models per machine, each held by one
+    process and called by every other one through Beam's multi_process_shared proxy, so several
+    worker processes share one GPU without each taking its memory. Images are decoded in the
+    calling process either way; only the uint8 batch crosses.
     """
 
     def __init__(self, options: FeatureOptions) -> None:
         super().__init__(min_batch_size=1, max_batch_size=options.batch_size)
         self.options = options
+
+    def _copies(self) -> int:
+        """Models per machine shared across its processes; 0: one in every process. Decided on
+        the worker (the default looks for a GPU there, not where the job was launched)."""
+        if self.options.model_copies is not None:
+            return self.options.model_copies
+        return 1 if features_lib.visible_gpus() else 0
+
+    def share_model_across_processes(self) -> bool:
+        return self._copies() > 0
+
+    def model_copies(self) -> int:
+        return max(self._copies(), 1)
 
     def load_model(self) -> LoadedModel:
         return features_lib.load_model(self.options)

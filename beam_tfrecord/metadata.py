@@ -298,6 +298,7 @@ def feature_summary(
         "weights": options.model_weights if options.feature_model else None,
         "pooling": options.pooling,
         "dtype": options.dtype,
+        "precision": options.precision,
         "features_only": options.features_only,
         "batch_size": options.batch_size,
         "shape": shape,

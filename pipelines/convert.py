@@ -60,9 +60,12 @@ def plan_run(settings: RunSettings, options: PipelineOptions, given: set[str]) -
         raise UsageError(str(error)) from None
     faults.pause_point("listed")
     if runners.is_local(options):
-        workers = runners.use_local_runner(options, sum(f.size for f in files), given).workers
+        local = runners.use_local_runner(options, sum(f.size for f in files), given)
         if "decode_threads" not in given:
-            config = dataclasses.replace(config, read_threads=runners.read_threads(source.input, workers))
+            config = dataclasses.replace(
+                config, read_threads=runners.read_threads(source.input, local.workers)
+            )
+        config = model_in_one_process(config, local)
     parallel = runners.parallelism(options)
     plan = plan_files(
         files, source, config, settings.label_source, parallel, runners.deals_round_robin(options)
@@ -70,6 +73,16 @@ def plan_run(settings: RunSettings, options: PipelineOptions, given: set[str]) -
     if not plan.inputs and not plan.rejects:
         raise UsageError(f"--input {source.input} holds no files")
     return plan, config
+
+
+def model_in_one_process(config: ConvertConfig, local: runners.LocalWorkers) -> ConvertConfig:
+    """A local run in one process has no other process to share its model with: unless
+    --model_copies says, the model stays in the process (0 copies), where sharing would only send
+    every batch through a local socket (the default shares on a machine with a GPU)."""
+    features = config.features
+    if features is None or features.model_copies is not None or local.mode == "multi_processing":
+        return config
+    return dataclasses.replace(config, features=dataclasses.replace(features, model_copies=0))
 
 
 def run_info(

@@ -197,6 +197,19 @@ class ConvertOptions(PipelineOptions):
             choices=features_lib.DTYPES,
             help="float16 is stored as bytes",
         )
+        add(
+            "--feature_precision",
+            default="float32",
+            choices=features_lib.PRECISIONS,
+            help="mixed: --feature_model runs under Keras's mixed_float16 policy (GPU tensor cores); "
+            "features are stored as --feature_dtype either way",
+        )
+        add(
+            "--model_copies",
+            type=int,
+            help="feature models per machine, shared by all its worker processes (RunInference's "
+            "model_copies); 0: one in every worker process (default: 1 on a machine with a GPU, else 0)",
+        )
         _add_flag(group, "--features_only", "drop the encoded image from feature records")
         _add_flag(group, "--no_progress", "no progress line on local runs")
         _add_flag(
@@ -404,6 +417,8 @@ FEATURE_DEFAULTS = {
     "feature_dtype": "float32",
     "features_only": False,
     "inference_batch_size": 32,
+    "feature_precision": "float32",
+    "model_copies": None,
 }
 
 
@@ -422,6 +437,8 @@ def _feature_options(ns: ConvertOptions) -> features_lib.FeatureOptions | None:
         dtype=ns.feature_dtype,
         features_only=ns.features_only,
         batch_size=ns.inference_batch_size,
+        precision=ns.feature_precision,
+        model_copies=ns.model_copies,
     )
     check_feature_options(options)  # before looking for files: a contradiction comes first
     model_path = ns.model_path

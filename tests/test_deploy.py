@@ -32,6 +32,7 @@ EXAMPLES = {
     "resize": "224x224",
     "model_path": "gs://my-bucket/models/effnet",
     "decode_threads": "1",
+    "model_copies": "1",
     "group_pattern": r"^(p\d+)_",
     "manifest_path_column": "id",
     "manifest_label_column": "breed",
