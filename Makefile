@@ -1,7 +1,7 @@
 # `make demo` converts the bundled sample; `make test` runs lint and the whole suite (`make
 # test-torch` adds PyTorch and runs its adapter's test).
 # Each creates .venv with the pinned requirements on first use. `make proto` recompiles
-# beam_tfrecord/example.binpb after an edit of beam_tfrecord/example.proto (both are checked in).
+# beam_tfrecord/write/example.binpb after an edit of beam_tfrecord/write/example.proto (both are checked in).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -37,7 +37,7 @@ format: $(VENV)/.installed
 	$(PY) -m ruff check --fix .
 
 proto: $(VENV)/.installed
-	$(PY) -m grpc_tools.protoc --proto_path=. --descriptor_set_out=beam_tfrecord/example.binpb beam_tfrecord/example.proto
+	$(PY) -m grpc_tools.protoc --proto_path=. --descriptor_set_out=beam_tfrecord/write/example.binpb beam_tfrecord/write/example.proto
 
 clean:
 	rm -rf $(VENV) output

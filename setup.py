@@ -22,8 +22,8 @@ setup(
     version="0.1.0",
     description="Images on disk or GCS to sharded TFRecord files of tf.train.Example, with Apache Beam",
     packages=find_packages(include=["beam_tfrecord", "beam_tfrecord.*", "pipelines", "pipelines.*"]),
-    # The compiled record schema (beam_tfrecord/messages.py loads it) and its source.
-    package_data={"beam_tfrecord": ["example.binpb", "example.proto"]},
+    # The compiled record schema (beam_tfrecord/write/messages.py loads it) and its source.
+    package_data={"beam_tfrecord.write": ["example.binpb", "example.proto"]},
     python_requires=">=3.11,<3.12",
     install_requires=pinned_requirements(),
     extras_require={"torch": pinned_requirements("requirements-torch.txt")},

@@ -16,7 +16,7 @@ The conversion as a transform for a pipeline of your own:
         ...
 
 Names are imported on first use, so `import beam_tfrecord` loads neither Beam's pipeline
-machinery nor TensorFlow; the submodules (`beam_tfrecord.schema`, ...) are reachable as
+machinery nor TensorFlow; the submodules (`beam_tfrecord.write.schema`, ...) are reachable as
 attributes too.
 """
 
@@ -27,70 +27,48 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from beam_tfrecord.config import ConvertConfig, SourceConfig
-    from beam_tfrecord.features import FeatureOptions
-    from beam_tfrecord.images import ImageOptions
-    from beam_tfrecord.outputs import IncompleteOutput, complete_shards
+    from beam_tfrecord.features.keras import FeatureOptions
+    from beam_tfrecord.images.normalize import ImageOptions
     from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
-    from beam_tfrecord.reader import load_dataset
-    from beam_tfrecord.reader_examples import iter_examples
-    from beam_tfrecord.reader_files import class_names
-    from beam_tfrecord.reader_torch import TorchImages
-    from beam_tfrecord.schema import parse_spec
-    from beam_tfrecord.staging import StagedPlan
+    from beam_tfrecord.plan.staging import StagedPlan
+    from beam_tfrecord.read.examples import iter_examples
+    from beam_tfrecord.read.files import class_names
+    from beam_tfrecord.read.pytorch import TorchImages
+    from beam_tfrecord.read.tf_data import load_dataset
+    from beam_tfrecord.write.outputs import IncompleteOutput, complete_shards
+    from beam_tfrecord.write.schema import parse_spec
 
 # public name -> the module that defines it
 _EXPORTS = {
     "ConvertConfig": "config",
     "SourceConfig": "config",
-    "FeatureOptions": "features",
-    "ImageOptions": "images",
-    "IncompleteOutput": "outputs",
-    "complete_shards": "outputs",
+    "FeatureOptions": "features.keras",
+    "ImageOptions": "images.normalize",
+    "IncompleteOutput": "write.outputs",
+    "complete_shards": "write.outputs",
     "ImagesToTFRecords": "pipeline",
     "prepare": "pipeline",
-    "class_names": "reader_files",
-    "load_dataset": "reader",
-    "iter_examples": "reader_examples",
-    "TorchImages": "reader_torch",
-    "parse_spec": "schema",
-    "StagedPlan": "staging",
+    "class_names": "read.files",
+    "load_dataset": "read.tf_data",
+    "iter_examples": "read.examples",
+    "TorchImages": "read.pytorch",
+    "parse_spec": "write.schema",
+    "StagedPlan": "plan.staging",
 }
+# The stages in flow order (a stage imports only those before it), then the cross-cutting modules.
 SUBMODULES = (
-    "columns",
+    "plan",
+    "images",
+    "features",
+    "write",
+    "read",
     "compat",
     "config",
-    "dedupe",
-    "features",
-    "formats",
     "gcs",
-    "images",
-    "inference",
-    "labels",
-    "listing",
-    "messages",
-    "metadata",
-    "modes",
-    "outputs",
-    "pictures",
     "pipeline",
-    "plan",
     "progress",
-    "quiet",
-    "reader",
-    "reader_examples",
-    "reader_files",
-    "reader_torch",
-    "records",
     "runners",
-    "schema",
-    "sharding",
-    "shardwriter",
-    "splits",
-    "staging",
-    "tfds_metadata",
-    "tfrecord_files",
     "transforms",
-    "verify",
 )
 
 __all__ = [

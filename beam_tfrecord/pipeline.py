@@ -19,13 +19,11 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import outputs, staging
 from beam_tfrecord.config import ConvertConfig, SourceConfig, summary_options
-from beam_tfrecord.metadata import DuplicateGroup, Tally, build_summary, write_metadata
-from beam_tfrecord.plan import LabelSource, RejectLine, plan_inputs
-from beam_tfrecord.records import ChangeLine
-from beam_tfrecord.shardwriter import FinalShard, remove_tree
-from beam_tfrecord.staging import StagedPlan
+from beam_tfrecord.images.inputs import ChangeLine
+from beam_tfrecord.plan import staging
+from beam_tfrecord.plan.planner import LabelSource, RejectLine, plan_inputs
+from beam_tfrecord.plan.staging import StagedPlan
 from beam_tfrecord.transforms import (
     CHANGES,
     REJECTS,
@@ -37,6 +35,9 @@ from beam_tfrecord.transforms import (
     TallyFn,
     make_sink,
 )
+from beam_tfrecord.write import outputs
+from beam_tfrecord.write.metadata import DuplicateGroup, Tally, build_summary, write_metadata
+from beam_tfrecord.write.shardwriter import FinalShard, remove_tree
 
 __all__ = ["ImagesToTFRecords", "WriteMetadataFn", "prepare"]
 

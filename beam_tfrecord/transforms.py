@@ -28,14 +28,15 @@ from apache_beam.metrics import Metrics
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.transforms.window import GlobalWindows
 
-from beam_tfrecord import sharding, shardwriter
-from beam_tfrecord.features import FeatureOptions
-from beam_tfrecord.images import ImageOptions
-from beam_tfrecord.metadata import DuplicateGroup, Tally, without_pixels
-from beam_tfrecord.plan import RejectLine, ShardTask
-from beam_tfrecord.records import ConvertedRecord, PendingRecord, ShardKey, finish_record, prepare_input
-from beam_tfrecord.shardwriter import FinalShard, ShardFiles, WrittenShard
-from beam_tfrecord.tfrecord_files import index_records
+from beam_tfrecord.features.keras import FeatureOptions
+from beam_tfrecord.images.inputs import ConvertedRecord, PendingRecord, ShardKey, finish_record, prepare_input
+from beam_tfrecord.images.normalize import ImageOptions
+from beam_tfrecord.plan import sharding
+from beam_tfrecord.plan.planner import RejectLine, ShardTask
+from beam_tfrecord.write import shardwriter
+from beam_tfrecord.write.metadata import DuplicateGroup, Tally, without_pixels
+from beam_tfrecord.write.shardwriter import FinalShard, ShardFiles, WrittenShard
+from beam_tfrecord.write.tfrecord_files import index_records
 
 if TYPE_CHECKING:
     from apache_beam.ml.inference.base import PredictionResult
@@ -191,7 +192,7 @@ def failed_batch_rejects(failed: tuple[list[PendingRecord], object]) -> Iterator
 class ExtractFeatures(beam.PTransform):
     """PendingRecord -> RunInference results (main) and RejectLine for failed batches (`rejects`).
 
-    Batches of `batch_size` through Beam's RunInference with a thin handler (inference.py); the
+    Batches of `batch_size` through Beam's RunInference with a thin handler (features/handler.py); the
     model is loaded once per worker process. Batching keeps a shard task's records in order and
     in its bundle (BatchElements flushes at the end of the bundle), which the paths sink needs.
     """
@@ -203,7 +204,7 @@ class ExtractFeatures(beam.PTransform):
     def expand(self, pending: beam.PCollection[PendingRecord]) -> tuple[beam.PCollection, beam.PCollection]:
         from apache_beam.ml.inference.base import RunInference
 
-        from beam_tfrecord.inference import FeatureModelHandler
+        from beam_tfrecord.features.handler import FeatureModelHandler
 
         results, failed = (
             pending

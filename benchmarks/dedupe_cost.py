@@ -21,8 +21,8 @@ import time
 
 from synthetic import ensure_dataset
 
-from beam_tfrecord.dedupe import content_hashes
-from beam_tfrecord.listing import list_inputs
+from beam_tfrecord.plan.dedupe import content_hashes
+from beam_tfrecord.plan.listing import list_inputs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -77,7 +77,7 @@ def read_with_new_client(path: str) -> bytes:
 
 def read_with_thread_client(path: str) -> bytes:
     """The pipeline's way: one client per thread, reused (`gcs.thread_client`)."""
-    from beam_tfrecord.records import read_bytes
+    from beam_tfrecord.images.inputs import read_bytes
 
     return read_bytes(path)
 
@@ -109,7 +109,7 @@ def main() -> None:
     args = parser.parse_args()
     with Emulator() as emulator:
         os.environ[EMULATOR_ENV] = emulator.url
-        from beam_tfrecord.listing import list_inputs  # imports beam_tfrecord.gcs: the switch is on
+        from beam_tfrecord.plan.listing import list_inputs  # imports beam_tfrecord.gcs: the switch is on
 
         upload(emulator, "bench", "listing", args.objects, 100)
         paths = upload(emulator, "bench", "images", args.reads, args.size)

@@ -32,10 +32,10 @@ def measure_one(inputs: int, parallelism: int) -> dict[str, float]:
     import apache_beam as beam
 
     from beam_tfrecord.config import ConvertConfig, SourceConfig
-    from beam_tfrecord.listing import InputFile
     from beam_tfrecord.pipeline import ImagesToTFRecords
-    from beam_tfrecord.plan import LabelSource, make_plan
-    from beam_tfrecord.staging import stage_plan
+    from beam_tfrecord.plan.listing import InputFile
+    from beam_tfrecord.plan.planner import LabelSource, make_plan
+    from beam_tfrecord.plan.staging import stage_plan
 
     started = time.perf_counter()
     files = [

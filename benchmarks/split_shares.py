@@ -15,7 +15,7 @@ import statistics
 from collections import Counter
 from collections.abc import Sequence
 
-from beam_tfrecord.splits import assign_splits, expected_deviation
+from beam_tfrecord.plan.splits import assign_splits, expected_deviation
 
 SPLIT_SETS = {"80/20": {"train": 0.8, "validation": 0.2}, "34/33/33": {"a": 0.34, "b": 0.33, "c": 0.33}}
 

@@ -25,12 +25,15 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
 from apache_beam.runners.runner import PipelineState
 
-from beam_tfrecord import compat, faults, gcs, metadata, outputs, quiet, runners, staging
-from beam_tfrecord import features as features_lib
+from beam_tfrecord import compat, faults, gcs, runners
 from beam_tfrecord.config import ConvertConfig
-from beam_tfrecord.listing import list_inputs
+from beam_tfrecord.features import keras as features_lib
+from beam_tfrecord.images import quiet
 from beam_tfrecord.pipeline import ImagesToTFRecords
-from beam_tfrecord.plan import Plan, plan_files
+from beam_tfrecord.plan import staging
+from beam_tfrecord.plan.listing import list_inputs
+from beam_tfrecord.plan.planner import Plan, plan_files
+from beam_tfrecord.write import metadata, outputs
 from pipelines import dry_run
 from pipelines.dataflow_checks import check_dry_run_input, check_remote_run
 from pipelines.options import (

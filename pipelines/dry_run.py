@@ -22,7 +22,7 @@ from apache_beam.portability.api import beam_runner_api_pb2
 from google.protobuf import json_format, text_format
 
 from beam_tfrecord import compat
-from beam_tfrecord.staging import StagedPlan, describe
+from beam_tfrecord.plan.staging import StagedPlan, describe
 
 __all__ = ["DryRun", "enable", "format_report", "job_description", "leaf_transforms", "translate"]
 

@@ -19,9 +19,7 @@ from typing import Any
 
 from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
 
-from beam_tfrecord import features as features_lib
 from beam_tfrecord import gcs
-from beam_tfrecord.columns import parse_extra_columns
 from beam_tfrecord.config import (
     COMPRESSIONS,
     LABEL_SOURCES,
@@ -32,7 +30,8 @@ from beam_tfrecord.config import (
     SourceConfig,
     check_feature_options,
 )
-from beam_tfrecord.images import (
+from beam_tfrecord.features import keras as features_lib
+from beam_tfrecord.images.normalize import (
     DEFAULT_MAX_FILE_MB,
     DEFAULT_MAX_PIXELS,
     IMAGE_FORMATS,
@@ -40,9 +39,10 @@ from beam_tfrecord.images import (
     ImageOptions,
     parse_size,
 )
-from beam_tfrecord.plan import LabelSource, label_source_for
+from beam_tfrecord.plan.columns import parse_extra_columns
+from beam_tfrecord.plan.planner import LabelSource, label_source_for
+from beam_tfrecord.plan.splits import parse_splits
 from beam_tfrecord.runners import read_threads
-from beam_tfrecord.splits import parse_splits
 
 __all__ = [
     "SAMPLE_INPUT",

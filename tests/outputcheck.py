@@ -9,8 +9,8 @@ from glob import glob
 
 import tensorflow as tf
 
-from beam_tfrecord import schema as schema_lib
-from beam_tfrecord import sharding
+from beam_tfrecord.plan import sharding
+from beam_tfrecord.write import schema as schema_lib
 
 
 def shard_files(output, split: str) -> list[str]:

@@ -10,7 +10,7 @@ import pytest
 from conftest import convert
 from outputcheck import all_inputs, read_records, rejects, shard_files, summary
 
-from beam_tfrecord import verify
+from beam_tfrecord.read import verify
 
 
 def test_bad_input_tree_nothing_lost_and_everything_readable(bad_tree, tmp_path):

@@ -12,9 +12,9 @@ from conftest import convert
 from outputcheck import all_inputs, read_records, rejects, summary
 from test_formats import GOOD, REFUSED
 
-from beam_tfrecord.images import ImageOptions
-from beam_tfrecord.plan import PlannedInput, RejectLine
-from beam_tfrecord.records import convert_input, prepare_input
+from beam_tfrecord.images.inputs import convert_input, prepare_input
+from beam_tfrecord.images.normalize import ImageOptions
+from beam_tfrecord.plan.planner import PlannedInput, RejectLine
 
 BIG = 3_000_000  # bytes of a file over --max_file_mb 2 (the largest picture, the ICNS, is 1 MB)
 

@@ -18,10 +18,10 @@ import tensorflow as tf
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import FileDescriptor
 
-from beam_tfrecord import messages, schema
+from beam_tfrecord.write import messages, schema
 
 REPO = Path(__file__).resolve().parents[1]
-PROTO = "beam_tfrecord/example.proto"
+PROTO = "beam_tfrecord/write/example.proto"
 
 BASE = schema.RecordFields(
     encoded=b"\xff\xd8 image bytes",
@@ -184,8 +184,8 @@ def test_checked_in_example_binpb_is_what_the_pinned_grpcio_tools_compiles(tmp_p
         cwd=REPO,
     )
     compiled = (tmp_path / "example.binpb").read_bytes()
-    checked_in = (REPO / "beam_tfrecord" / "example.binpb").read_bytes()
-    assert compiled == checked_in, "beam_tfrecord/example.binpb is stale: run `make proto`"
+    checked_in = (REPO / "beam_tfrecord" / "write" / "example.binpb").read_bytes()
+    assert compiled == checked_in, "beam_tfrecord/write/example.binpb is stale: run `make proto`"
 
 
 def test_the_installed_package_carries_the_compiled_schema(tmp_path):
@@ -213,4 +213,4 @@ def test_the_installed_package_carries_the_compiled_schema(tmp_path):
         check=True,
     )
     (wheel,) = tmp_path.glob("beam_tfrecord-*.whl")
-    assert "beam_tfrecord/example.binpb" in zipfile.ZipFile(wheel).namelist()
+    assert "beam_tfrecord/write/example.binpb" in zipfile.ZipFile(wheel).namelist()

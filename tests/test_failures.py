@@ -9,7 +9,8 @@ import os
 import imagegen
 import pytest
 
-from beam_tfrecord import outputs, records
+from beam_tfrecord.images import inputs as records
+from beam_tfrecord.write import outputs
 from pipelines.convert import run
 
 

@@ -13,12 +13,12 @@ import imagegen
 import numpy as np
 import pytest
 
-from beam_tfrecord import features as features_lib
 from beam_tfrecord import load_dataset
-from beam_tfrecord import schema as schema_lib
-from beam_tfrecord.plan import RejectLine
-from beam_tfrecord.records import PendingRecord, ShardKey
+from beam_tfrecord.features import keras as features_lib
+from beam_tfrecord.images.inputs import PendingRecord, ShardKey
+from beam_tfrecord.plan.planner import RejectLine
 from beam_tfrecord.transforms import failed_batch_rejects
+from beam_tfrecord.write import schema as schema_lib
 from pipelines import inspect
 from pipelines.convert import run
 

@@ -16,8 +16,8 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
-from beam_tfrecord import formats, modes
-from beam_tfrecord.images import CHANGE_REASONS, Reject, encode_for_tensorflow
+from beam_tfrecord.images import formats, modes
+from beam_tfrecord.images.normalize import CHANGE_REASONS, Reject, encode_for_tensorflow
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 FILES = imagegen.every_format()
@@ -218,7 +218,7 @@ def test_python_output_during_a_capture_reaches_the_terminal_after_keep_python_s
     written while another thread's decode is captured still reaches the terminal."""
     code = (
         "import os, sys\n"
-        "from beam_tfrecord import quiet\n"
+        "from beam_tfrecord.images import quiet\n"
         "quiet.keep_python_stderr()\n"
         "with quiet.captured_stderr() as captured:\n"
         "    print('progress line', file=sys.stderr)\n"

@@ -14,7 +14,7 @@ import tensorflow as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from beam_tfrecord.images import ImageOptions, Reject, encode_for_tensorflow
+from beam_tfrecord.images.normalize import ImageOptions, Reject, encode_for_tensorflow
 
 GALLERY = imagegen.every_format()
 SEEDS = {

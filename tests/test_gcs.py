@@ -25,9 +25,11 @@ from gcsemulator import EMULATOR_ENV, Emulator, PermissionProxy
 from google.api_core.exceptions import Forbidden
 from outputcheck import read_records
 
-from beam_tfrecord import compat, gcs, records, sharding
-from beam_tfrecord.images import ImageOptions
-from beam_tfrecord.plan import PlannedInput, RejectLine
+from beam_tfrecord import compat, gcs
+from beam_tfrecord.images import inputs as records
+from beam_tfrecord.images.normalize import ImageOptions
+from beam_tfrecord.plan import sharding
+from beam_tfrecord.plan.planner import PlannedInput, RejectLine
 
 
 @pytest.fixture(scope="module")

@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 from test_features import SIZE, saved_models  # noqa: F401  (a fixture)
 
-from beam_tfrecord import features as features_lib
 from beam_tfrecord import load_dataset
-from beam_tfrecord import schema as schema_lib
-from beam_tfrecord.features import FeatureOptions
-from beam_tfrecord.inference import FeatureModelHandler
-from beam_tfrecord.records import PendingRecord, ShardKey
+from beam_tfrecord.features import keras as features_lib
+from beam_tfrecord.features.handler import FeatureModelHandler
+from beam_tfrecord.features.keras import FeatureOptions
+from beam_tfrecord.images.inputs import PendingRecord, ShardKey
+from beam_tfrecord.write import schema as schema_lib
 from pipelines.convert import run
 
 # Mixed against float32 EfficientNetB0 (the same random weights, avg-pooled): float16 keeps 11

@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 from PIL import GifImagePlugin, Image
 
-from beam_tfrecord.images import ImageOptions, Reject, encode_for_tensorflow
+from beam_tfrecord.images.normalize import ImageOptions, Reject, encode_for_tensorflow
 
 
 def chunk(kind: bytes, body: bytes) -> bytes:

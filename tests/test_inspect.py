@@ -11,8 +11,8 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
-from beam_tfrecord import schema as schema_lib
-from beam_tfrecord.tfrecord_files import FramingError, count_records
+from beam_tfrecord.write import schema as schema_lib
+from beam_tfrecord.write.tfrecord_files import FramingError, count_records
 from pipelines import inspect
 from pipelines.convert import run
 
@@ -53,7 +53,7 @@ def test_sound_output_passes_and_is_drawn_outside_it(output, capsys, tmp_path):
 
 
 def test_sample_is_repeatable_for_a_seed(output):
-    from beam_tfrecord.verify import verify_output
+    from beam_tfrecord.read.verify import verify_output
 
     names = [
         [s.filename for s in verify_output(str(output), sample=5, seed=seed).samples] for seed in (1, 1, 2)

@@ -16,7 +16,7 @@ import imagegen
 import pytest
 from outputcheck import read_records, summary
 
-from beam_tfrecord import outputs
+from beam_tfrecord.write import outputs
 from pipelines.convert import run
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import beam_tfrecord
-from beam_tfrecord.reader_examples import decode_image
-from beam_tfrecord.reader_files import plan_reads, split_files, worker_shard
+from beam_tfrecord.read.examples import decode_image
+from beam_tfrecord.read.files import plan_reads, split_files, worker_shard
 
 # sizes differ, as in real folders
 FILES = {

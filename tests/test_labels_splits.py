@@ -8,10 +8,10 @@ from collections import Counter
 
 import pytest
 
-from beam_tfrecord import columns as columns_lib
-from beam_tfrecord import labels, splits
-from beam_tfrecord.listing import InputFile
-from beam_tfrecord.plan import LabelSource, PlannedInput, ShardTask, make_plan
+from beam_tfrecord.plan import columns as columns_lib
+from beam_tfrecord.plan import labels, splits
+from beam_tfrecord.plan.listing import InputFile
+from beam_tfrecord.plan.planner import LabelSource, PlannedInput, ShardTask, make_plan
 
 
 def files(*relpaths: str, size: int = 1000) -> list[InputFile]:
@@ -136,7 +136,7 @@ def test_filename_labels_in_a_plan():
 
 
 def test_shard_counts_follow_size_then_parallelism_without_tiny_shards():
-    from beam_tfrecord.sharding import shard_count
+    from beam_tfrecord.plan.sharding import shard_count
 
     mb = 1024 * 1024
     assert shard_count(862 * mb, 128, 32_000) == 7  # by size alone

@@ -7,7 +7,7 @@ import os
 import imagegen
 import pytest
 
-from beam_tfrecord.listing import list_inputs, skip_reason
+from beam_tfrecord.plan.listing import list_inputs, skip_reason
 
 
 def make(root, *relpaths):

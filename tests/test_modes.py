@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 from PIL import Image, ImageCms
 
-from beam_tfrecord.images import encode_for_tensorflow
+from beam_tfrecord.images.normalize import encode_for_tensorflow
 
 
 def stored(data: bytes, name: str = "x.tif"):

@@ -17,12 +17,17 @@ def test_every_public_name_and_submodule_is_reachable_from_the_package():
         assert getattr(beam_tfrecord, name) is not None, name
     found = {m.name for m in pkgutil.iter_modules(beam_tfrecord.__path__)} - {"faults"}
     assert set(beam_tfrecord.SUBMODULES) == found
-    assert beam_tfrecord.schema.parse_spec is beam_tfrecord.parse_spec
+    assert beam_tfrecord.write.schema.parse_spec is beam_tfrecord.parse_spec
 
 
 def test_every_module_declares_its_exports():
-    for info in pkgutil.iter_modules(beam_tfrecord.__path__):
-        module = importlib.import_module(f"beam_tfrecord.{info.name}")
+    """Every module and stage package, at any depth (a stage's `__all__` lists its modules)."""
+    modules = [
+        importlib.import_module(info.name)
+        for info in pkgutil.walk_packages(beam_tfrecord.__path__, "beam_tfrecord.")
+    ]
+    for module in modules:  # after every import: a package's modules are its attributes by then
+        info = module.__spec__
         assert isinstance(getattr(module, "__all__", None), list), info.name
         for name in module.__all__:
             assert hasattr(module, name), (info.name, name)

@@ -170,7 +170,7 @@ def test_keras_like_resizes_stretch_crop_and_pad(tmp_path):
 
 
 def test_dct_scale_is_chosen_per_record_from_the_stored_size():
-    from beam_tfrecord.reader import dct_ratio
+    from beam_tfrecord.read.tf_data import dct_ratio
 
     def ratio(height, width, size, pad=False):
         return int(dct_ratio(tf.constant(height), tf.constant(width), size, pad))

@@ -14,8 +14,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FILES, CLASSES = 100_000, 100
 MEASURE = """
 import json, sys
-from beam_tfrecord.listing import list_inputs
-from beam_tfrecord.plan import LabelSource, make_plan, shard_tasks
+from beam_tfrecord.plan.listing import list_inputs
+from beam_tfrecord.plan.planner import LabelSource, make_plan, shard_tasks
 def peak_mb():  # VmHWM, not ru_maxrss: that one keeps the forking parent's peak across exec
     line = next(l for l in open("/proc/self/status") if l.startswith("VmHWM:"))
     return int(line.split()[1]) / 1024

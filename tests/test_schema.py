@@ -11,8 +11,8 @@ import sys
 import pytest
 import tensorflow as tf
 
-from beam_tfrecord import schema
-from beam_tfrecord.columns import parse_extra_columns
+from beam_tfrecord.plan.columns import parse_extra_columns
+from beam_tfrecord.write import schema
 
 FIELDS = schema.RecordFields(
     encoded=b"\xff\xd8 bytes",
@@ -103,7 +103,8 @@ def test_unknown_schema_is_an_error():
 
 def test_building_records_does_not_import_tensorflow():
     code = (
-        "import sys; from beam_tfrecord import schema, records, transforms, pipeline; "
+        "import sys; from beam_tfrecord import transforms, pipeline; from beam_tfrecord.write import schema; "
+        "from beam_tfrecord.images import inputs; "
         f"schema.serialize('tfds', schema.{FIELDS!r}); "
         "print('tensorflow' in sys.modules)"
     )

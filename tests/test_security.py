@@ -15,7 +15,7 @@ import imagegen
 import pytest
 from outputcheck import read_records, summary
 
-from beam_tfrecord.images import Reject, encode_for_tensorflow
+from beam_tfrecord.images.normalize import Reject, encode_for_tensorflow
 from pipelines.convert import run
 
 _events: list[tuple[str, tuple]] | None = None
@@ -166,7 +166,7 @@ def test_an_eps_wrapped_in_iptc_never_reaches_ghostscript():
 
 def test_the_readers_decode_only_the_formats_records_hold():
     """A foreign record whose image is an EPS never reaches Ghostscript when read back."""
-    from beam_tfrecord.reader_examples import decode_image
+    from beam_tfrecord.read.examples import decode_image
 
     with watching() as events, pytest.raises(Exception, match="cannot identify"):
         decode_image(eps())

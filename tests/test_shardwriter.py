@@ -13,12 +13,12 @@ import imagegen
 import pytest
 from outputcheck import read_records
 
-from beam_tfrecord import shardwriter
-from beam_tfrecord.images import ImageOptions
-from beam_tfrecord.listing import InputFile
-from beam_tfrecord.messages import Example
-from beam_tfrecord.plan import LabelSource, RejectLine, make_plan, shard_tasks
-from beam_tfrecord.records import ShardKey, convert_input
+from beam_tfrecord.images.inputs import ShardKey, convert_input
+from beam_tfrecord.images.normalize import ImageOptions
+from beam_tfrecord.plan.listing import InputFile
+from beam_tfrecord.plan.planner import LabelSource, RejectLine, make_plan, shard_tasks
+from beam_tfrecord.write import shardwriter
+from beam_tfrecord.write.messages import Example
 
 
 def test_shard_tasks_cover_every_input_once_balanced_by_bytes():

@@ -9,7 +9,7 @@ import imagegen
 import pytest
 import tensorflow_datasets as tfds
 
-from beam_tfrecord.tfds_metadata import dataset_name
+from beam_tfrecord.write.tfds_metadata import dataset_name
 
 
 def convert(input_dir, output_dir, *extra: str) -> None:

@@ -8,8 +8,8 @@ import random
 import pytest
 import tensorflow as tf
 
-from beam_tfrecord import tfrecord_files
-from beam_tfrecord.tfrecord_files import (
+from beam_tfrecord.write import tfrecord_files
+from beam_tfrecord.write.tfrecord_files import (
     FramingError,
     count_records,
     frame_record,

@@ -14,8 +14,10 @@ from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import gcs, sharding
-from beam_tfrecord.metadata import (
+from beam_tfrecord import gcs
+from beam_tfrecord.plan import sharding
+from beam_tfrecord.plan.staging import TEMP_PREFIX
+from beam_tfrecord.write.metadata import (
     CHANGES_FILE,
     DUPLICATES_FILE,
     LABELS_FILE,
@@ -24,8 +26,7 @@ from beam_tfrecord.metadata import (
     SUMMARY_FILE,
     read_summary,
 )
-from beam_tfrecord.staging import TEMP_PREFIX
-from beam_tfrecord.tfds_metadata import TFDS_FILES
+from beam_tfrecord.write.tfds_metadata import TFDS_FILES
 
 # Drawn by `python -m pipelines.inspect` beside the shards by default.
 CONTACT_SHEET_FILE = "contact_sheet.png"

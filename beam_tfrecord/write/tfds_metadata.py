@@ -25,9 +25,9 @@ from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import sharding
-from beam_tfrecord.columns import ExtraColumn
-from beam_tfrecord.tfrecord_files import count_records
+from beam_tfrecord.plan import sharding
+from beam_tfrecord.plan.columns import ExtraColumn
+from beam_tfrecord.write.tfrecord_files import count_records
 
 __all__ = ["FILENAME_TEMPLATE", "TFDS_FILES", "dataset_name", "features_spec", "write_tfds_metadata"]
 

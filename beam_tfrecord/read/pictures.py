@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from apache_beam.io.filesystems import FileSystems
 from PIL import Image, ImageDraw, ImageFont
 
-from beam_tfrecord.verify import Sample
+from beam_tfrecord.read.verify import Sample
 
 __all__ = ["contact_sheet", "label_histogram", "save_png", "thumbnail"]
 

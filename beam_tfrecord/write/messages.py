@@ -16,11 +16,11 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 __all__ = ["DESCRIPTOR", "BytesList", "Example", "Feature", "Features", "FloatList", "Int64List"]
 
-PACKAGE = "beam_tfrecord"
+PACKAGE = "beam_tfrecord"  # the .proto package, not this Python package
 
 
 def _load() -> descriptor_pool.DescriptorPool:
-    data = resources.files(PACKAGE).joinpath("example.binpb").read_bytes()
+    data = resources.files(__package__).joinpath("example.binpb").read_bytes()
     pool = descriptor_pool.DescriptorPool()
     for file in descriptor_pb2.FileDescriptorSet.FromString(data).file:
         pool.Add(file)
@@ -28,7 +28,7 @@ def _load() -> descriptor_pool.DescriptorPool:
 
 
 _POOL = _load()
-DESCRIPTOR = _POOL.FindFileByName("beam_tfrecord/example.proto")
+DESCRIPTOR = _POOL.FindFileByName("beam_tfrecord/write/example.proto")
 
 
 def _message(name: str) -> type:

@@ -4,7 +4,7 @@ Every shard is read in full with TensorFlow (record framing and CRCs: TFRecordDa
 DataLossError), every record parsed with the schema's spec and its image decoded; then the
 counts are compared with summary.json, the shard names and TFDS's dataset_info.json, and each
 `.idx` with the record headers it indexes. gs:// output under a GCS emulator is read through
-Beam's filesystems (`reader.record_dataset`), since TensorFlow's GCS client cannot be pointed
+Beam's filesystems (`tf_data.record_dataset`), since TensorFlow's GCS client cannot be pointed
 at one.
 """
 
@@ -23,13 +23,14 @@ import numpy as np
 import tensorflow as tf
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import gcs, sharding
-from beam_tfrecord import schema as schema_lib
-from beam_tfrecord.metadata import LABELS_FILE, REJECTS_FILE, SUMMARY_FILE
-from beam_tfrecord.outputs import unfinished_message
-from beam_tfrecord.reader import record_dataset
-from beam_tfrecord.reader_files import read_index
-from beam_tfrecord.tfrecord_files import FramingError, index_records
+from beam_tfrecord import gcs
+from beam_tfrecord.plan import sharding
+from beam_tfrecord.read.files import read_index
+from beam_tfrecord.read.tf_data import record_dataset
+from beam_tfrecord.write import schema as schema_lib
+from beam_tfrecord.write.metadata import LABELS_FILE, REJECTS_FILE, SUMMARY_FILE
+from beam_tfrecord.write.outputs import unfinished_message
+from beam_tfrecord.write.tfrecord_files import FramingError, index_records
 
 __all__ = ["OutputReport", "Sample", "format_report", "verify_output"]
 

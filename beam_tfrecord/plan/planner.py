@@ -15,14 +15,14 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from beam_tfrecord import columns as columns_lib
-from beam_tfrecord import dedupe as dedupe_lib
-from beam_tfrecord import labels as labels_lib
-from beam_tfrecord import sharding
-from beam_tfrecord import splits as splits_lib
-from beam_tfrecord.columns import ExtraColumn
 from beam_tfrecord.config import ConvertConfig, SourceConfig
-from beam_tfrecord.listing import InputFile, list_inputs, skip_reason
+from beam_tfrecord.plan import columns as columns_lib
+from beam_tfrecord.plan import dedupe as dedupe_lib
+from beam_tfrecord.plan import labels as labels_lib
+from beam_tfrecord.plan import sharding
+from beam_tfrecord.plan import splits as splits_lib
+from beam_tfrecord.plan.columns import ExtraColumn
+from beam_tfrecord.plan.listing import InputFile, list_inputs, skip_reason
 
 __all__ = [
     "GroupFacts",

@@ -1,6 +1,6 @@
 """The optional feature model: which model, how it is loaded, what it is fed, and how its output
 is pooled and stored, as plain functions; the RunInference handler that adapts them is in
-beam_tfrecord/inference.py, so runs without a model never import Beam's ML package.
+beam_tfrecord/features/handler.py, so runs without a model never import Beam's ML package.
 
 TensorFlow and Keras are imported only inside the functions that need them, so a run without a
 feature model never loads them (records are built without TensorFlow, see example.proto).

@@ -26,9 +26,10 @@ from typing import Any, TypeVar
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import faults, gcs, sharding
-from beam_tfrecord.records import ShardKey
-from beam_tfrecord.tfrecord_files import INDEX_SUFFIX, format_index, write_record
+from beam_tfrecord import faults, gcs
+from beam_tfrecord.images.inputs import ShardKey
+from beam_tfrecord.plan import sharding
+from beam_tfrecord.write.tfrecord_files import INDEX_SUFFIX, format_index, write_record
 
 __all__ = [
     "FinalShard",

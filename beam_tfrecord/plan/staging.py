@@ -24,7 +24,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord.config import SourceConfig, summary_options
-from beam_tfrecord.plan import Plan, RejectLine, ShardTask, shard_tasks
+from beam_tfrecord.plan.planner import Plan, RejectLine, ShardTask, shard_tasks
 
 __all__ = [
     "TEMP_PREFIX",

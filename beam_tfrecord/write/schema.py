@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from beam_tfrecord.columns import ExtraColumn, column_key
-from beam_tfrecord.messages import Example, Feature
+from beam_tfrecord.plan.columns import ExtraColumn, column_key
+from beam_tfrecord.write.messages import Example, Feature
 
 __all__ = [
     "SCHEMAS",

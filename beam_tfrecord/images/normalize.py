@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from beam_tfrecord import formats, modes
-from beam_tfrecord.quiet import captured_stderr
+from beam_tfrecord.images import formats, modes
+from beam_tfrecord.images.quiet import captured_stderr
 
 __all__ = [
     "CHANGE_REASONS",

@@ -1,4 +1,4 @@
-"""The thin RunInference model handler over beam_tfrecord/features.py (imported only by runs
+"""The thin RunInference model handler over beam_tfrecord/features/keras.py (imported only by runs
 with a feature model)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
 from beam_tfrecord import compat
-from beam_tfrecord import features as features_lib
-from beam_tfrecord.features import FeatureOptions, LoadedModel
+from beam_tfrecord.features import keras as features_lib
+from beam_tfrecord.features.keras import FeatureOptions, LoadedModel
 
 __all__ = ["FeatureModelHandler"]
 

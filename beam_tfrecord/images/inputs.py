@@ -11,9 +11,9 @@ from typing import NamedTuple
 import numpy as np
 
 from beam_tfrecord import gcs
-from beam_tfrecord import schema as schema_lib
-from beam_tfrecord.images import RUN_WIDE_REASONS, ImageOptions, Reject, encode_for_tensorflow
-from beam_tfrecord.plan import PlannedInput, RejectLine
+from beam_tfrecord.images.normalize import RUN_WIDE_REASONS, ImageOptions, Reject, encode_for_tensorflow
+from beam_tfrecord.plan.planner import PlannedInput, RejectLine
+from beam_tfrecord.write import schema as schema_lib
 
 __all__ = [
     "ChangeLine",

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from beam_tfrecord import schema as schema_lib
-from beam_tfrecord.messages import Example
-from beam_tfrecord.reader_files import SplitFiles, iter_range, plan_reads, split_files
+from beam_tfrecord.read.files import SplitFiles, iter_range, plan_reads, split_files
+from beam_tfrecord.write import schema as schema_lib
+from beam_tfrecord.write.messages import Example
 
 __all__ = ["KEYS", "decode_image", "iter_examples", "record_to_dict"]
 
@@ -134,7 +134,7 @@ def iter_examples(
     """Every record of `split` as a dict (see `record_to_dict`), in file order; no TensorFlow.
 
     `shard=(index, count)`: this worker's part, disjoint from the other `count - 1` workers'
-    and together every record once (see `reader_files.plan_reads`: with the `.idx` files each
+    and together every record once (see `files.plan_reads`: with the `.idx` files each
     worker seeks to its own contiguous run of records). `output` may be local or gs://.
     Raises `IncompleteOutput` for a folder that holds no finished run.
     """

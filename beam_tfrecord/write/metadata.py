@@ -14,16 +14,16 @@ from typing import TYPE_CHECKING, Any
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import faults
-from beam_tfrecord import splits as splits_lib
-from beam_tfrecord.columns import column_key, parse_extra_columns
-from beam_tfrecord.features import FeatureOptions
-from beam_tfrecord.images import CHANGE_REASONS
-from beam_tfrecord.plan import RejectLine
-from beam_tfrecord.records import ChangeLine, ConvertedRecord
-from beam_tfrecord.tfds_metadata import write_tfds_metadata
+from beam_tfrecord.features.keras import FeatureOptions
+from beam_tfrecord.images.inputs import ChangeLine, ConvertedRecord
+from beam_tfrecord.images.normalize import CHANGE_REASONS
+from beam_tfrecord.plan import splits as splits_lib
+from beam_tfrecord.plan.columns import column_key, parse_extra_columns
+from beam_tfrecord.plan.planner import RejectLine
+from beam_tfrecord.write.tfds_metadata import write_tfds_metadata
 
 if TYPE_CHECKING:
-    from beam_tfrecord.staging import PlanFacts
+    from beam_tfrecord.plan.staging import PlanFacts
 
 __all__ = [
     "CHANGES_FILE",

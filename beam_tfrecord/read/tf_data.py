@@ -26,8 +26,8 @@ from typing import Any, Literal
 import tensorflow as tf
 
 from beam_tfrecord import gcs
-from beam_tfrecord import schema as schema_lib
-from beam_tfrecord.reader_files import RecordRange, SplitFiles, class_names, iter_range, split_files
+from beam_tfrecord.read.files import RecordRange, SplitFiles, class_names, iter_range, split_files
+from beam_tfrecord.write import schema as schema_lib
 
 __all__ = [
     "SplitFiles",

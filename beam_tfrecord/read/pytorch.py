@@ -1,7 +1,7 @@
 """PyTorch: a `torch.utils.data.IterableDataset` over `iter_examples`, no TensorFlow.
 
 Each DataLoader worker of each distributed rank reads its own part of the split
-(`reader_files.worker_shard`, then `plan_reads`: with the `.idx` files a contiguous run of
+(`files.worker_shard`, then `plan_reads`: with the `.idx` files a contiguous run of
 records it seeks to), so every record arrives exactly once per epoch across all of them.
 `torch` is an optional extra (`pip install .[torch]`); this module imports without it, and the
 dataset says how to install it when made.
@@ -17,8 +17,8 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from beam_tfrecord.reader_examples import decode_image, iter_examples
-from beam_tfrecord.reader_files import split_files, worker_shard
+from beam_tfrecord.read.examples import decode_image, iter_examples
+from beam_tfrecord.read.files import split_files, worker_shard
 
 try:  # an optional extra: without it the class still imports, and refuses to be made
     from torch.utils.data import IterableDataset as _Base

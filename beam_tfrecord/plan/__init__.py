@@ -1,0 +1,13 @@
+"""Stage 1, list and plan: from a listing of paths and sizes to a plan, without reading a byte of
+an image (dedupe aside, which hashes candidates' bytes on purpose).
+
+Takes: a `SourceConfig` (where the inputs are, where labels come from, how they split).
+Gives: a `Plan` (each input's label, split and shard; the rejects known from the listing; class
+names; shard counts), staged as files under the output so the job graph never holds it.
+
+Modules: `listing` (paths and sizes), `labels` and `columns` (classes and manifest values),
+`splits` and `dedupe` (deterministic splits that cannot leak), `sharding` (shard counts),
+`planner` (the plan itself), `staging` (the plan as files).
+"""
+
+__all__ = ["columns", "dedupe", "labels", "listing", "planner", "sharding", "splits", "staging"]

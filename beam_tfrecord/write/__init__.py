@@ -1,0 +1,14 @@
+"""Stage 4, build and write: records as `tf.train.Example` bytes, streamed into planned shards
+that appear under their final names all at once, then the metadata beside them.
+
+Takes: `PendingRecord`s (with features, in a feature run).
+Gives: shard files with their `.idx`, labels.txt, rejects.jsonl, changes.jsonl, TFDS's files
+and, last, summary.json (the completeness marker).
+
+Modules: `schema` (the record keys and the matching parse spec), `messages` and `example.proto`
+(the Example messages), `tfrecord_files` (TFRecord framing), `shardwriter` (temp-then-rename
+shards), `metadata` (the tally, the summary and the side files), `tfds_metadata` (TFDS's
+files), `outputs` (the output folder's guard and completeness check).
+"""
+
+__all__ = ["messages", "metadata", "outputs", "schema", "shardwriter", "tfds_metadata", "tfrecord_files"]
