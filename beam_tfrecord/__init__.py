@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from beam_tfrecord.config import ConvertConfig, SourceConfig
-    from beam_tfrecord.features.keras import FeatureOptions
+    from beam_tfrecord.features.options import FeatureOptions
     from beam_tfrecord.images.normalize import ImageOptions
     from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
     from beam_tfrecord.plan.staging import StagedPlan
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "ConvertConfig": "config",
     "SourceConfig": "config",
-    "FeatureOptions": "features.keras",
+    "FeatureOptions": "features.options",
     "ImageOptions": "images.normalize",
     "IncompleteOutput": "write.outputs",
     "complete_shards": "write.outputs",

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from beam_tfrecord.features.keras import DTYPES, POOLINGS, PRECISIONS, FeatureOptions
+from beam_tfrecord.features.options import DTYPES, POOLINGS, PRECISIONS, FeatureOptions
 from beam_tfrecord.images.normalize import IMAGE_FORMATS, RESIZE_MODES, ImageOptions
 from beam_tfrecord.plan.columns import ExtraColumn, parse_extra_columns
 from beam_tfrecord.plan.labels import LABEL_MODES, compile_label_pattern

@@ -28,7 +28,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.transforms.window import GlobalWindows
 
-from beam_tfrecord.features.keras import FeatureOptions
+from beam_tfrecord.features.options import FeatureOptions
 from beam_tfrecord.images.inputs import ConvertedRecord, PendingRecord, ShardKey, finish_record, prepare_input
 from beam_tfrecord.images.normalize import ImageOptions
 from beam_tfrecord.plan import sharding

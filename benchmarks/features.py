@@ -45,7 +45,8 @@ def bare_model_rate(model: str, batch_size: int, batches: int, precision: str) -
     """Images per second of the compiled model call alone, on random inputs."""
     import numpy as np
 
-    from beam_tfrecord.features.keras import FeatureOptions, load_model
+    from beam_tfrecord.features.keras import load_model
+    from beam_tfrecord.features.options import FeatureOptions
 
     loaded = load_model(FeatureOptions(model, model_weights="none", precision=precision))
     height, width = loaded.input_size()

@@ -45,7 +45,8 @@ def measure(model: str, precision: str, batch_sizes: list[int], batches: int, re
     import numpy as np
     import tensorflow as tf
 
-    from beam_tfrecord.features.keras import FeatureOptions, load_model
+    from beam_tfrecord.features.keras import load_model
+    from beam_tfrecord.features.options import FeatureOptions
 
     keras.utils.set_random_seed(0)
     loaded = load_model(FeatureOptions(model, model_weights="none", precision=precision))

@@ -28,6 +28,7 @@ from apache_beam.runners.runner import PipelineState
 from beam_tfrecord import compat, faults, gcs, runners
 from beam_tfrecord.config import ConvertConfig
 from beam_tfrecord.features import keras as features_lib
+from beam_tfrecord.features.options import ModelUnavailable
 from beam_tfrecord.images import quiet
 from beam_tfrecord.pipeline import ImagesToTFRecords
 from beam_tfrecord.plan import staging
@@ -151,7 +152,7 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         plan, config = plan_run(settings, options, given)
         if not settings.dry_run:  # a dry run writes nothing, and must not list gs:// offline
             outputs.prepare_output(settings.config.output, settings.overwrite)
-    except (UsageError, outputs.OutputInUse, gcs.StorageError, features_lib.ModelUnavailable) as error:
+    except (UsageError, outputs.OutputInUse, gcs.StorageError, ModelUnavailable) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     interrupts.set_message(lambda: f"interrupted before the pipeline started; {CLEAN_RERUN}")

@@ -31,6 +31,7 @@ from beam_tfrecord.config import (
     check_feature_options,
 )
 from beam_tfrecord.features import keras as features_lib
+from beam_tfrecord.features import options as feature_options
 from beam_tfrecord.images.normalize import (
     DEFAULT_MAX_FILE_MB,
     DEFAULT_MAX_PIXELS,
@@ -190,17 +191,22 @@ class ConvertOptions(PipelineOptions):
         )
         add("--model_path", help="a .keras file or SavedModel folder (local or gs://) whose output is stored")
         add("--inference_batch_size", type=int, default=32, help="images per model call")
-        add("--feature_pooling", default="none", choices=features_lib.POOLINGS, help="pool the spatial axes")
+        add(
+            "--feature_pooling",
+            default="none",
+            choices=feature_options.POOLINGS,
+            help="pool the spatial axes",
+        )
         add(
             "--feature_dtype",
             default="float32",
-            choices=features_lib.DTYPES,
+            choices=feature_options.DTYPES,
             help="float16 is stored as bytes",
         )
         add(
             "--feature_precision",
             default="float32",
-            choices=features_lib.PRECISIONS,
+            choices=feature_options.PRECISIONS,
             help="mixed: --feature_model runs under Keras's mixed_float16 policy (GPU tensor cores); "
             "features are stored as --feature_dtype either way",
         )
@@ -422,14 +428,14 @@ FEATURE_DEFAULTS = {
 }
 
 
-def _feature_options(ns: ConvertOptions) -> features_lib.FeatureOptions | None:
+def _feature_options(ns: ConvertOptions) -> feature_options.FeatureOptions | None:
     """The feature model's options, or None when no model is asked for (and none of its options)."""
     if not ns.feature_model and not ns.model_path:
         given = [name for name, default in FEATURE_DEFAULTS.items() if getattr(ns, name) != default]
         if given:
             raise UsageError(f"--{given[0]} needs --feature_model or --model_path")
         return None
-    options = features_lib.FeatureOptions(
+    options = feature_options.FeatureOptions(
         feature_model=ns.feature_model,
         model_weights=ns.model_weights,
         model_path=ns.model_path,

@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 
 from beam_tfrecord import load_dataset
+from beam_tfrecord.features import inputs as feature_inputs
 from beam_tfrecord.features import keras as features_lib
+from beam_tfrecord.features.options import FeatureOptions
 from beam_tfrecord.images.inputs import PendingRecord, ShardKey
 from beam_tfrecord.plan.planner import RejectLine
 from beam_tfrecord.transforms import failed_batch_rejects
@@ -73,11 +75,11 @@ def read_all(output, **kwargs) -> list[dict]:
 
 def test_pool_keeps_or_reduces_the_spatial_axes():
     batch = np.arange(2 * 3 * 3 * 4, dtype=np.float32).reshape(2, 3, 3, 4)
-    assert features_lib.pool(batch, "none").shape == (2, 3, 3, 4)
-    np.testing.assert_allclose(features_lib.pool(batch, "avg"), batch.mean(axis=(1, 2)))
-    np.testing.assert_allclose(features_lib.pool(batch, "max"), batch[:, 2, 2, :])
+    assert feature_inputs.pool(batch, "none").shape == (2, 3, 3, 4)
+    np.testing.assert_allclose(feature_inputs.pool(batch, "avg"), batch.mean(axis=(1, 2)))
+    np.testing.assert_allclose(feature_inputs.pool(batch, "max"), batch[:, 2, 2, :])
     flat = np.ones((2, 7), np.float32)
-    assert features_lib.pool(flat, "avg") is flat  # already a vector
+    assert feature_inputs.pool(flat, "avg") is flat  # already a vector
 
 
 def test_model_input_is_rgb_at_the_model_size_for_any_stored_image():
@@ -86,13 +88,13 @@ def test_model_input_is_rgb_at_the_model_size_for_any_stored_image():
         imagegen.png(20, 30, mode="L"),
         imagegen.png(33, 12, mode="RGB"),
     ):
-        array = features_lib.model_input(data, 24, 32)
+        array = feature_inputs.model_input(data, 24, 32)
         assert array.shape == (24, 32, 3) and array.dtype == np.uint8
 
 
 def test_an_image_the_model_cannot_be_fed_is_reported_not_raised():
-    model = features_lib.LoadedModel(lambda batch: batch.mean(axis=(1, 2)), 8, 8)
-    out = features_lib.infer([imagegen.jpeg(20, 20, seed=2), b"not an image"], model, "none")
+    model = feature_inputs.LoadedModel(lambda batch: batch.mean(axis=(1, 2)), 8, 8)
+    out = feature_inputs.infer([imagegen.jpeg(20, 20, seed=2), b"not an image"], model, "none")
     assert out[0].shape == (3,)
     assert isinstance(out[1], str) and "UnidentifiedImageError" in out[1]
 
@@ -172,7 +174,7 @@ def test_offline_imagenet_fails_before_the_pipeline_with_the_way_out(
     cached = tmp_path / "keras" / "models" / "efficientnetb0_notop.h5"
     cached.parent.mkdir(parents=True)
     cached.write_bytes(b"")
-    features_lib.check_weights(features_lib.FeatureOptions("efficientnet_b0"), local=True)
+    features_lib.check_weights(FeatureOptions("efficientnet_b0"), local=True)
 
 
 @pytest.mark.parametrize(
@@ -223,7 +225,9 @@ def test_tiny_model_run_stores_features_that_match_the_model(saved_models, small
         stored = record["image_raw"]
         assert record["features"].shape == (4, 4, 5)
         assert list(record["features_shape"]) == [4, 4, 5]
-        expected = np.asarray(model(features_lib.model_input(stored, SIZE, SIZE)[None].astype(np.float32)))[0]
+        expected = np.asarray(model(feature_inputs.model_input(stored, SIZE, SIZE)[None].astype(np.float32)))[
+            0
+        ]
         np.testing.assert_allclose(record["features"], expected, rtol=1e-4, atol=1e-4)
         assert record["image"].shape[2] == 3  # the stored image is the source, not the model input
     assert {r["image"].shape[:2] for r in records} != {(SIZE, SIZE)}
@@ -329,7 +333,7 @@ def test_a_model_that_raises_rejects_its_batches_and_the_run_says_so(
     def failing(batch: np.ndarray) -> np.ndarray:
         raise RuntimeError("no kernel for this input")
 
-    monkeypatch.setattr(features_lib, "load_model", lambda options: features_lib.LoadedModel(failing, 8, 8))
+    monkeypatch.setattr(features_lib, "load_model", lambda options: feature_inputs.LoadedModel(failing, 8, 8))
     output = tmp_path / "out"
     argv = ["--input", str(small_tree), "--output", str(output), "--no_progress"]
     assert run([*argv, "--feature_model", "efficientnet_b0", "--model_weights", "none"]) == 1

@@ -17,9 +17,10 @@ import pytest
 from test_features import SIZE, saved_models  # noqa: F401  (a fixture)
 
 from beam_tfrecord import load_dataset
+from beam_tfrecord.features import inputs as feature_inputs
 from beam_tfrecord.features import keras as features_lib
 from beam_tfrecord.features.handler import FeatureModelHandler
-from beam_tfrecord.features.keras import FeatureOptions
+from beam_tfrecord.features.options import PRECISIONS, FeatureOptions
 from beam_tfrecord.images.inputs import PendingRecord, ShardKey
 from beam_tfrecord.write import schema as schema_lib
 from pipelines.convert import run
@@ -33,7 +34,7 @@ MIXED_TOLERANCE = 0.02
 
 def images(n: int) -> np.ndarray:
     return np.stack(
-        [features_lib.model_input(imagegen.jpeg(64 + 9 * i, 48, seed=i), 224, 224) for i in range(n)]
+        [feature_inputs.model_input(imagegen.jpeg(64 + 9 * i, 48, seed=i), 224, 224) for i in range(n)]
     )
 
 
@@ -42,10 +43,10 @@ def test_mixed_precision_features_are_close_to_float32_and_the_policy_does_not_l
 
     batch = images(4)
     outputs = {}
-    for precision in features_lib.PRECISIONS:
+    for precision in PRECISIONS:
         keras.utils.set_random_seed(0)  # the same random weights for both
         loaded = features_lib.load_backbone(FeatureOptions("efficientnet_b0", "none", precision=precision))
-        outputs[precision] = features_lib.pool(loaded.predict(batch), "avg")
+        outputs[precision] = feature_inputs.pool(loaded.predict(batch), "avg")
         assert keras.config.dtype_policy().name == "float32"  # built mixed, restored after
     mixed, full = outputs["mixed"], outputs["float32"]
     assert mixed.dtype == np.float32 and mixed.shape == full.shape == (4, 1280)
@@ -104,7 +105,7 @@ def test_gpu_settings_are_checked_up_front(tmp_path, capsys, extra, message):
 )
 def test_model_copies_become_the_handlers_sharing(monkeypatch, copies, gpus, shared, count):
     """The default is decided where the handler runs: shared on a machine with a GPU."""
-    monkeypatch.setattr(features_lib, "visible_gpus", lambda: gpus)
+    monkeypatch.setattr(feature_inputs, "visible_gpus", lambda: gpus)
     handler = FeatureModelHandler(FeatureOptions("efficientnet_b0", "none", model_copies=copies))
     assert handler.share_model_across_processes() is shared
     assert handler.model_copies() == count
@@ -113,7 +114,7 @@ def test_model_copies_become_the_handlers_sharing(monkeypatch, copies, gpus, sha
 @pytest.mark.parametrize("visible, expected", [("", 0), ("-1", 0), ("0", 0)])
 def test_visible_gpus_follows_cuda_visible_devices(monkeypatch, visible, expected):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
-    assert features_lib.visible_gpus() == expected  # "0": no /dev/nvidia0 on this machine
+    assert feature_inputs.visible_gpus() == expected  # "0": no /dev/nvidia0 on this machine
 
 
 class ModelKindProbe(FeatureModelHandler):
@@ -145,7 +146,9 @@ def test_runinference_shares_the_model_as_the_handler_says(saved_models, copies,
         for i, data in enumerate(encoded)
     ]
     expected = {
-        f"{i}.jpg": np.asarray(model(features_lib.model_input(data, SIZE, SIZE)[None].astype(np.float32)))[0]
+        f"{i}.jpg": np.asarray(model(feature_inputs.model_input(data, SIZE, SIZE)[None].astype(np.float32)))[
+            0
+        ]
         for i, data in enumerate(encoded)
     }
     options = FeatureOptions(model_path=keras_file, batch_size=2, model_copies=copies)
@@ -178,7 +181,9 @@ def test_worker_processes_share_one_model_and_store_its_features(saved_models, t
     assert len(records) == 12
     for record in records:
         stored = record["image_raw"].numpy()
-        expected = np.asarray(model(features_lib.model_input(stored, SIZE, SIZE)[None].astype(np.float32)))[0]
+        expected = np.asarray(model(feature_inputs.model_input(stored, SIZE, SIZE)[None].astype(np.float32)))[
+            0
+        ]
         np.testing.assert_allclose(record["features"].numpy(), expected, rtol=1e-4, atol=1e-4)
 
 

@@ -4,8 +4,8 @@ RunInference. Runs without a model never import this stage's frameworks.
 Takes: `PendingRecord`s and `FeatureOptions`.
 Gives: RunInference's `PredictionResult(example=PendingRecord, inference=features or why not)`.
 
-Modules: `keras` (the Keras applications and saved models: loading, input, pooling), `handler`
-(the thin RunInference model handler).
+Modules: `options` (the settings), `inputs` (what any model is fed, pooling, one batch call),
+`keras` (the Keras applications and saved models), `handler` (the thin RunInference handler).
 """
 
-__all__ = ["handler", "keras"]
+__all__ = ["handler", "inputs", "keras", "options"]

@@ -1,4 +1,4 @@
-"""The thin RunInference model handler over beam_tfrecord/features/keras.py (imported only by runs
+"""The thin RunInference model handler over beam_tfrecord/features/ (imported only by runs
 with a feature model)."""
 
 from __future__ import annotations
@@ -10,8 +10,10 @@ from typing import Any
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
 from beam_tfrecord import compat
-from beam_tfrecord.features import keras as features_lib
-from beam_tfrecord.features.keras import FeatureOptions, LoadedModel
+from beam_tfrecord.features import inputs as feature_inputs
+from beam_tfrecord.features import keras as keras_models
+from beam_tfrecord.features.inputs import LoadedModel
+from beam_tfrecord.features.options import FeatureOptions
 
 __all__ = ["FeatureModelHandler"]
 
@@ -44,7 +46,7 @@ class FeatureModelHandler(ModelHandler[Any, PredictionResult, LoadedModel]):
         the worker (the default looks for a GPU there, not where the job was launched)."""
         if self.options.model_copies is not None:
             return self.options.model_copies
-        return 1 if features_lib.visible_gpus() else 0
+        return 1 if feature_inputs.visible_gpus() else 0
 
     def share_model_across_processes(self) -> bool:
         return self._copies() > 0
@@ -53,12 +55,12 @@ class FeatureModelHandler(ModelHandler[Any, PredictionResult, LoadedModel]):
         return max(self._copies(), 1)
 
     def load_model(self) -> LoadedModel:
-        return features_lib.load_model(self.options)
+        return keras_models.load_model(self.options)
 
     def run_inference(
         self, batch: Sequence[Any], model: LoadedModel, inference_args: dict[str, Any] | None = None
     ) -> Iterable[PredictionResult]:
-        outputs = features_lib.infer([item.encoded for item in batch], model, self.options.pooling)
+        outputs = feature_inputs.infer([item.encoded for item in batch], model, self.options.pooling)
         return [PredictionResult(item, out) for item, out in zip(batch, outputs, strict=True)]
 
     def get_num_bytes(self, batch: Sequence[Any]) -> int:

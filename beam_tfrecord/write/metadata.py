@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import faults
-from beam_tfrecord.features.keras import FeatureOptions
+from beam_tfrecord.features.options import FeatureOptions
 from beam_tfrecord.images.inputs import ChangeLine, ConvertedRecord
 from beam_tfrecord.images.normalize import CHANGE_REASONS
 from beam_tfrecord.plan import splits as splits_lib
