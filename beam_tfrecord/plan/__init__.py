@@ -10,4 +10,14 @@ Modules: `listing` (paths and sizes), `labels` and `columns` (classes and manife
 `planner` (the plan itself), `staging` (the plan as files).
 """
 
-__all__ = ["columns", "dedupe", "labels", "listing", "planner", "sharding", "splits", "staging"]
+__all__ = [
+    "annotations",
+    "columns",
+    "dedupe",
+    "labels",
+    "listing",
+    "planner",
+    "sharding",
+    "splits",
+    "staging",
+]
