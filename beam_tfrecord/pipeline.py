@@ -20,9 +20,9 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord.config import ConvertConfig, SourceConfig, summary_options
-from beam_tfrecord.images.inputs import ChangeLine
+from beam_tfrecord.elements import ChangeLine, DuplicateGroup, FinalShard, RejectLine
 from beam_tfrecord.plan import staging
-from beam_tfrecord.plan.planner import LabelSource, RejectLine, plan_inputs
+from beam_tfrecord.plan.planner import LabelSource, plan_inputs
 from beam_tfrecord.plan.staging import StagedPlan
 from beam_tfrecord.transforms import (
     CHANGES,
@@ -36,8 +36,8 @@ from beam_tfrecord.transforms import (
     make_sink,
 )
 from beam_tfrecord.write import outputs
-from beam_tfrecord.write.metadata import DuplicateGroup, Tally, build_summary, write_metadata
-from beam_tfrecord.write.shardwriter import FinalShard, remove_tree
+from beam_tfrecord.write.metadata import Tally, build_summary, write_metadata
+from beam_tfrecord.write.shardwriter import remove_tree
 
 __all__ = ["ImagesToTFRecords", "WriteMetadataFn", "prepare"]
 

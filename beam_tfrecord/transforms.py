@@ -28,14 +28,24 @@ from apache_beam.metrics import Metrics
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.transforms.window import GlobalWindows
 
+from beam_tfrecord import names
+from beam_tfrecord.elements import (
+    ConvertedRecord,
+    DuplicateGroup,
+    FinalShard,
+    PendingRecord,
+    RejectLine,
+    ShardKey,
+    ShardTask,
+    WrittenShard,
+)
 from beam_tfrecord.features.options import FeatureOptions
-from beam_tfrecord.images.inputs import ConvertedRecord, PendingRecord, ShardKey, finish_record, prepare_input
+from beam_tfrecord.images.inputs import ordered_submit, prepare_input
 from beam_tfrecord.images.normalize import ImageOptions
-from beam_tfrecord.plan import sharding
-from beam_tfrecord.plan.planner import RejectLine, ShardTask
 from beam_tfrecord.write import shardwriter
-from beam_tfrecord.write.metadata import DuplicateGroup, Tally, without_pixels
-from beam_tfrecord.write.shardwriter import FinalShard, ShardFiles, WrittenShard
+from beam_tfrecord.write.metadata import Tally, without_pixels
+from beam_tfrecord.write.records import change_line, finish_record
+from beam_tfrecord.write.shardwriter import ShardFiles
 from beam_tfrecord.write.tfrecord_files import index_records
 
 if TYPE_CHECKING:
@@ -113,7 +123,7 @@ class ReadShardFn(beam.DoFn):
         work = ((item, shard) for item in task.inputs)
         if self._pool is None:
             return map(self._prepare, work)
-        return shardwriter.ordered_submit(self._pool, self._prepare, work, 2 * self.threads)
+        return ordered_submit(self._pool, self._prepare, work, 2 * self.threads)
 
     def process(self, task: ShardTask) -> Iterator[PendingRecord | TaggedOutput]:
         for outcome in self._outcomes(task):
@@ -148,7 +158,7 @@ class BuildRecordFn(beam.DoFn):
         if isinstance(outcome, RejectLine):
             yield TaggedOutput(REJECTS, outcome)
             return
-        change = outcome.change_line()
+        change = change_line(outcome)
         if change is not None:
             yield TaggedOutput(CHANGES, change)
         yield outcome
@@ -353,7 +363,7 @@ def index_final_shard(path: str, compression: str) -> FinalShard:
     replaces the one the TFDS metadata made to count records, so the sink reads no more than
     before; the paths sink takes its offsets from the writer instead. Gzip shards get no index.
     """
-    match = sharding.SHARD_NAME.match(posixpath.basename(path))
+    match = names.SHARD_NAME.match(posixpath.basename(path))
     assert match is not None, path
     records = None
     if compression == "none":
@@ -379,19 +389,19 @@ class TFRecordSplitsSink(beam.PTransform):
         self.compression = compression
 
     def expand(self, records: beam.PCollection[ConvertedRecord]) -> tuple[beam.PCollection, beam.PCollection]:
-        names = list(self.shard_counts)
-        by_split = records | "BySplit" >> beam.Partition(lambda r, _n: names.index(r.split), len(names))
+        splits = list(self.shard_counts)
+        by_split = records | "BySplit" >> beam.Partition(lambda r, _n: splits.index(r.split), len(splits))
         written = []
-        for name, part in zip(names, by_split, strict=True):
+        for name, part in zip(splits, by_split, strict=True):
             written.append(
                 part
                 | f"Bytes[{name}]" >> beam.Map(lambda r: r.example)
                 | f"Write[{name}]"
                 >> beam.io.WriteToTFRecord(
                     FileSystems.join(self.output, name),
-                    file_name_suffix=sharding.shard_suffix(self.compression),
+                    file_name_suffix=names.shard_suffix(self.compression),
                     num_shards=self.shard_counts[name],
-                    shard_name_template=sharding.SHARD_TEMPLATE,
+                    shard_name_template=names.SHARD_TEMPLATE,
                     compression_type=CompressionTypes.GZIP
                     if self.compression == "gzip"
                     else CompressionTypes.UNCOMPRESSED,

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecord.names import CONTACT_SHEET_FILE, HISTOGRAM_FILE
 from beam_tfrecord.read import pictures
 from beam_tfrecord.read.verify import OutputReport, format_report, verify_output
-from beam_tfrecord.write.outputs import CONTACT_SHEET_FILE, HISTOGRAM_FILE
 
 __all__ = ["build_parser", "draw", "run"]
 

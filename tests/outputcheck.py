@@ -9,14 +9,14 @@ from glob import glob
 
 import tensorflow as tf
 
-from beam_tfrecord.plan import sharding
+from beam_tfrecord import names
 from beam_tfrecord.write import schema as schema_lib
 
 
 def shard_files(output, split: str) -> list[str]:
     """The split's shards: named like one exactly (a shard's `.idx` beside it is not a shard)."""
     found = glob(os.path.join(output, f"{split}-*-of-*.tfrecord*"))
-    return sorted(p for p in found if sharding.is_shard_name(os.path.basename(p)))
+    return sorted(p for p in found if names.is_shard_name(os.path.basename(p)))
 
 
 def read_records(output, split: str, schema: str = "tfds", labeled: bool = True) -> list[dict]:

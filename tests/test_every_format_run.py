@@ -12,9 +12,10 @@ from conftest import convert
 from outputcheck import all_inputs, read_records, rejects, summary
 from test_formats import GOOD, REFUSED
 
-from beam_tfrecord.images.inputs import convert_input, prepare_input
+from beam_tfrecord.elements import PlannedInput, RejectLine
+from beam_tfrecord.images.inputs import prepare_input
 from beam_tfrecord.images.normalize import ImageOptions
-from beam_tfrecord.plan.planner import PlannedInput, RejectLine
+from beam_tfrecord.write.records import change_line, convert_input
 
 BIG = 3_000_000  # bytes of a file over --max_file_mb 2 (the largest picture, the ICNS, is 1 MB)
 
@@ -88,6 +89,6 @@ def test_what_an_option_does_to_every_record_is_counted_but_makes_no_line(tmp_pa
         (tmp_path / name).write_bytes(data)
         item = PlannedInput(name, str(tmp_path / name), len(data), "train")
         outcomes[name] = convert_input(item, "tfds", options)
-    assert outcomes["a.jpg"].changes == ("resized",) and outcomes["a.jpg"].change_line() is None
+    assert outcomes["a.jpg"].changes == ("resized",) and change_line(outcomes["a.jpg"]) is None
     assert outcomes["b.jpg"].changes == ("cmyk", "resized")
-    assert outcomes["b.jpg"].change_line().reasons == ("cmyk", "resized")
+    assert change_line(outcomes["b.jpg"]).reasons == ("cmyk", "resized")

@@ -18,12 +18,13 @@ import tensorflow as tf
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import FileDescriptor
 
+from beam_tfrecord.elements import RecordFields
 from beam_tfrecord.write import messages, schema
 
 REPO = Path(__file__).resolve().parents[1]
 PROTO = "beam_tfrecord/write/example.proto"
 
-BASE = schema.RecordFields(
+BASE = RecordFields(
     encoded=b"\xff\xd8 image bytes",
     format="jpeg",
     height=3,
@@ -79,7 +80,7 @@ def tf_feature(value) -> tf.train.Feature:
 
 def fields_and_tensorflow_example(
     schema_name: str, labeled: bool, variant: str
-) -> tuple[schema.RecordFields, tf.train.Example]:
+) -> tuple[RecordFields, tf.train.Example]:
     """The RecordFields of one case and the same record built with TensorFlow's own classes."""
     keys = KEYS[schema_name]
     fields = BASE
@@ -93,11 +94,11 @@ def fields_and_tensorflow_example(
         "sha256": BASE.sha256,
     }
     if labeled:
-        fields = schema.RecordFields(**{**fields.__dict__, "label": 1, "label_text": "cat"})
+        fields = RecordFields(**{**fields.__dict__, "label": 1, "label_text": "cat"})
         values |= {"label": 1, "label_text": "cat"}
     if variant != "image only":
         dtype = "float16" if variant == "float16 features" else "float32"
-        fields = schema.RecordFields(
+        fields = RecordFields(
             **{
                 **fields.__dict__,
                 "features": FEATURES,

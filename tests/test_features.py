@@ -14,11 +14,10 @@ import numpy as np
 import pytest
 
 from beam_tfrecord import load_dataset
+from beam_tfrecord.elements import PendingRecord, RecordFields, RejectLine, ShardKey
 from beam_tfrecord.features import inputs as feature_inputs
 from beam_tfrecord.features import keras as features_lib
 from beam_tfrecord.features.options import FeatureOptions
-from beam_tfrecord.images.inputs import PendingRecord, ShardKey
-from beam_tfrecord.plan.planner import RejectLine
 from beam_tfrecord.transforms import failed_batch_rejects
 from beam_tfrecord.write import schema as schema_lib
 from pipelines import inspect
@@ -100,7 +99,7 @@ def test_an_image_the_model_cannot_be_fed_is_reported_not_raised():
 
 
 def test_a_failed_batch_becomes_one_reject_per_image():
-    fields = schema_lib.RecordFields(b"x", "jpeg", 1, 1, 3, "a/1.jpg", "0")
+    fields = RecordFields(b"x", "jpeg", 1, 1, 3, "a/1.jpg", "0")
     pending = [PendingRecord(ShardKey("train"), fields, "JPEG", False)] * 2
     rejects = list(failed_batch_rejects((pending, RuntimeError("out of memory"))))
     assert rejects == [RejectLine("a/1.jpg", "inference_failed", "RuntimeError: out of memory")] * 2
@@ -112,7 +111,7 @@ def test_features_round_trip_through_the_schema(dtype):
 
     values = np.random.default_rng(0).standard_normal((7, 7, 3)).astype(np.float32)
     for schema in schema_lib.SCHEMAS:
-        fields = schema_lib.RecordFields(b"img", "jpeg", 1, 1, 3, "x.jpg", "0", 1, "a", values, dtype, False)
+        fields = RecordFields(b"img", "jpeg", 1, 1, 3, "x.jpg", "0", 1, "a", values, dtype, False)
         layout = schema_lib.FeatureLayout((7, 7, 3), dtype, image=False)
         parsed = tf.io.parse_single_example(
             schema_lib.serialize(schema, fields), schema_lib.parse_spec(schema, True, layout)

@@ -25,11 +25,10 @@ from gcsemulator import EMULATOR_ENV, Emulator, PermissionProxy
 from google.api_core.exceptions import Forbidden
 from outputcheck import read_records
 
-from beam_tfrecord import compat, gcs
+from beam_tfrecord import compat, gcs, names
+from beam_tfrecord.elements import PlannedInput, RejectLine
 from beam_tfrecord.images import inputs as records
 from beam_tfrecord.images.normalize import ImageOptions
-from beam_tfrecord.plan import sharding
-from beam_tfrecord.plan.planner import PlannedInput, RejectLine
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +126,7 @@ def test_gcs_output_is_complete_and_readable(emulator, bucket, tmp_path):
 
     # Exactly the three final shards, their indexes and the metadata (TFDS's too): no temp files,
     # no write probe.
-    names = list_objects(output)
+    objects = list_objects(output)
     shards = [f"train-{i:05d}-of-00003.tfrecord" for i in range(3)]
     indexes = [f"{name}.idx" for name in shards]
     tfds_files = ["dataset_info.json", "features.json", "image-class-label.labels.txt"]
@@ -139,7 +138,7 @@ def test_gcs_output_is_complete_and_readable(emulator, bucket, tmp_path):
         "summary.json",
         *tfds_files,
     ]
-    assert names == sorted([*shards, *indexes, *metadata])
+    assert objects == sorted([*shards, *indexes, *metadata])
 
     # Read straight from the bucket, as a training job would: tf.data, no TensorFlow, inspect.
     import beam_tfrecord
@@ -166,7 +165,7 @@ def test_gcs_output_is_complete_and_readable(emulator, bucket, tmp_path):
     # A second run into the same place needs --overwrite, and then replaces the shard set.
     assert convert(f"gs://{bucket}/pets", output, *extra) == 2
     assert convert(f"gs://{bucket}/pets", output, "--overwrite", *extra[2:]) == 0
-    assert [n for n in list_objects(output) if sharding.is_shard_name(n)] == ["train-00000-of-00001.tfrecord"]
+    assert [n for n in list_objects(output) if names.is_shard_name(n)] == ["train-00000-of-00001.tfrecord"]
 
 
 @pytest.mark.parametrize(
@@ -239,10 +238,10 @@ def test_shards_get_final_names_only_at_finalize(emulator, bucket, monkeypatch, 
         with pytest.raises(Exception):  # noqa: B017  (whatever Beam raises; the objects tell the story)
             convert(f"gs://{bucket}/images", output, "--num_shards", "2", "--sink", sink)
     monkeypatch.setenv(EMULATOR_ENV, emulator.url)
-    names = list_objects(output)
-    assert any(name.startswith(temp_prefix) for name in names), names
-    assert not [name for name in names if sharding.is_shard_name(name.split("/")[-1])]
-    assert "summary.json" not in names
+    objects = list_objects(output)
+    assert any(name.startswith(temp_prefix) for name in objects), objects
+    assert not [name for name in objects if names.is_shard_name(name.split("/")[-1])]
+    assert "summary.json" not in objects
 
 
 FIRST_CALL = """

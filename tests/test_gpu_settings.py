@@ -17,12 +17,11 @@ import pytest
 from test_features import SIZE, saved_models  # noqa: F401  (a fixture)
 
 from beam_tfrecord import load_dataset
+from beam_tfrecord.elements import PendingRecord, RecordFields, ShardKey
 from beam_tfrecord.features import inputs as feature_inputs
 from beam_tfrecord.features import keras as features_lib
 from beam_tfrecord.features.handler import FeatureModelHandler
 from beam_tfrecord.features.options import PRECISIONS, FeatureOptions
-from beam_tfrecord.images.inputs import PendingRecord, ShardKey
-from beam_tfrecord.write import schema as schema_lib
 from pipelines.convert import run
 
 # Mixed against float32 EfficientNetB0 (the same random weights, avg-pooled): float16 keeps 11
@@ -140,9 +139,7 @@ def test_runinference_shares_the_model_as_the_handler_says(saved_models, copies,
     model, keras_file, _ = saved_models
     encoded = [imagegen.jpeg(30 + i, 20, seed=i) for i in range(5)]
     pending = [
-        PendingRecord(
-            ShardKey("train"), schema_lib.RecordFields(data, "jpeg", 1, 1, 3, f"{i}.jpg", "0"), "JPEG", False
-        )
+        PendingRecord(ShardKey("train"), RecordFields(data, "jpeg", 1, 1, 3, f"{i}.jpg", "0"), "JPEG", False)
         for i, data in enumerate(encoded)
     ]
     expected = {

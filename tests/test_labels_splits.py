@@ -8,10 +8,11 @@ from collections import Counter
 
 import pytest
 
+from beam_tfrecord.elements import PlannedInput, ShardTask
 from beam_tfrecord.plan import columns as columns_lib
 from beam_tfrecord.plan import labels, splits
 from beam_tfrecord.plan.listing import InputFile
-from beam_tfrecord.plan.planner import LabelSource, PlannedInput, ShardTask, make_plan
+from beam_tfrecord.plan.planner import LabelSource, make_plan
 
 
 def files(*relpaths: str, size: int = 1000) -> list[InputFile]:

@@ -14,10 +14,11 @@ from outputcheck import rejects, summary
 
 import beam_tfrecord
 from beam_tfrecord.config import ConvertConfig, SourceConfig
+from beam_tfrecord.elements import DuplicateGroup
 from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
 from beam_tfrecord.plan.splits import split_of
 from beam_tfrecord.plan.staging import PlanFacts
-from beam_tfrecord.write.metadata import DuplicateGroup, Tally, build_summary, duplicate_counts, format_table
+from beam_tfrecord.write.metadata import Tally, build_summary, duplicate_counts, format_table
 from pipelines import inspect
 
 SPLITS = {"train": 0.5, "validation": 0.5}

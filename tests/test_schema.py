@@ -11,10 +11,11 @@ import sys
 import pytest
 import tensorflow as tf
 
+from beam_tfrecord.elements import RecordFields
 from beam_tfrecord.plan.columns import parse_extra_columns
 from beam_tfrecord.write import schema
 
-FIELDS = schema.RecordFields(
+FIELDS = RecordFields(
     encoded=b"\xff\xd8 bytes",
     format="jpeg",
     height=3,
@@ -36,9 +37,7 @@ def tf_feature(value) -> tf.train.Feature:
 
 @pytest.mark.parametrize("labeled", [True, False])
 def test_tfds_record_equals_one_built_with_tensorflow(labeled):
-    fields = (
-        FIELDS if labeled else schema.RecordFields(**{**FIELDS.__dict__, "label": None, "label_text": None})
-    )
+    fields = FIELDS if labeled else RecordFields(**{**FIELDS.__dict__, "label": None, "label_text": None})
     expected = {
         "image/encoded": FIELDS.encoded,
         "image/format": "jpeg",

@@ -13,12 +13,14 @@ import imagegen
 import pytest
 from outputcheck import read_records
 
-from beam_tfrecord.images.inputs import ShardKey, convert_input
+from beam_tfrecord.elements import RejectLine, ShardKey
+from beam_tfrecord.images.inputs import ordered_map
 from beam_tfrecord.images.normalize import ImageOptions
 from beam_tfrecord.plan.listing import InputFile
-from beam_tfrecord.plan.planner import LabelSource, RejectLine, make_plan, shard_tasks
+from beam_tfrecord.plan.planner import LabelSource, make_plan, shard_tasks
 from beam_tfrecord.write import shardwriter
 from beam_tfrecord.write.messages import Example
+from beam_tfrecord.write.records import convert_input
 
 
 def test_shard_tasks_cover_every_input_once_balanced_by_bytes():
@@ -48,7 +50,7 @@ def test_ordered_map_keeps_order_and_bounds_work_in_flight():
             in_flight[0] -= 1
         return i * i
 
-    assert list(shardwriter.ordered_map(slow, range(60), threads=3, window=5)) == [i * i for i in range(60)]
+    assert list(ordered_map(slow, range(60), threads=3, window=5)) == [i * i for i in range(60)]
     assert 2 <= peak[0] <= 3
 
 
@@ -59,7 +61,7 @@ def test_ordered_map_passes_worker_errors_on():
         return i
 
     with pytest.raises(RuntimeError, match="bug in a worker"):
-        list(shardwriter.ordered_map(boom, range(10), threads=2))
+        list(ordered_map(boom, range(10), threads=2))
 
 
 def write_plan(tmp_path, files: dict[str, bytes], num_shards: int, compression: str):

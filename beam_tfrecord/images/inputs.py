@@ -1,107 +1,23 @@
-"""One input to one serialized record, or to a reject line: the work of a worker, Beam-free."""
+"""One planned input to a validated image (`PendingRecord`) or a reject line: read and validate,
+the worker's first step, Beam-free; and the ordered thread pool that overlaps reads."""
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
-import json
 import os
-from typing import NamedTuple
-
-import numpy as np
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from typing import TypeVar
 
 from beam_tfrecord import gcs
-from beam_tfrecord.images.normalize import RUN_WIDE_REASONS, ImageOptions, Reject, encode_for_tensorflow
-from beam_tfrecord.plan.planner import PlannedInput, RejectLine
-from beam_tfrecord.write import schema as schema_lib
+from beam_tfrecord.elements import PendingRecord, PlannedInput, RecordFields, RejectLine, ShardKey
+from beam_tfrecord.images.normalize import ImageOptions, Reject, encode_for_tensorflow
 
-__all__ = [
-    "ChangeLine",
-    "ConvertedRecord",
-    "PendingRecord",
-    "ShardKey",
-    "convert_input",
-    "finish_record",
-    "prepare_input",
-    "read_bytes",
-]
+__all__ = ["ordered_map", "ordered_submit", "prepare_input", "read_bytes"]
 
-
-class ShardKey(NamedTuple):
-    """The output shard a record goes to: the path-planned sink writes each shard whole."""
-
-    split: str
-    index: int = 0
-    count: int = 1
-
-
-class ConvertedRecord(NamedTuple):
-    """A record ready to write and the few facts about it the summary needs (not its pixels)."""
-
-    shard: ShardKey
-    example: bytes
-    relpath: str
-    label_text: str | tuple[str, ...] | None  # a tuple of names in a --multi_label run
-    height: int
-    width: int
-    source_format: str
-    reencoded: bool
-    digest: bytes = b""  # sha256 of `example`: the split's content digest in summary.json
-    content_sha256: str = ""  # sha256 of the source file: duplicates are counted by it
-    feature_shape: tuple[int, ...] | None = None
-    mode: str = ""  # the source's Pillow mode
-    changes: tuple[str, ...] = ()  # images.CHANGE_REASONS codes
-
-    @property
-    def split(self) -> str:
-        return self.shard.split
-
-    def change_line(self) -> ChangeLine | None:
-        """Its line of changes.jsonl: None when the file was stored as it is and named right, or
-        changed only by what an option asks of every record (`RUN_WIDE_REASONS`)."""
-        if not set(self.changes) - set(RUN_WIDE_REASONS):
-            return None
-        return ChangeLine(self.relpath, self.source_format, self.mode, self.reencoded, self.changes)
-
-
-class PendingRecord(NamedTuple):
-    """A validated image whose record is not built yet (it may wait for the model's features)."""
-
-    shard: ShardKey
-    fields: schema_lib.RecordFields
-    source_format: str
-    reencoded: bool
-    mode: str = ""
-    changes: tuple[str, ...] = ()
-
-    @property
-    def split(self) -> str:
-        return self.shard.split
-
-    @property
-    def encoded(self) -> bytes:
-        """The stored image bytes, which the model input is decoded from."""
-        return self.fields.encoded
-
-
-@dataclasses.dataclass(frozen=True, order=True)
-class ChangeLine:
-    """One line of changes.jsonl: an input whose stored image differs from its file (or whose
-    name says another format), with the source's format and mode and every reason."""
-
-    path: str
-    source_format: str
-    mode: str
-    reencoded: bool
-    reasons: tuple[str, ...]
-
-    def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), ensure_ascii=False, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> ChangeLine:
-        row = json.loads(text)
-        return cls(**{**row, "reasons": tuple(row["reasons"])})
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def read_bytes(path: str, limit: int | None = None) -> bytes:
@@ -127,14 +43,6 @@ def read_bytes(path: str, limit: int | None = None) -> bytes:
     return gcs.read_bytes(path)
 
 
-def convert_input(
-    item: PlannedInput, schema: str, image_options: ImageOptions, shard: ShardKey | None = None
-) -> ConvertedRecord | RejectLine:
-    """Read, validate, normalize and serialize one planned input."""
-    pending = prepare_input(item, image_options, shard)
-    return pending if isinstance(pending, RejectLine) else finish_record(schema, pending)
-
-
 def prepare_input(
     item: PlannedInput, image_options: ImageOptions, shard: ShardKey | None = None
 ) -> PendingRecord | RejectLine:
@@ -155,7 +63,7 @@ def prepare_input(
     except Reject as reject:
         return RejectLine(item.relpath, reject.reason, reject.detail)
     content_sha256 = hashlib.sha256(data).hexdigest()
-    fields = schema_lib.RecordFields(
+    fields = RecordFields(
         encoded=image.data,
         format=image.format,
         height=image.height,
@@ -177,32 +85,27 @@ def _too_big(relpath: str, size: int, image_options: ImageOptions) -> RejectLine
     return RejectLine(relpath, "too_large", detail)
 
 
-def finish_record(
-    schema: str,
-    pending: PendingRecord,
-    features: np.ndarray | None = None,
-    feature_dtype: str = "float32",
-    include_image: bool = True,
-) -> ConvertedRecord:
-    """Serialize a prepared record, with the model's features when there are any."""
-    fields = pending.fields
-    if features is not None or not include_image:
-        fields = dataclasses.replace(
-            fields, features=features, feature_dtype=feature_dtype, include_image=include_image
-        )
-    example = schema_lib.serialize(schema, fields)
-    return ConvertedRecord(
-        shard=pending.shard,
-        example=example,
-        relpath=fields.relpath,
-        label_text=fields.label_text,
-        height=fields.height,
-        width=fields.width,
-        source_format=pending.source_format,
-        reencoded=pending.reencoded,
-        digest=hashlib.sha256(example).digest(),
-        content_sha256=fields.sha256,
-        feature_shape=tuple(int(n) for n in features.shape) if features is not None else None,
-        mode=pending.mode,
-        changes=pending.changes,
-    )
+def ordered_map(
+    fn: Callable[[T], R], items: Iterable[T], threads: int, window: int | None = None
+) -> Iterator[R]:
+    """`map` on a thread pool, in input order, with at most `window` items in flight.
+
+    Reads and decodes release the GIL, so a few threads keep one core busy while another file
+    is read; the window bounds memory whatever the shard size.
+    """
+    if threads <= 1:
+        yield from map(fn, items)
+        return
+    with ThreadPoolExecutor(threads, thread_name_prefix="decode") as pool:
+        yield from ordered_submit(pool, fn, items, window or 2 * threads)
+
+
+def ordered_submit(pool: Executor, fn: Callable[[T], R], items: Iterable[T], window: int) -> Iterator[R]:
+    """Results of `fn` over `items` from any executor, in input order, `window` in flight."""
+    pending: deque[Future[R]] = deque()
+    for item in items:
+        pending.append(pool.submit(fn, item))
+        if len(pending) >= window:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()

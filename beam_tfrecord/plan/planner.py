@@ -7,15 +7,14 @@ It is small (paths and sizes) and deterministic, so the workers only read, decod
 from __future__ import annotations
 
 import heapq
-import json
 import os
 import re
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
 
 from beam_tfrecord.config import ConvertConfig, SourceConfig
+from beam_tfrecord.elements import Extras, PlannedInput, RejectLine, ShardTask
 from beam_tfrecord.plan import columns as columns_lib
 from beam_tfrecord.plan import dedupe as dedupe_lib
 from beam_tfrecord.plan import labels as labels_lib
@@ -28,87 +27,12 @@ __all__ = [
     "GroupFacts",
     "LabelSource",
     "Plan",
-    "PlannedInput",
-    "RejectLine",
-    "ShardTask",
     "label_source_for",
     "make_plan",
     "plan_files",
     "plan_inputs",
     "shard_tasks",
 ]
-
-
-Extras = tuple[tuple[str, str, Any], ...]  # (column name, column type, typed value) per extra column
-
-
-@dataclass(frozen=True, slots=True)
-class PlannedInput:
-    """One input file with everything the worker needs besides its bytes.
-
-    `label` and `label_text` are tuples (ids, names) in a --multi_label run; `extras` are the
-    --extra_columns values, typed while planning."""
-
-    relpath: str
-    path: str
-    size: int
-    split: str
-    label: int | tuple[int, ...] | None = None
-    label_text: str | tuple[str, ...] | None = None
-    extras: Extras = ()
-
-    def to_row(self) -> list[Any]:
-        return [self.relpath, self.path, self.size, self.split, self.label, self.label_text, self.extras]
-
-    @classmethod
-    def from_row(cls, row: Sequence[Any]) -> PlannedInput:
-        """The inverse of `to_row` (JSON gives lists where the plan had tuples)."""
-        relpath, path, size, split, label, label_text, *rest = row
-        extras = tuple(
-            (n, t, tuple(v) if isinstance(v, list) else v) for n, t, v in (rest[0] if rest else ())
-        )
-        return cls(relpath, path, size, split, _tuple(label), _tuple(label_text), extras)
-
-
-def _tuple(value: Any) -> Any:
-    return tuple(value) if isinstance(value, list) else value
-
-
-@dataclass(frozen=True)
-class ShardTask:
-    """One output shard and the inputs that go into it, in order: the unit of work of the
-    path-planned sink (paths travel between workers, image bytes never do)."""
-
-    split: str
-    index: int
-    count: int
-    inputs: tuple[PlannedInput, ...]
-
-    def to_json(self) -> str:
-        rows = [i.to_row() for i in self.inputs]
-        return json.dumps({"split": self.split, "index": self.index, "count": self.count, "inputs": rows})
-
-    @classmethod
-    def from_json(cls, text: str) -> ShardTask:
-        task = json.loads(text)
-        inputs = tuple(PlannedInput.from_row(row) for row in task["inputs"])
-        return cls(task["split"], task["index"], task["count"], inputs)
-
-
-@dataclass(frozen=True, order=True)
-class RejectLine:
-    """One line of rejects.jsonl: the input's path relative to --input, a code and a detail."""
-
-    path: str
-    reason: str
-    detail: str
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> RejectLine:
-        return cls(**json.loads(text))
 
 
 @dataclass(frozen=True)

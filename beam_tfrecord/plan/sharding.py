@@ -1,30 +1,10 @@
-"""Shard counts and names: `{split}-{index:05d}-of-{count:05d}.tfrecord[.gz]`."""
+"""How many shards a split gets (their names are `beam_tfrecord.names`')."""
 
 from __future__ import annotations
 
 import math
-import re
 
-__all__ = [
-    "SHARD_NAME",
-    "SHARD_TEMPLATE",
-    "is_index_name",
-    "is_shard_name",
-    "shard_count",
-    "shard_name",
-    "shard_suffix",
-]
-
-SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
-SHARD_NAME = re.compile(r"^(?P<split>[a-z0-9_]+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.tfrecord(\.gz)?$")
-
-
-def shard_suffix(compression: str) -> str:
-    return ".tfrecord.gz" if compression == "gzip" else ".tfrecord"
-
-
-def shard_name(split: str, index: int, count: int, compression: str = "none") -> str:
-    return f"{split}-{index:05d}-of-{count:05d}{shard_suffix(compression)}"
+__all__ = ["shard_count"]
 
 
 def shard_count(
@@ -52,12 +32,3 @@ def shard_count(
     if inputs is not None:
         count = min(count, max(1, inputs))
     return count
-
-
-def is_shard_name(name: str) -> bool:
-    return SHARD_NAME.match(name) is not None
-
-
-def is_index_name(name: str) -> bool:
-    """A shard's `.idx` file (`train-00000-of-00002.tfrecord.idx`), never a shard itself."""
-    return name.endswith(".idx") and is_shard_name(name[: -len(".idx")])

@@ -24,10 +24,18 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord.config import SourceConfig, summary_options
-from beam_tfrecord.plan.planner import Plan, RejectLine, ShardTask, shard_tasks
+from beam_tfrecord.elements import RejectLine, ShardTask
+from beam_tfrecord.names import (
+    PLAN_DIR,
+    PLAN_FACTS_FILE,
+    PLAN_REJECTS_FILE,
+    PLAN_TASKS_DIR,
+    TEMP_PREFIX,
+    task_file_name,
+)
+from beam_tfrecord.plan.planner import Plan, shard_tasks
 
 __all__ = [
-    "TEMP_PREFIX",
     "PlanFacts",
     "StagedPlan",
     "list_task_files",
@@ -39,10 +47,6 @@ __all__ = [
     "stage_plan",
 ]
 
-TEMP_PREFIX = ".temp-beam-tfrecord-"
-FACTS_FILE = "facts.json"
-REJECTS_FILE = "rejects.jsonl"
-TASKS_DIR = "shards"
 STAGING_THREADS = 16
 
 
@@ -89,11 +93,11 @@ class StagedPlan:
 
     @property
     def plan_dir(self) -> str:
-        return FileSystems.join(self.temp_dir, "plan")
+        return FileSystems.join(self.temp_dir, PLAN_DIR)
 
     @property
     def task_pattern(self) -> str:
-        return FileSystems.join(self.plan_dir, TASKS_DIR, "*.json")
+        return FileSystems.join(self.plan_dir, PLAN_TASKS_DIR, "*.json")
 
 
 def new_run_id() -> str:
@@ -127,17 +131,20 @@ def stage_plan(
     base = staged.plan_dir
     for task in shard_tasks(plan, source.split_seed if source is not None else 0):
         _write(
-            FileSystems.join(base, TASKS_DIR, f"{task.split}-{task.index:05d}.json"), task.to_json().encode()
+            FileSystems.join(base, PLAN_TASKS_DIR, task_file_name(task.split, task.index)),
+            task.to_json().encode(),
         )
-    _write(FileSystems.join(base, REJECTS_FILE), "".join(r.to_json() + "\n" for r in plan.rejects).encode())
-    _write(FileSystems.join(base, FACTS_FILE), json.dumps(PlanFacts.of(plan, source).__dict__).encode())
+    _write(
+        FileSystems.join(base, PLAN_REJECTS_FILE), "".join(r.to_json() + "\n" for r in plan.rejects).encode()
+    )
+    _write(FileSystems.join(base, PLAN_FACTS_FILE), json.dumps(PlanFacts.of(plan, source).__dict__).encode())
     return staged
 
 
 def list_task_files(plan_dir: str) -> list[str]:
     """The staged shard tasks, in name order: a local runner deals them out round-robin in the
     order they arrive, and name order alternates equal-sized shards across its workers."""
-    (result,) = FileSystems.match([FileSystems.join(plan_dir, TASKS_DIR, "*.json")])
+    (result,) = FileSystems.match([FileSystems.join(plan_dir, PLAN_TASKS_DIR, "*.json")])
     return sorted(m.path for m in result.metadata_list)
 
 
@@ -146,11 +153,11 @@ def load_task(path: str) -> ShardTask:
 
 
 def load_facts(plan_dir: str) -> PlanFacts:
-    return PlanFacts(**json.loads(_read(FileSystems.join(plan_dir, FACTS_FILE))))
+    return PlanFacts(**json.loads(_read(FileSystems.join(plan_dir, PLAN_FACTS_FILE))))
 
 
 def load_planned_rejects(plan_dir: str) -> list[RejectLine]:
-    text = _read(FileSystems.join(plan_dir, REJECTS_FILE)).decode("utf-8")
+    text = _read(FileSystems.join(plan_dir, PLAN_REJECTS_FILE)).decode("utf-8")
     return [RejectLine.from_json(line) for line in text.splitlines() if line]
 
 

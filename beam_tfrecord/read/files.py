@@ -16,10 +16,10 @@ from typing import Any
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecord.names import index_path
 from beam_tfrecord.plan.columns import ExtraColumn
 from beam_tfrecord.write import outputs
 from beam_tfrecord.write import schema as schema_lib
-from beam_tfrecord.write.shardwriter import index_path
 from beam_tfrecord.write.tfrecord_files import FramingError, iter_records, parse_index
 
 _LOGGER = logging.getLogger(__name__)

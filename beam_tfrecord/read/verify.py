@@ -23,18 +23,15 @@ import numpy as np
 import tensorflow as tf
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import gcs
-from beam_tfrecord.plan import sharding
+from beam_tfrecord import gcs, names
+from beam_tfrecord.names import LABELS_FILE, REJECTS_FILE, SUMMARY_FILE, TFDS_INFO_FILE
 from beam_tfrecord.read.files import read_index
 from beam_tfrecord.read.tf_data import record_dataset
 from beam_tfrecord.write import schema as schema_lib
-from beam_tfrecord.write.metadata import LABELS_FILE, REJECTS_FILE, SUMMARY_FILE
 from beam_tfrecord.write.outputs import unfinished_message
 from beam_tfrecord.write.tfrecord_files import FramingError, index_records
 
 __all__ = ["OutputReport", "Sample", "format_report", "verify_output"]
-
-TFDS_INFO_FILE = "dataset_info.json"
 
 
 @dataclass(frozen=True)
@@ -73,7 +70,7 @@ def list_shards(output: str) -> dict[str, list[tuple[str, int]]]:
     (result,) = FileSystems.match([FileSystems.join(output, "*")])
     found: dict[str, list[tuple[str, int]]] = defaultdict(list)
     for metadata in result.metadata_list:
-        match = sharding.SHARD_NAME.match(posixpath.basename(metadata.path))
+        match = names.SHARD_NAME.match(posixpath.basename(metadata.path))
         if match:
             found[match["split"]].append((posixpath.basename(metadata.path), metadata.size_in_bytes))
     return {split: sorted(files) for split, files in sorted(found.items())}
@@ -86,34 +83,34 @@ def check_shard_names(found: Mapping[str, list[tuple[str, int]]], summary: Mappi
     for split in sorted(set(found) - set(summary["splits"])):
         errors.append(f"split {split}: {len(found[split])} shard files, but summary.json has no such split")
     for split, info in summary["splits"].items():
-        names = [name for name, _ in found.get(split, [])]
-        if not names:
+        files = [name for name, _ in found.get(split, [])]
+        if not files:
             errors.append(f"split {split}: no shard file found (summary.json lists {info['shards']})")
             continue
-        parsed = [sharding.SHARD_NAME.match(name) for name in names]
+        parsed = [names.SHARD_NAME.match(name) for name in files]
         counts = sorted({int(m["count"]) for m in parsed})
         if len(counts) > 1:
             errors.append(f"split {split}: shard names disagree on the shard count: -of- {counts}")
         count = counts[-1]
-        if count != len(names):
+        if count != len(files):
             errors.append(
-                f"split {split}: names say {count} shards (-of-{count:05d}), {len(names)} files found"
+                f"split {split}: names say {count} shards (-of-{count:05d}), {len(files)} files found"
             )
         missing = sorted(set(range(count)) - {int(m["index"]) for m in parsed})
         if missing:
             shown = ", ".join(
-                sharding.shard_name(split, i, count, "gzip" if gzip else "none") for i in missing[:5]
+                names.shard_name(split, i, count, "gzip" if gzip else "none") for i in missing[:5]
             )
             errors.append(f"split {split}: missing shard {shown}")
-        if info["shards"] != len(names):
+        if info["shards"] != len(files):
             errors.append(
-                f"split {split}: summary.json says {info['shards']} shards, {len(names)} files found"
+                f"split {split}: summary.json says {info['shards']} shards, {len(files)} files found"
             )
-        if sorted(info.get("files", names)) != names:
-            extra = sorted(set(names) - set(info.get("files", [])))
+        if sorted(info.get("files", files)) != files:
+            extra = sorted(set(files) - set(info.get("files", [])))
             if extra:
                 errors.append(f"split {split}: files not in summary.json: {', '.join(extra[:5])}")
-        wrong = [name for name in names if name.endswith(".gz") != gzip]
+        wrong = [name for name in files if name.endswith(".gz") != gzip]
         if wrong:
             errors.append(f"split {split}: {wrong[0]} does not match the run's compression")
     return errors

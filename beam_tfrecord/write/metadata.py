@@ -14,25 +14,26 @@ from typing import TYPE_CHECKING, Any
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import faults
+from beam_tfrecord.elements import ChangeLine, ConvertedRecord, DuplicateGroup, RejectLine
 from beam_tfrecord.features.options import FeatureOptions
-from beam_tfrecord.images.inputs import ChangeLine, ConvertedRecord
 from beam_tfrecord.images.normalize import CHANGE_REASONS
+from beam_tfrecord.names import (
+    CHANGES_FILE,
+    DUPLICATES_FILE,
+    LABELS_FILE,
+    MANIFEST_UNMATCHED_FILE,
+    REJECTS_FILE,
+    SUMMARY_FILE,
+    SUMMARY_TEMP_FILE,
+)
 from beam_tfrecord.plan import splits as splits_lib
 from beam_tfrecord.plan.columns import column_key, parse_extra_columns
-from beam_tfrecord.plan.planner import RejectLine
 from beam_tfrecord.write.tfds_metadata import write_tfds_metadata
 
 if TYPE_CHECKING:
     from beam_tfrecord.plan.staging import PlanFacts
 
 __all__ = [
-    "CHANGES_FILE",
-    "DUPLICATES_FILE",
-    "LABELS_FILE",
-    "MANIFEST_UNMATCHED_FILE",
-    "REJECTS_FILE",
-    "SUMMARY_FILE",
-    "DuplicateGroup",
     "Tally",
     "build_summary",
     "duplicate_counts",
@@ -45,12 +46,6 @@ DIGEST_MODULUS = 2**256
 # A hash split further than this from its fraction gets a warning that names --stratify.
 SHARE_WARNING = 0.01
 DIGEST_METHOD = "sum of sha256(serialized record) mod 2**256: independent of record order and shards"
-LABELS_FILE = "labels.txt"
-REJECTS_FILE = "rejects.jsonl"
-CHANGES_FILE = "changes.jsonl"
-DUPLICATES_FILE = "duplicates.jsonl"  # one line per group of records with identical source bytes
-MANIFEST_UNMATCHED_FILE = "manifest_rows_without_file.txt"  # one manifest key per line
-SUMMARY_FILE = "summary.json"
 
 
 COUNTERS = (
@@ -109,23 +104,6 @@ class Tally:
         for split, digest in other.digests.items():
             self.digests[split] = (self.digests[split] + digest) % DIGEST_MODULUS
         return self
-
-
-@dataclass(frozen=True, order=True)
-class DuplicateGroup:
-    """Records whose source files have identical bytes: the sha256 and each copy's (path, split),
-    sorted by path. Found in the pipeline by grouping (sha256, split, path): no image bytes move."""
-
-    sha256: str
-    copies: tuple[tuple[str, str], ...]
-
-    @property
-    def splits(self) -> list[str]:
-        return sorted({split for _, split in self.copies})
-
-    def to_json(self) -> str:
-        paths = [{"path": path, "split": split} for path, split in self.copies]
-        return json.dumps({"sha256": self.sha256, "splits": self.splits, "copies": paths}, ensure_ascii=False)
 
 
 def duplicate_counts(groups: Sequence[DuplicateGroup]) -> dict[str, int]:
@@ -341,7 +319,7 @@ def write_metadata(
     summary = {**summary, "tfds_metadata": write_tfds_metadata(output, summary, shard_lengths)}
     faults.pause_point("metadata")
     # Written aside and renamed: a reader never sees a half-written completeness marker.
-    temp = FileSystems.join(output, f".temp-beam-tfrecord-{SUMMARY_FILE}")
+    temp = FileSystems.join(output, SUMMARY_TEMP_FILE)
     write_text(temp, json.dumps(summary, indent=2, sort_keys=False, ensure_ascii=False) + "\n")
     FileSystems.rename([temp], [FileSystems.join(output, SUMMARY_FILE)])
 

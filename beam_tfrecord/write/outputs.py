@@ -14,37 +14,10 @@ from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import gcs
-from beam_tfrecord.plan import sharding
-from beam_tfrecord.plan.staging import TEMP_PREFIX
-from beam_tfrecord.write.metadata import (
-    CHANGES_FILE,
-    DUPLICATES_FILE,
-    LABELS_FILE,
-    MANIFEST_UNMATCHED_FILE,
-    REJECTS_FILE,
-    SUMMARY_FILE,
-    read_summary,
-)
-from beam_tfrecord.write.tfds_metadata import TFDS_FILES
+from beam_tfrecord import gcs, names
+from beam_tfrecord.names import METADATA_FILES, SUMMARY_FILE, TEMP_PREFIXES
+from beam_tfrecord.write.metadata import read_summary
 
-# Drawn by `python -m pipelines.inspect` beside the shards by default.
-CONTACT_SHEET_FILE = "contact_sheet.png"
-HISTOGRAM_FILE = "label_histogram.png"
-METADATA_FILES = (
-    LABELS_FILE,
-    REJECTS_FILE,
-    CHANGES_FILE,
-    SUMMARY_FILE,
-    DUPLICATES_FILE,
-    MANIFEST_UNMATCHED_FILE,
-    *TFDS_FILES,
-    CONTACT_SHEET_FILE,
-    HISTOGRAM_FILE,
-)
-# Temporary directories of a run (its staged plan and the paths sink's shards) and of Beam's
-# WriteToTFRecord.
-TEMP_PREFIXES = (TEMP_PREFIX, "beam-temp-")
 _LOGGER = logging.getLogger(__name__)
 
 __all__ = [
@@ -76,8 +49,8 @@ def prepare_output(output: str, overwrite: bool = False) -> None:
     A gs:// output is probed for writes before anything is deleted (gcs.check_writable)."""
     existing = existing_outputs(output)
     if existing and not overwrite:
-        names = {posixpath.basename(p) for p in existing}
-        what = "an earlier run" if SUMMARY_FILE in names else "an interrupted run (no summary.json)"
+        found_names = {posixpath.basename(p) for p in existing}
+        what = "an earlier run" if SUMMARY_FILE in found_names else "an interrupted run (no summary.json)"
         raise OutputInUse(
             f"--output {output} already holds {len(existing)} files of {what} "
             f"(e.g. {posixpath.basename(existing[0])}); pass --overwrite to replace them"
@@ -100,7 +73,7 @@ def existing_outputs(output: str) -> list[str]:
     found = []
     for metadata in result.metadata_list:
         name = posixpath.basename(metadata.path)
-        if sharding.is_shard_name(name) or sharding.is_index_name(name) or name in METADATA_FILES:
+        if names.is_shard_name(name) or names.is_index_name(name) or name in METADATA_FILES:
             found.append(metadata.path)
     return sorted(found)
 
@@ -153,7 +126,7 @@ def complete_summary(output: str) -> dict[str, Any]:
     present = {
         posixpath.basename(p)
         for p in existing_outputs(output)
-        if not sharding.is_index_name(posixpath.basename(p))
+        if not names.is_index_name(posixpath.basename(p))
     } - set(METADATA_FILES)
     if present != expected:
         raise IncompleteOutput(

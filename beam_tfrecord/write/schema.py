@@ -26,13 +26,13 @@ from typing import Any
 
 import numpy as np
 
+from beam_tfrecord.elements import RecordFields
 from beam_tfrecord.plan.columns import ExtraColumn, column_key
 from beam_tfrecord.write.messages import Example, Feature
 
 __all__ = [
     "SCHEMAS",
     "FeatureLayout",
-    "RecordFields",
     "build_example",
     "extra_key",
     "feature_keys",
@@ -46,25 +46,6 @@ __all__ = [
 ]
 
 SCHEMAS = ("tfds", "simple")
-
-
-@dataclass(frozen=True)
-class RecordFields:
-    """Everything one record holds, independent of the schema's key names."""
-
-    encoded: bytes
-    format: str
-    height: int
-    width: int
-    channels: int
-    relpath: str
-    sha256: str
-    label: int | tuple[int, ...] | None = None  # a tuple of ids in a --multi_label run
-    label_text: str | tuple[str, ...] | None = None
-    features: np.ndarray | None = None  # the model's output for this image, any shape
-    feature_dtype: str = "float32"  # float32 (FloatList) | float16 (bytes)
-    include_image: bool = True  # False for --features_only
-    extras: tuple[tuple[str, str, Any], ...] = ()  # (column, type, value) of --extra_columns
 
 
 @dataclass(frozen=True)

@@ -16,95 +16,29 @@ the PyTorch TFRecord readers use an index with gzip.
 from __future__ import annotations
 
 import uuid
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from collections.abc import Iterable, Mapping
 from contextlib import suppress
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import faults, gcs
-from beam_tfrecord.images.inputs import ShardKey
-from beam_tfrecord.plan import sharding
-from beam_tfrecord.write.tfrecord_files import INDEX_SUFFIX, format_index, write_record
+from beam_tfrecord import faults, gcs, names
+from beam_tfrecord.elements import FinalShard, ShardKey, WrittenShard
+from beam_tfrecord.names import index_path
+from beam_tfrecord.write.tfrecord_files import format_index, write_record
 
 __all__ = [
-    "FinalShard",
     "ShardFiles",
-    "WrittenShard",
     "compression_type",
     "finalize_shards",
-    "index_path",
-    "ordered_map",
-    "ordered_submit",
     "remove_tree",
     "write_index",
 ]
 
-T = TypeVar("T")
-R = TypeVar("R")
-
-
-@dataclass(frozen=True)
-class WrittenShard:
-    """A shard written to its temporary path, waiting for the finalize step."""
-
-    split: str
-    index: int
-    count: int
-    temp_path: str
-    records: int
-    indexed: bool = False  # its `.idx` was written beside temp_path
-
-
-@dataclass(frozen=True)
-class FinalShard:
-    """A shard under its final name, with the record count its writer counted (None when the
-    writer does not say: Beam's WriteToTFRecord)."""
-
-    split: str
-    index: int
-    count: int
-    path: str
-    records: int | None
-
-
-def ordered_map(
-    fn: Callable[[T], R], items: Iterable[T], threads: int, window: int | None = None
-) -> Iterator[R]:
-    """`map` on a thread pool, in input order, with at most `window` items in flight.
-
-    Reads and decodes release the GIL, so a few threads keep one core busy while another file
-    is read; the window bounds memory whatever the shard size.
-    """
-    if threads <= 1:
-        yield from map(fn, items)
-        return
-    with ThreadPoolExecutor(threads, thread_name_prefix="decode") as pool:
-        yield from ordered_submit(pool, fn, items, window or 2 * threads)
-
-
-def ordered_submit(pool: Executor, fn: Callable[[T], R], items: Iterable[T], window: int) -> Iterator[R]:
-    """Results of `fn` over `items` from any executor, in input order, `window` in flight."""
-    pending: deque[Future[R]] = deque()
-    for item in items:
-        pending.append(pool.submit(fn, item))
-        if len(pending) >= window:
-            yield pending.popleft().result()
-    while pending:
-        yield pending.popleft().result()
-
 
 def compression_type(compression: str) -> str:
     return CompressionTypes.GZIP if compression == "gzip" else CompressionTypes.UNCOMPRESSED
-
-
-def index_path(shard_path: str) -> str:
-    """Where a shard's index lives: beside it, its name plus `.idx` (as DALI's examples name it)."""
-    return shard_path + INDEX_SUFFIX
 
 
 def write_index(shard_path: str, sizes: list[int]) -> None:
@@ -157,7 +91,7 @@ class ShardFiles:
                 f"records of shard {shard.split}-{shard.index:05d} arrived after it was closed: this "
                 "runner splits a shard task's output between bundles; use --sink beam"
             )
-        final = sharding.shard_name(shard.split, shard.index, shard.count, self.compression)
+        final = names.shard_name(shard.split, shard.index, shard.count, self.compression)
         self._path = FileSystems.join(self.temp_dir, f"{final}.{uuid.uuid4().hex}")
         self._handle = FileSystems.create(self._path, compression_type=compression_type(self.compression))
         self._key, self._sizes = shard, []
@@ -205,7 +139,7 @@ def finalize_shards(
     finals = []
     for split, count in shard_counts.items():
         for index in range(count):
-            final = FileSystems.join(output, sharding.shard_name(split, index, count, compression))
+            final = FileSystems.join(output, names.shard_name(split, index, count, compression))
             shard = chosen.pop((split, index), None)
             if shard is None:
                 if compression == "none":

@@ -25,17 +25,14 @@ from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord.plan import sharding
+from beam_tfrecord import names
 from beam_tfrecord.plan.columns import ExtraColumn
 from beam_tfrecord.write.tfrecord_files import count_records
 
-__all__ = ["FILENAME_TEMPLATE", "TFDS_FILES", "dataset_name", "features_spec", "write_tfds_metadata"]
+__all__ = ["FILENAME_TEMPLATE", "dataset_name", "features_spec", "write_tfds_metadata"]
 
 FILENAME_TEMPLATE = "{SPLIT}-{SHARD_X_OF_Y}.{FILEFORMAT}"
 FILE_FORMAT = "tfrecord"
-# Every file TFDS's writer may put in the output directory (ClassLabel names go to
-# `<feature path with - for />.labels.txt`), so `--overwrite` can clear an earlier run's.
-TFDS_FILES = ("dataset_info.json", "features.json", "image-class-label.labels.txt", "label.labels.txt")
 
 
 def features_spec(
@@ -59,8 +56,8 @@ def features_spec(
     int64 = f.Scalar(dtype=np.int64)
 
     def label() -> Any:
-        names = f.ClassLabel(names=list(class_names or []))
-        return f.Sequence(names) if multi_label else names
+        label_names = f.ClassLabel(names=list(class_names or []))
+        return f.Sequence(label_names) if multi_label else label_names
 
     extras: dict[str, Any] = {}
     for column in extra_columns:
@@ -137,7 +134,7 @@ def write_tfds_metadata(
         _write(staging, output, summary, shard_lengths or {})
         if remote:
             for name in sorted(os.listdir(staging)):
-                if sharding.is_shard_name(name):
+                if names.is_shard_name(name):
                     continue
                 with (
                     open(os.path.join(staging, name), "rb") as source,

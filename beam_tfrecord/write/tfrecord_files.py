@@ -22,7 +22,6 @@ from apache_beam.io.filesystems import FileSystems
 __all__ = [
     "FOOTER_BYTES",
     "HEADER_BYTES",
-    "INDEX_SUFFIX",
     "FramingError",
     "count_records",
     "format_index",
@@ -40,7 +39,6 @@ _MASK_DELTA = 0xA282EAD8  # TensorFlow's kMaskDelta (tensorflow/core/lib/hash/cr
 _READ_CHUNK = 16 << 20  # a damaged length field must not become one huge allocation
 # `SHARD.idx` beside an uncompressed shard: one line `offset size` per record, size including the
 # framing (DALI's tfrecord2idx format), so DALI and PyTorch readers can seek and split shards.
-INDEX_SUFFIX = ".idx"
 
 
 class FramingError(ValueError):

@@ -1,0 +1,124 @@
+"""The names of everything a run writes, in one place: shards and their indexes, the side files
+beside them, the temporary folder and the staged plan inside it. Writers, readers, the output
+guard and the tests all take names from here, so a name is changed once.
+
+An output folder after a run:
+
+    {split}-{index:05d}-of-{count:05d}.tfrecord[.gz]   the shards (TFDS's and Beam's naming)
+    {shard}.idx                                       offsets of an uncompressed shard's records
+    labels.txt, rejects.jsonl, changes.jsonl, duplicates.jsonl, manifest_rows_without_file.txt
+    dataset_info.json, features.json, *.labels.txt    TFDS's metadata
+    summary.json                                      last: the completeness marker
+    contact_sheet.png, label_histogram.png            drawn by `python -m pipelines.inspect`
+
+and while it runs, `.temp-beam-tfrecord-<run id>/` (the staged plan under `plan/`, the paths
+sink's temporary shards beside it) or Beam's `beam-temp-*` (the beam sink).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "BEAM_TEMP_PREFIX",
+    "CHANGES_FILE",
+    "CONTACT_SHEET_FILE",
+    "DUPLICATES_FILE",
+    "HISTOGRAM_FILE",
+    "INDEX_SUFFIX",
+    "LABELS_FILE",
+    "MANIFEST_UNMATCHED_FILE",
+    "METADATA_FILES",
+    "PLAN_DIR",
+    "PLAN_FACTS_FILE",
+    "PLAN_REJECTS_FILE",
+    "PLAN_TASKS_DIR",
+    "REJECTS_FILE",
+    "SHARD_NAME",
+    "SHARD_TEMPLATE",
+    "SUMMARY_FILE",
+    "SUMMARY_TEMP_FILE",
+    "TEMP_PREFIX",
+    "TEMP_PREFIXES",
+    "TFDS_FEATURES_FILE",
+    "TFDS_FILES",
+    "TFDS_INFO_FILE",
+    "index_path",
+    "is_index_name",
+    "is_shard_name",
+    "shard_name",
+    "shard_suffix",
+    "task_file_name",
+]
+
+# Shards: `train-00003-of-00010.tfrecord`, Beam's WriteToTFRecord template and TFDS's
+# `{SPLIT}-{SHARD_X_OF_Y}.{FILEFORMAT}` alike.
+SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
+SHARD_NAME = re.compile(r"^(?P<split>[a-z0-9_]+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.tfrecord(\.gz)?$")
+# A shard's index beside it, DALI's tfrecord2idx format (as DALI's examples name it).
+INDEX_SUFFIX = ".idx"
+
+LABELS_FILE = "labels.txt"  # class names in id order
+REJECTS_FILE = "rejects.jsonl"  # one line per rejected or skipped input
+CHANGES_FILE = "changes.jsonl"  # one line per record stored unlike its file
+DUPLICATES_FILE = "duplicates.jsonl"  # one line per group of records with identical source bytes
+MANIFEST_UNMATCHED_FILE = "manifest_rows_without_file.txt"  # one manifest key per line
+SUMMARY_FILE = "summary.json"
+TFDS_INFO_FILE = "dataset_info.json"
+TFDS_FEATURES_FILE = "features.json"
+# Every file TFDS's writer may put in the output folder (a ClassLabel's names go to
+# `<feature path with - for />.labels.txt`), so an overwrite clears an earlier run's.
+TFDS_FILES = (TFDS_INFO_FILE, TFDS_FEATURES_FILE, "image-class-label.labels.txt", "label.labels.txt")
+CONTACT_SHEET_FILE = "contact_sheet.png"
+HISTOGRAM_FILE = "label_histogram.png"
+METADATA_FILES = (
+    LABELS_FILE,
+    REJECTS_FILE,
+    CHANGES_FILE,
+    SUMMARY_FILE,
+    DUPLICATES_FILE,
+    MANIFEST_UNMATCHED_FILE,
+    *TFDS_FILES,
+    CONTACT_SHEET_FILE,
+    HISTOGRAM_FILE,
+)
+
+# A run's temporary folder (its staged plan and the paths sink's shards), and Beam's
+# WriteToTFRecord's; summary.json is written under a temporary name and renamed.
+TEMP_PREFIX = ".temp-beam-tfrecord-"
+BEAM_TEMP_PREFIX = "beam-temp-"
+TEMP_PREFIXES = (TEMP_PREFIX, BEAM_TEMP_PREFIX)
+SUMMARY_TEMP_FILE = f"{TEMP_PREFIX}{SUMMARY_FILE}"
+
+# The staged plan, under the temporary folder: PLAN_DIR/{facts.json, rejects.jsonl, shards/*.json}.
+PLAN_DIR = "plan"
+PLAN_FACTS_FILE = "facts.json"
+PLAN_REJECTS_FILE = "rejects.jsonl"  # rejects known from the listing
+PLAN_TASKS_DIR = "shards"  # one ShardTask per file
+
+
+def shard_suffix(compression: str) -> str:
+    return ".tfrecord.gz" if compression == "gzip" else ".tfrecord"
+
+
+def shard_name(split: str, index: int, count: int, compression: str = "none") -> str:
+    return f"{split}-{index:05d}-of-{count:05d}{shard_suffix(compression)}"
+
+
+def is_shard_name(name: str) -> bool:
+    return SHARD_NAME.match(name) is not None
+
+
+def index_path(shard_path: str) -> str:
+    """Where a shard's index lives: beside it, its name plus `.idx`."""
+    return shard_path + INDEX_SUFFIX
+
+
+def is_index_name(name: str) -> bool:
+    """A shard's `.idx` file (`train-00000-of-00002.tfrecord.idx`), never a shard itself."""
+    return name.endswith(INDEX_SUFFIX) and is_shard_name(name[: -len(INDEX_SUFFIX)])
+
+
+def task_file_name(split: str, index: int) -> str:
+    """A staged shard task's file under PLAN_TASKS_DIR: name order is split, then shard order."""
+    return f"{split}-{index:05d}.json"

@@ -1,0 +1,69 @@
+"""A validated image becomes a serialized record: the build step of the flow, Beam-free."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+import numpy as np
+
+from beam_tfrecord.elements import (
+    ChangeLine,
+    ConvertedRecord,
+    PendingRecord,
+    PlannedInput,
+    RejectLine,
+    ShardKey,
+)
+from beam_tfrecord.images.inputs import prepare_input
+from beam_tfrecord.images.normalize import RUN_WIDE_REASONS, ImageOptions
+from beam_tfrecord.write import schema as schema_lib
+
+__all__ = ["change_line", "convert_input", "finish_record"]
+
+
+def convert_input(
+    item: PlannedInput, schema: str, image_options: ImageOptions, shard: ShardKey | None = None
+) -> ConvertedRecord | RejectLine:
+    """Read, validate, normalize and serialize one planned input."""
+    pending = prepare_input(item, image_options, shard)
+    return pending if isinstance(pending, RejectLine) else finish_record(schema, pending)
+
+
+def finish_record(
+    schema: str,
+    pending: PendingRecord,
+    features: np.ndarray | None = None,
+    feature_dtype: str = "float32",
+    include_image: bool = True,
+) -> ConvertedRecord:
+    """Serialize a prepared record, with the model's features when there are any."""
+    fields = pending.fields
+    if features is not None or not include_image:
+        fields = dataclasses.replace(
+            fields, features=features, feature_dtype=feature_dtype, include_image=include_image
+        )
+    example = schema_lib.serialize(schema, fields)
+    return ConvertedRecord(
+        shard=pending.shard,
+        example=example,
+        relpath=fields.relpath,
+        label_text=fields.label_text,
+        height=fields.height,
+        width=fields.width,
+        source_format=pending.source_format,
+        reencoded=pending.reencoded,
+        digest=hashlib.sha256(example).digest(),
+        content_sha256=fields.sha256,
+        feature_shape=tuple(int(n) for n in features.shape) if features is not None else None,
+        mode=pending.mode,
+        changes=pending.changes,
+    )
+
+
+def change_line(record: ConvertedRecord) -> ChangeLine | None:
+    """Its line of changes.jsonl: None when the file was stored as it is and named right, or
+    changed only by what an option asks of every record (`RUN_WIDE_REASONS`)."""
+    if not set(record.changes) - set(RUN_WIDE_REASONS):
+        return None
+    return ChangeLine(record.relpath, record.source_format, record.mode, record.reencoded, record.changes)
