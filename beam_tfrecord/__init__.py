@@ -66,6 +66,7 @@ SUBMODULES = (
     "config",
     "elements",
     "gcs",
+    "keys",
     "names",
     "pipeline",
     "progress",

@@ -10,6 +10,7 @@ from glob import glob
 import tensorflow as tf
 
 from beam_tfrecord import names
+from beam_tfrecord.keys import key_of
 from beam_tfrecord.write import schema as schema_lib
 
 
@@ -27,7 +28,7 @@ def read_records(output, split: str, schema: str = "tfds", labeled: bool = True)
     records = []
     for raw in tf.data.TFRecordDataset(files, compression_type=compression):
         parsed = {k: v.numpy() for k, v in tf.io.parse_single_example(raw, spec).items()}
-        pixels = tf.io.decode_image(parsed[schema_lib.image_key(schema)], expand_animations=False)
+        pixels = tf.io.decode_image(parsed[key_of(schema, "image")], expand_animations=False)
         parsed["pixels_shape"] = tuple(pixels.shape)
         records.append(parsed)
     return records

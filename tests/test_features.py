@@ -18,6 +18,7 @@ from beam_tfrecord.elements import PendingRecord, RecordFields, RejectLine, Shar
 from beam_tfrecord.features import inputs as feature_inputs
 from beam_tfrecord.features import keras as features_lib
 from beam_tfrecord.features.options import FeatureOptions
+from beam_tfrecord.keys import FeatureLayout, key_of
 from beam_tfrecord.transforms import failed_batch_rejects
 from beam_tfrecord.write import schema as schema_lib
 from pipelines import inspect
@@ -112,16 +113,18 @@ def test_features_round_trip_through_the_schema(dtype):
     values = np.random.default_rng(0).standard_normal((7, 7, 3)).astype(np.float32)
     for schema in schema_lib.SCHEMAS:
         fields = RecordFields(b"img", "jpeg", 1, 1, 3, "x.jpg", "0", 1, "a", values, dtype, False)
-        layout = schema_lib.FeatureLayout((7, 7, 3), dtype, image=False)
+        layout = FeatureLayout((7, 7, 3), dtype, image=False)
         parsed = tf.io.parse_single_example(
             schema_lib.serialize(schema, fields), schema_lib.parse_spec(schema, True, layout)
         )
-        assert schema_lib.image_key(schema) not in parsed
+        assert key_of(schema, "image") not in parsed
         restored = schema_lib.restore_features(parsed, schema, layout).numpy()
         np.testing.assert_allclose(
             restored, values, rtol=1e-3 if dtype == "float16" else 0, atol=1e-3 if dtype == "float16" else 0
         )
-        float_key, half_key, shape_key = schema_lib.feature_keys(schema)
+        float_key, half_key, shape_key = (
+            key_of(schema, n) for n in ("features", "features_float16", "features_shape")
+        )
         assert list(parsed[shape_key].numpy()) == [7, 7, 3]
         assert (half_key if dtype == "float16" else float_key) in parsed
 

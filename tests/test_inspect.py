@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
-from beam_tfrecord.write import schema as schema_lib
+from beam_tfrecord.keys import key_of
 from beam_tfrecord.write.tfrecord_files import FramingError, count_records
 from pipelines import inspect
 from pipelines.convert import run
@@ -130,7 +130,7 @@ def test_record_whose_image_does_not_decode_is_caught(output, capsys):
 def test_record_missing_a_key_is_caught(output, capsys):
     shard = output / "train-00000-of-00002.tfrecord"
     records = [tf.train.Example.FromString(r.numpy()) for r in tf.data.TFRecordDataset(str(shard))]
-    del records[0].features.feature[schema_lib.label_key("tfds")]
+    del records[0].features.feature[key_of("tfds", "label")]
     with tf.io.TFRecordWriter(str(shard)) as writer:
         for record in records:
             writer.write(record.SerializeToString())

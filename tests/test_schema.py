@@ -12,6 +12,7 @@ import pytest
 import tensorflow as tf
 
 from beam_tfrecord.elements import RecordFields
+from beam_tfrecord.keys import key_of
 from beam_tfrecord.plan.columns import parse_extra_columns
 from beam_tfrecord.write import schema
 
@@ -90,7 +91,7 @@ def test_extra_columns_and_multi_labels_round_trip_through_the_spec(name):
     assert got["caption"].decode() == "a ü" and got["score"] == 0.5 and got["year"] == 2019
     assert [t.decode() for t in got["tags"]] == ["x", "y"]
     assert list(got["boxes"]) == [] and list(got["w"]) == [1.5]
-    assert list(parsed[schema.label_key(name)].numpy()) == [0, 2]
+    assert list(parsed[key_of(name, "label")].numpy()) == [0, 2]
     if name == "tfds":
         assert [t.decode() for t in parsed["image/class/text"].numpy()] == ["cat", "outdoor"]
 

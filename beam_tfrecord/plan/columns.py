@@ -1,5 +1,5 @@
 """Manifest columns stored in each record (`--extra_columns NAME[:TYPE],...`): their types, how a
-manifest value parses as its type, and the record key each one gets.
+manifest value parses as its type (the key each one gets is `keys.extra_key`'s).
 
 A value is parsed on the launcher, while planning, so a bad one is a `bad_manifest_value` reject
 before any image is read, and the workers only copy typed values into records.
@@ -13,12 +13,13 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from beam_tfrecord.keys import reserved_names
+
 __all__ = [
     "COLUMN_TYPES",
     "RESERVED_NAMES",
     "BadValue",
     "ExtraColumn",
-    "column_key",
     "parse_extra_columns",
     "parse_value",
 ]
@@ -26,12 +27,9 @@ __all__ = [
 ColumnType = Literal["str", "int", "float", "str_list", "int_list", "float_list"]
 COLUMN_TYPES: tuple[str, ...] = get_args(ColumnType)
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-# Keys the records already hold (either schema, feature runs included) and the manifest's own
-# columns, which a stored column must not shadow.
-RESERVED_NAMES = frozenset(
-    {"image_raw", "id", "height", "width", "depth", "label", "sha256", "group", "image"}
-    | {"features", "features_float16", "features_shape"}
-)
+# Names a stored column may not take: the records' own fields and keys (either schema, feature
+# runs included), and the manifest's group column, which says how files split.
+RESERVED_NAMES = reserved_names() | {"group"}
 LIST_SEPARATOR = "|"
 FLOAT32_MAX = 3.4028234663852886e38  # records store floats as float32 (FloatList)
 
@@ -78,12 +76,6 @@ def parse_extra_columns(text: str) -> tuple[ExtraColumn, ...]:
             raise ValueError(f"--extra_columns names {name} twice")
         columns.append(ExtraColumn(name, kind))  # type: ignore[arg-type]
     return tuple(columns)
-
-
-def column_key(schema: str, column: ExtraColumn | str) -> str:
-    """The record key: `image/meta/NAME` (tfds schema) or `NAME` (simple schema)."""
-    name = column if isinstance(column, str) else column.name
-    return f"image/meta/{name}" if schema == "tfds" else name
 
 
 def parse_value(column: ExtraColumn, raw: Any) -> str | int | float | tuple[Any, ...]:

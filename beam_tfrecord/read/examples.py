@@ -14,14 +14,15 @@ from typing import Any
 
 import numpy as np
 
+from beam_tfrecord.keys import record_keys
 from beam_tfrecord.read.files import SplitFiles, iter_range, plan_reads, split_files
-from beam_tfrecord.write import schema as schema_lib
 from beam_tfrecord.write.messages import Example
 
 __all__ = ["KEYS", "decode_image", "iter_examples", "record_to_dict"]
 
-# The dict's keys, named the same for both schemas (the stored keys differ: see schema.py; the
-# simple schema has no `format` or `label_text`). --extra_columns values come under their names.
+# The dict's keys for an image record, named the same in both schemas (the stored keys differ:
+# see beam_tfrecord/keys.py; the simple schema has no `format` or `label_text`). Manifest columns
+# come under their names, a feature run's output as `features`.
 KEYS = (
     "image",
     "format",
@@ -35,38 +36,6 @@ KEYS = (
     "features",
 )
 
-_SCHEMA_KEYS = {
-    "tfds": {
-        "image": "image/encoded",
-        "format": "image/format",
-        "height": "image/height",
-        "width": "image/width",
-        "channels": "image/channels",
-        "filename": "image/filename",
-        "sha256": "image/key/sha256",
-        "label": "image/class/label",
-        "label_text": "image/class/text",
-    },
-    "simple": {
-        "image": "image_raw",
-        "height": "height",
-        "width": "width",
-        "channels": "depth",
-        "filename": "id",
-        "sha256": "sha256",
-        "label": "label",
-    },
-}
-_TEXT = {"format", "filename", "sha256", "label_text"}
-
-
-def _value(feature: Any) -> Any:
-    kind = feature.WhichOneof("kind")
-    if kind is None:
-        return None
-    values = getattr(feature, kind).value
-    return values[0] if len(values) == 1 else list(values)
-
 
 def _values(feature: Any) -> list[Any]:
     kind = feature.WhichOneof("kind")
@@ -74,35 +43,35 @@ def _values(feature: Any) -> list[Any]:
 
 
 def record_to_dict(serialized: bytes, files: SplitFiles) -> dict[str, Any]:
-    """One serialized record as a dict of `KEYS` present in it: `image` the encoded bytes (as
-    stored: decode with Pillow or torchvision), `label` an int (a list of ints, and `label_text`
-    a list of names, in a --multi_label run), text as str, a feature run's `features` as a
-    float32 NumPy array of the stored shape (float16 runs included), and each --extra_columns
-    value under its name: str, int, float, or a list of them."""
+    """One serialized record as a dict of its fields by name (`KEYS`, then manifest columns):
+    `image` the encoded bytes (as stored: decode with Pillow or torchvision), `label` an int (a
+    list of ints, and `label_text` a list of names, in a --multi_label run), text as str, a
+    feature run's `features` as a float32 NumPy array of the stored shape (float16 runs
+    included), and each manifest column under its name: str, int, float, or a list of them."""
     stored = Example.FromString(serialized).features.feature
     result: dict[str, Any] = {}
-    for name, key in _SCHEMA_KEYS[files.schema].items():
-        if key in stored:
-            value = _value(stored[key])
-            result[name] = value.decode("utf-8") if name in _TEXT and isinstance(value, bytes) else value
-    if files.multi_label:
-        for name in ("label", "label_text"):
-            key = _SCHEMA_KEYS[files.schema].get(name)
-            if key in stored:
-                values = list(getattr(stored[key], stored[key].WhichOneof("kind") or "int64_list").value)
-                result[name] = [v.decode("utf-8") if isinstance(v, bytes) else int(v) for v in values]
-    for column in files.extra_columns:
-        feature = stored[schema_lib.extra_key(files.schema, column.name)]
-        values = [v.decode("utf-8") if isinstance(v, bytes) else v for v in _values(feature)]
-        result[column.name] = values if column.is_list else values[0]
-    layout = files.features
-    if layout is not None:
-        float_key, half_key, _ = schema_lib.feature_keys(files.schema)
-        if layout.dtype == "float16":
-            flat = np.frombuffer(stored[half_key].bytes_list.value[0], dtype="<f2").astype(np.float32)
+    layout = files.layout
+    for key in record_keys(layout):
+        if key.key not in stored:
+            continue
+        values = _values(stored[key.key])
+        if key.text:
+            values = [v.decode("utf-8") if isinstance(v, bytes) else v for v in values]
+        if key.ragged:
+            result[key.name] = values
+        elif key.shape:
+            result[key.name] = np.asarray(values, dtype=np.float32 if key.dtype == "float32" else np.int64)
         else:
-            flat = np.asarray(stored[float_key].float_list.value, dtype=np.float32)
-        result["features"] = flat.reshape(layout.shape)
+            result[key.name] = values[0] if values else None
+    features = layout.features
+    if features is not None:
+        if features.dtype == "float16":
+            raw = result.pop("features_float16")
+            flat = np.frombuffer(raw, dtype="<f2").astype(np.float32)
+        else:
+            flat = result.pop("features")
+        result.pop("features_shape", None)
+        result["features"] = flat.reshape(features.shape)
     return result
 
 

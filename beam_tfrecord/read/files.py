@@ -16,10 +16,11 @@ from typing import Any
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecord.keys import FeatureLayout, RecordLayout
 from beam_tfrecord.names import index_path
 from beam_tfrecord.plan.columns import ExtraColumn
 from beam_tfrecord.write import outputs
-from beam_tfrecord.write import schema as schema_lib
+from beam_tfrecord.write.schema import layout_from_summary
 from beam_tfrecord.write.tfrecord_files import FramingError, iter_records, parse_index
 
 _LOGGER = logging.getLogger(__name__)
@@ -47,7 +48,7 @@ class SplitFiles:
     compression: str  # "GZIP" or "" as TFRecordDataset spells it
     records: int
     channels: int | None  # what the run forced with --channels, if anything
-    features: schema_lib.FeatureLayout | None = None  # a feature-model run's stored features
+    features: FeatureLayout | None = None  # a feature-model run's stored features
     # (min, max) stored height and width over the run's records; None when nothing was stored.
     heights: tuple[int, int] | None = None
     widths: tuple[int, int] | None = None
@@ -65,6 +66,14 @@ class SplitFiles:
     def has_images(self) -> bool:
         return self.features is None or self.features.image
 
+    @property
+    def layout(self) -> RecordLayout:
+        """Which keys the split's records hold (see `beam_tfrecord.keys`)."""
+        columns = tuple((c.name, c.type) for c in self.extra_columns)
+        return RecordLayout(
+            self.schema, self.labeled, self.multi_label and self.labeled, columns, self.features
+        )
+
 
 def _range(stats: dict[str, Any] | None) -> tuple[int, int] | None:
     return (int(stats["min"]), int(stats["max"])) if stats else None
@@ -81,6 +90,7 @@ def split_files(output_dir: str, split: str = "train", summary: dict[str, Any] |
     info = summary["splits"][split]
     paths = [FileSystems.join(output_dir, name) for name in sorted(info["files"])]
     options = summary.get("options", {})
+    layout = layout_from_summary(summary)
     return SplitFiles(
         schema=options.get("schema", "tfds"),
         labeled=summary.get("class_names") is not None,
@@ -89,7 +99,7 @@ def split_files(output_dir: str, split: str = "train", summary: dict[str, Any] |
         compression="GZIP" if any(p.endswith(".gz") for p in paths) else "",
         records=info["records"],
         channels=options.get("channels"),
-        features=schema_lib.layout_from_summary(summary),
+        features=layout.features,
         heights=_range(summary.get("image_height")),
         widths=_range(summary.get("image_width")),
         extra_columns=tuple(ExtraColumn(c["name"], c["type"]) for c in summary.get("extra_columns") or []),

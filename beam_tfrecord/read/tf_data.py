@@ -26,6 +26,7 @@ from typing import Any, Literal
 import tensorflow as tf
 
 from beam_tfrecord import gcs
+from beam_tfrecord.keys import key_of
 from beam_tfrecord.read.files import RecordRange, SplitFiles, class_names, iter_range, split_files
 from beam_tfrecord.write import schema as schema_lib
 
@@ -44,7 +45,6 @@ AUTOTUNE = tf.data.AUTOTUNE
 DEFAULT_BATCH = 32
 PARSE_BATCH = 64  # records per tf.io.parse_example call
 _RATIOS = (1, 2, 4, 8)  # the DCT scales libjpeg decodes at (tf.io.decode_jpeg's `ratio`)
-_STORED_SIZE = {"tfds": ("image/height", "image/width"), "simple": ("height", "width")}
 _LOGGER = logging.getLogger(__name__)
 
 
@@ -213,11 +213,10 @@ def load_dataset(
         decode_images = not features or image_size is not None
     decodes = decode_images and files.has_images
     batch = _batch_size(files, output_dir, batch_size, image_size, decodes)
-    spec = schema_lib.parse_spec(files.schema, files.labeled, layout, files.extra_columns, files.multi_label)
-    image_key = schema_lib.image_key(files.schema)
-    label_key = schema_lib.label_key(files.schema)
+    spec = schema_lib.parse_spec(files.layout)
+    image_key, label_key = key_of(files.schema, "image"), key_of(files.schema, "label")
     classes = len(files.class_names or [])
-    height_key, width_key = _STORED_SIZE[files.schema]
+    height_key, width_key = key_of(files.schema, "height"), key_of(files.schema, "width")
     deterministic = not shuffle or seed is not None
 
     paths = tf.data.Dataset.from_tensor_slices(files.paths)
@@ -249,7 +248,7 @@ def load_dataset(
         if files.multi_label and files.labeled:
             record[label_key] = multi_hot(record[label_key], classes)
         if layout is not None:
-            float_key, half_key, _ = schema_lib.feature_keys(files.schema)
+            float_key, half_key = key_of(files.schema, "features"), key_of(files.schema, "features_float16")
             record[float_key] = schema_lib.restore_features(record, files.schema, layout)
             record.pop(half_key, None)
             if not layout.image:

@@ -24,11 +24,13 @@ import tensorflow as tf
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import gcs, names
+from beam_tfrecord.keys import RecordLayout, key_of, record_keys
 from beam_tfrecord.names import LABELS_FILE, REJECTS_FILE, SUMMARY_FILE, TFDS_INFO_FILE
 from beam_tfrecord.read.files import read_index
 from beam_tfrecord.read.tf_data import record_dataset
 from beam_tfrecord.write import schema as schema_lib
 from beam_tfrecord.write.outputs import unfinished_message
+from beam_tfrecord.write.schema import layout_from_summary
 from beam_tfrecord.write.tfrecord_files import FramingError, index_records
 
 __all__ = ["OutputReport", "Sample", "format_report", "verify_output"]
@@ -144,43 +146,41 @@ class _Sampler:
             self.items[slot] = sample
 
 
-def _facts_fn(
-    schema: str, labeled: bool, layout: schema_lib.FeatureLayout | None = None, multi_label: bool = False
-):
+def _facts_fn(layout: RecordLayout):
     """Per record: the decoded shape, the stored shape, the label (a --multi_label run's ids)
-    and the name (no pixels kept); a feature run's features must parse with their recorded length."""
-    spec = schema_lib.parse_spec(schema, labeled, layout, multi_label=multi_label)
-    keys = {"tfds": ("image/height", "image/width", "image/channels"), "simple": ("height", "width", "depth")}
-    height, width, depth = keys[schema]
+    and the name (no pixels kept); every key of the layout must parse (a feature run's features
+    with their recorded length)."""
+    spec = schema_lib.parse_spec(layout)
+    key = {name: key_of(layout, name) for name in ("image", "height", "width", "channels", "filename")}
+    names = {k.name for k in record_keys(layout)}
 
     def facts(serialized: tf.Tensor) -> dict[str, tf.Tensor]:
         parsed = tf.io.parse_single_example(serialized, spec)
-        encoded = parsed[schema_lib.image_key(schema)]
+        encoded = parsed[key["image"]]
         image = tf.io.decode_image(encoded, expand_animations=False)
         result = {
             "shape": tf.shape(image, out_type=tf.int64),
-            "stored": tf.stack([parsed[height], parsed[width], parsed[depth]]),
-            "filename": parsed[schema_lib.filename_key(schema)],
+            "stored": tf.stack([parsed[key["height"]], parsed[key["width"]], parsed[key["channels"]]]),
+            "filename": parsed[key["filename"]],
             "encoded": encoded,
         }
-        if labeled:
-            result["label"] = parsed[schema_lib.label_key(schema)]
-        if schema == "tfds" and labeled:
-            result["label_text"] = parsed["image/class/text"]
+        for name in ("label", "label_text"):
+            if name in names:
+                result[name] = parsed[key_of(layout, name)]
         return result
 
     return facts
 
 
-def _explain(path: str, index: int, compression: str, schema: str, labeled: bool) -> str:
+def _explain(path: str, index: int, compression: str, layout: RecordLayout) -> str:
     """Which step failed on record `index` of a shard: parsing with the spec, or decoding."""
     raw = next(iter(record_dataset(path, compression).skip(index).take(1)))
     try:
-        parsed = tf.io.parse_single_example(raw, schema_lib.parse_spec(schema, labeled))
+        parsed = tf.io.parse_single_example(raw, schema_lib.parse_spec(layout))
     except tf.errors.InvalidArgumentError as error:
-        return f"does not parse with the {schema} schema's spec: {tf_message(error)}"
+        return f"does not parse with the {layout.schema} schema's spec: {tf_message(error)}"
     try:
-        tf.io.decode_image(parsed[schema_lib.image_key(schema)], expand_animations=False)
+        tf.io.decode_image(parsed[key_of(layout, "image")], expand_animations=False)
     except tf.errors.InvalidArgumentError as error:
         return f"its image does not decode: {tf_message(error)}"
     return "fails to read"
@@ -194,16 +194,14 @@ def read_shard(
 ) -> bool:
     """Read one shard in full into `report`; False (with an error recorded) if it cannot be."""
     summary = report.summary
-    schema = summary.get("options", {}).get("schema", "tfds")
     class_names = summary.get("class_names")
     labeled = class_names is not None
     name = posixpath.basename(path)
     compression = "GZIP" if name.endswith(".gz") else ""
-    layout = schema_lib.layout_from_summary(summary)
-    multi_label = bool(summary.get("multi_label"))
-    facts_fn = _facts_fn(
-        schema, labeled, layout if layout is not None and layout.image else None, multi_label
-    )
+    layout = layout_from_summary(summary)
+    if not layout.has_image:  # the features are checked against their length where an image is
+        layout = layout.without_features()
+    facts_fn = _facts_fn(layout)
     dataset = record_dataset(path, compression).map(
         facts_fn, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
     )
@@ -249,7 +247,7 @@ def read_shard(
         report.errors.append(f"{name}: record {count} is corrupt (bad CRC or framing: {first})")
         return False
     except tf.errors.InvalidArgumentError:
-        why = _explain(path, count, compression, schema, labeled)
+        why = _explain(path, count, compression, layout)
         report.errors.append(f"{name}: record {count} {why}")
         return False
     report.shard_lengths.setdefault(split, []).append(count)

@@ -17,6 +17,7 @@ from beam_tfrecord import faults
 from beam_tfrecord.elements import ChangeLine, ConvertedRecord, DuplicateGroup, RejectLine
 from beam_tfrecord.features.options import FeatureOptions
 from beam_tfrecord.images.normalize import CHANGE_REASONS
+from beam_tfrecord.keys import extra_key
 from beam_tfrecord.names import (
     CHANGES_FILE,
     DUPLICATES_FILE,
@@ -27,7 +28,7 @@ from beam_tfrecord.names import (
     SUMMARY_TEMP_FILE,
 )
 from beam_tfrecord.plan import splits as splits_lib
-from beam_tfrecord.plan.columns import column_key, parse_extra_columns
+from beam_tfrecord.plan.columns import parse_extra_columns
 from beam_tfrecord.write.tfds_metadata import write_tfds_metadata
 
 if TYPE_CHECKING:
@@ -258,7 +259,7 @@ def describe_extra_columns(options: Mapping[str, Any]) -> list[dict[str, str]]:
     given = options.get("extra_columns") or []
     schema = str(options.get("schema", "tfds"))
     columns = parse_extra_columns(",".join(given)) if given else ()
-    return [{"name": c.name, "type": c.type, "key": column_key(schema, c)} for c in columns]
+    return [{"name": c.name, "type": c.type, "key": extra_key(schema, c.name)} for c in columns]
 
 
 def feature_summary(

@@ -26,7 +26,8 @@ from typing import Any
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import names
-from beam_tfrecord.plan.columns import ExtraColumn
+from beam_tfrecord.keys import RecordKey, RecordLayout, key_of, record_keys
+from beam_tfrecord.write.schema import layout_from_summary
 from beam_tfrecord.write.tfrecord_files import count_records
 
 __all__ = ["FILENAME_TEMPLATE", "dataset_name", "features_spec", "write_tfds_metadata"]
@@ -36,62 +37,41 @@ FILE_FORMAT = "tfrecord"
 
 
 def features_spec(
-    schema: str,
-    class_names: Sequence[str] | None,
-    channels: int | None,
-    extra_columns: Sequence[ExtraColumn] = (),
-    multi_label: bool = False,
+    layout: RecordLayout, class_names: Sequence[str] | None, channels: int | None
 ) -> dict[str, Any]:
-    """The TFDS FeaturesDict (as nested dicts of connectors) whose keys are the schema's record keys.
+    """The TFDS FeaturesDict (as nested dicts of connectors, one level per `/` of a key) of every
+    key of `layout` that TFDS can describe (see keys.TfdsKind).
 
     Images decode to `channels` (3 unless the run forced 1), as TFDS's Image needs a fixed count.
-    A --multi_label label is a `Sequence(ClassLabel)` (its names a `Sequence(Text)`); an
-    --extra_columns column a `Text` or `Scalar`, or a `Sequence` of them for a list.
+    A list key (a multi-label's ids and names, a list column) is a `Sequence` of its kind.
     """
     import numpy as np
     import tensorflow_datasets as tfds
 
     f = tfds.features
-    image = f.Image(shape=(None, None, channels or 3))
-    int64 = f.Scalar(dtype=np.int64)
+    numbers = {"int64": np.int64, "float32": np.float32}
 
-    def label() -> Any:
-        label_names = f.ClassLabel(names=list(class_names or []))
-        return f.Sequence(label_names) if multi_label else label_names
+    def feature(key: RecordKey) -> Any:
+        if key.tfds == "image":
+            return f.Image(shape=(None, None, channels or 3))
+        if key.tfds == "text":
+            one = f.Text()
+        elif key.tfds == "class_label":
+            one = f.ClassLabel(names=list(class_names or []))
+        else:
+            one = f.Scalar(dtype=numbers[key.dtype])
+        return f.Sequence(one) if key.ragged else one
 
-    extras: dict[str, Any] = {}
-    for column in extra_columns:
-        kind = column.scalar_type
-        one = f.Text() if kind == "str" else f.Scalar(dtype=np.int64 if kind == "int" else np.float32)
-        extras[column.name] = f.Sequence(one) if column.is_list else one
-    if schema == "tfds":
-        spec: dict[str, Any] = {
-            "encoded": image,
-            "format": f.Text(),
-            "height": int64,
-            "width": int64,
-            "channels": int64,
-            "filename": f.Text(),
-            "key": {"sha256": f.Text()},
-        }
-        if class_names is not None:
-            spec["class"] = {"label": label(), "text": f.Sequence(f.Text()) if multi_label else f.Text()}
-        if extras:
-            spec["meta"] = extras
-        return {"image": spec}
-    if schema == "simple":
-        spec = {
-            "image_raw": image,
-            "id": f.Text(),
-            "height": int64,
-            "width": int64,
-            "depth": int64,
-            "sha256": f.Text(),
-        }
-        if class_names is not None:
-            spec["label"] = label()
-        return {**spec, **extras}
-    raise ValueError(f"unknown schema {schema!r}")
+    spec: dict[str, Any] = {}
+    for key in record_keys(layout):
+        if key.tfds == "none":
+            continue
+        *folders, leaf = key.key.split("/")
+        level = spec
+        for folder in folders:
+            level = level.setdefault(folder, {})
+        level[leaf] = feature(key)
+    return spec
 
 
 def _length(output: str, name: str, known: int | None) -> int:
@@ -175,17 +155,15 @@ def _write(
                 filename_template=template.replace(split=split),
             )
         )
-    schema, class_names = options.get("schema", "tfds"), summary.get("class_names")
-    supervised = ("image_raw", "label") if schema == "simple" and class_names is not None else None
+    layout = layout_from_summary(summary)
+    schema, class_names = layout.schema, summary.get("class_names")
+    # Flat keys (the simple schema) can name TFDS's supervised pair; nested ones cannot.
+    supervised = (
+        (key_of(layout, "image"), key_of(layout, "label")) if schema == "simple" and layout.labeled else None
+    )
     tfds.folder_dataset.write_metadata(
         data_dir=data_dir,
-        features=features_spec(
-            schema,
-            class_names,
-            options.get("channels"),
-            tuple(ExtraColumn(c["name"], c["type"]) for c in summary.get("extra_columns") or []),
-            bool(summary.get("multi_label")),
-        ),
+        features=features_spec(layout, class_names, options.get("channels")),
         split_infos=split_infos,
         filename_template=template,
         description=f"Images from {summary.get('input', 'unknown')} converted by beam-tfrecord "

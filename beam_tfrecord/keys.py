@@ -1,0 +1,236 @@
+"""The record keys, declared once per schema: every other view of a record is derived from these
+tables. The writer (`write.schema.build_example`), the `tf.io` parse spec
+(`write.schema.parse_spec`), the TensorFlow-free reader (`read.examples`), verification
+(`read.verify`) and TFDS's features.json (`write.tfds_metadata`) all iterate `record_keys`, so a
+key is added here once and reaches all of them (tests/test_keys.py checks that they agree).
+
+Two schemas: `tfds` (the keys TensorFlow Datasets and the object-detection tools use) and `simple`
+(the keys of the hand-written scripts this project replaces). Which keys a record holds depends on
+the run, described by a `RecordLayout`: labels only in a labeled run (an int64 list of ids, and in
+the tfds schema a list of names, in a multi-label run), manifest columns under `image/meta/NAME`
+(tfds) or `NAME` (simple), and a feature-model run's output: `image/features` (a FloatList of the
+flattened tensor) or, stored as float16, `image/features/float16` (little-endian bytes, half the
+size), with `image/features/shape` to restore it (`features`, `features_float16`,
+`features_shape` in the simple schema). A `features_only` run drops the encoded image.
+
+Plain data: no TensorFlow, no protobuf, no stage imported, so the planner can check a manifest
+column's name against the keys before anything is read.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, replace
+from typing import Literal
+
+__all__ = [
+    "SCHEMAS",
+    "TABLES",
+    "FeatureLayout",
+    "KeyTable",
+    "RecordKey",
+    "RecordLayout",
+    "extra_key",
+    "key_of",
+    "record_keys",
+    "reserved_names",
+    "table",
+]
+
+SCHEMAS = ("tfds", "simple")
+DType = Literal["bytes", "int64", "float32"]
+# How TFDS's features.json describes a key: its Image, Text, a scalar, a ClassLabel (the run's
+# class names), or not at all: TFDS nests keys at each `/`, and `image/features` cannot be both a
+# leaf and the folder of `image/features/shape`, so a feature run's output is read with
+# load_dataset or iter_examples, not through TFDS.
+TfdsKind = Literal["image", "text", "scalar", "class_label", "none"]
+EXTRA_TYPES = {"str": "bytes", "int": "int64", "float": "float32"}
+
+
+@dataclass(frozen=True)
+class RecordKey:
+    """One feature of a record.
+
+    Args:
+      name: what every reader calls it, the same in both schemas (iter_examples' dict key).
+      key: the feature key stored in the Example.
+      dtype: the Example's list kind: bytes, int64 or float32.
+      text: bytes that hold UTF-8 text (readers give str).
+      ragged: any number of values (a list); else exactly as many as `shape` says.
+      shape: () for one value, (n,) for a vector of n.
+      tfds: how TFDS's features.json describes it.
+    """
+
+    name: str
+    key: str
+    dtype: DType
+    text: bool = False
+    ragged: bool = False
+    shape: tuple[int, ...] = ()
+    tfds: TfdsKind = "scalar"
+
+
+@dataclass(frozen=True)
+class KeyTable:
+    """A schema's keys: the image's (always, but `image` in a features_only run), the label's
+    (labeled runs), where manifest columns go, and the feature model's three keys."""
+
+    schema: str
+    image: tuple[RecordKey, ...]
+    label: RecordKey
+    label_text: RecordKey | None  # the class name beside the id (tfds schema only)
+    extra_prefix: str  # a manifest column NAME is stored under extra_prefix + NAME
+    features: str  # float32 values, flattened
+    features_float16: str  # little-endian float16 bytes, instead of `features`
+    features_shape: str  # the int64 shape to restore either
+
+
+_TEXT = {"dtype": "bytes", "text": True, "tfds": "text"}
+TABLES: dict[str, KeyTable] = {
+    "tfds": KeyTable(
+        schema="tfds",
+        image=(
+            RecordKey("image", "image/encoded", "bytes", tfds="image"),
+            RecordKey("format", "image/format", **_TEXT),
+            RecordKey("height", "image/height", "int64"),
+            RecordKey("width", "image/width", "int64"),
+            RecordKey("channels", "image/channels", "int64"),
+            RecordKey("filename", "image/filename", **_TEXT),
+            RecordKey("sha256", "image/key/sha256", **_TEXT),
+        ),
+        label=RecordKey("label", "image/class/label", "int64", tfds="class_label"),
+        label_text=RecordKey("label_text", "image/class/text", **_TEXT),
+        extra_prefix="image/meta/",
+        features="image/features",
+        features_float16="image/features/float16",
+        features_shape="image/features/shape",
+    ),
+    "simple": KeyTable(
+        schema="simple",
+        image=(
+            RecordKey("image", "image_raw", "bytes", tfds="image"),
+            RecordKey("filename", "id", **_TEXT),
+            RecordKey("height", "height", "int64"),
+            RecordKey("width", "width", "int64"),
+            RecordKey("channels", "depth", "int64"),
+            RecordKey("sha256", "sha256", **_TEXT),  # the source file's, so copies can be found afterwards
+        ),
+        label=RecordKey("label", "label", "int64", tfds="class_label"),
+        label_text=None,
+        extra_prefix="",
+        features="features",
+        features_float16="features_float16",
+        features_shape="features_shape",
+    ),
+}
+
+
+def table(schema: str) -> KeyTable:
+    try:
+        return TABLES[schema]
+    except KeyError:
+        raise ValueError(f"schema must be one of {', '.join(SCHEMAS)}, not {schema!r}") from None
+
+
+@dataclass(frozen=True)
+class FeatureLayout:
+    """What a reader needs to restore the stored features: their shape and how they are stored."""
+
+    shape: tuple[int, ...]
+    dtype: str = "float32"  # float32 | float16
+    image: bool = True  # False when the run dropped the encoded image (features_only)
+
+
+@dataclass(frozen=True)
+class RecordLayout:
+    """Which keys a run's records hold: everything a reader needs besides the key tables.
+
+    Args:
+      schema: tfds or simple.
+      labeled: the records hold a class id (and, in the tfds schema, its name).
+      multi_label: the label keys hold lists (a multi-label manifest).
+      extra_columns: (name, type) of each manifest column stored, type as in
+        `plan.columns.COLUMN_TYPES` (str, int, float, or their `_list`).
+      features: the feature model's output, when the run has one.
+    """
+
+    schema: str = "tfds"
+    labeled: bool = True
+    multi_label: bool = False
+    extra_columns: tuple[tuple[str, str], ...] = ()
+    features: FeatureLayout | None = None
+
+    def __post_init__(self) -> None:
+        table(self.schema)
+        object.__setattr__(self, "extra_columns", tuple((str(n), str(t)) for n, t in self.extra_columns))
+
+    @property
+    def has_image(self) -> bool:
+        return self.features is None or self.features.image
+
+    def without_features(self) -> RecordLayout:
+        return replace(self, features=None)
+
+
+def extra_key(schema: str, name: str) -> str:
+    """A manifest column's key: `image/meta/NAME` (tfds) or `NAME` (simple)."""
+    return table(schema).extra_prefix + name
+
+
+@functools.cache
+def record_keys(layout: RecordLayout) -> tuple[RecordKey, ...]:
+    """Every key a record of `layout` holds, in the table's order (cached: the writer asks per record)."""
+    keys = table(layout.schema)
+    found = [key for key in keys.image if key.name != "image" or layout.has_image]
+    if layout.labeled:
+        found.append(replace(keys.label, ragged=layout.multi_label))
+        if keys.label_text is not None:
+            found.append(replace(keys.label_text, ragged=layout.multi_label))
+    for name, kind in layout.extra_columns:
+        scalar = kind.removesuffix("_list")
+        tfds: TfdsKind = "text" if scalar == "str" else "scalar"
+        found.append(
+            RecordKey(
+                name,
+                extra_key(layout.schema, name),
+                EXTRA_TYPES[scalar],  # type: ignore[arg-type]
+                text=scalar == "str",
+                ragged=kind.endswith("_list"),
+                tfds=tfds,
+            )
+        )
+    features = layout.features
+    if features is not None:
+        rank = len(features.shape)
+        if features.dtype == "float16":
+            found.append(RecordKey("features_float16", keys.features_float16, "bytes", tfds="none"))
+        else:
+            size = math.prod(features.shape)
+            found.append(RecordKey("features", keys.features, "float32", shape=(size,), tfds="none"))
+        found.append(RecordKey("features_shape", keys.features_shape, "int64", shape=(rank,), tfds="none"))
+    return tuple(found)
+
+
+def key_of(layout: RecordLayout | str, name: str) -> str:
+    """The stored key of the named field (`image`, `label`, `height`, ...) in a layout or schema."""
+    keys = table(layout if isinstance(layout, str) else layout.schema)
+    for key in (*keys.image, keys.label, *((keys.label_text,) if keys.label_text else ())):
+        if key.name == name:
+            return key.key
+    names = {"features": keys.features, "features_float16": keys.features_float16}
+    names["features_shape"] = keys.features_shape
+    if name in names:
+        return names[name]
+    raise KeyError(f"the {keys.schema} schema has no key named {name!r}")
+
+
+def reserved_names() -> frozenset[str]:
+    """What a manifest column may not be called: any field name or stored key of either schema
+    (a column would shadow it in the record, or in the dict iter_examples gives)."""
+    found: set[str] = set()
+    for keys in TABLES.values():
+        fixed = [*keys.image, keys.label, *((keys.label_text,) if keys.label_text else ())]
+        found |= {key.name for key in fixed} | {key.key for key in fixed}
+        found |= {keys.features, keys.features_float16, keys.features_shape, "features_shape"}
+    return frozenset(found)
