@@ -26,10 +26,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from beam_tfrecord.config import ConvertConfig, SourceConfig
+    from beam_tfrecord.config import ConvertConfig
     from beam_tfrecord.features.options import FeatureOptions
-    from beam_tfrecord.images.normalize import ImageOptions
+    from beam_tfrecord.images.options import ImageOptions
     from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
+    from beam_tfrecord.plan.source import SourceConfig
     from beam_tfrecord.plan.staging import StagedPlan
     from beam_tfrecord.read.examples import iter_examples
     from beam_tfrecord.read.files import class_names
@@ -41,9 +42,9 @@ if TYPE_CHECKING:
 # public name -> the module that defines it
 _EXPORTS = {
     "ConvertConfig": "config",
-    "SourceConfig": "config",
+    "SourceConfig": "plan.source",
     "FeatureOptions": "features.options",
-    "ImageOptions": "images.normalize",
+    "ImageOptions": "images.options",
     "IncompleteOutput": "write.outputs",
     "complete_shards": "write.outputs",
     "ImagesToTFRecords": "pipeline",
@@ -71,6 +72,7 @@ SUBMODULES = (
     "pipeline",
     "progress",
     "runners",
+    "settings",
     "transforms",
 )
 

@@ -45,8 +45,8 @@ Extras = tuple[tuple[str, str, Any], ...]  # (column name, column type, typed va
 class PlannedInput:
     """One input file with everything the worker needs besides its bytes.
 
-    `label` and `label_text` are tuples (ids, names) in a --multi_label run; `extras` are the
-    --extra_columns values, typed while planning."""
+    `label` and `label_text` are tuples (ids, names) in a multi-label run; `extras` are the
+    manifest columns' values (extra_columns), typed while planning."""
 
     relpath: str
     path: str
@@ -96,7 +96,7 @@ class ShardTask:
 
 @dataclass(frozen=True, order=True)
 class RejectLine:
-    """One line of rejects.jsonl: the input's path relative to --input, a code and a detail."""
+    """One line of rejects.jsonl: the input's path relative to the input, a code and a detail."""
 
     path: str
     reason: str
@@ -121,12 +121,12 @@ class RecordFields:
     channels: int
     relpath: str
     sha256: str
-    label: int | tuple[int, ...] | None = None  # a tuple of ids in a --multi_label run
+    label: int | tuple[int, ...] | None = None  # a tuple of ids in a multi-label run
     label_text: str | tuple[str, ...] | None = None
     features: np.ndarray | None = None  # the model's output for this image, any shape
     feature_dtype: str = "float32"  # float32 (FloatList) | float16 (bytes)
-    include_image: bool = True  # False for --features_only
-    extras: tuple[tuple[str, str, Any], ...] = ()  # (column, type, value) of --extra_columns
+    include_image: bool = True  # False for features_only
+    extras: tuple[tuple[str, str, Any], ...] = ()  # (column, type, value) of extra_columns
 
 
 class ShardKey(NamedTuple):
@@ -143,7 +143,7 @@ class ConvertedRecord(NamedTuple):
     shard: ShardKey
     example: bytes
     relpath: str
-    label_text: str | tuple[str, ...] | None  # a tuple of names in a --multi_label run
+    label_text: str | tuple[str, ...] | None  # a tuple of names in a multi-label run
     height: int
     width: int
     source_format: str

@@ -28,6 +28,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import compat
+from beam_tfrecord.settings import ConfigError
 
 if TYPE_CHECKING:
     from apache_beam.io.gcp.gcsio import GcsIO
@@ -40,6 +41,7 @@ __all__ = [
     "check_writable",
     "describe",
     "emulator_host",
+    "problem",
     "read_bytes",
     "thread_client",
     "wants_credentials",
@@ -115,8 +117,13 @@ def read_bytes(path: str) -> bytes:
         return handle.read()
 
 
-class StorageError(ValueError):
-    """A gs:// path that cannot be used, with a message a user can act on."""
+class StorageError(ConfigError):
+    """A gs:// path that cannot be used: `name` is the setting that gave it (`input`, `output`,
+    `manifest`), `problem` what is wrong and what to do."""
+
+    @classmethod
+    def of(cls, setting: str, path: str, error: BaseException) -> StorageError:
+        return cls(setting, problem(path, error))
 
 
 def _root_causes(error: BaseException) -> list[BaseException]:
@@ -154,23 +161,29 @@ def _bucket_missing(bucket: str) -> bool:
     return False
 
 
-def describe(option: str, path: str, error: BaseException) -> str:
-    """One line for a failed gs:// operation: which option, what is wrong, and what to do."""
+def problem(path: str, error: BaseException) -> str:
+    """What is wrong with a failed gs:// operation on `path`, and what to do, in one line (read
+    after the name of the setting that gave the path)."""
     bucket = bucket_of(path)
     for cause in _root_causes(error):
         status = _status(cause)
         if status == 404:
             if _bucket_missing(bucket):
-                return f"{option} {path}: bucket gs://{bucket} does not exist (or is not visible to you)"
-            return f"{option} {path} does not exist"
+                return f"{path}: bucket gs://{bucket} does not exist (or is not visible to you)"
+            return f"{path} does not exist"
         if status in (401, 403):
             return (
-                f"{option} {path}: permission denied on gs://{bucket} ({status}); check the credentials "
+                f"{path}: permission denied on gs://{bucket} ({status}); check the credentials "
                 "(gcloud auth application-default login, or the workers' service account) and that they "
                 "hold a Storage role on the bucket (Object Viewer to read, Object Admin to write)"
             )
     cause = _root_causes(error)[0]
-    return f"{option} {path}: {type(cause).__name__}: {cause}"
+    return f"{path}: {type(cause).__name__}: {cause}"
+
+
+def describe(setting: str, path: str, error: BaseException) -> str:
+    """One line for a failed gs:// operation: which setting, what is wrong, and what to do."""
+    return f"{setting} {problem(path, error)}"
 
 
 def check_writable(option: str, path: str) -> None:
@@ -185,14 +198,14 @@ def check_writable(option: str, path: str) -> None:
     try:
         handle = FileSystems.create(probe, compression_type=CompressionTypes.UNCOMPRESSED)
     except Exception as error:
-        raise StorageError(describe(option, path, error)) from None
+        raise StorageError.of(option, path, error) from None
     try:
         handle.write(b"")
         handle.close()
         FileSystems.delete([probe])
     except Exception as error:
         abandon(handle)
-        raise StorageError(describe(option, path, error)) from None
+        raise StorageError.of(option, path, error) from None
 
 
 def abandon(handle: Any) -> None:

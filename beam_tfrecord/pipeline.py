@@ -13,17 +13,21 @@ from __future__ import annotations
 
 import posixpath
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecord import faults
 from beam_tfrecord.config import ConvertConfig, SourceConfig, summary_options
 from beam_tfrecord.elements import ChangeLine, DuplicateGroup, FinalShard, RejectLine
 from beam_tfrecord.plan import staging
-from beam_tfrecord.plan.planner import LabelSource, plan_inputs
+from beam_tfrecord.plan.listing import InputFile, list_inputs
+from beam_tfrecord.plan.planner import LabelSource, make_plan
+from beam_tfrecord.plan.sharding import ShardSettings
 from beam_tfrecord.plan.staging import StagedPlan
+from beam_tfrecord.settings import ConfigError
 from beam_tfrecord.transforms import (
     CHANGES,
     REJECTS,
@@ -48,15 +52,31 @@ def prepare(
     *,
     overwrite: bool = False,
     parallelism: int = 1,
+    round_robin: bool = False,
     label_source: LabelSource | None = None,
+    files: Sequence[InputFile] | None = None,
+    stage: bool = True,
 ) -> StagedPlan:
     """Everything before the pipeline: list and plan the inputs, clear the output (an earlier
     run's files need `overwrite`), and stage the plan under the output.
 
-    `parallelism`: shard tasks the runner runs at once (see `make_plan`); raises ValueError
-    (e.g. `outputs.OutputInUse`) before anything is written when the run cannot start."""
-    plan = plan_inputs(source, config, label_source, parallelism)
+    `parallelism` (shard tasks the runner runs at once) and `round_robin` (it deals them out in
+    turn) shape the shard counts (plan.sharding.ShardSettings); `files` is a listing already
+    made (the command lists first, to choose its workers by the input's size); `label_source` one
+    already loaded. `stage=False` plans and says where the plan would go, writing nothing and
+    leaving the output as it is (a dry run). Raises ConfigError (`write.outputs.OutputInUse`,
+    `gcs.StorageError` among them) before anything is written when the run cannot start.
+    """
+    shards = ShardSettings(config.num_shards, config.shard_size_mb, parallelism, round_robin)
+    listing = list_inputs(source.input) if files is None else files
+    faults.pause_point("listed")
+    plan = make_plan(listing, source, shards, label_source)
+    if not plan.inputs and not plan.rejects:
+        raise ConfigError("input", f"{source.input} holds no files")
+    if not stage:
+        return staging.locate_plan(plan, config.output)
     outputs.prepare_output(config.output, overwrite)
+    faults.pause_point("cleared")
     return staging.stage_plan(plan, config.output, source)
 
 

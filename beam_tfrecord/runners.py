@@ -126,7 +126,7 @@ def parallelism(options: PipelineOptions) -> int:
     Local: its workers. Dataflow: workers (num_workers, else max_num_workers, else 8) times the
     machine type's vCPUs (one SDK process per vCPU); shards never shrink below a quarter of the
     target size for it (sharding.shard_count). Other runners: 1 (the shard size decides; pass
-    --num_shards to spread a small dataset over a Flink or Spark cluster).
+    num_shards to spread a small dataset over a Flink or Spark cluster).
     """
     if is_local(options):
         direct = options.view_as(DirectOptions)

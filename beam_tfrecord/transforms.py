@@ -41,7 +41,7 @@ from beam_tfrecord.elements import (
 )
 from beam_tfrecord.features.options import FeatureOptions
 from beam_tfrecord.images.inputs import ordered_submit, prepare_input
-from beam_tfrecord.images.normalize import ImageOptions
+from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.write import shardwriter
 from beam_tfrecord.write.metadata import Tally, without_pixels
 from beam_tfrecord.write.records import change_line, finish_record

@@ -25,15 +25,16 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
 from apache_beam.runners.runner import PipelineState
 
-from beam_tfrecord import compat, faults, gcs, runners
+from beam_tfrecord import compat, runners
 from beam_tfrecord.config import ConvertConfig
 from beam_tfrecord.features import keras as features_lib
 from beam_tfrecord.features.options import ModelUnavailable
 from beam_tfrecord.images import quiet
-from beam_tfrecord.pipeline import ImagesToTFRecords
+from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
 from beam_tfrecord.plan import staging
 from beam_tfrecord.plan.listing import list_inputs
-from beam_tfrecord.plan.planner import Plan, plan_files
+from beam_tfrecord.plan.staging import StagedPlan
+from beam_tfrecord.settings import ConfigError
 from beam_tfrecord.write import metadata, outputs
 from pipelines import dry_run
 from pipelines.dataflow_checks import check_dry_run_input, check_remote_run
@@ -44,6 +45,7 @@ from pipelines.options import (
     check_options,
     given_option_names,
     parse_options,
+    usage_text,
 )
 
 __all__ = ["main", "report", "run"]
@@ -54,15 +56,14 @@ _LOGGER = logging.getLogger("pipelines.convert")
 CLEAN_RERUN = "the next run (same command) removes its temporary files and starts clean"
 
 
-def plan_run(settings: RunSettings, options: PipelineOptions, given: set[str]) -> tuple[Plan, ConvertConfig]:
+def plan_run(
+    settings: RunSettings, options: PipelineOptions, given: set[str]
+) -> tuple[StagedPlan, ConvertConfig]:
     """List the input, choose the local workers and their read threads (both depend on its
-    size), plan the shards; returns the plan and the config with those threads."""
+    size), then `prepare` the run (plan, clear the output, stage the plan; a dry run writes
+    nothing); returns the staged plan and the config with those threads."""
     source, config = settings.source, settings.config
-    try:
-        files = list_inputs(source.input)
-    except ValueError as error:
-        raise UsageError(str(error)) from None
-    faults.pause_point("listed")
+    files = list_inputs(source.input)
     if runners.is_local(options):
         local = runners.use_local_runner(options, sum(f.size for f in files), given)
         if "decode_threads" not in given:
@@ -70,13 +71,17 @@ def plan_run(settings: RunSettings, options: PipelineOptions, given: set[str]) -
                 config, read_threads=runners.read_threads(source.input, local.workers)
             )
         config = model_in_one_process(config, local)
-    parallel = runners.parallelism(options)
-    plan = plan_files(
-        files, source, config, settings.label_source, parallel, runners.deals_round_robin(options)
+    staged = prepare(
+        source,
+        config,
+        overwrite=settings.overwrite,
+        parallelism=runners.parallelism(options),
+        round_robin=runners.deals_round_robin(options),
+        label_source=settings.label_source,
+        files=files,
+        stage=not settings.dry_run,
     )
-    if not plan.inputs and not plan.rejects:
-        raise UsageError(f"--input {source.input} holds no files")
-    return plan, config
+    return staged, config
 
 
 def model_in_one_process(config: ConvertConfig, local: runners.LocalWorkers) -> ConvertConfig:
@@ -111,17 +116,16 @@ def run_info(
     }
 
 
-def log_plan(plan: Plan, info: dict[str, object]) -> None:
+def log_plan(staged: StagedPlan, splits: dict[str, float], info: dict[str, object]) -> None:
     """One line on what will run, counting inputs as the final table does."""
-    planned = plan.input_count - len(plan.inputs)
     _LOGGER.info(
         "%d inputs (%d more skipped): %d to read, %d rejected from the listing; splits %s; shards %s",
-        plan.input_count,
-        plan.skipped,
-        len(plan.inputs),
-        planned,
-        plan.splits,
-        staging.describe(plan.shard_counts),
+        staged.input_count,
+        staged.skipped,
+        staged.inputs,
+        staged.rejected,
+        splits,
+        staging.describe(staged.shard_counts),
     )
     workers = f", {info['direct_running_mode']} x {info['workers']}" if info["workers"] else ""
     _LOGGER.info(
@@ -149,23 +153,18 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         check_remote_run(settings, options, local)
         if settings.config.features is not None:
             features_lib.check_weights(settings.config.features, local)
-        plan, config = plan_run(settings, options, given)
-        if not settings.dry_run:  # a dry run writes nothing, and must not list gs:// offline
-            outputs.prepare_output(settings.config.output, settings.overwrite)
-    except (UsageError, outputs.OutputInUse, gcs.StorageError, ModelUnavailable) as error:
-        print(f"error: {error}", file=sys.stderr)
+        interrupts.set_message(lambda: f"interrupted before the pipeline started; {CLEAN_RERUN}")
+        # A dry run plans where a real run would stage, writing nothing (nor listing gs:// output).
+        staged, config = plan_run(settings, options, given)
+    except (ConfigError, UsageError, ModelUnavailable) as error:
+        print(f"error: {usage_text(error)}", file=sys.stderr)
         return 2
-    interrupts.set_message(lambda: f"interrupted before the pipeline started; {CLEAN_RERUN}")
-    faults.pause_point("cleared")
 
     options.view_as(SetupOptions).save_main_session = save_main_session
     info = run_info(settings, config, options, started)
-    log_plan(plan, info)
+    log_plan(staged, dict(settings.source.splits), info)
     if settings.dry_run:
         dry_run.enable(options)
-        staged = staging.locate_plan(plan, config.output)  # where a real run stages it; nothing written
-    else:
-        staged = staging.stage_plan(plan, config.output, settings.source)
     # Local workers count what they read here: the progress line, and what Ctrl-C reports.
     progress_dir = tempfile.mkdtemp(prefix="beam-tfrecord-progress-") if local else None
     pipeline = beam.Pipeline(options=options)

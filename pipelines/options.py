@@ -13,6 +13,7 @@ import argparse
 import dataclasses
 import difflib
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,30 +21,17 @@ from typing import Any
 from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
 
 from beam_tfrecord import gcs
-from beam_tfrecord.config import (
-    COMPRESSIONS,
-    LABEL_SOURCES,
-    SCHEMAS,
-    SINKS,
-    ConfigError,
-    ConvertConfig,
-    SourceConfig,
-    check_feature_options,
-)
+from beam_tfrecord.config import COMPRESSIONS, LABEL_SOURCES, SCHEMAS, SINKS, ConvertConfig, SourceConfig
 from beam_tfrecord.features import keras as features_lib
 from beam_tfrecord.features import options as feature_options
-from beam_tfrecord.images.normalize import (
-    DEFAULT_MAX_FILE_MB,
-    DEFAULT_MAX_PIXELS,
-    IMAGE_FORMATS,
-    RESIZE_MODES,
-    ImageOptions,
-    parse_size,
-)
+from beam_tfrecord.features.options import FeatureOptions
+from beam_tfrecord.images.options import IMAGE_FORMATS, RESIZE_MODES, ImageOptions, parse_size
 from beam_tfrecord.plan.columns import parse_extra_columns
 from beam_tfrecord.plan.planner import LabelSource, label_source_for
 from beam_tfrecord.plan.splits import parse_splits
 from beam_tfrecord.runners import read_threads
+from beam_tfrecord.settings import ConfigError
+from beam_tfrecord.write.outputs import OutputInUse
 
 __all__ = [
     "SAMPLE_INPUT",
@@ -67,6 +55,54 @@ class UsageError(ValueError):
     """A bad option or input, reported as one clear line before any work starts."""
 
 
+# The library's fields whose option has another name; the others are spelled alike (the
+# library speaks of its fields, the command of its options: `usage_text` maps one to the other).
+FIELD_OPTIONS = {
+    "pooling": "feature_pooling",
+    "dtype": "feature_dtype",
+    "precision": "feature_precision",
+    "batch_size": "inference_batch_size",
+    "read_threads": "decode_threads",
+}
+
+
+def option_of(field: str) -> str:
+    """`--feature_pooling` for the field `pooling`, `--input` for `input`."""
+    return "--" + FIELD_OPTIONS.get(field, field)
+
+
+def usage_text(error: Exception) -> str:
+    """An error as the command says it: the setting's option, not the library's field name. The
+    field an error is about leads; other fields it names (`model_weights`, `class_names`: the
+    ones with an underscore, which read as nothing but a field) become options too."""
+    known = set(our_option_names()) | set(FIELD_OPTIONS)
+    if isinstance(error, ConfigError):
+        first, rest = error.name, error.problem
+    else:
+        first, _, rest = str(error).partition(" ")
+        if first not in known:
+            first, rest = "", str(error)
+    rest = _FIELD_WORD.sub(lambda m: option_of(m[1]) if m[1] in known else m[1], rest)
+    text = f"{option_of(first)} {rest}" if first else rest
+    if isinstance(error, OutputInUse):
+        text += "; pass --overwrite to replace them"
+    return text
+
+
+_FIELD_WORD = re.compile(r"(?<![\w/.-])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
+
+
+def default_of(settings: type, field: str) -> Any:
+    """A setting's default, read from the dataclass that declares it: each default is declared
+    once, in the library, and the command's options show it."""
+    for item in dataclasses.fields(settings):
+        if item.name == field:
+            if item.default is not dataclasses.MISSING:
+                return item.default
+            return item.default_factory()  # type: ignore[misc]
+    raise KeyError(f"{settings.__name__} has no field {field!r}")
+
+
 def parse_bool(value: str) -> bool:
     """`true`/`false` (any case), also `1`/`0` and `yes`/`no`, as a Flex Template passes them."""
     lowered = value.strip().lower()
@@ -83,6 +119,11 @@ def _add_flag(group: Any, name: str, help_text: str) -> None:
     group.add_argument(name, nargs="?", const=True, default=False, type=parse_bool, help=help_text)
 
 
+def _splits_text(splits: dict[str, float]) -> str:
+    """{"train": 1.0} -> `train=1`, as --splits is written."""
+    return ",".join(f"{name}={fraction:g}" for name, fraction in splits.items())
+
+
 class ConvertOptions(PipelineOptions):
     """This project's options, declared the way Beam's own are."""
 
@@ -94,7 +135,7 @@ class ConvertOptions(PipelineOptions):
         add("--output", default="output", help="folder for shards, labels.txt, rejects.jsonl, summary.json")
         add(
             "--label_source",
-            default="folder",
+            default=default_of(SourceConfig, "label_source"),
             choices=LABEL_SOURCES,
             help="where each file's class comes from (Beam's --labels are Dataflow job labels)",
         )
@@ -126,8 +167,17 @@ class ConvertOptions(PipelineOptions):
             "a manifest label holds several classes (cat|outdoor, or a JSON array): stored as an int64 list",
         )
         add("--class_names", help="comma-separated class names fixing the label ids (default: sorted names)")
-        add("--splits", default="train=1", help="NAME=FRACTION,... e.g. train=0.8,validation=0.2")
-        add("--split_seed", type=int, default=0, help="seed of the path hash that assigns splits")
+        add(
+            "--splits",
+            default=_splits_text(default_of(SourceConfig, "splits")),
+            help="NAME=FRACTION,... e.g. train=0.8,validation=0.2",
+        )
+        add(
+            "--split_seed",
+            type=int,
+            default=default_of(SourceConfig, "split_seed"),
+            help="seed of the path hash that assigns splits",
+        )
         _add_flag(group, "--stratify", "give every class each split's exact share")
         add(
             "--group_pattern",
@@ -147,27 +197,32 @@ class ConvertOptions(PipelineOptions):
         add(
             "--shard_size_mb",
             type=float,
-            default=128.0,
+            default=default_of(ConvertConfig, "shard_size_mb"),
             help="target shard size when --num_shards is not given",
         )
-        add("--compression", default="none", choices=COMPRESSIONS)
-        add("--image_format", default="original", choices=IMAGE_FORMATS)
-        add("--jpeg_quality", type=int, default=95)
+        add("--compression", default=default_of(ConvertConfig, "compression"), choices=COMPRESSIONS)
+        add("--image_format", default=default_of(ImageOptions, "image_format"), choices=IMAGE_FORMATS)
+        add("--jpeg_quality", type=int, default=default_of(ImageOptions, "jpeg_quality"))
         add("--resize", help="WIDTHxHEIGHT, e.g. 224x224")
-        add("--resize_mode", default="stretch", choices=RESIZE_MODES)
+        add("--resize_mode", default=default_of(ImageOptions, "resize_mode"), choices=RESIZE_MODES)
         add("--channels", type=int, choices=(1, 3), help="force grayscale (1) or RGB (3)")
-        add("--max_pixels", type=int, default=DEFAULT_MAX_PIXELS, help="reject images with more pixels")
+        add(
+            "--max_pixels",
+            type=int,
+            default=default_of(ImageOptions, "max_pixels"),
+            help="reject images with more pixels",
+        )
         add(
             "--max_file_mb",
             type=float,
-            default=DEFAULT_MAX_FILE_MB,
+            default=default_of(ImageOptions, "max_file_mb"),
             help="reject larger files as too_large from their listed size, before reading them",
         )
-        add("--schema", default="tfds", choices=SCHEMAS)
+        add("--schema", default=default_of(ConvertConfig, "schema"), choices=SCHEMAS)
         _add_flag(group, "--overwrite", "replace the shards and metadata of an earlier run")
         add(
             "--sink",
-            default="paths",
+            default=default_of(ConvertConfig, "sink"),
             choices=SINKS,
             help="paths: shards planned on paths, each written whole by one worker (no image bytes "
             "shuffled); beam: Beam's WriteToTFRecord (shuffles every record once)",
@@ -185,27 +240,32 @@ class ConvertOptions(PipelineOptions):
         )
         add(
             "--model_weights",
-            default="imagenet",
+            default=default_of(FeatureOptions, "model_weights"),
             help="--feature_model weights: imagenet (Keras's cache, ~/.keras/models), none (random), "
             "or a weights file (local or gs://)",
         )
         add("--model_path", help="a .keras file or SavedModel folder (local or gs://) whose output is stored")
-        add("--inference_batch_size", type=int, default=32, help="images per model call")
+        add(
+            "--inference_batch_size",
+            type=int,
+            default=default_of(FeatureOptions, "batch_size"),
+            help="images per model call",
+        )
         add(
             "--feature_pooling",
-            default="none",
+            default=default_of(FeatureOptions, "pooling"),
             choices=feature_options.POOLINGS,
             help="pool the spatial axes",
         )
         add(
             "--feature_dtype",
-            default="float32",
+            default=default_of(FeatureOptions, "dtype"),
             choices=feature_options.DTYPES,
             help="float16 is stored as bytes",
         )
         add(
             "--feature_precision",
-            default="float32",
+            default=default_of(FeatureOptions, "precision"),
             choices=feature_options.PRECISIONS,
             help="mixed: --feature_model runs under Keras's mixed_float16 policy (GPU tensor cores); "
             "features are stored as --feature_dtype either way",
@@ -337,7 +397,7 @@ def check_options(options: PipelineOptions) -> RunSettings:
     except UsageError:
         raise
     except ConfigError as error:
-        raise UsageError(f"--{error}") from None
+        raise UsageError(usage_text(error)) from None
     except ValueError as error:
         raise UsageError(str(error)) from None
 
@@ -417,25 +477,30 @@ def _label_source(source: SourceConfig, dry_run: bool) -> LabelSource:
         raise UsageError(gcs.describe("--manifest", path, error)) from None
 
 
-FEATURE_DEFAULTS = {
-    "model_weights": "imagenet",
-    "feature_pooling": "none",
-    "feature_dtype": "float32",
-    "features_only": False,
-    "inference_batch_size": 32,
-    "feature_precision": "float32",
-    "model_copies": None,
+# The options that only a feature model reads: each option's dest -> FeatureOptions' field.
+FEATURE_FIELDS = {
+    "model_weights": "model_weights",
+    "feature_pooling": "pooling",
+    "feature_dtype": "dtype",
+    "features_only": "features_only",
+    "inference_batch_size": "batch_size",
+    "feature_precision": "precision",
+    "model_copies": "model_copies",
 }
 
 
 def _feature_options(ns: ConvertOptions) -> feature_options.FeatureOptions | None:
     """The feature model's options, or None when no model is asked for (and none of its options)."""
     if not ns.feature_model and not ns.model_path:
-        given = [name for name, default in FEATURE_DEFAULTS.items() if getattr(ns, name) != default]
+        given = [
+            name
+            for name, field in FEATURE_FIELDS.items()
+            if getattr(ns, name) != default_of(feature_options.FeatureOptions, field)
+        ]
         if given:
             raise UsageError(f"--{given[0]} needs --feature_model or --model_path")
         return None
-    options = feature_options.FeatureOptions(
+    options = feature_options.FeatureOptions(  # checks itself: a contradiction comes first
         feature_model=ns.feature_model,
         model_weights=ns.model_weights,
         model_path=ns.model_path,
@@ -446,7 +511,6 @@ def _feature_options(ns: ConvertOptions) -> feature_options.FeatureOptions | Non
         precision=ns.feature_precision,
         model_copies=ns.model_copies,
     )
-    check_feature_options(options)  # before looking for files: a contradiction comes first
     model_path = ns.model_path
     if model_path and "://" not in model_path:
         if not os.path.exists(model_path):

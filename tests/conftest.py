@@ -52,3 +52,21 @@ def pets_tree(tmp_path):
     root = tmp_path / "pets"
     write_tree(root, files)
     return root
+
+
+def plan_listing(listing, label_source, splits, *, num_shards=None, shard_size_mb=128.0, **source):
+    """`make_plan` over a listing with a LabelSource already made (a compiled pattern, a loaded
+    manifest), the rest of the SourceConfig from keyword arguments (`class_names`,
+    `group_pattern`, `extra_columns`, `stratify`, `dedupe`, ...)."""
+    from beam_tfrecord.plan.planner import make_plan
+    from beam_tfrecord.plan.sharding import ShardSettings
+    from beam_tfrecord.plan.source import SourceConfig
+
+    needs = {"filename": {"label_pattern": "(.*)"}, "manifest": {"manifest": "manifest.csv"}}
+    config = SourceConfig(
+        input="in",
+        label_source=label_source.mode,
+        splits=splits,
+        **{**needs.get(label_source.mode, {}), **source},
+    )
+    return make_plan(listing, config, ShardSettings(num_shards, shard_size_mb), label_source)

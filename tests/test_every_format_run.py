@@ -14,7 +14,7 @@ from test_formats import GOOD, REFUSED
 
 from beam_tfrecord.elements import PlannedInput, RejectLine
 from beam_tfrecord.images.inputs import prepare_input
-from beam_tfrecord.images.normalize import ImageOptions
+from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.write.records import change_line, convert_input
 
 BIG = 3_000_000  # bytes of a file over --max_file_mb 2 (the largest picture, the ICNS, is 1 MB)
@@ -41,7 +41,7 @@ def test_every_format_in_one_run(tmp_path, capsys):
         assert (
             rejected[f"gallery/{name}"][0] == "unsupported_format" and why in rejected[f"gallery/{name}"][1]
         )
-    assert rejected["odd/movie.mp4"] == ("too_large", "3.0 MB is over --max_file_mb=2")
+    assert rejected["odd/movie.mp4"] == ("too_large", "3.0 MB is over max_file_mb (2 MB)")
     assert rejected["odd/broken_deflate.tif"][0] == "corrupt"
 
     changes = {
@@ -73,7 +73,7 @@ def test_a_file_over_max_file_mb_is_rejected_before_it_is_read(tmp_path):
     options = ImageOptions(max_file_mb=1)
     missing = PlannedInput("a.tif", str(tmp_path / "gone.tif"), size=2_000_001, split="train")
     assert prepare_input(missing, options) == RejectLine(
-        "a.tif", "too_large", "2.0 MB is over --max_file_mb=1"
+        "a.tif", "too_large", "2.0 MB is over max_file_mb (1 MB)"
     )
     grown = tmp_path / "grown.jpg"  # listed small, larger by the time it is read
     grown.write_bytes(imagegen.jpeg() + b"\0" * 1_000_000)

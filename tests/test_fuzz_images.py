@@ -14,7 +14,8 @@ import tensorflow as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from beam_tfrecord.images.normalize import ImageOptions, Reject, encode_for_tensorflow
+from beam_tfrecord.images.normalize import Reject, encode_for_tensorflow
+from beam_tfrecord.images.options import ImageOptions
 
 GALLERY = imagegen.every_format()
 SEEDS = {

@@ -28,7 +28,7 @@ from outputcheck import read_records
 from beam_tfrecord import compat, gcs, names
 from beam_tfrecord.elements import PlannedInput, RejectLine
 from beam_tfrecord.images import inputs as records
-from beam_tfrecord.images.normalize import ImageOptions
+from beam_tfrecord.images.options import ImageOptions
 
 
 @pytest.fixture(scope="module")

@@ -87,7 +87,7 @@ def test_a_mixed_run_records_its_precision(tmp_path):
         (["--model_copies", "1"], "--model_copies needs --feature_model"),
         (
             ["--model_path", __file__, "--feature_precision", "mixed"],
-            "--feature_precision is for feature_model",
+            "--feature_precision is for --feature_model",
         ),
         (["--feature_model", "efficientnet_b0", "--model_copies", "-1"], "--model_copies must be 0"),
     ],

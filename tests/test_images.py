@@ -11,7 +11,8 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
-from beam_tfrecord.images.normalize import ImageOptions, Reject, encode_for_tensorflow, parse_size
+from beam_tfrecord.images.normalize import Reject, encode_for_tensorflow
+from beam_tfrecord.images.options import ImageOptions, parse_size
 
 OPTIONS = ImageOptions(max_pixels=imagegen.BAD_INPUT_MAX_PIXELS)
 CASES = {k: v for k, v in imagegen.BAD_INPUT_OUTCOMES.items() if v[1] != "skipped"}

@@ -7,12 +7,13 @@ import re
 from collections import Counter
 
 import pytest
+from conftest import plan_listing
 
 from beam_tfrecord.elements import PlannedInput, ShardTask
 from beam_tfrecord.plan import columns as columns_lib
 from beam_tfrecord.plan import labels, splits
 from beam_tfrecord.plan.listing import InputFile
-from beam_tfrecord.plan.planner import LabelSource, make_plan
+from beam_tfrecord.plan.planner import LabelSource
 
 
 def files(*relpaths: str, size: int = 1000) -> list[InputFile]:
@@ -96,7 +97,7 @@ def test_plan_rejects_from_the_listing_and_counts_shards():
     listing = files(
         "cat/1.jpg", "cat/2.jpg", "dog/1.jpg", "loose.jpg", ".DS_Store", "dog/.x.jpg", size=3 << 20
     )
-    plan = make_plan(listing, LabelSource("folder"), {"train": 1.0}, shard_size_mb=4)
+    plan = plan_listing(listing, LabelSource("folder"), {"train": 1.0}, shard_size_mb=4)
     assert [i.relpath for i in plan.inputs] == ["cat/1.jpg", "cat/2.jpg", "dog/1.jpg"]
     assert [(r.path, r.reason) for r in plan.rejects] == [
         (".DS_Store", "skipped"),
@@ -110,18 +111,18 @@ def test_plan_rejects_from_the_listing_and_counts_shards():
 
 
 def test_plan_with_fixed_classes_rejects_unknown_ones():
-    plan = make_plan(
+    plan = plan_listing(
         files("cat/1.jpg", "dog/1.jpg", "fox/1.jpg"),
         LabelSource("folder"),
         {"train": 1.0},
-        fixed_class_names=["dog", "cat"],
+        class_names=["dog", "cat"],
     )
     assert {i.relpath: i.label for i in plan.inputs} == {"cat/1.jpg": 1, "dog/1.jpg": 0}
     assert [(r.path, r.reason) for r in plan.rejects] == [("fox/1.jpg", "unknown_class")]
 
 
 def test_unlabeled_plan_has_no_classes_and_fixed_shards():
-    plan = make_plan(
+    plan = plan_listing(
         files("a.jpg", "b/c.jpg"), LabelSource("none"), {"train": 0.5, "test": 0.5}, num_shards=3
     )
     assert plan.class_names is None
@@ -131,7 +132,7 @@ def test_unlabeled_plan_has_no_classes_and_fixed_shards():
 
 def test_filename_labels_in_a_plan():
     source = LabelSource("filename", pattern=re.compile(r"^(cat|dog)\."))
-    plan = make_plan(files("cat.1.jpg", "dog.2.jpg", "x.jpg"), source, {"train": 1.0})
+    plan = plan_listing(files("cat.1.jpg", "dog.2.jpg", "x.jpg"), source, {"train": 1.0})
     assert [(i.relpath, i.label_text) for i in plan.inputs] == [("cat.1.jpg", "cat"), ("dog.2.jpg", "dog")]
     assert plan.rejects[0].reason == "unlabeled"
 
@@ -154,11 +155,11 @@ def test_a_group_never_straddles_two_splits_and_unmatched_files_are_counted():
     """36 groups of 3 related pictures (`p007_0.jpg`, ...) at 50/50: each group lands whole in
     one split; files the pattern does not match keep their own path hash and are counted."""
     names = [f"p{p:03d}_{k}.jpg" for p in range(36) for k in range(3)] + ["loose_1.jpg", "loose_2.jpg"]
-    plan = make_plan(
+    plan = plan_listing(
         files(*names),
         LabelSource("none"),
         {"train": 0.5, "validation": 0.5},
-        group_pattern=re.compile(r"^(p\d+)_"),
+        group_pattern=r"^(p\d+)_",
     )
     split_of = {i.relpath: i.split for i in plan.inputs}
     for p in range(36):
@@ -167,7 +168,7 @@ def test_a_group_never_straddles_two_splits_and_unmatched_files_are_counted():
     assert plan.grouping.source == "group_pattern"
     assert (plan.grouping.groups, plan.grouping.grouped_files, plan.grouping.without_group) == (36, 108, 2)
     # Without the pattern, the same groups straddle the splits: this is the leak the option closes.
-    loose = make_plan(files(*names), LabelSource("none"), {"train": 0.5, "validation": 0.5})
+    loose = plan_listing(files(*names), LabelSource("none"), {"train": 0.5, "validation": 0.5})
     by_path = {i.relpath: i.split for i in loose.inputs}
     assert any(len({by_path[f"p{p:03d}_{k}.jpg"] for k in range(3)}) == 2 for p in range(36))
 
@@ -200,13 +201,13 @@ def test_a_manifest_as_users_write_it_groups_and_a_manifest_inside_input(tmp_pat
     )
     manifest = labels.Manifest.load(path, labels.ManifestColumns(path="ID", label="breed"))
     listing = [*files("1.jpg", "2.jpg", "3.jpg"), InputFile("labels.csv", path, 50)]
-    plan = make_plan(listing, LabelSource("manifest", manifest=manifest), {"train": 0.5, "test": 0.5})
+    plan = plan_listing(listing, LabelSource("manifest", manifest=manifest), {"train": 0.5, "test": 0.5})
     assert [(r.path, r.reason) for r in plan.rejects] == [("labels.csv", "skipped")]
     assert {i.relpath: i.label_text for i in plan.inputs} == {"1.jpg": "cat", "2.jpg": "dog", "3.jpg": "cat"}
     assert len({i.split for i in plan.inputs if i.relpath in ("1.jpg", "2.jpg")}) == 1  # group x
     assert (plan.grouping.source, plan.grouping.groups, plan.grouping.without_group) == ("manifest", 1, 1)
     assert plan.manifest_unmatched == ["9"]
-    with pytest.raises(ValueError, match=r"--manifest_label_column species: .* found id, breed, group"):
+    with pytest.raises(ValueError, match=r"manifest_label_column species: .* found id, breed, group"):
         labels.Manifest.load(path, labels.ManifestColumns(label="species"))
 
 
@@ -221,7 +222,7 @@ def test_extra_columns_are_typed_while_planning_and_bad_values_are_rejects(tmp_p
     )
     columns = columns_lib.parse_extra_columns("caption,score:float,year:int,tags:str_list,boxes:int_list")
     manifest = labels.Manifest.load(path, labels.ManifestColumns(extra=tuple(c.name for c in columns)))
-    plan = make_plan(
+    plan = plan_listing(
         files("a.jpg", "b.jpg", "c.jpg", "d.jpg"),
         LabelSource("manifest", manifest=manifest),
         {"train": 1.0},
@@ -240,13 +241,13 @@ def test_extra_columns_are_typed_while_planning_and_bad_values_are_rejects(tmp_p
         "c.jpg": ("bad_manifest_value", "column score: 'high' is not a float"),
         "d.jpg": ("bad_manifest_value", "column year: '20.5' is not an int"),
     }
-    with pytest.raises(ValueError, match="--extra_columns names caption, which --manifest"):
+    with pytest.raises(ValueError, match="extra_columns names caption, which the manifest"):
         labels.Manifest.load(
             write_manifest(tmp_path / "n.csv", "path,label", "a.jpg,cat"),
             labels.ManifestColumns(extra=("caption",)),
         )
     for bad in ("Caption", "label", "x:date", "a,a"):
-        with pytest.raises(ValueError, match="--extra_columns"):
+        with pytest.raises(ValueError, match="extra_columns"):
             columns_lib.parse_extra_columns(bad)
 
 
@@ -269,25 +270,25 @@ def test_multi_labels_store_every_class_id(tmp_path, suffix):
     else:
         path.write_text("".join(json.dumps({"path": k, "label": v}) + "\n" for k, v in rows))
     manifest = labels.Manifest.load(str(path), labels.ManifestColumns(multi_label=True))
-    plan = make_plan(
+    plan = plan_listing(
         files("a.jpg", "b.jpg", "c.jpg"),
         LabelSource("manifest", manifest=manifest),
         {"train": 1.0},
-        fixed_class_names=["cat", "dog", "outdoor"],
+        class_names=["cat", "dog", "outdoor"],
     )
     assert {i.relpath: (i.label, i.label_text) for i in plan.inputs} == {
         "a.jpg": ((0, 2), ("cat", "outdoor")),
         "b.jpg": ((1,), ("dog",)),
     }
     assert [(r.path, r.reason, r.detail) for r in plan.rejects] == [
-        ("c.jpg", "unknown_class", "class 'fox' is not in --class_names")
+        ("c.jpg", "unknown_class", "class 'fox' is not in class_names")
     ]
     # --class_names in another order: ids and names still pair up, position by position.
-    reordered = make_plan(
+    reordered = plan_listing(
         files("a.jpg"),
         LabelSource("manifest", manifest=manifest),
         {"train": 1.0},
-        fixed_class_names=["outdoor", "cat"],
+        class_names=["outdoor", "cat"],
     )
     (item,) = reordered.inputs
     assert (item.label, item.label_text) == ((0, 1), ("outdoor", "cat"))
@@ -302,7 +303,7 @@ def test_dedupe_keeps_the_smallest_path_whatever_the_listing_order(tmp_path):
         listing.append(InputFile(relpath, str(tmp_path / relpath), len(data)))
     listing.append(InputFile("a/gone.jpg", str(tmp_path / "a/gone.jpg"), 4))  # unreadable: never a copy
     plans = [
-        make_plan(order, LabelSource("folder"), {"train": 0.5, "test": 0.5}, dedupe=True)
+        plan_listing(order, LabelSource("folder"), {"train": 0.5, "test": 0.5}, dedupe=True)
         for order in (listing, listing[::-1])
     ]
     by_path = [sorted(plan.inputs, key=lambda i: i.relpath) for plan in plans]

@@ -207,7 +207,7 @@ def test_columns_multi_labels_and_groups_through_the_reusable_transform(tmp_path
 
 def test_the_summary_shows_each_splits_share_against_the_asked_fraction():
     """The new user's run: 150 files at 80/20, validation got 28. The table says how far that is
-    from 20% and what hash splits promise at this size; the warning names --stratify."""
+    from 20% and what hash splits promise at this size; the warning names stratify."""
     facts = PlanFacts(
         listed=150,
         class_names=["cat", "dog"],
@@ -220,7 +220,7 @@ def test_the_summary_shows_each_splits_share_against_the_asked_fraction():
     assert summary_["splits"]["validation"]["share"] == 0.1867
     table = format_table(summary_)
     assert "28 records in 0 shards, 0.0 MB; 18.7% of records (asked 20.0%, hash: ±6.5%)" in table
-    assert any("--stratify gives exact shares" in w for w in summary_["warnings"])
+    assert any("stratify gives exact shares" in w for w in summary_["warnings"])
     tally.records.update({"train": -2, "validation": 2})  # 120/30: what --stratify gives
     exact = build_summary(facts, [], tally, [], {"stratify": True}, {})
     assert "20.0% of records (asked 20.0%, stratified)" in format_table(exact)

@@ -17,7 +17,7 @@ from outputcheck import read_records, rejects, summary
 
 from beam_tfrecord.elements import ConvertedRecord, PlannedInput, RejectLine
 from beam_tfrecord.images import inputs as records
-from beam_tfrecord.images.normalize import ImageOptions
+from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.write.records import convert_input
 
 LONG_DIR = "/".join(["d" * 200] * 14)  # about 2,800 characters; Linux allows 4,096 in a path

@@ -14,14 +14,16 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FILES, CLASSES = 100_000, 100
 MEASURE = """
 import json, sys
+from conftest import plan_listing
+
 from beam_tfrecord.plan.listing import list_inputs
-from beam_tfrecord.plan.planner import LabelSource, make_plan, shard_tasks
+from beam_tfrecord.plan.planner import LabelSource, shard_tasks
 def peak_mb():  # VmHWM, not ru_maxrss: that one keeps the forking parent's peak across exec
     line = next(l for l in open("/proc/self/status") if l.startswith("VmHWM:"))
     return int(line.split()[1]) / 1024
 before = peak_mb()
 files = list_inputs(sys.argv[1])
-plan = make_plan(files, LabelSource("folder"), {"train": 0.8, "test": 0.2}, num_shards=64)
+plan = plan_listing(files, LabelSource("folder"), {"train": 0.8, "test": 0.2}, num_shards=64)
 tasks = shard_tasks(plan)
 print(json.dumps({"files": len(files), "tasks": len(tasks), "before_mb": before, "peak_mb": peak_mb()}))
 """

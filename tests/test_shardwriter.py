@@ -11,13 +11,14 @@ from pathlib import Path
 
 import imagegen
 import pytest
+from conftest import plan_listing
 from outputcheck import read_records
 
 from beam_tfrecord.elements import RejectLine, ShardKey
 from beam_tfrecord.images.inputs import ordered_map
-from beam_tfrecord.images.normalize import ImageOptions
+from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.plan.listing import InputFile
-from beam_tfrecord.plan.planner import LabelSource, make_plan, shard_tasks
+from beam_tfrecord.plan.planner import LabelSource, shard_tasks
 from beam_tfrecord.write import shardwriter
 from beam_tfrecord.write.messages import Example
 from beam_tfrecord.write.records import convert_input
@@ -25,7 +26,7 @@ from beam_tfrecord.write.records import convert_input
 
 def test_shard_tasks_cover_every_input_once_balanced_by_bytes():
     listing = [InputFile(f"c/{i}.jpg", f"/x/c/{i}.jpg", 1000 + (i % 7) * 100) for i in range(200)]
-    plan = make_plan(listing, LabelSource("folder"), {"train": 0.5, "test": 0.5}, num_shards=4)
+    plan = plan_listing(listing, LabelSource("folder"), {"train": 0.5, "test": 0.5}, num_shards=4)
     tasks = shard_tasks(plan)
     assert [(t.split, t.index, t.count) for t in tasks] == [
         (s, i, 4) for s in ("train", "test") for i in range(4)
@@ -35,7 +36,7 @@ def test_shard_tasks_cover_every_input_once_balanced_by_bytes():
     for split in ("train", "test"):
         sizes = [sum(i.size for i in t.inputs) for t in tasks if t.split == split]
         assert max(sizes) - min(sizes) <= 1600
-    assert tasks == shard_tasks(make_plan(listing[::-1], LabelSource("folder"), plan.splits, num_shards=4))
+    assert tasks == shard_tasks(plan_listing(listing[::-1], LabelSource("folder"), plan.splits, num_shards=4))
 
 
 def test_ordered_map_keeps_order_and_bounds_work_in_flight():
@@ -68,7 +69,7 @@ def write_plan(tmp_path, files: dict[str, bytes], num_shards: int, compression: 
     """Convert and write every shard task of a plan the way the sink's DoFn does, in one ShardFiles."""
     imagegen.write_tree(tmp_path / "in", files)
     listing = [InputFile(r, str(tmp_path / "in" / r), len(d)) for r, d in sorted(files.items())]
-    plan = make_plan(listing, LabelSource("folder"), {"train": 1.0}, num_shards=num_shards)
+    plan = plan_listing(listing, LabelSource("folder"), {"train": 1.0}, num_shards=num_shards)
     out = tmp_path / "out"
     writer = shardwriter.ShardFiles(str(out / ".temp-beam-tfrecord-test"), compression)
     outcomes = []
@@ -140,7 +141,7 @@ def test_records_of_a_closed_shard_fail_loudly(tmp_path):
     writer = shardwriter.ShardFiles(str(tmp_path / "temp"))
     writer.write(ShardKey("train", 0, 2), b"a")
     writer.write(ShardKey("train", 1, 2), b"b")
-    with pytest.raises(RuntimeError, match="use --sink beam"):
+    with pytest.raises(RuntimeError, match="use the beam sink"):
         writer.write(ShardKey("train", 0, 2), b"c")
 
 

@@ -15,7 +15,7 @@ from conftest import local_pipeline
 import beam_tfrecord
 from beam_tfrecord.config import ConvertConfig, SourceConfig
 from beam_tfrecord.elements import PlannedInput, RejectLine, ShardTask
-from beam_tfrecord.images.normalize import ImageOptions
+from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
 from beam_tfrecord.plan.staging import PlanFacts
 from beam_tfrecord.transforms import REJECTS, BuildRecordFn, ReadShardFn, TallyFn

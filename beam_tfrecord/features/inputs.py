@@ -78,7 +78,7 @@ class LoadedModel:
 def model_input(encoded: bytes, height: int, width: int) -> np.ndarray:
     """What the model sees: the stored image as RGB uint8 resized (stretched) to its input size.
 
-    Taken from the stored bytes, so --resize and re-encoding apply to it as to training, and the
+    Taken from the stored bytes, so a resize and re-encoding apply to it as to training, and the
     stored image itself never changes for the model. JPEGs decode at a reduced scale first.
     """
     image = Image.open(io.BytesIO(encoded))

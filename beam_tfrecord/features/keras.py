@@ -86,15 +86,15 @@ def check_weights(options: FeatureOptions, local: bool) -> None:
     if options.model_weights == "imagenet":
         if local and not os.path.exists(keras_cache_path(backbone.weights_file)):
             raise ModelUnavailable(
-                f"--model_weights imagenet: {backbone.weights_file} is not in Keras's cache "
+                f"model_weights imagenet: {backbone.weights_file} is not in Keras's cache "
                 f"({keras_cache_path(backbone.weights_file)}) and this run does not download it. "
                 f"Fetch {backbone.weights_url} on a machine with network and pass "
-                f"--model_weights /path/to/{backbone.weights_file} (or copy it into the cache), "
-                "or use --model_weights none for random weights"
+                f"model_weights /path/to/{backbone.weights_file} (or copy it into the cache), "
+                "or use model_weights none for random weights"
             )
         return
     if "://" not in options.model_weights and not os.path.isfile(options.model_weights):
-        raise ModelUnavailable(f"--model_weights {options.model_weights} is not a file")
+        raise ModelUnavailable(f"model_weights {options.model_weights} is not a file")
 
 
 def _compile(fn: Callable[[Any], Any], height: int, width: int) -> LoadedModel:
@@ -182,10 +182,10 @@ def load_saved(path: str) -> LoadedModel:
     loaded = tf.saved_model.load(local)
     signature = loaded.signatures.get("serving_default")
     if signature is None:
-        raise ModelUnavailable(f"--model_path {path}: the SavedModel has no serving_default signature")
+        raise ModelUnavailable(f"model_path {path}: the SavedModel has no serving_default signature")
     inputs = signature.structured_input_signature[1]
     if len(inputs) != 1:
-        raise ModelUnavailable(f"--model_path {path}: expected one input, found {sorted(inputs)}")
+        raise ModelUnavailable(f"model_path {path}: expected one input, found {sorted(inputs)}")
     ((name, spec),) = inputs.items()
     height, width = _spatial_size(tuple(spec.shape.as_list()), path)
     output_names = sorted(signature.structured_outputs)

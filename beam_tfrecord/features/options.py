@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from beam_tfrecord.settings import ConfigError, check_choice
+
 __all__ = ["DTYPES", "POOLINGS", "PRECISIONS", "FeatureOptions", "ModelUnavailable"]
 
 POOLINGS = ("none", "avg", "max")
@@ -33,3 +35,22 @@ class FeatureOptions:
     # Models per machine, shared by all its worker processes (RunInference's model_copies);
     # 0: one model in every worker process; None: 1 on a machine with a GPU, else 0.
     model_copies: int | None = None
+
+    def __post_init__(self) -> None:
+        """Settings that cannot work fail here, before any file is looked at."""
+        if bool(self.feature_model) == bool(self.model_path):
+            raise ConfigError("feature_model", "and model_path exclude each other: give exactly one")
+        if self.model_path and self.model_weights != "imagenet":
+            raise ConfigError("model_weights", "is for feature_model; a model_path model holds its weights")
+        check_choice("pooling", self.pooling, POOLINGS)
+        check_choice("dtype", self.dtype, DTYPES)
+        check_choice("precision", self.precision, PRECISIONS)
+        if self.precision != "float32" and self.model_path:
+            raise ConfigError(
+                "precision",
+                "is for feature_model; a model_path model runs in the precision it was saved with",
+            )
+        if self.batch_size < 1:
+            raise ConfigError("batch_size", "must be at least 1")
+        if self.model_copies is not None and self.model_copies < 0:
+            raise ConfigError("model_copies", "must be 0 (one model per worker process) or more")

@@ -9,4 +9,4 @@ re-encode), `formats` (which formats are accepted or refused), `modes` (every pi
 RGB), `quiet` (decoder chatter kept off the terminal).
 """
 
-__all__ = ["formats", "inputs", "modes", "normalize", "quiet"]
+__all__ = ["formats", "inputs", "modes", "normalize", "options", "quiet"]

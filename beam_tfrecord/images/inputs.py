@@ -12,7 +12,8 @@ from typing import TypeVar
 
 from beam_tfrecord import gcs
 from beam_tfrecord.elements import PendingRecord, PlannedInput, RecordFields, RejectLine, ShardKey
-from beam_tfrecord.images.normalize import ImageOptions, Reject, encode_for_tensorflow
+from beam_tfrecord.images.normalize import Reject, encode_for_tensorflow
+from beam_tfrecord.images.options import ImageOptions
 
 __all__ = ["ordered_map", "ordered_submit", "prepare_input", "read_bytes"]
 
@@ -81,7 +82,7 @@ def prepare_input(
 
 def _too_big(relpath: str, size: int, image_options: ImageOptions) -> RejectLine:
     """Known from the file's size alone: its bytes are never read."""
-    detail = f"{size / 1e6:.1f} MB is over --max_file_mb={image_options.max_file_mb:g}"
+    detail = f"{size / 1e6:.1f} MB is over max_file_mb ({image_options.max_file_mb:g} MB)"
     return RejectLine(relpath, "too_large", detail)
 
 

@@ -17,20 +17,15 @@ from dataclasses import dataclass
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from beam_tfrecord.images import formats, modes
+from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.images.quiet import captured_stderr
 
 __all__ = [
     "CHANGE_REASONS",
-    "DEFAULT_MAX_FILE_MB",
-    "DEFAULT_MAX_PIXELS",
-    "IMAGE_FORMATS",
-    "RESIZE_MODES",
     "RUN_WIDE_REASONS",
     "EncodedImage",
-    "ImageOptions",
     "Reject",
     "encode_for_tensorflow",
-    "parse_size",
 ]
 
 # Source formats whose lossy pixels are re-encoded as JPEG; everything else becomes PNG.
@@ -40,14 +35,11 @@ QUIET_FORMATS = ("JPEG", "PNG")
 # Icon formats hold one picture in several sizes; Pillow opens the largest.
 ICON_FORMATS = ("ICO", "CUR", "ICNS")
 EXIF_ORIENTATION = 0x0112
-DEFAULT_MAX_PIXELS = 100_000_000
-# A file's bytes are read whole into memory; a larger file is rejected from its listed size.
-# 1 GB holds any picture under the pixel limit at 8 bytes a pixel (16-bit RGBA, uncompressed).
-DEFAULT_MAX_FILE_MB = 1024.0
+DEFAULT_OPTIONS = ImageOptions()  # keep the source bytes where TensorFlow decodes them
 # Why a stored image differs from its file, or its file from its name: changes.jsonl's reasons.
 CHANGE_REASONS: dict[str, str] = {
     "format": "the source format is not one TensorFlow decodes as stored, so it is stored as JPEG or PNG",
-    "format_forced": "--image_format asked for another format",
+    "format_forced": "image_format asked for another format",
     "wrong_extension": "the file's extension names another format (the bytes are kept if they can be)",
     "cmyk": "CMYK converted to RGB",
     "high_bit_depth": "16-bit, 32-bit or float pixels scaled to 8 bits",
@@ -56,15 +48,13 @@ CHANGE_REASONS: dict[str, str] = {
     "mode": "another pixel mode (1-bit, LAB, YCbCr, ...) converted to grayscale or RGB",
     "exif_rotation": "the EXIF orientation applied to the pixels",
     "frames_dropped": "only the first frame (the largest size of an icon) kept",
-    "resized": "--resize",
-    "channels": "--channels",
+    "resized": "resized as the resize setting asks",
+    "channels": "converted to the channels setting's count",
     "jpeg_end_missing": "a JPEG without its end marker, which TensorFlow refuses",
 }
 # Reasons an option gives every record: counted, but alone they do not make a changes.jsonl line
-# (with --resize every record would have one, and the file would say nothing).
+# (with a resize every record would have one, and the file would say nothing).
 RUN_WIDE_REASONS = ("format_forced", "resized", "channels")
-IMAGE_FORMATS = ("original", "jpeg", "png")  # ImageOptions.image_format
-RESIZE_MODES = ("stretch", "crop", "pad")  # ImageOptions.resize_mode
 
 
 class Reject(Exception):
@@ -74,23 +64,6 @@ class Reject(Exception):
         super().__init__(f"{reason}: {detail}")
         self.reason = reason
         self.detail = detail
-
-
-@dataclass(frozen=True)
-class ImageOptions:
-    """How the stored image may differ from the source; the defaults keep source bytes."""
-
-    image_format: str = "original"  # original | jpeg | png
-    jpeg_quality: int = 95
-    resize: tuple[int, int] | None = None  # (width, height)
-    resize_mode: str = "stretch"  # stretch | crop | pad
-    max_pixels: int = DEFAULT_MAX_PIXELS
-    channels: int | None = None  # None keeps grayscale grayscale; 1 or 3 forces
-    max_file_mb: float = DEFAULT_MAX_FILE_MB  # larger files are rejected before they are read
-
-    @property
-    def max_file_bytes(self) -> int:
-        return int(self.max_file_mb * 1_000_000)
 
 
 @dataclass(frozen=True)
@@ -108,19 +81,8 @@ class EncodedImage:
     changes: tuple[str, ...] = ()  # CHANGE_REASONS codes, in that order
 
 
-def parse_size(text: str) -> tuple[int, int]:
-    """`"224x224"` -> (224, 224); width first, as people write it."""
-    try:
-        width, height = (int(part) for part in text.lower().split("x"))
-    except ValueError:
-        raise ValueError(f"size must look like WIDTHxHEIGHT, e.g. 224x224, not {text!r}") from None
-    if width <= 0 or height <= 0:
-        raise ValueError(f"size must be positive, not {text!r}")
-    return width, height
-
-
 def encode_for_tensorflow(
-    data: bytes, options: ImageOptions = ImageOptions(), *, name: str | None = None
+    data: bytes, options: ImageOptions = DEFAULT_OPTIONS, *, name: str | None = None
 ) -> EncodedImage:
     """Decode `data` in full and return bytes TensorFlow decodes, or raise `Reject`.
 
@@ -133,7 +95,7 @@ def encode_for_tensorflow(
     if width * height > options.max_pixels:
         raise Reject(
             "too_large",
-            f"{width}x{height} = {width * height} pixels is over --max_pixels={options.max_pixels}",
+            f"{width}x{height} = {width * height} pixels is over max_pixels ({options.max_pixels})",
         )
     if source_format == "PNG":
         _check_png_chunks(data)
@@ -372,7 +334,7 @@ def _resize(image: Image.Image, size: tuple[int, int], mode: str) -> Image.Image
 
 
 def _target_format(source_format: str, options: ImageOptions, lossless: bool = False) -> str:
-    """Lossy sources become JPEG and lossless ones PNG, unless --image_format says otherwise."""
+    """Lossy sources become JPEG and lossless ones PNG, unless image_format says otherwise."""
     if options.image_format in ("jpeg", "png"):
         return options.image_format
     return "jpeg" if source_format in LOSSY_FORMATS and not lossless else "png"

@@ -18,6 +18,7 @@ __all__ = [
     "listing",
     "planner",
     "sharding",
+    "source",
     "splits",
     "staging",
 ]

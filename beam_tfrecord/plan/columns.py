@@ -1,4 +1,4 @@
-"""Manifest columns stored in each record (`--extra_columns NAME[:TYPE],...`): their types, how a
+"""Manifest columns stored in each record (`extra_columns`, `NAME[:TYPE],...`): their types, how a
 manifest value parses as its type (the key each one gets is `keys.extra_key`'s).
 
 A value is parsed on the launcher, while planning, so a bad one is a `bad_manifest_value` reject
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from beam_tfrecord.keys import reserved_names
+from beam_tfrecord.settings import ConfigError
 
 __all__ = [
     "COLUMN_TYPES",
@@ -65,15 +66,15 @@ def parse_extra_columns(text: str) -> tuple[ExtraColumn, ...]:
         name, _, kind = part.strip().partition(":")
         name, kind = name.strip(), kind.strip() or "str"
         if not NAME.match(name):
-            raise ValueError(f"--extra_columns: {name!r} is not a lower-case name (a-z, 0-9, _)")
+            raise ConfigError("extra_columns", f"{name!r} is not a lower-case name (a-z, 0-9, _)")
         if name in RESERVED_NAMES:
-            raise ValueError(f"--extra_columns: {name!r} is a key the records already use")
+            raise ConfigError("extra_columns", f"{name!r} is a key the records already use")
         if kind not in COLUMN_TYPES:
             raise ValueError(
-                f"--extra_columns: {name}:{kind}: the type must be one of {', '.join(COLUMN_TYPES)}"
+                "extra_columns", f"{name}:{kind}: the type must be one of {', '.join(COLUMN_TYPES)}"
             )
         if any(c.name == name for c in columns):
-            raise ValueError(f"--extra_columns names {name} twice")
+            raise ConfigError("extra_columns", f"names {name} twice")
         columns.append(ExtraColumn(name, kind))  # type: ignore[arg-type]
     return tuple(columns)
 

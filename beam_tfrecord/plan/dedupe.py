@@ -1,4 +1,4 @@
-"""`--dedupe`: exact copies (same SHA-256 of the bytes) kept once, decided on the launcher before
+"""`dedupe`: exact copies (same SHA-256 of the bytes) kept once, decided on the launcher before
 planning.
 
 Why a pass over paths on the launcher, before the plan, rather than in the pipeline: which copy

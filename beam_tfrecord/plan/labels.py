@@ -13,6 +13,8 @@ from typing import Any, NamedTuple
 
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecord.settings import ConfigError
+
 __all__ = [
     "LABEL_MODES",
     "Manifest",
@@ -39,7 +41,7 @@ def label_from_folder(relpath: str) -> str:
     """The parent directory's name: `Cat/1.jpg` -> `Cat`."""
     parent = posixpath.basename(posixpath.dirname(relpath))
     if not parent:
-        raise Unlabeled("file sits at the top of --input, outside any class folder")
+        raise Unlabeled("file sits at the top of the input folder, outside any class folder")
     return parent
 
 
@@ -48,28 +50,28 @@ def label_from_filename(relpath: str, pattern: re.Pattern[str]) -> str:
     name = posixpath.basename(relpath)
     match = pattern.search(name)
     if not match or not match.group(1):
-        raise Unlabeled(f"file name does not match --label_pattern {pattern.pattern!r}")
+        raise Unlabeled(f"file name does not match label_pattern {pattern.pattern!r}")
     return match.group(1)
 
 
 def compile_label_pattern(
     text: str, option: str = "label_pattern", what: str = "the class"
 ) -> re.Pattern[str]:
-    """A regular expression whose first group captures `what`; ValueError naming `option`."""
+    """A regular expression whose first group captures `what`; ConfigError naming `option`."""
     try:
         pattern = re.compile(text)
     except re.error as error:
-        raise ValueError(f"--{option} {text!r} is not a regular expression: {error}") from None
+        raise ConfigError(option, f"{text!r} is not a regular expression: {error}") from None
     if pattern.groups < 1:
-        raise ValueError(f"--{option} {text!r} needs a group that captures {what}")
+        raise ConfigError(option, f"{text!r} needs a group that captures {what}")
     return pattern
 
 
 @dataclass(frozen=True)
 class ManifestColumns:
-    """Which manifest columns mean what. `path` and `label` name them (--manifest_path_column,
-    --manifest_label_column; default: the first of PATH_COLUMNS / LABEL_COLUMNS present); `extra`
-    are kept raw for --extra_columns; `multi_label` reads a label as several classes."""
+    """Which manifest columns mean what. `path` and `label` name them (manifest_path_column,
+    manifest_label_column; default: the first of PATH_COLUMNS / LABEL_COLUMNS present); `extra`
+    are kept raw for extra_columns; `multi_label` reads a label as several classes."""
 
     path: str | None = None
     label: str | None = None
@@ -102,16 +104,17 @@ class Manifest:
             text = handle.read().decode("utf-8-sig")
         records = _jsonl_records(text) if path.endswith((".jsonl", ".json")) else _csv_records(text)
         if not records:
-            raise ValueError(f"--manifest {path} has no rows")
+            raise ConfigError("manifest", f"{path} has no rows")
         keys = list(records[0])
         key_column = _pick(keys, columns.path, PATH_COLUMNS, path, "path or id", "manifest_path_column")
         label_column = _pick(keys, columns.label, LABEL_COLUMNS, path, "label", "manifest_label_column")
         group_column = next((k for k in keys if k.strip().lower() == GROUP_COLUMN), None)
         missing = [name for name in columns.extra if name not in keys]
         if missing:
-            raise ValueError(
-                f"--extra_columns names {', '.join(missing)}, which --manifest {path} lacks "
-                f"(its columns: {', '.join(keys)})"
+            raise ConfigError(
+                "extra_columns",
+                f"names {', '.join(missing)}, which the manifest {path} lacks "
+                f"(its columns: {', '.join(keys)})",
             )
         rows: dict[str, ManifestRow] = {}
         for record in records:
@@ -132,7 +135,7 @@ class Manifest:
             if key in self.rows:
                 self._used.add(key)
                 return self.rows[key]
-        raise Unlabeled("not listed in --manifest")
+        raise Unlabeled("not listed in the manifest")
 
     def label_of(self, relpath: str) -> str | tuple[str, ...]:
         return self.row_of(relpath).label
@@ -174,16 +177,17 @@ def _pick(
     if named:
         found = named if named in columns else lowered.get(named.strip().lower())
         if found is None:
-            raise ValueError(
-                f"--{option} {named}: --manifest {path} has no such column; found {', '.join(columns)}"
+            raise ConfigError(
+                option, f"{named}: the manifest {path} has no such column; found {', '.join(columns)}"
             )
         return found
     for candidate in candidates:
         if candidate in lowered:
             return lowered[candidate]
-    raise ValueError(
-        f"--manifest {path}: no {what} column; expected one of {', '.join(candidates)} "
-        f"(or name it with --{option}), found {', '.join(columns)}"
+    raise ConfigError(
+        "manifest",
+        f"{path}: no {what} column; expected one of {', '.join(candidates)} "
+        f"(or name it with {option}), found {', '.join(columns)}",
     )
 
 
@@ -191,6 +195,6 @@ def class_names_from(labels: Iterable[str], fixed: Sequence[str] | None = None) 
     """Sorted distinct class names (ids never depend on listing order) or the fixed order."""
     if fixed:
         if len(set(fixed)) != len(fixed):
-            raise ValueError("--class_names lists a class twice")
+            raise ConfigError("class_names", "lists a class twice")
         return list(fixed)
     return sorted(set(labels))

@@ -18,6 +18,7 @@ from apache_beam.io.filesystem import FileSystem
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import gcs
+from beam_tfrecord.settings import ConfigError
 
 __all__ = ["InputFile", "list_inputs", "skip_reason", "split_input_spec", "walk_local"]
 
@@ -30,7 +31,7 @@ GLOB_CHARS = "*?["
 
 @dataclass(frozen=True, order=True, slots=True)
 class InputFile:
-    """One listed file; `relpath` (posix, relative to `--input`) is its identity everywhere.
+    """One listed file; `relpath` (posix, relative to the input) is its identity everywhere.
 
     `problem` is (reason, detail) when the listing already knows the entry cannot be read
     (a broken symlink, a FIFO, an unreadable directory) or is not an input (a symlink loop):
@@ -44,7 +45,7 @@ class InputFile:
 
 
 def split_input_spec(input_spec: str) -> tuple[str, str]:
-    """`--input` -> (base directory that relpaths are relative to, glob pattern to match)."""
+    """The input -> (base directory that relpaths are relative to, glob pattern to match)."""
     spec = input_spec if "://" in input_spec else os.path.abspath(input_spec)
     spec = spec.rstrip("/") or "/"
     first_glob = min((spec.find(c) for c in GLOB_CHARS if c in spec), default=-1)
@@ -78,19 +79,19 @@ def list_inputs(input_spec: str) -> list[InputFile]:
     try:
         found = match(pattern)
         if not found and pattern.endswith("/**") and _is_file(base):
-            found = match(base)  # a single file given as --input: its name is its relpath
+            found = match(base)  # a single file given as the input: its name is its relpath
             base = posixpath.dirname(base)
     except Exception as error:
         if not input_spec.startswith("gs://"):
             raise
-        raise gcs.StorageError(gcs.describe("--input", input_spec, error)) from None
+        raise gcs.StorageError.of("input", input_spec, error) from None
     if not found:
         if base.startswith("gs://"):
             # GCS has no directories: a prefix exists only while some object's name starts with it.
-            raise ValueError(f"--input {input_spec} holds no files (no object matches {pattern})")
+            raise ConfigError("input", f"{input_spec} holds no files (no object matches {pattern})")
         if not FileSystems.exists(base):
-            raise ValueError(f"--input {input_spec} does not exist")
-        raise ValueError(f"--input {input_spec} holds no files")
+            raise ConfigError("input", f"{input_spec} does not exist")
+        raise ConfigError("input", f"{input_spec} holds no files")
     prefix = base.rstrip("/") + "/"
     files = [
         InputFile(
@@ -146,7 +147,7 @@ def walk_local(root: str) -> Iterator[tuple[str, int, tuple[str, str] | None]]:
             if directory != root:
                 yield directory, 0, ("unreadable", f"directory cannot be listed: {_describe(error)}")
                 continue
-            raise ValueError(f"--input {root} cannot be listed: {error}") from None
+            raise ConfigError("input", f"{root} cannot be listed: {error}") from None
         for entry in entries:
             if _is_dir(entry):
                 real = os.path.realpath(entry.path)

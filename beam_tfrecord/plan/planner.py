@@ -10,18 +10,18 @@ import heapq
 import os
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from beam_tfrecord.config import ConvertConfig, SourceConfig
 from beam_tfrecord.elements import Extras, PlannedInput, RejectLine, ShardTask
 from beam_tfrecord.plan import columns as columns_lib
 from beam_tfrecord.plan import dedupe as dedupe_lib
 from beam_tfrecord.plan import labels as labels_lib
-from beam_tfrecord.plan import sharding
 from beam_tfrecord.plan import splits as splits_lib
 from beam_tfrecord.plan.columns import ExtraColumn
 from beam_tfrecord.plan.listing import InputFile, list_inputs, skip_reason
+from beam_tfrecord.plan.sharding import ShardSettings
+from beam_tfrecord.plan.source import SourceConfig
 
 __all__ = [
     "GroupFacts",
@@ -29,7 +29,6 @@ __all__ = [
     "Plan",
     "label_source_for",
     "make_plan",
-    "plan_files",
     "plan_inputs",
     "shard_tasks",
 ]
@@ -89,7 +88,7 @@ def label_source_for(source: SourceConfig) -> LabelSource:
 
 @dataclass(frozen=True)
 class GroupFacts:
-    """How files were grouped for splitting: by --group_pattern, by a manifest's `group` column,
+    """How files were grouped for splitting: by group_pattern, by a manifest's `group` column,
     or not at all; `without_group` files kept their own path hash."""
 
     source: str | None = None  # "group_pattern" | "manifest" | None
@@ -125,91 +124,45 @@ class Plan:
         return totals
 
 
+Labeled = list[tuple[InputFile, labels_lib.ManifestRow | None]]  # a file and its label entry
+DEFAULT_SHARDS = ShardSettings()
+
+
 def make_plan(
     files: Sequence[InputFile],
-    label_source: LabelSource,
-    splits: dict[str, float],
-    split_seed: int = 0,
-    stratify: bool = False,
-    num_shards: int | None = None,
-    shard_size_mb: float = 128.0,
-    fixed_class_names: Sequence[str] | None = None,
-    parallelism: int = 1,
-    round_robin: bool = False,
-    group_pattern: re.Pattern[str] | None = None,
-    extra_columns: Sequence[ExtraColumn] = (),
-    dedupe: bool = False,
+    source: SourceConfig,
+    shards: ShardSettings = DEFAULT_SHARDS,
+    label_source: LabelSource | None = None,
 ) -> Plan:
-    """Labels, groups, splits and shard counts from the listing (and, with `dedupe`, one hash of
-    every candidate's bytes).
+    """Labels, groups, splits and shard counts from the listing (and, with `source.dedupe`, one
+    hash of every candidate's bytes): the launcher's whole share of the work, in the steps below.
 
-    `parallelism` is how many shard tasks the runner can run at once and `round_robin` whether
-    it deals them out in turn (see beam_tfrecord.runners); without `num_shards` they shape the
-    shard counts (see sharding.shard_count). A file in a group (the first group of
-    `group_pattern` in its path, else the manifest's `group` column) is split with its group.
+    `shards` says how many shards there will be (see sharding.shard_count). A file in a group
+    (the first group of `source.group_pattern` in its path, else the manifest's `group` column)
+    is split with its group. `label_source` passes one already loaded (the command loads the
+    manifest early, to fail fast); by default it is made from `source`.
     """
+    label_source = label_source or label_source_for(source)
     rejects: list[RejectLine] = []
-    labeled: list[tuple[InputFile, labels_lib.ManifestRow | None]] = []
-    for file in files:
-        reason = skip_reason(file.relpath)
-        if reason is None and label_source.is_manifest(file.path):
-            reason = "the --manifest file, not an image"
-        if reason is not None:
-            rejects.append(RejectLine(file.relpath, "skipped", reason))
-            continue
-        if file.problem is not None:  # known from the listing: a broken link, a loop, a FIFO
-            rejects.append(RejectLine(file.relpath, *file.problem))
-            continue
-        try:
-            labeled.append((file, label_source.entry_of(file.relpath)))
-        except labels_lib.Unlabeled as error:
-            rejects.append(RejectLine(file.relpath, "unlabeled", str(error)))
-
-    class_names: list[str] | None = None
-    if label_source.mode != "none":
-        class_names = labels_lib.class_names_from(
-            (name for _, entry in labeled if entry is not None for name in _names(entry.label)),
-            fixed_class_names,
-        )
-        known = set(class_names)
-        kept = []
-        for file, entry in labeled:
-            unknown = [name for name in _names(entry.label if entry else None) if name not in known]
-            if not unknown:
-                kept.append((file, entry))
-            else:
-                rejects.append(
-                    RejectLine(file.relpath, "unknown_class", f"class {unknown[0]!r} is not in --class_names")
-                )
-        labeled = kept
-    ids = {name: i for i, name in enumerate(class_names or [])}
-
-    extras: dict[str, Extras] = {}
-    if extra_columns:
-        kept = []
-        for file, entry in labeled:
-            values = entry.values if entry is not None else {}
-            try:
-                extras[file.relpath] = tuple(
-                    (c.name, c.type, columns_lib.parse_value(c, values.get(c.name))) for c in extra_columns
-                )
-                kept.append((file, entry))
-            except columns_lib.BadValue as error:
-                rejects.append(RejectLine(file.relpath, "bad_manifest_value", str(error)))
-        labeled = kept
-
-    if dedupe:
-        hashes = dedupe_lib.content_hashes([f.path for f, _ in labeled])
-        dropped = dedupe_lib.kept_copies((f.relpath, h) for (f, _), h in zip(labeled, hashes, strict=True))
-        for relpath, kept_path in dropped.items():
-            rejects.append(RejectLine(relpath, "duplicate", f"same bytes as {kept_path}, which is kept"))
-        labeled = [(f, entry) for f, entry in labeled if f.relpath not in dropped]
-
+    labeled = _labeled_files(files, label_source, rejects)
+    class_names, labeled = _known_classes(labeled, label_source, source.class_names, rejects)
+    extras, labeled = _typed_columns(labeled, source.extra_columns, rejects)
+    if source.dedupe:
+        labeled = _without_copies(labeled, rejects)
+    group_pattern = (
+        labels_lib.compile_label_pattern(source.group_pattern, "group_pattern", "the group")
+        if source.group_pattern
+        else None
+    )
     groups, grouping = _groups(labeled, group_pattern, label_source)
     split_by_path = splits_lib.assign_splits(
-        ((f.relpath, _stratum(entry)) for f, entry in labeled), splits, split_seed, stratify, groups
+        ((f.relpath, _stratum(entry)) for f, entry in labeled),
+        dict(source.splits),
+        source.split_seed,
+        source.stratify,
+        groups,
     )
-
+    ids = {name: i for i, name in enumerate(class_names or [])}
     inputs = [
         PlannedInput(
             relpath=f.relpath,
@@ -222,28 +175,106 @@ def make_plan(
         )
         for f, entry in labeled
     ]
+    return Plan(
+        inputs=inputs,
+        rejects=sorted(rejects),
+        class_names=class_names,
+        splits=dict(source.splits),
+        shard_counts=_shard_counts(inputs, source.splits, shards),
+        listed=len(files),
+        manifest_unmatched=label_source.manifest.unmatched() if label_source.manifest else [],
+        grouping=grouping,
+    )
+
+
+def _labeled_files(
+    files: Sequence[InputFile], label_source: LabelSource, rejects: list[RejectLine]
+) -> Labeled:
+    """Every listed file that may become a record, with its label entry; clutter is `skipped`,
+    what the listing already found broken and files without a label are rejects."""
+    labeled: Labeled = []
+    for file in files:
+        reason = skip_reason(file.relpath)
+        if reason is None and label_source.is_manifest(file.path):
+            reason = "the manifest file, not an image"
+        if reason is not None:
+            rejects.append(RejectLine(file.relpath, "skipped", reason))
+            continue
+        if file.problem is not None:  # known from the listing: a broken link, a loop, a FIFO
+            rejects.append(RejectLine(file.relpath, *file.problem))
+            continue
+        try:
+            labeled.append((file, label_source.entry_of(file.relpath)))
+        except labels_lib.Unlabeled as error:
+            rejects.append(RejectLine(file.relpath, "unlabeled", str(error)))
+    return labeled
+
+
+def _known_classes(
+    labeled: Labeled,
+    label_source: LabelSource,
+    fixed_class_names: Sequence[str] | None,
+    rejects: list[RejectLine],
+) -> tuple[list[str] | None, Labeled]:
+    """The class names (None for an unlabeled run) and the files whose every class is one of
+    them; a class outside fixed names is an `unknown_class` reject."""
+    if label_source.mode == "none":
+        return None, labeled
+    class_names = labels_lib.class_names_from(
+        (name for _, entry in labeled if entry is not None for name in _names(entry.label)), fixed_class_names
+    )
+    known = set(class_names)
+    kept = []
+    for file, entry in labeled:
+        unknown = [name for name in _names(entry.label if entry else None) if name not in known]
+        if not unknown:
+            kept.append((file, entry))
+        else:
+            detail = f"class {unknown[0]!r} is not in class_names"
+            rejects.append(RejectLine(file.relpath, "unknown_class", detail))
+    return class_names, kept
+
+
+def _typed_columns(
+    labeled: Labeled, columns: Sequence[ExtraColumn], rejects: list[RejectLine]
+) -> tuple[dict[str, Extras], Labeled]:
+    """Each file's manifest column values, typed; a value of the wrong type is a
+    `bad_manifest_value` reject, before any image is read."""
+    if not columns:
+        return {}, labeled
+    extras: dict[str, Extras] = {}
+    kept = []
+    for file, entry in labeled:
+        values = entry.values if entry is not None else {}
+        try:
+            extras[file.relpath] = tuple(
+                (c.name, c.type, columns_lib.parse_value(c, values.get(c.name))) for c in columns
+            )
+            kept.append((file, entry))
+        except columns_lib.BadValue as error:
+            rejects.append(RejectLine(file.relpath, "bad_manifest_value", str(error)))
+    return extras, kept
+
+
+def _without_copies(labeled: Labeled, rejects: list[RejectLine]) -> Labeled:
+    """One file of each content (the smallest relative path); the others are `duplicate` rejects."""
+    hashes = dedupe_lib.content_hashes([f.path for f, _ in labeled])
+    dropped = dedupe_lib.kept_copies((f.relpath, h) for (f, _), h in zip(labeled, hashes, strict=True))
+    for relpath, kept_path in dropped.items():
+        rejects.append(RejectLine(relpath, "duplicate", f"same bytes as {kept_path}, which is kept"))
+    return [(f, entry) for f, entry in labeled if f.relpath not in dropped]
+
+
+def _shard_counts(
+    inputs: Sequence[PlannedInput], splits: Mapping[str, float], shards: ShardSettings
+) -> dict[str, int]:
+    """Each split's shard count: the fixed one, else derived from its bytes (sharding.shard_count)."""
     totals: dict[str, int] = defaultdict(int)
     counts: dict[str, int] = defaultdict(int)
     for item in inputs:
         totals[item.split] += item.size
         counts[item.split] += 1
-    shard_counts = {
-        name: num_shards
-        if num_shards
-        else sharding.shard_count(totals[name], shard_size_mb, counts[name], parallelism, round_robin)
-        for name in splits
-    }
-    unmatched = label_source.manifest.unmatched() if label_source.manifest else []
-    return Plan(
-        inputs=inputs,
-        rejects=sorted(rejects),
-        class_names=class_names,
-        splits=dict(splits),
-        shard_counts=shard_counts,
-        listed=len(files),
-        manifest_unmatched=unmatched,
-        grouping=grouping,
-    )
+    return {name: shards.count_for(totals[name], counts[name]) for name in splits}
 
 
 def _names(label: str | tuple[str, ...] | None) -> tuple[str, ...]:
@@ -261,14 +292,14 @@ def _ids(label: str | tuple[str, ...], ids: dict[str, int]) -> int | tuple[int, 
 
 def _texts(label: str | tuple[str, ...], ids: dict[str, int]) -> str | tuple[str, ...]:
     """A class name, or a multi-label's names in the order of its ids (`_ids`), so that
-    `label[i]` and `text[i]` name the same class whatever --class_names' order."""
+    `label[i]` and `text[i]` name the same class whatever class_names' order."""
     if isinstance(label, tuple):
         return tuple(sorted(label, key=ids.__getitem__))
     return label
 
 
 def _stratum(entry: labels_lib.ManifestRow | None) -> str:
-    """What --stratify balances: the class, or a multi-label's sorted classes as one stratum."""
+    """What stratify balances: the class, or a multi-label's sorted classes as one stratum."""
     if entry is None:
         return ""
     return "|".join(entry.label) if isinstance(entry.label, tuple) else entry.label
@@ -279,7 +310,7 @@ def _groups(
     pattern: re.Pattern[str] | None,
     label_source: LabelSource,
 ) -> tuple[dict[str, str], GroupFacts]:
-    """relpath -> group for the files that have one: --group_pattern wins over a manifest's
+    """relpath -> group for the files that have one: group_pattern wins over a manifest's
     `group` column (an option given on the command line is the more deliberate choice)."""
     if pattern is not None:
         source = "group_pattern"
@@ -294,46 +325,11 @@ def _groups(
     return groups, facts
 
 
-def plan_files(
-    files: Sequence[InputFile],
-    source: SourceConfig,
-    config: ConvertConfig,
-    label_source: LabelSource | None = None,
-    parallelism: int = 1,
-    round_robin: bool = False,
-) -> Plan:
-    """Plan a listing for `config`: `make_plan` with the configs' settings.
-
-    `label_source` passes one already loaded (the command line loads the manifest early, to
-    fail fast); by default it is made from the config."""
-    return make_plan(
-        files,
-        label_source or label_source_for(source),
-        dict(source.splits),
-        split_seed=source.split_seed,
-        stratify=source.stratify,
-        num_shards=config.num_shards,
-        shard_size_mb=config.shard_size_mb,
-        fixed_class_names=source.class_names,
-        parallelism=parallelism,
-        round_robin=round_robin,
-        group_pattern=labels_lib.compile_label_pattern(source.group_pattern, "group_pattern", "the group")
-        if source.group_pattern
-        else None,
-        extra_columns=source.extra_columns,
-        dedupe=source.dedupe,
-    )
-
-
 def plan_inputs(
-    source: SourceConfig,
-    config: ConvertConfig,
-    label_source: LabelSource | None = None,
-    parallelism: int = 1,
-    round_robin: bool = False,
+    source: SourceConfig, shards: ShardSettings = DEFAULT_SHARDS, label_source: LabelSource | None = None
 ) -> Plan:
-    """List `source.input` and plan it for `config`: the launcher's whole share of the work."""
-    return plan_files(list_inputs(source.input), source, config, label_source, parallelism, round_robin)
+    """List `source.input` and plan it (`make_plan`)."""
+    return make_plan(list_inputs(source.input), source, shards, label_source)
 
 
 def shard_tasks(plan: Plan, split_seed: int = 0) -> list[ShardTask]:

@@ -3,8 +3,33 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-__all__ = ["shard_count"]
+__all__ = ["ShardSettings", "shard_count"]
+
+
+@dataclass(frozen=True)
+class ShardSettings:
+    """How a run's splits are cut into shards.
+
+    Args:
+      num_shards: shards per split; None derives them from `shard_size_mb` and the parallelism.
+      shard_size_mb: the target shard size when `num_shards` is None.
+      parallelism: shard tasks the runner can run at once (beam_tfrecord.runners.parallelism).
+      round_robin: the runner deals tasks out in turn, once (the local runner), rather than
+        rebalancing as it goes (Dataflow).
+    """
+
+    num_shards: int | None = None
+    shard_size_mb: float = 128.0
+    parallelism: int = 1
+    round_robin: bool = False
+
+    def count_for(self, total_bytes: int, inputs: int) -> int:
+        """The shard count of a split of `inputs` files and `total_bytes` bytes."""
+        if self.num_shards:
+            return self.num_shards
+        return shard_count(total_bytes, self.shard_size_mb, inputs, self.parallelism, self.round_robin)
 
 
 def shard_count(
@@ -14,7 +39,7 @@ def shard_count(
     parallelism: int = 1,
     round_robin: bool = False,
 ) -> int:
-    """How many shards a split gets when --num_shards does not say.
+    """How many shards a split gets when num_shards does not say.
 
     Enough that none is much over the target size; more if the runner can run more shard tasks
     at once (`parallelism`), but never so many that shards fall under a quarter of the target

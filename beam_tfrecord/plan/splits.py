@@ -9,6 +9,8 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 
+from beam_tfrecord.settings import ConfigError
+
 __all__ = [
     "assign_splits",
     "expected_deviation",
@@ -29,18 +31,18 @@ def parse_splits(text: str) -> dict[str, float]:
         name, sep, value = part.strip().partition("=")
         name = name.strip()
         if not sep or not name or set(name) - SPLIT_NAME_CHARS:
-            raise ValueError(f"--splits: {part!r} is not NAME=FRACTION (lower-case names)")
+            raise ConfigError("splits", f"{part!r} is not NAME=FRACTION (lower-case names)")
         if name in splits:
-            raise ValueError(f"--splits names {name} twice")
+            raise ConfigError("splits", f"names {name} twice")
         try:
             fraction = float(value)
         except ValueError:
-            raise ValueError(f"--splits: {value!r} is not a number") from None
+            raise ConfigError("splits", f"{value!r} is not a number") from None
         if not 0 < fraction <= 1:
-            raise ValueError(f"--splits: {name}={value} must be in (0, 1]")
+            raise ConfigError("splits", f"{name}={value} must be in (0, 1]")
         splits[name] = fraction
     if not math.isclose(sum(splits.values()), 1.0, abs_tol=1e-6):
-        raise ValueError(f"--splits fractions must sum to 1, not {sum(splits.values()):g}")
+        raise ConfigError("splits", f"fractions must sum to 1, not {sum(splits.values()):g}")
     return splits
 
 

@@ -23,7 +23,6 @@ from typing import Any
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord.config import SourceConfig, summary_options
 from beam_tfrecord.elements import RejectLine, ShardTask
 from beam_tfrecord.names import (
     PLAN_DIR,
@@ -34,6 +33,7 @@ from beam_tfrecord.names import (
     task_file_name,
 )
 from beam_tfrecord.plan.planner import Plan, shard_tasks
+from beam_tfrecord.plan.source import SourceConfig
 
 __all__ = [
     "PlanFacts",
@@ -70,7 +70,7 @@ class PlanFacts:
             dict(plan.splits),
             dict(plan.shard_counts),
             plan.manifest_unmatched,
-            summary_options(source, None) if source is not None else {},
+            source.summary_fields() if source is not None else {},
             dataclasses.asdict(plan.grouping),
         )
 
@@ -85,11 +85,21 @@ class StagedPlan:
       shard_counts: split -> planned shard count (display data, and the empty shards finalize
         makes for a shard task whose every input was rejected).
       inputs: planned inputs that will be read (the progress line's total).
+      listed: files the listing found; skipped: clutter among them (`.DS_Store`, ...);
+        rejected: inputs rejected from the listing alone (the start-up line counts them).
     """
 
     temp_dir: str
     shard_counts: dict[str, int]
     inputs: int
+    listed: int = 0
+    skipped: int = 0
+    rejected: int = 0
+
+    @property
+    def input_count(self) -> int:
+        """Inputs as the summary counts them: every listed file that is not skipped clutter."""
+        return self.listed - self.skipped
 
     @property
     def plan_dir(self) -> str:
@@ -107,7 +117,10 @@ def new_run_id() -> str:
 def locate_plan(plan: Plan, output: str, run_id: str | None = None) -> StagedPlan:
     """Where `stage_plan` puts `plan` for `output`, without writing anything (dry runs use this)."""
     temp_dir = FileSystems.join(output, f"{TEMP_PREFIX}{run_id or new_run_id()}")
-    return StagedPlan(temp_dir, dict(plan.shard_counts), len(plan.inputs))
+    rejected = len(plan.rejects) - plan.skipped
+    return StagedPlan(
+        temp_dir, dict(plan.shard_counts), len(plan.inputs), plan.listed, plan.skipped, rejected
+    )
 
 
 def _write(path: str, data: bytes) -> None:

@@ -45,7 +45,7 @@ def _values(feature: Any) -> list[Any]:
 def record_to_dict(serialized: bytes, files: SplitFiles) -> dict[str, Any]:
     """One serialized record as a dict of its fields by name (`KEYS`, then manifest columns):
     `image` the encoded bytes (as stored: decode with Pillow or torchvision), `label` an int (a
-    list of ints, and `label_text` a list of names, in a --multi_label run), text as str, a
+    list of ints, and `label_text` a list of names, in a multi-label run), text as str, a
     feature run's `features` as a float32 NumPy array of the stored shape (float16 runs
     included), and each manifest column under its name: str, int, float, or a list of them."""
     stored = Example.FromString(serialized).features.feature

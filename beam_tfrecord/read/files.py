@@ -47,7 +47,7 @@ class SplitFiles:
     paths: list[str]
     compression: str  # "GZIP" or "" as TFRecordDataset spells it
     records: int
-    channels: int | None  # what the run forced with --channels, if anything
+    channels: int | None  # what the run forced with channels, if anything
     features: FeatureLayout | None = None  # a feature-model run's stored features
     # (min, max) stored height and width over the run's records; None when nothing was stored.
     heights: tuple[int, int] | None = None

@@ -55,14 +55,14 @@ def torch_position(rank: int = 0, world_size: int = 1) -> tuple[int, int, int, i
 
 class TorchImages(_Base):  # type: ignore[misc,valid-type]
     """An IterableDataset of `(image, label)` (image alone for an unlabeled run; `(features,
-    label)` for a `--features_only` run) from a conversion's split, local or gs://.
+    label)` for a `features_only` run) from a conversion's split, local or gs://.
 
     Images are uint8 tensors `[channels, height, width]` (torchvision's layout), decoded with
     Pillow; `image_size=(height, width)` resizes (bilinear, JPEGs decoded at a reduced DCT scale
     where that still leaves enough pixels). `transform` is applied to each image tensor.
 
     Args:
-      output: the --output of a conversion.
+      output: the output folder of a conversion.
       split: the split to read.
       image_size: `(height, width)` to resize to, or None for the stored size.
       channels: 3 (RGB) or 1 (grayscale).

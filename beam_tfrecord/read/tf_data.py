@@ -184,19 +184,19 @@ def load_dataset(
     every image has one size (summary.json says) or `image_size` is given, and otherwise gives
     single images. An explicit `batch_size` on images of several sizes without `image_size`
     raises ValueError here, naming `image_size=`. `image_size=(height, width)` (Keras's order;
-    `--resize` is WIDTHxHEIGHT) resizes: stretched, or with `crop_to_aspect_ratio` /
+    `resize` is (width, height)) resizes: stretched, or with `crop_to_aspect_ratio` /
     `pad_to_aspect_ratio` as Keras does. Images are uint8; `channels` defaults to what the run
     forced, else 3; 0 keeps each image's own count.
 
     `features=True` gives instead a dict of every parsed key of the record (the encoded bytes
     included); images are decoded into `"image"` only when asked (`decode_images=True`, or an
-    `image_size`). --extra_columns values are under their keys (`image/meta/NAME` or `NAME`: a
+    `image_size`). Manifest columns (extra_columns) are under their keys (`image/meta/NAME` or `NAME`: a
     scalar tensor, or a 1-D tensor for a list column, batched as a `tf.RaggedTensor`). A
     feature-model run's features come back as a float32 tensor of their stored shape under the
-    float key (`image/features` or `features`, float16 runs included); a `--features_only` run
+    float key (`image/features` or `features`, float16 runs included); a `features_only` run
     has no image, and gives `(features, label)`.
 
-    A --multi_label run's label is a multi-hot float32 vector of length K (the class count),
+    A multi-label run's label is a multi-hot float32 vector of length K (the class count),
     what Keras' binary cross-entropy takes.
 
     Shuffling is over shard files and then records; give `seed` for a repeatable order.

@@ -147,7 +147,7 @@ class _Sampler:
 
 
 def _facts_fn(layout: RecordLayout):
-    """Per record: the decoded shape, the stored shape, the label (a --multi_label run's ids)
+    """Per record: the decoded shape, the stored shape, the label (a multi-label run's ids)
     and the name (no pixels kept); every key of the layout must parse (a feature run's features
     with their recorded length)."""
     spec = schema_lib.parse_spec(layout)

@@ -187,7 +187,7 @@ def build_summary(
             warnings.append(
                 f"split {name} holds {split['share']:.1%} of records, not the {split['fraction']:.1%} asked: "
                 f"hash splits are off by up to ±{split['expected_deviation']:.1%} at this size "
-                "(and never move a file when files are added); --stratify gives exact shares"
+                "(and never move a file when files are added); stratify gives exact shares"
             )
     label_counts: Counter = Counter()
     for (_, label), n in tally.by_split_label.items():
@@ -211,7 +211,7 @@ def build_summary(
     if dupes["cross_split_duplicates"]:
         warnings.append(
             f"{dupes['cross_split_duplicates']} records have the same bytes as a record in another "
-            f"split: the splits leak (see {DUPLICATES_FILE}; --dedupe keeps one copy)"
+            f"split: the splits leak (see {DUPLICATES_FILE}; dedupe keeps one copy)"
         )
     if grouping.get("source") and not grouping.get("groups"):
         warnings.append(f"no file has a group ({grouping['source']}): every file was split on its own")

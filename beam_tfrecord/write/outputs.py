@@ -16,6 +16,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import gcs, names
 from beam_tfrecord.names import METADATA_FILES, SUMMARY_FILE, TEMP_PREFIXES
+from beam_tfrecord.settings import ConfigError
 from beam_tfrecord.write.metadata import read_summary
 
 _LOGGER = logging.getLogger(__name__)
@@ -38,8 +39,9 @@ class IncompleteOutput(Exception):
     """The output directory does not hold one complete run."""
 
 
-class OutputInUse(ValueError):
-    """The output already holds an earlier run's files and no one said to replace them."""
+class OutputInUse(ConfigError):
+    """The output already holds an earlier run's files and no one said to replace them (the
+    `overwrite` argument of `prepare_output` and `pipeline.prepare`)."""
 
 
 def prepare_output(output: str, overwrite: bool = False) -> None:
@@ -52,10 +54,11 @@ def prepare_output(output: str, overwrite: bool = False) -> None:
         found_names = {posixpath.basename(p) for p in existing}
         what = "an earlier run" if SUMMARY_FILE in found_names else "an interrupted run (no summary.json)"
         raise OutputInUse(
-            f"--output {output} already holds {len(existing)} files of {what} "
-            f"(e.g. {posixpath.basename(existing[0])}); pass --overwrite to replace them"
+            "output",
+            f"{output} already holds {len(existing)} files of {what} "
+            f"(e.g. {posixpath.basename(existing[0])})",
         )
-    gcs.check_writable("--output", output)
+    gcs.check_writable("output", output)
     clear_outputs(existing)
     for leftover in clear_temp(output):
         _LOGGER.info("removed %s, left by an interrupted run", leftover)
@@ -69,7 +72,7 @@ def existing_outputs(output: str) -> list[str]:
     except Exception as error:
         if not output.startswith("gs://"):
             raise
-        raise gcs.StorageError(gcs.describe("--output", output, error)) from None
+        raise gcs.StorageError.of("output", output, error) from None
     found = []
     for metadata in result.metadata_list:
         name = posixpath.basename(metadata.path)
@@ -109,7 +112,7 @@ def unfinished_message(output: str) -> str:
     """What every reader says of a folder without summary.json: one wording, whichever reader."""
     return (
         f"{output} holds no finished conversion: {SUMMARY_FILE} is missing (the run is still going "
-        "or was stopped; or this folder is not the --output of pipelines.convert)"
+        "or was stopped; or this folder is not the output of a conversion)"
     )
 
 

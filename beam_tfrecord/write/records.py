@@ -16,7 +16,8 @@ from beam_tfrecord.elements import (
     ShardKey,
 )
 from beam_tfrecord.images.inputs import prepare_input
-from beam_tfrecord.images.normalize import RUN_WIDE_REASONS, ImageOptions
+from beam_tfrecord.images.normalize import RUN_WIDE_REASONS
+from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.write import schema as schema_lib
 
 __all__ = ["change_line", "convert_input", "finish_record"]

@@ -89,7 +89,7 @@ class ShardFiles:
         if shard in self._closed:
             raise RuntimeError(
                 f"records of shard {shard.split}-{shard.index:05d} arrived after it was closed: this "
-                "runner splits a shard task's output between bundles; use --sink beam"
+                "runner splits a shard task's output between bundles; use the beam sink"
             )
         final = names.shard_name(shard.split, shard.index, shard.count, self.compression)
         self._path = FileSystems.join(self.temp_dir, f"{final}.{uuid.uuid4().hex}")

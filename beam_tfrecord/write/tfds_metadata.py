@@ -98,7 +98,7 @@ def write_tfds_metadata(
     if options.get("compression", "none") != "none":
         return {"written": False, "reason": "TFDS reads uncompressed TFRecord files only"}
     if options.get("features_only"):
-        return {"written": False, "reason": "--features_only records hold no image for TFDS's Image feature"}
+        return {"written": False, "reason": "features_only records hold no image for TFDS's Image feature"}
     if summary.get("records", 0) == 0:
         return {"written": False, "reason": "no record was written"}
 

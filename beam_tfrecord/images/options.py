@@ -1,0 +1,95 @@
+"""How the stored image may differ from its file: the image stage's settings, which check
+themselves when made."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from beam_tfrecord.settings import ConfigError, check_choice
+
+__all__ = [
+    "DEFAULT_MAX_FILE_MB",
+    "DEFAULT_MAX_PIXELS",
+    "IMAGE_FORMATS",
+    "RESIZE_MODES",
+    "ImageOptions",
+    "format_size",
+    "parse_size",
+]
+
+DEFAULT_MAX_PIXELS = 100_000_000
+# A file's bytes are read whole into memory; a larger file is rejected from its listed size.
+# 1 GB holds any picture under the pixel limit at 8 bytes a pixel (16-bit RGBA, uncompressed).
+DEFAULT_MAX_FILE_MB = 1024.0
+IMAGE_FORMATS = ("original", "jpeg", "png")
+RESIZE_MODES = ("stretch", "crop", "pad")
+
+
+@dataclass(frozen=True)
+class ImageOptions:
+    """How the stored image may differ from the source; the defaults keep source bytes.
+
+    Args:
+      image_format: original (keep the source bytes when TensorFlow decodes them unchanged), or
+        jpeg or png to force one.
+      jpeg_quality: 1..100, for images re-encoded as JPEG.
+      resize: (width, height) to resize every image to, or None.
+      resize_mode: stretch, crop (centred, keeps the aspect ratio) or pad (centred, black borders).
+      max_pixels: larger images are rejected `too_large` from their header, before decoding.
+      channels: None keeps grayscale grayscale; 1 or 3 forces grayscale or RGB.
+      max_file_mb: larger files are rejected `too_large` from their listed size, before reading.
+    """
+
+    image_format: str = "original"
+    jpeg_quality: int = 95
+    resize: tuple[int, int] | None = None
+    resize_mode: str = "stretch"
+    max_pixels: int = DEFAULT_MAX_PIXELS
+    channels: int | None = None
+    max_file_mb: float = DEFAULT_MAX_FILE_MB
+
+    def __post_init__(self) -> None:
+        check_choice("image_format", self.image_format, IMAGE_FORMATS)
+        check_choice("resize_mode", self.resize_mode, RESIZE_MODES)
+        check_choice("channels", self.channels, (None, 1, 3))
+        if not 1 <= self.jpeg_quality <= 100:
+            raise ConfigError("jpeg_quality", "must be in 1..100")
+        if self.max_pixels < 1:
+            raise ConfigError("max_pixels", "must be positive")
+        if not self.max_file_mb > 0:
+            raise ConfigError("max_file_mb", "must be positive")
+        if self.resize is not None and (len(self.resize) != 2 or min(self.resize) < 1):
+            raise ConfigError("resize", f"must be a positive (width, height), not {self.resize!r}")
+
+    @property
+    def max_file_bytes(self) -> int:
+        return int(self.max_file_mb * 1_000_000)
+
+    def summary_fields(self) -> dict[str, Any]:
+        """How summary.json's `options` record these settings (a size as `WxH`)."""
+        return {
+            "image_format": self.image_format,
+            "jpeg_quality": self.jpeg_quality,
+            "resize": format_size(self.resize) if self.resize is not None else None,
+            "resize_mode": self.resize_mode,
+            "max_pixels": self.max_pixels,
+            "channels": self.channels,
+            "max_file_mb": self.max_file_mb,
+        }
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """`"224x224"` -> (224, 224); width first, as people write it."""
+    try:
+        width, height = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"size must look like WIDTHxHEIGHT, e.g. 224x224, not {text!r}") from None
+    if width <= 0 or height <= 0:
+        raise ValueError(f"size must be positive, not {text!r}")
+    return width, height
+
+
+def format_size(size: tuple[int, int]) -> str:
+    """(224, 160) -> `"224x160"`, the inverse of `parse_size`."""
+    return f"{size[0]}x{size[1]}"
