@@ -142,27 +142,23 @@ def pixel_transform(
     (tests/test_geometry.py checks it against Pillow for many sizes)."""
     if orientation not in range(1, 9):
         raise ValueError(f"an EXIF orientation is 1 to 8, not {orientation!r}")
-    upright = identity_transform(stored_width, stored_height)
-    if orientation in _QUARTER_TURNS:
-        upright = identity_transform(stored_height, stored_width)
-    upright = replace(
-        upright, stored_width=stored_width, stored_height=stored_height, orientation=orientation
+    turned = orientation in _QUARTER_TURNS
+    width, height = (stored_height, stored_width) if turned else (stored_width, stored_height)
+    oriented = replace(
+        identity_transform(width, height),
+        stored_width=stored_width,
+        stored_height=stored_height,
+        orientation=orientation,
     )
     if size is None:
-        return upright
-    width, height = upright.upright_size
+        return oriented
+    final = {"width": size[0], "height": size[1]}
     if mode == "stretch":
-        return replace(upright, placed=(0, 0, *size), width=size[0], height=size[1])
+        return replace(oriented, placed=(0, 0, *size), **final)
     if mode == "crop":
-        return replace(
-            upright,
-            window=_fit_window(width, height, size),
-            placed=(0, 0, *size),
-            width=size[0],
-            height=size[1],
-        )
+        return replace(oriented, window=_fit_window(width, height, size), placed=(0, 0, *size), **final)
     if mode == "pad":
-        return replace(upright, placed=_pad_placement(width, height, size), width=size[0], height=size[1])
+        return replace(oriented, placed=_pad_placement(width, height, size), **final)
     raise ValueError(f"resize_mode must be stretch, crop or pad, not {mode!r}")
 
 
