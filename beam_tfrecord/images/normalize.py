@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from beam_tfrecord.images import formats, modes
+from beam_tfrecord.images import formats, geometry, modes
+from beam_tfrecord.images.geometry import PixelTransform
 from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.images.quiet import captured_stderr
 
@@ -79,6 +80,9 @@ class EncodedImage:
     reencoded: bool
     mode: str = ""  # the source's Pillow mode
     changes: tuple[str, ...] = ()  # CHANGE_REASONS codes, in that order
+    # What was done to the stored picture's geometry (boxes and masks follow it); never None
+    # from encode_for_tensorflow: the identity when the bytes are kept.
+    transform: PixelTransform | None = None
 
 
 def encode_for_tensorflow(
@@ -122,8 +126,9 @@ def encode_for_tensorflow(
             reencoded=False,
             mode=image.mode,
             changes=ordered,
+            transform=geometry.identity_transform(width, height),
         )
-    pixels = _normalize_pixels(image, options)
+    pixels, transform = _normalize_pixels(image, options)
     target = _target_format(source_format, options, lossless=formats.is_lossless_webp(data))
     return EncodedImage(
         data=_encode(pixels, target, options.jpeg_quality),
@@ -135,6 +140,7 @@ def encode_for_tensorflow(
         reencoded=True,
         mode=image.mode,
         changes=ordered,
+        transform=transform,
     )
 
 
@@ -307,30 +313,25 @@ def _changes(
     return reasons
 
 
-def _normalize_pixels(image: Image.Image, options: ImageOptions) -> Image.Image:
-    """Upright, 8-bit, grayscale or RGB pixels at the requested size."""
+def _normalize_pixels(image: Image.Image, options: ImageOptions) -> tuple[Image.Image, PixelTransform]:
+    """Upright, 8-bit, grayscale or RGB pixels at the requested size, and what that did to the
+    picture's geometry (the orientation counts only when its transpose was made)."""
+    stored_width, stored_height = image.size
+    orientation = 1
     with contextlib.suppress(Exception):  # malformed EXIF: keep the pixels as stored
-        image = ImageOps.exif_transpose(image)
+        image, orientation = ImageOps.exif_transpose(image), _orientation(image)
     image = modes.to_8bit_gray_or_rgb(image)
     if options.channels == 3 and image.mode == "L":
         image = image.convert("RGB")
     elif options.channels == 1 and image.mode == "RGB":
         image = image.convert("L")
-    if options.resize is not None:
-        image = _resize(image, options.resize, options.resize_mode)
-    return image
-
-
-def _resize(image: Image.Image, size: tuple[int, int], mode: str) -> Image.Image:
-    resample = Image.Resampling.BICUBIC
-    if mode == "stretch":
-        return image.resize(size, resample)
-    if mode == "crop":
-        return ImageOps.fit(image, size, resample)
-    if mode == "pad":
-        fill = 0 if image.mode == "L" else (0, 0, 0)
-        return ImageOps.pad(image, size, resample, color=fill)
-    raise ValueError(f"resize_mode must be stretch, crop or pad, not {mode!r}")
+    if options.resize is None:
+        return image, geometry.pixel_transform(stored_width, stored_height, orientation)
+    transform = geometry.pixel_transform(
+        stored_width, stored_height, orientation, options.resize, options.resize_mode
+    )
+    fill = 0 if image.mode == "L" else (0, 0, 0)
+    return geometry.resample(image, transform, Image.Resampling.BICUBIC, fill), transform
 
 
 def _target_format(source_format: str, options: ImageOptions, lossless: bool = False) -> str:

@@ -1,0 +1,284 @@
+"""One image's annotated objects placed in the image its record stores: what the worker calls once
+it knows what was done to the pixels (`normalize.EncodedImage.transform`).
+
+Every object of the source ends as one `StoredObject` (box normalized to the stored image, area
+in its pixels, flags, optional mask PNG, notes on what changed) or one `DroppedObject` with a
+reason code (`DROP_REASONS`), so `annotated = stored + dropped` holds per image.
+
+**Which frame the source drew in.** `ImageAnnotations` says its boxes are in the stored
+picture's frame (before the EXIF orientation). A source that declares the image's size tells us
+more: the rule, in order, is
+
+1. no declared size (YOLO; VOC's `<size>` of 0), or one that equals both the stored and the
+   upright size (no quarter turn, or a square picture): `ambiguous_frame` decides (default
+   "stored", the contract of `plan.annotations.objects`);
+2. the stored size (width, height as the file stores them): the stored frame;
+3. the upright size (the stored size turned by the EXIF orientation 5 to 8): the annotator
+   worked on the upright picture, as a browser or OpenCV shows it; the boxes are taken in that
+   frame and only the resize moves them;
+4. anything else (a source made for a resized copy, or for another picture): every object is
+   dropped as `size_mismatch`, since neither frame can be trusted. The worker should reject the
+   image rather than store it as a negative.
+
+**Area.** `image/object/area` is in the stored image's pixels, as Model Garden's decoder reads
+it (it falls back to the box's pixel area when the key is absent). A source `area` (COCO's mask
+area) is scaled with the pixels and, when clipping or a crop removed part of the object's box,
+multiplied by the part of the box that was kept; an object without one gets its box's area in
+the stored image's pixels. The mask PNG's own pixel count can differ by the raster's edge pixels.
+
+**Clipping.** Boxes are clipped to the source picture, then to the stored image (a crop may cut
+them). An edge moved by more than `CLIP_TOLERANCE_PX` adds a note (`clipped`, `cropped`);
+less is rounding (COCO's `x + width` often passes the edge by a fraction of a pixel), clipped
+without one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from PIL import Image
+
+from beam_tfrecord.images import geometry
+from beam_tfrecord.images.geometry import PixelTransform
+from beam_tfrecord.plan.annotations.objects import ImageAnnotations, ObjectBox, RunLengths
+
+__all__ = [
+    "CLIP_TOLERANCE_PX",
+    "DROP_REASONS",
+    "OBJECT_NOTES",
+    "DroppedObject",
+    "Frame",
+    "PlacedAnnotations",
+    "StoredObject",
+    "annotation_frame",
+    "place_annotations",
+]
+
+Frame = Literal["stored", "upright"]
+
+# Why an object is not stored (the summary counts them; the worker names each one).
+DROP_REASONS: dict[str, str] = {
+    "size_mismatch": "the size the source declares for the image is neither its stored nor its upright size",
+    "invalid_box": "a box coordinate is not a finite number",
+    "zero_area": "the box has no width or no height (or a negative one)",
+    "outside_image": "the box lies wholly outside the picture",
+    "cropped_out": "the box lies wholly in the part of the picture that the crop of resize_mode removed",
+    "mask_invalid": "the mask's run lengths do not cover the picture exactly",
+    "mask_size_mismatch": "the mask's run lengths are for another size than the picture's",
+}
+# What changed on an object that is stored (changes.jsonl may name them).
+OBJECT_NOTES: dict[str, str] = {
+    "clipped": "the box passed the picture's edge and was clipped to it",
+    "cropped": "the crop of resize_mode cut part of the box away",
+    "mask_from_box": "masks were asked and the object has none: its box, filled, stands for it",
+    "mask_empty": "the object's mask has no pixel in the stored image",
+}
+# An edge moved by less than this (in the source's or the stored image's pixels) is rounding.
+CLIP_TOLERANCE_PX = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class StoredObject:
+    """One object as its record stores it.
+
+    Args:
+      xmin, ymin, xmax, ymax: the box as fractions of the stored image's width and height (0..1),
+        as `image/object/bbox/*` store them.
+      label: the class name, as the source gave it.
+      area: in the stored image's pixels (see the module docstring).
+      is_crowd, difficult, truncated, pose: as the source says.
+      mask_png: the instance mask (`geometry.encode_mask_png`), when masks were asked.
+      source_ref: where the object comes from, for messages.
+      notes: `OBJECT_NOTES` codes, in that order.
+    """
+
+    xmin: float
+    ymin: float
+    xmax: float
+    ymax: float
+    label: str
+    area: float
+    is_crowd: bool = False
+    difficult: bool = False
+    truncated: bool = False
+    pose: str = ""
+    mask_png: bytes | None = None
+    source_ref: str = ""
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedObject:
+    """An object that is not stored: `reason` is a `DROP_REASONS` code, `detail` is for people."""
+
+    label: str
+    reason: str
+    detail: str
+    source_ref: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedAnnotations:
+    """An image's objects after placement, each object exactly once in `objects` or `dropped`.
+
+    `frame` is the frame the source's coordinates were taken in (None when its declared size fits
+    neither: every object is then dropped as `size_mismatch`)."""
+
+    objects: tuple[StoredObject, ...]
+    dropped: tuple[DroppedObject, ...]
+    frame: Frame | None
+
+
+def annotation_frame(
+    annotations: ImageAnnotations, transform: PixelTransform, ambiguous_frame: Frame = "stored"
+) -> Frame | None:
+    """The frame the source's coordinates are in, by the rule of the module docstring; None when
+    its declared size fits neither the stored nor the upright picture."""
+    declared = (annotations.width, annotations.height)
+    if not declared[0] or not declared[1]:
+        return ambiguous_frame
+    stored = (transform.stored_width, transform.stored_height)
+    fits_stored, fits_upright = declared == stored, declared == transform.upright_size
+    if fits_stored and fits_upright:
+        return ambiguous_frame
+    if fits_stored:
+        return "stored"
+    return "upright" if fits_upright else None
+
+
+def place_annotations(
+    annotations: ImageAnnotations,
+    transform: PixelTransform,
+    *,
+    masks: bool = False,
+    ambiguous_frame: Frame = "stored",
+) -> PlacedAnnotations:
+    """The image's objects in the stored image: boxes clipped and normalized, areas in its pixels,
+    and with `masks` one PNG per object moved as the pixels were. `transform` carries the decoded
+    picture's size, against which the source's declared size is checked."""
+    frame = annotation_frame(annotations, transform, ambiguous_frame)
+    if frame is None:
+        detail = (
+            f"the source says {annotations.width}x{annotations.height}; the picture is "
+            f"{transform.stored_width}x{transform.stored_height}"
+            + ("" if transform.orientation == 1 else " ({}x{} upright)".format(*transform.upright_size))
+        )
+        dropped = tuple(
+            DroppedObject(o.label, "size_mismatch", detail, o.source_ref) for o in annotations.objects
+        )
+        return PlacedAnnotations((), dropped, None)
+    moved = transform if frame == "stored" else transform.upright()
+    stored: list[StoredObject] = []
+    dropped_objects: list[DroppedObject] = []
+    for item in annotations.objects:
+        outcome = _place_object(item, moved, annotations.normalized, masks)
+        (stored if isinstance(outcome, StoredObject) else dropped_objects).append(outcome)
+    return PlacedAnnotations(tuple(stored), tuple(dropped_objects), frame)
+
+
+def _place_object(
+    item: ObjectBox, transform: PixelTransform, normalized: bool, masks: bool
+) -> StoredObject | DroppedObject:
+    """One object through clipping, the transform, the crop and (optionally) its mask."""
+    width, height = transform.stored_width, transform.stored_height
+
+    def drop(reason: str, detail: str) -> DroppedObject:
+        return DroppedObject(item.label, reason, detail, item.source_ref)
+
+    box = (item.xmin, item.ymin, item.xmax, item.ymax)
+    if not all(math.isfinite(value) for value in box):
+        return drop("invalid_box", f"box {box}")
+    if normalized:
+        box = (box[0] * width, box[1] * height, box[2] * width, box[3] * height)
+    xmin, ymin, xmax, ymax = box
+    if xmax <= xmin or ymax <= ymin:
+        return drop("zero_area", f"box {_pixels(box)} in a {width}x{height} picture")
+    if xmax <= 0 or ymax <= 0 or xmin >= width or ymin >= height:
+        return drop("outside_image", f"box {_pixels(box)} in a {width}x{height} picture")
+    notes = []
+    inside = (max(xmin, 0.0), max(ymin, 0.0), min(xmax, float(width)), min(ymax, float(height)))
+    if _moved(box, inside):
+        notes.append("clipped")
+
+    mapped = transform.map_box(*inside)
+    kept = (
+        max(mapped[0], 0.0),
+        max(mapped[1], 0.0),
+        min(mapped[2], float(transform.width)),
+        min(mapped[3], float(transform.height)),
+    )
+    if kept[2] <= kept[0] or kept[3] <= kept[1]:
+        return drop("cropped_out", f"box {_pixels(box)}, outside the crop window {_pixels(transform.window)}")
+    if _moved(mapped, kept):
+        notes.append("cropped")
+
+    mask_png = None
+    if masks:
+        if isinstance(item.mask, RunLengths) and (item.mask.width, item.mask.height) != (width, height):
+            detail = f"run lengths of {item.mask.width}x{item.mask.height} for a {width}x{height} picture"
+            return drop("mask_size_mismatch", detail)
+        try:
+            mask = _stored_mask(item, transform, normalized, kept)
+        except ValueError as error:
+            return drop("mask_invalid", str(error))
+        if item.mask is None:
+            notes.append("mask_from_box")
+        elif mask.getbbox() is None:
+            notes.append("mask_empty")
+        mask_png = geometry.encode_mask_png(mask)
+
+    return StoredObject(
+        xmin=kept[0] / transform.width,
+        ymin=kept[1] / transform.height,
+        xmax=kept[2] / transform.width,
+        ymax=kept[3] / transform.height,
+        label=item.label,
+        area=_area(item, transform, normalized, box, kept),
+        is_crowd=item.is_crowd,
+        difficult=item.difficult,
+        truncated=item.truncated,
+        pose=item.pose,
+        mask_png=mask_png,
+        source_ref=item.source_ref,
+        notes=tuple(code for code in OBJECT_NOTES if code in notes),
+    )
+
+
+def _stored_mask(
+    item: ObjectBox, transform: PixelTransform, normalized: bool, kept: tuple[float, float, float, float]
+) -> Image.Image:
+    """The object's mask in the stored image; its kept box, filled, when the source has none."""
+    if item.mask is None:
+        mask = Image.new("L", (transform.width, transform.height), 0)
+        mask.paste(1, tuple(round(value) for value in kept))
+        return mask
+    raster = geometry.rasterize_mask(item.mask, transform.stored_width, transform.stored_height, normalized)
+    return geometry.transform_mask(raster, transform)
+
+
+def _area(
+    item: ObjectBox,
+    transform: PixelTransform,
+    normalized: bool,
+    box: tuple[float, float, float, float],
+    kept: tuple[float, float, float, float],
+) -> float:
+    """The object's area in the stored image's pixels (rule in the module docstring)."""
+    kept_area = (kept[2] - kept[0]) * (kept[3] - kept[1])
+    if item.area is None:
+        return kept_area
+    source_area = item.area * transform.stored_width * transform.stored_height if normalized else item.area
+    scale_x, scale_y = transform.scale
+    whole = transform.map_box(*box)
+    whole_area = (whole[2] - whole[0]) * (whole[3] - whole[1])
+    return source_area * scale_x * scale_y * min(1.0, kept_area / whole_area)
+
+
+def _moved(before: tuple[float, ...], after: tuple[float, ...]) -> bool:
+    return any(abs(a - b) > CLIP_TOLERANCE_PX for a, b in zip(before, after, strict=True))
+
+
+def _pixels(box: tuple[float, ...]) -> str:
+    return "(" + ", ".join(f"{value:g}" for value in box) + ")"
