@@ -11,7 +11,7 @@ In flow order, one flow on every runner:
     PendingRecord | PredictionResult --BuildRecords--> ConvertedRecord | RejectLine | ChangeLine
     ConvertedRecord --DuplicateGroups--> DuplicateGroup (hashes and paths grouped, no bytes)
     ConvertedRecord --a sink--> WrittenShard (temporary) --finalize--> FinalShard, and a Tally
-    (write.metadata.Tally: the counts, merged across workers)
+    (write.tally.Tally: the counts, merged across workers)
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ One flow on every runner: plan -> read and validate -> (feature model) -> build 
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -40,8 +41,10 @@ from beam_tfrecord.transforms import (
     make_sink,
 )
 from beam_tfrecord.write import outputs
-from beam_tfrecord.write.metadata import Tally, build_summary, write_metadata
+from beam_tfrecord.write.metadata import write_metadata
 from beam_tfrecord.write.shardwriter import remove_tree
+from beam_tfrecord.write.summary import RunInfo, Summary, build_summary
+from beam_tfrecord.write.tally import Tally
 
 __all__ = ["ImagesToTFRecords", "WriteMetadataFn", "prepare"]
 
@@ -84,10 +87,10 @@ class WriteMetadataFn(beam.DoFn):
     """Runs once, after every shard is final: labels.txt, rejects.jsonl, changes.jsonl, TFDS's
     files, then summary.json; then removes the run's temporary folder (the staged plan)."""
 
-    def __init__(self, staged: StagedPlan, config: ConvertConfig, run_info: Mapping[str, Any]) -> None:
+    def __init__(self, staged: StagedPlan, config: ConvertConfig, run: RunInfo | None) -> None:
         self.staged = staged
         self.config = config
-        self.run_info = dict(run_info)
+        self.run = run
 
     def process(
         self,
@@ -97,7 +100,7 @@ class WriteMetadataFn(beam.DoFn):
         finals: list[FinalShard],
         changes: list[ChangeLine],
         duplicates: list[DuplicateGroup],
-    ) -> Iterator[dict[str, Any]]:
+    ) -> Iterator[Summary]:
         facts = staging.load_facts(self.staged.plan_dir)
         planned = staging.load_planned_rejects(self.staged.plan_dir)
         # One listing of the output, not one request per shard.
@@ -106,15 +109,13 @@ class WriteMetadataFn(beam.DoFn):
         sizes = [
             (m.path, m.size_in_bytes) for m in found.metadata_list if posixpath.basename(m.path) in names
         ]
-        run_info = dict(self.run_info)
-        if "started_at" in run_info:
-            run_info["wall_time_s"] = round(time.time() - run_info["started_at"], 2)
+        run = self.run
+        if run is not None and run.started_at is not None:
+            run = dataclasses.replace(run, wall_time_s=round(time.time() - run.started_at, 2))
         options = {**facts.source, **summary_options(None, self.config)}
-        summary = build_summary(
-            facts, planned, tally, sizes, options, run_info, self.config.features, duplicates
-        )
+        summary = build_summary(facts, planned, tally, sizes, options, run, self.config.features, duplicates)
         lengths = {posixpath.basename(f.path): f.records for f in finals}
-        write_metadata(
+        summary = write_metadata(
             self.config.output,
             facts.class_names,
             [*planned, *rejects],
@@ -143,13 +144,15 @@ class ListShardPlansFn(beam.DoFn):
 
 
 class ImagesToTFRecords(beam.PTransform):
-    """PBegin -> PCollection holding the one summary dict, once every file is written.
+    """PBegin -> PCollection holding the run's one `Summary` (write.summary), once every file is
+    written.
 
     Args:
       staged: the plan, staged by `prepare` (or `staging.stage_plan`) before the pipeline runs;
         the graph holds only where it is and the shard counts.
       config: what the records look like and where they go.
-      run_info: facts about the run for summary.json (runner, workers, `started_at`, ...).
+      run_info: how the run executes, for summary.json: a `RunInfo`, or a mapping of its fields
+        (runner, workers, `started_at`, ...).
       progress_dir: a local folder the workers count into, for a progress line (local runs).
     """
 
@@ -157,16 +160,21 @@ class ImagesToTFRecords(beam.PTransform):
         self,
         staged: StagedPlan,
         config: ConvertConfig,
-        run_info: Mapping[str, Any] | None = None,
+        run_info: RunInfo | Mapping[str, Any] | None = None,
         progress_dir: str | None = None,
     ) -> None:
         super().__init__()
         self.staged = staged
         self.config = config
-        self.run_info = dict(run_info or {})
+        if run_info is not None and not isinstance(run_info, RunInfo):
+            unknown = sorted(set(run_info) - {f.name for f in dataclasses.fields(RunInfo)})
+            if unknown:
+                raise ConfigError("run_info", f"has no field {unknown[0]!r} (see write.summary.RunInfo)")
+            run_info = RunInfo(**run_info)
+        self.run_info = run_info
         self.progress_dir = progress_dir
 
-    def expand(self, root: beam.pvalue.PBegin) -> beam.PCollection[dict[str, Any]]:
+    def expand(self, root: beam.pvalue.PBegin) -> beam.PCollection[Summary]:
         config, staged = self.config, self.staged
         # ShardTask: one output shard and its inputs' paths. The Reshuffle spreads the tasks
         # (file names, never image bytes) over the workers; a fused Create would keep them on one.

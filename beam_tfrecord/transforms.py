@@ -43,9 +43,9 @@ from beam_tfrecord.features.options import FeatureOptions
 from beam_tfrecord.images.inputs import ordered_submit, prepare_input
 from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.write import shardwriter
-from beam_tfrecord.write.metadata import Tally, without_pixels
 from beam_tfrecord.write.records import change_line, finish_record
 from beam_tfrecord.write.shardwriter import ShardFiles
+from beam_tfrecord.write.tally import Tally, without_pixels
 from beam_tfrecord.write.tfrecord_files import index_records
 
 if TYPE_CHECKING:

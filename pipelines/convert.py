@@ -35,7 +35,8 @@ from beam_tfrecord.plan import staging
 from beam_tfrecord.plan.listing import list_inputs
 from beam_tfrecord.plan.staging import StagedPlan
 from beam_tfrecord.settings import ConfigError
-from beam_tfrecord.write import metadata, outputs
+from beam_tfrecord.write import outputs
+from beam_tfrecord.write.summary import RunInfo, read_summary
 from pipelines import dry_run
 from pipelines.dataflow_checks import check_dry_run_input, check_remote_run
 from pipelines.options import (
@@ -47,6 +48,7 @@ from pipelines.options import (
     parse_options,
     usage_text,
 )
+from pipelines.report import format_table
 
 __all__ = ["main", "report", "run"]
 
@@ -96,27 +98,27 @@ def model_in_one_process(config: ConvertConfig, local: runners.LocalWorkers) -> 
 
 def run_info(
     settings: RunSettings, config: ConvertConfig, options: PipelineOptions, started: float
-) -> dict[str, object]:
+) -> RunInfo:
     """How this run executes, for summary.json and the start-up log."""
     from apache_beam.options.pipeline_options import DirectOptions
 
     local = runners.is_local(options)
     direct = options.view_as(DirectOptions)
-    return {
-        "input": settings.source.input,
-        "output": config.output,
-        "runner": runners.runner_name(options),
-        "direct_running_mode": direct.direct_running_mode if local else None,
-        "workers": direct.direct_num_workers if local else None,
-        "parallelism": runners.parallelism(options),
-        "sink": config.sink,
-        "read_threads": config.read_threads,
-        "beam_version": beam.__version__,
-        "started_at": started,
-    }
+    return RunInfo(
+        input=settings.source.input,
+        output=config.output,
+        runner=runners.runner_name(options),
+        direct_running_mode=direct.direct_running_mode if local else None,
+        workers=direct.direct_num_workers if local else None,
+        parallelism=runners.parallelism(options),
+        sink=config.sink,
+        read_threads=config.read_threads,
+        beam_version=beam.__version__,
+        started_at=started,
+    )
 
 
-def log_plan(staged: StagedPlan, splits: dict[str, float], info: dict[str, object]) -> None:
+def log_plan(staged: StagedPlan, splits: dict[str, float], info: RunInfo) -> None:
     """One line on what will run, counting inputs as the final table does."""
     _LOGGER.info(
         "%d inputs (%d more skipped): %d to read, %d rejected from the listing; splits %s; shards %s",
@@ -127,13 +129,13 @@ def log_plan(staged: StagedPlan, splits: dict[str, float], info: dict[str, objec
         splits,
         staging.describe(staged.shard_counts),
     )
-    workers = f", {info['direct_running_mode']} x {info['workers']}" if info["workers"] else ""
+    workers = f", {info.direct_running_mode} x {info.workers}" if info.workers else ""
     _LOGGER.info(
         "runner %s%s, %s sink, %d read threads per shard task",
-        info["runner"],
+        info.runner,
         workers,
-        info["sink"],
-        info["read_threads"],
+        info.sink,
+        info.read_threads,
     )
 
 
@@ -244,12 +246,12 @@ def interrupted_message(output: str, progress_dir: str | None, total: int) -> st
 
 
 def report(output: str) -> int:
-    summary = metadata.read_summary(output)
-    print(metadata.format_table(summary))
-    if not summary["consistent"]:
+    summary = read_summary(output)
+    print(format_table(summary))
+    if not summary.consistent:
         print("error: inputs != records + rejects; some input is unaccounted for", file=sys.stderr)
         return 1
-    if summary["records"] == 0:
+    if summary.records == 0:
         print(f"error: every input was rejected; see {output}/rejects.jsonl for the reasons", file=sys.stderr)
         return 1
     return 0

@@ -52,7 +52,7 @@ def draw(report: OutputReport, output: str, pictures_dir: str) -> list[str]:
         if label is not None:
             counts[label][split] = n
     if counts:
-        splits = list(report.summary.get("splits", {}))
+        splits = list(report.summary.splits) if report.summary is not None else []
         title = f"{name}: records per label ({sum(report.records.values())} in all)"
         paths.append(FileSystems.join(pictures_dir, HISTOGRAM_FILE))
         pictures.save_png(pictures.label_histogram(counts, splits, title), paths[1])
@@ -69,7 +69,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         print(f"error: {args.output} is not a directory", file=sys.stderr)
         return 2
     report = verify_output(args.output, sample=args.sample, seed=args.seed)
-    if not report.summary:
+    if report.summary is None:
         print(f"error: {report.errors[0]}", file=sys.stderr)
         return 1
     print(format_report(report))

@@ -19,7 +19,9 @@ from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
 from beam_tfrecord.plan.staging import PlanFacts
 from beam_tfrecord.transforms import REJECTS, BuildRecordFn, ReadShardFn, TallyFn
-from beam_tfrecord.write.metadata import Tally, build_summary, format_table
+from beam_tfrecord.write.summary import build_summary
+from beam_tfrecord.write.tally import Tally
+from pipelines.report import format_table
 
 
 def task_of(tmp_path, files: dict[str, bytes]) -> ShardTask:
@@ -71,9 +73,9 @@ def test_summary_flags_an_inconsistent_count_and_empty_classes():
     tally = Tally()
     tally.records["train"] = 2
     tally.by_split_label[("train", "a")] = 2
-    summary = build_summary(facts, [], tally, [("/o/train-00000-of-00001.tfrecord", 99)], {}, {})
-    assert summary["consistent"] is False  # two inputs are neither records nor rejects
-    assert "class 'b' has no valid image" in summary["warnings"]
+    summary = build_summary(facts, [], tally, [("/o/train-00000-of-00001.tfrecord", 99)], {})
+    assert summary.consistent is False  # two inputs are neither records nor rejects
+    assert "class 'b' has no valid image" in summary.warnings
     table = format_table(summary)
     assert "inputs = records + rejects  NO" in table
     assert "warning: class 'b' has no valid image" in table
@@ -96,7 +98,7 @@ def test_the_transform_in_a_users_own_pipeline(pets_tree, tmp_path):
             for name, config in (("gzip", gzip), ("plain", plain))
         ]
         assert_that(
-            summaries[0] | beam.Map(lambda s: (s["records"], s["consistent"])),
+            summaries[0] | beam.Map(lambda s: (s.records, s.consistent)),
             equal_to([(60, True)]),
             label="Done",
         )

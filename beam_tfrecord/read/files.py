@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
@@ -20,7 +19,7 @@ from beam_tfrecord.keys import FeatureLayout, RecordLayout
 from beam_tfrecord.names import index_path
 from beam_tfrecord.plan.columns import ExtraColumn
 from beam_tfrecord.write import outputs
-from beam_tfrecord.write.schema import layout_from_summary
+from beam_tfrecord.write.summary import SizeRange, Summary
 from beam_tfrecord.write.tfrecord_files import FramingError, iter_records, parse_index
 
 _LOGGER = logging.getLogger(__name__)
@@ -75,42 +74,41 @@ class SplitFiles:
         )
 
 
-def _range(stats: dict[str, Any] | None) -> tuple[int, int] | None:
-    return (int(stats["min"]), int(stats["max"])) if stats else None
+def _range(stats: SizeRange | None) -> tuple[int, int] | None:
+    return (int(stats.min), int(stats.max)) if stats else None
 
 
-def split_files(output_dir: str, split: str = "train", summary: dict[str, Any] | None = None) -> SplitFiles:
+def split_files(output_dir: str, split: str = "train", summary: Summary | None = None) -> SplitFiles:
     """The shards of `split` and how to parse them, from summary.json.
 
     Raises `IncompleteOutput` (the same words from every reader) for a folder without
     summary.json or with shard files it does not list, ValueError for an unknown split."""
     summary = summary if summary is not None else outputs.complete_summary(output_dir)
-    if split not in summary["splits"]:
-        raise ValueError(f"{output_dir} has no split {split!r}; it has {sorted(summary['splits'])}")
-    info = summary["splits"][split]
-    paths = [FileSystems.join(output_dir, name) for name in sorted(info["files"])]
-    options = summary.get("options", {})
-    layout = layout_from_summary(summary)
+    if split not in summary.splits:
+        raise ValueError(f"{output_dir} has no split {split!r}; it has {sorted(summary.splits)}")
+    info = summary.splits[split]
+    paths = [FileSystems.join(output_dir, name) for name in sorted(info.files)]
+    layout = summary.record_layout()
     return SplitFiles(
-        schema=options.get("schema", "tfds"),
-        labeled=summary.get("class_names") is not None,
-        class_names=summary.get("class_names"),
+        schema=layout.schema,
+        labeled=layout.labeled,
+        class_names=summary.class_names,
         paths=paths,
         compression="GZIP" if any(p.endswith(".gz") for p in paths) else "",
-        records=info["records"],
-        channels=options.get("channels"),
+        records=info.records,
+        channels=summary.forced_channels,
         features=layout.features,
-        heights=_range(summary.get("image_height")),
-        widths=_range(summary.get("image_width")),
-        extra_columns=tuple(ExtraColumn(c["name"], c["type"]) for c in summary.get("extra_columns") or []),
-        multi_label=bool(summary.get("multi_label")),
+        heights=_range(summary.image_height),
+        widths=_range(summary.image_width),
+        extra_columns=tuple(ExtraColumn(c.name, c.type) for c in summary.extra_columns),  # type: ignore[arg-type]
+        multi_label=layout.multi_label,
     )
 
 
 def class_names(output_dir: str) -> list[str] | None:
     """The label names in id order (labels.txt's lines), or None for an unlabeled run; no
     TensorFlow, so PyTorch jobs use it too."""
-    return outputs.complete_summary(output_dir).get("class_names")
+    return outputs.complete_summary(output_dir).class_names
 
 
 def read_index(shard_path: str) -> list[tuple[int, int]] | None:

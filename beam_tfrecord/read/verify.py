@@ -17,7 +17,6 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -30,7 +29,7 @@ from beam_tfrecord.read.files import read_index
 from beam_tfrecord.read.tf_data import record_dataset
 from beam_tfrecord.write import schema as schema_lib
 from beam_tfrecord.write.outputs import unfinished_message
-from beam_tfrecord.write.schema import layout_from_summary
+from beam_tfrecord.write.summary import Summary, SummaryError, read_summary
 from beam_tfrecord.write.tfrecord_files import FramingError, index_records
 
 __all__ = ["OutputReport", "Sample", "format_report", "verify_output"]
@@ -50,7 +49,7 @@ class Sample:
 class OutputReport:
     """What reading every shard found; `errors` empty means the output is sound."""
 
-    summary: dict[str, Any]
+    summary: Summary | None  # None when the folder has none (an error says so)
     errors: list[str] = field(default_factory=list)
     records: Counter = field(default_factory=Counter)  # split -> n
     by_split_label: Counter = field(default_factory=Counter)  # (split, label) -> n
@@ -78,16 +77,16 @@ def list_shards(output: str) -> dict[str, list[tuple[str, int]]]:
     return {split: sorted(files) for split, files in sorted(found.items())}
 
 
-def check_shard_names(found: Mapping[str, list[tuple[str, int]]], summary: Mapping[str, Any]) -> list[str]:
+def check_shard_names(found: Mapping[str, list[tuple[str, int]]], summary: Summary) -> list[str]:
     """Shard names against each other and the summary: `-of-N` is the file count, no index missing."""
     errors = []
-    gzip = summary.get("options", {}).get("compression") == "gzip"
-    for split in sorted(set(found) - set(summary["splits"])):
+    gzip = summary.compression == "gzip"
+    for split in sorted(set(found) - set(summary.splits)):
         errors.append(f"split {split}: {len(found[split])} shard files, but summary.json has no such split")
-    for split, info in summary["splits"].items():
+    for split, info in summary.splits.items():
         files = [name for name, _ in found.get(split, [])]
         if not files:
-            errors.append(f"split {split}: no shard file found (summary.json lists {info['shards']})")
+            errors.append(f"split {split}: no shard file found (summary.json lists {info.shards})")
             continue
         parsed = [names.SHARD_NAME.match(name) for name in files]
         counts = sorted({int(m["count"]) for m in parsed})
@@ -104,12 +103,10 @@ def check_shard_names(found: Mapping[str, list[tuple[str, int]]], summary: Mappi
                 names.shard_name(split, i, count, "gzip" if gzip else "none") for i in missing[:5]
             )
             errors.append(f"split {split}: missing shard {shown}")
-        if info["shards"] != len(files):
-            errors.append(
-                f"split {split}: summary.json says {info['shards']} shards, {len(files)} files found"
-            )
-        if sorted(info.get("files", files)) != files:
-            extra = sorted(set(files) - set(info.get("files", [])))
+        if info.shards != len(files):
+            errors.append(f"split {split}: summary.json says {info.shards} shards, {len(files)} files found")
+        if sorted(info.files) != files:
+            extra = sorted(set(files) - set(info.files))
             if extra:
                 errors.append(f"split {split}: files not in summary.json: {', '.join(extra[:5])}")
         wrong = [name for name in files if name.endswith(".gz") != gzip]
@@ -194,11 +191,12 @@ def read_shard(
 ) -> bool:
     """Read one shard in full into `report`; False (with an error recorded) if it cannot be."""
     summary = report.summary
-    class_names = summary.get("class_names")
+    assert summary is not None
+    class_names = summary.class_names
     labeled = class_names is not None
     name = posixpath.basename(path)
     compression = "GZIP" if name.endswith(".gz") else ""
-    layout = layout_from_summary(summary)
+    layout = summary.record_layout()
     if not layout.has_image:  # the features are checked against their length where an image is
         layout = layout.without_features()
     facts_fn = _facts_fn(layout)
@@ -279,23 +277,24 @@ def check_index(path: str) -> list[str]:
 def check_counts(report: OutputReport, broken: set[str]) -> list[str]:
     """What was read against summary.json, for the splits whose every shard was read to its end."""
     summary, errors = report.summary, []
-    for split, info in summary["splits"].items():
+    assert summary is not None
+    for split, info in summary.splits.items():
         if split in broken:
             errors.append(f"split {split}: counts not compared, a shard could not be read to its end")
             continue
-        if report.records[split] != info["records"]:
+        if report.records[split] != info.records:
             errors.append(
-                f"split {split}: {report.records[split]} records read, summary.json says {info['records']}"
+                f"split {split}: {report.records[split]} records read, summary.json says {info.records}"
             )
             continue  # the per-label counts would only repeat it
-        for label, expected in info.get("labels", {}).items():
+        for label, expected in info.labels.items():
             if report.by_split_label[(split, label)] != expected:
                 found = report.by_split_label[(split, label)]
                 errors.append(
                     f"split {split} label {label}: {found} records read, summary.json says {expected}"
                 )
-    if not broken and sum(report.records.values()) != summary["records"]:
-        errors.append(f"{sum(report.records.values())} records read, summary.json says {summary['records']}")
+    if not broken and sum(report.records.values()) != summary.records:
+        errors.append(f"{sum(report.records.values())} records read, summary.json says {summary.records}")
     return errors
 
 
@@ -334,10 +333,10 @@ def _tfds_loads(output: str) -> list[str]:
     return []
 
 
-def check_side_files(output: str, summary: Mapping[str, Any]) -> list[str]:
+def check_side_files(output: str, summary: Summary) -> list[str]:
     """labels.txt holds the class names in id order; rejects.jsonl one line per reject or skip."""
     errors = []
-    class_names = summary.get("class_names")
+    class_names = summary.class_names
     labels_path = FileSystems.join(output, LABELS_FILE)
     if class_names is not None:
         if not FileSystems.exists(labels_path):
@@ -349,7 +348,7 @@ def check_side_files(output: str, summary: Mapping[str, Any]) -> list[str]:
         errors.append(f"{REJECTS_FILE} is missing")
     else:
         lines = len(read_text(rejects_path).splitlines())
-        expected = summary["rejects"] + summary["skipped"]
+        expected = summary.rejects + summary.skipped
         if lines != expected:
             errors.append(
                 f"{REJECTS_FILE} has {lines} lines, summary.json counts {expected} rejects and skips"
@@ -361,10 +360,13 @@ def verify_output(output: str, sample: int = 32, seed: int = 0) -> OutputReport:
     """Read everything under `output` and compare; the report's `errors` say what is wrong."""
     summary_path = FileSystems.join(output, SUMMARY_FILE)
     if not FileSystems.exists(summary_path):
-        report = OutputReport(summary={})
+        report = OutputReport(summary=None)
         report.errors.append(unfinished_message(output))
         return report
-    report = OutputReport(summary=json.loads(read_text(summary_path)))
+    try:
+        report = OutputReport(summary=read_summary(output))
+    except SummaryError as error:
+        return OutputReport(summary=None, errors=[str(error)])
     found = list_shards(output)
     report.errors += check_shard_names(found, report.summary)
     report.errors += check_side_files(output, report.summary)
@@ -392,7 +394,7 @@ def _stats(values: Counter) -> str:
 def format_report(report: OutputReport) -> str:
     """What was read, as an aligned table: records per split and label, sizes, rejects, checks."""
     summary, rows = report.summary, []
-    for split in summary.get("splits", {}):
+    for split in summary.splits if summary is not None else {}:
         mb = report.shard_bytes[split] / 1e6
         shards = len(report.shard_lengths.get(split, []))
         rows.append(
@@ -401,7 +403,8 @@ def format_report(report: OutputReport) -> str:
         for (name, label), n in sorted(report.by_split_label.items(), key=str):
             if name == split and label is not None:
                 rows.append((f"  {label}", str(n)))
-    rows.append(("records", f"{sum(report.records.values())} (summary.json: {summary.get('records', '?')})"))
+    listed = summary.records if summary is not None else "?"
+    rows.append(("records", f"{sum(report.records.values())} (summary.json: {listed})"))
     heights, widths = Counter(), Counter()
     for (h, w), n in report.sizes.items():
         heights[h] += n
@@ -411,8 +414,8 @@ def format_report(report: OutputReport) -> str:
     common = ", ".join(f"{w}x{h} ({n})" for (h, w), n in report.sizes.most_common(5))
     rows.append(("most common sizes (WxH)", common or "-"))
     rows.append(("channels", ", ".join(f"{c} ({n})" for c, n in sorted(report.channels.items())) or "-"))
-    rows.append(("rejects", str(summary.get("rejects", "?"))))
-    for reason, n in summary.get("rejects_per_reason", {}).items():
+    rows.append(("rejects", str(summary.rejects if summary is not None else "?")))
+    for reason, n in (summary.rejects_per_reason if summary is not None else {}).items():
         rows.append((f"  {reason}", str(n)))
     rows.append(("TFDS metadata", "dataset_info.json, features.json" if report.tfds_metadata else "none"))
     width = max(len(key) for key, _ in rows)

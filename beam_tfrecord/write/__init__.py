@@ -6,9 +6,21 @@ Gives: shard files with their `.idx`, labels.txt, rejects.jsonl, changes.jsonl, 
 and, last, summary.json (the completeness marker).
 
 Modules: `schema` (the record keys and the matching parse spec), `messages` and `example.proto`
-(the Example messages), `tfrecord_files` (TFRecord framing), `shardwriter` (temp-then-rename
-shards), `metadata` (the tally, the summary and the side files), `tfds_metadata` (TFDS's
-files), `outputs` (the output folder's guard and completeness check).
+(the Example messages), `tfrecord_files` (TFRecord framing), `records` (a validated image to its record),
+`shardwriter` (temp-then-rename shards), `tally` (the run's counts), `summary` (summary.json
+as a typed object, and how it is built), `metadata` (the side files, summary.json last),
+`tfds_metadata` (TFDS's files), `outputs` (the output folder's guard and completeness check).
 """
 
-__all__ = ["messages", "metadata", "outputs", "schema", "shardwriter", "tfds_metadata", "tfrecord_files"]
+__all__ = [
+    "messages",
+    "metadata",
+    "outputs",
+    "records",
+    "schema",
+    "shardwriter",
+    "summary",
+    "tally",
+    "tfds_metadata",
+    "tfrecord_files",
+]

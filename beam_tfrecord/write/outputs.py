@@ -10,14 +10,13 @@ from __future__ import annotations
 import logging
 import os
 import posixpath
-from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import gcs, names
 from beam_tfrecord.names import METADATA_FILES, SUMMARY_FILE, TEMP_PREFIXES
 from beam_tfrecord.settings import ConfigError
-from beam_tfrecord.write.metadata import read_summary
+from beam_tfrecord.write.summary import Summary, SummaryError, read_summary
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -116,16 +115,18 @@ def unfinished_message(output: str) -> str:
     )
 
 
-def complete_summary(output: str) -> dict[str, Any]:
+def complete_summary(output: str) -> Summary:
     """summary.json of the complete run in `output`, or raise `IncompleteOutput`.
 
     Complete means: summary.json exists, and the shard files on disk are exactly those it lists
     (`.idx` files aside). One listing of the folder, so it is cheap on GCS too."""
     try:
         summary = read_summary(output)
+    except SummaryError as error:  # there, but not one this project wrote (or can read)
+        raise IncompleteOutput(str(error)) from error
     except Exception as error:
         raise IncompleteOutput(unfinished_message(output)) from error
-    expected = {name for split in summary["splits"].values() for name in split["files"]}
+    expected = {name for split in summary.splits.values() for name in split.files}
     present = {
         posixpath.basename(p)
         for p in existing_outputs(output)
@@ -143,6 +144,5 @@ def complete_shards(output: str) -> dict[str, list[str]]:
     """Split -> shard paths of the complete run in `output`, or raise `IncompleteOutput`."""
     summary = complete_summary(output)
     return {
-        name: [FileSystems.join(output, f) for f in split["files"]]
-        for name, split in summary["splits"].items()
+        name: [FileSystems.join(output, f) for f in split.files] for name, split in summary.splits.items()
     }

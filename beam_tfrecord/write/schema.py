@@ -23,7 +23,6 @@ from beam_tfrecord.write.messages import Example, Feature
 __all__ = [
     "SCHEMAS",
     "build_example",
-    "layout_from_summary",
     "layout_of",
     "parse_spec",
     "restore_features",
@@ -190,14 +189,3 @@ def restore_features(parsed: dict[str, Any], schema: str, features: FeatureLayou
     else:
         flat = parsed[key_of(schema, "features")]
     return tf.reshape(flat, features.shape)
-
-
-def layout_from_summary(summary: dict[str, Any]) -> RecordLayout:
-    """The RecordLayout summary.json describes: which keys the run's records hold."""
-    options = summary.get("options", {})
-    info = summary.get("features")
-    features = FeatureLayout(tuple(info["shape"]), info["dtype"], not info["features_only"]) if info else None
-    columns = tuple((c["name"], c["type"]) for c in summary.get("extra_columns") or [])
-    labeled = summary.get("class_names") is not None
-    multi = bool(summary.get("multi_label")) and labeled
-    return RecordLayout(options.get("schema", "tfds"), labeled, multi, columns, features)

@@ -27,7 +27,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import names
 from beam_tfrecord.keys import RecordKey, RecordLayout, key_of, record_keys
-from beam_tfrecord.write.schema import layout_from_summary
+from beam_tfrecord.write.summary import Summary, TfdsMetadataInfo
 from beam_tfrecord.write.tfrecord_files import count_records
 
 __all__ = ["FILENAME_TEMPLATE", "dataset_name", "features_spec", "write_tfds_metadata"]
@@ -86,21 +86,20 @@ def dataset_name(output: str) -> str:
 
 
 def write_tfds_metadata(
-    output: str, summary: Mapping[str, Any], shard_lengths: Mapping[str, int | None] | None = None
-) -> dict[str, Any]:
+    output: str, summary: Summary, shard_lengths: Mapping[str, int | None] | None = None
+) -> TfdsMetadataInfo:
     """Write dataset_info.json and features.json for a finished run; returns what to record in
-    summary.json (`written`, and a `reason` when not).
+    summary.json (whether they were written, and why not).
 
     `shard_lengths` (shard file name -> records) are the counts the writer kept; a shard it has
     no count for (Beam's WriteToTFRecord does not report them) is counted from its record
     headers."""
-    options = summary.get("options", {})
-    if options.get("compression", "none") != "none":
-        return {"written": False, "reason": "TFDS reads uncompressed TFRecord files only"}
-    if options.get("features_only"):
-        return {"written": False, "reason": "features_only records hold no image for TFDS's Image feature"}
-    if summary.get("records", 0) == 0:
-        return {"written": False, "reason": "no record was written"}
+    if summary.compression != "none":
+        return TfdsMetadataInfo(False, "TFDS reads uncompressed TFRecord files only")
+    if not summary.record_layout().has_image:
+        return TfdsMetadataInfo(False, "features_only records hold no image for TFDS's Image feature")
+    if summary.records == 0:
+        return TfdsMetadataInfo(False, "no record was written")
 
     # TFDS writes through tf.io.gfile, which does not go through Beam's filesystems (nor honour
     # a GCS emulator): remote metadata is written to a local folder and copied with Beam.
@@ -108,8 +107,8 @@ def write_tfds_metadata(
     staging = tempfile.mkdtemp(prefix="beam-tfrecord-tfds-") if remote else output
     try:
         if remote:  # TFDS lists its folder for the shard names: empty stand-ins, never copied
-            for info in summary["splits"].values():
-                for name in info["files"]:
+            for info in summary.splits.values():
+                for name in info.files:
                     open(os.path.join(staging, name), "wb").close()
         _write(staging, output, summary, shard_lengths or {})
         if remote:
@@ -126,17 +125,14 @@ def write_tfds_metadata(
             shutil.rmtree(staging, ignore_errors=True)
     # No read-back here: loading through TFDS imports TensorFlow (about 4 s and 520 MB, more than
     # a local run of 8,000 images needs). `pipelines.inspect` and the tests load it with TFDS.
-    return {"written": True, "filename_template": FILENAME_TEMPLATE}
+    return TfdsMetadataInfo(True, filename_template=FILENAME_TEMPLATE)
 
 
-def _write(
-    data_dir: str, output: str, summary: Mapping[str, Any], shard_lengths: Mapping[str, int | None]
-) -> None:
+def _write(data_dir: str, output: str, summary: Summary, shard_lengths: Mapping[str, int | None]) -> None:
     """TFDS's own writer, into `data_dir`; the shards are counted where they are, in `output`."""
     import tensorflow_datasets as tfds
     from tensorflow_datasets.core import naming
 
-    options = summary.get("options", {})
     template = naming.ShardedFileTemplate(
         data_dir=data_dir,
         template=FILENAME_TEMPLATE,
@@ -144,30 +140,37 @@ def _write(
         filetype_suffix=FILE_FORMAT,
     )
     split_infos = []
-    for split, info in summary["splits"].items():
-        files = sorted(info["files"])
+    for split, info in summary.splits.items():
+        files = sorted(info.files)
         lengths = [_length(output, name, shard_lengths.get(name)) for name in files]
         split_infos.append(
             tfds.core.SplitInfo(
                 name=split,
                 shard_lengths=lengths,
-                num_bytes=info["bytes"],
+                num_bytes=info.bytes,
                 filename_template=template.replace(split=split),
             )
         )
-    layout = layout_from_summary(summary)
-    schema, class_names = layout.schema, summary.get("class_names")
+    layout = summary.record_layout()
+    schema, class_names = layout.schema, summary.class_names
     # Flat keys (the simple schema) can name TFDS's supervised pair; nested ones cannot.
     supervised = (
         (key_of(layout, "image"), key_of(layout, "label")) if schema == "simple" and layout.labeled else None
     )
     tfds.folder_dataset.write_metadata(
         data_dir=data_dir,
-        features=features_spec(layout, class_names, options.get("channels")),
+        features=features_spec(layout, class_names, summary.forced_channels),
         split_infos=split_infos,
         filename_template=template,
-        description=f"Images from {summary.get('input', 'unknown')} converted by beam-tfrecord "
+        description=f"Images from {_source(summary)} converted by beam-tfrecord "
         f"({schema} schema). labels.txt, rejects.jsonl and summary.json lie beside the shards.",
         supervised_keys=supervised,
         check_data=False,  # it would read the shards through tf.io.gfile
     )
+
+
+def _source(summary: Summary) -> str:
+    """Where the images came from, for TFDS's description."""
+    if summary.run is not None and summary.run.input:
+        return summary.run.input
+    return str(summary.options.get("input", "unknown"))
