@@ -118,7 +118,7 @@ class AnnotationSet:
       sources: listed annotation files (never inputs) -> what each is, for a `skipped` line.
       problems: listed images rejected for their annotations, sorted by path.
       unmatched: annotation entries that name no listed image, in the sources' order.
-      dropped, changed: objects left out or kept changed at plan time, sorted by path.
+      dropped, changed: objects left out or kept changed at plan time, in listing order.
       split_names: the splits annotation files were given for (COCO `train=a.json,...`), in the
         order given; each image's split is `images[relpath].split`.
     """

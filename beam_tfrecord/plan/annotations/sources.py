@@ -96,6 +96,9 @@ def _coco(listed: Listed, paths: Sequence[AnnotationPath], masks: bool) -> Annot
             )
         paths = [AnnotationPath(listed.annotation_files[relpath].path) for relpath in found]
         return coco.load(listed, paths, found, masks)
+    for path in paths:
+        if os.path.isdir(path.path):
+            raise ValueError(f"annotations_path {path.path} is a folder; name the COCO instances files in it")
     return coco.load(listed, paths, [_display(listed, path.path) for path in paths], masks)
 
 
