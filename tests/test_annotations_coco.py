@@ -407,3 +407,19 @@ def test_a_file_read_in_any_size_of_chunk_reads_the_same(tmp_path, monkeypatch, 
     assert found.images["b.jpg"].objects[0].xmax == 12345.678
     assert found.images["b.jpg"].objects[0].source_ref.endswith("#annotation 123456789")
     assert "line 10 column 7" in failed.problems[0].detail  # where "height" follows "width": 48
+
+
+def test_a_file_cut_anywhere_rejects_its_images_and_never_fails_the_run(tmp_path):
+    """Every prefix of a valid file: its images are rejected naming the file (never an
+    exception, never a silent negative), and only the whole file reads."""
+    text = json.dumps(json.loads(instances([image(1, "a.jpg")], [box(1, 1, 1, [1, 1, 4, 4])])), indent=1)
+    write_tree(tmp_path, {"a.jpg": jpeg(), "instances_x.json": b""})
+    files = list_inputs(str(tmp_path))
+    for cut in range(len(text) + 1):
+        (tmp_path / "instances_x.json").write_text(text[:cut])
+        found = load_annotations("coco", files)
+        if cut == len(text):
+            assert len(found.images["a.jpg"].objects) == 1
+        else:
+            (problem,) = found.problems
+            assert problem.reason == "bad_annotation" and problem.detail.startswith("instances_x.json "), cut
