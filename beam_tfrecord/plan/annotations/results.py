@@ -1,0 +1,160 @@
+"""What loading an annotation source gives the planner: every listed image's annotations, and
+every problem named with a reason, so nothing is lost without a word.
+
+Four kinds of problem, each with a short reason code and a detail that names the annotation file
+and the line or object:
+
+- `ImageProblem`: an image that cannot be annotated truthfully (its annotation file is malformed
+  or unsafe, two entries claim it, or an entry could be for it or another). It becomes the image's
+  reject line; nothing else is rejected for it.
+- `ObjectNote` in `dropped`: an object left out of its image (an unknown category, values that are
+  not a box, a box of zero area); the image is kept with its other objects.
+- `ObjectNote` in `changed`: an object kept but not as written (a malformed mask left out, its box
+  kept), for `changes.jsonl`.
+- `UnmatchedEntry`: an annotation entry that names no listed image (a missing file, an ambiguous
+  name, an unknown image id), listed in a file beside the rejects.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+
+from beam_tfrecord.plan.annotations.objects import AnnotationKind, ImageAnnotations
+
+__all__ = [
+    "CHANGE_REASONS",
+    "DROP_REASONS",
+    "PROBLEM_REASONS",
+    "UNMATCHED_REASONS",
+    "AnnotationSet",
+    "ImageProblem",
+    "ObjectNote",
+    "UnmatchedEntry",
+]
+
+# Reasons an image is rejected for its annotations (its reject line's `reason`).
+PROBLEM_REASONS = {
+    "bad_annotation": "its annotation file is malformed (the detail names the file and line)",
+    "unsafe_annotation": "its annotation XML declares entities or external references, never expanded",
+    "conflicting_annotations": "two annotation entries claim it",
+    "ambiguous_annotation": "an annotation entry could be for it or another listed file",
+}
+# Reasons an object is left out of its image at plan time.
+DROP_REASONS = {
+    "unknown_category": "its category is not among the class names",
+    "bad_object": "its box is missing or not numbers",
+    "zero_area": "its box has zero or negative width or height",
+}
+# Reasons an object is kept but changed at plan time.
+CHANGE_REASONS = {
+    "mask_dropped": "its mask is malformed; the box is kept without it",
+}
+# Reasons an annotation entry is not applied to any listed image.
+UNMATCHED_REASONS = {
+    "missing_image": "it names a file that is not listed",
+    "ambiguous_image": "its file name matches several listed files",
+    "unknown_image": "it names an image id its file does not list",
+    "bad_entry": "its image entry has no usable id or file name",
+}
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ImageProblem:
+    """A listed image rejected for its annotations; `objects` is how many objects the source
+    gave it, where known (0 for a file that could not be parsed)."""
+
+    relpath: str
+    reason: str
+    detail: str
+    objects: int = 0
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ObjectNote:
+    """An object of the image at `relpath` dropped or changed at plan time; the detail starts
+    with the object's source reference (`a.json#annotation 42`, `a.xml#object 3`, `a.txt:7`)."""
+
+    relpath: str
+    reason: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class UnmatchedEntry:
+    """An annotation entry that annotates no listed image.
+
+    Args:
+      annotation: where it is: `instances.json#image 7`, `Annotations/x.xml`, `labels/x.txt`.
+      name: the file it names, as written (COCO's `file_name`, VOC's `filename`), or the image
+        path the annotation file's place implies.
+      reason: one of UNMATCHED_REASONS.
+      detail: what a user needs to fix it.
+      objects: how many objects it holds (so annotated objects can be accounted for).
+    """
+
+    annotation: str
+    name: str
+    reason: str
+    detail: str
+    objects: int = 0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class AnnotationSet:
+    """Everything an annotation source says about a listing.
+
+    Args:
+      kind: "coco", "voc" or "yolo".
+      class_names: the label order (label id = position): COCO's category names by category id;
+        YOLO's `names` by class index; Pascal VOC's sorted names; or the class names given.
+      images: every listed image that is not rejected here -> its annotations (an image the
+        source says nothing of has no objects and is also in `unannotated`).
+      unannotated: listed images the source does not mention (no entry, no label file).
+      sources: listed annotation files (never inputs) -> what each is, for a `skipped` line.
+      problems: listed images rejected for their annotations, sorted by path.
+      unmatched: annotation entries that name no listed image, in the sources' order.
+      dropped, changed: objects left out or kept changed at plan time, in listing order.
+      split_names: the splits annotation files were given for (COCO `train=a.json,...`), in the
+        order given; each image's split is `images[relpath].split`.
+    """
+
+    kind: AnnotationKind
+    class_names: tuple[str, ...]
+    images: Mapping[str, ImageAnnotations]
+    unannotated: frozenset[str] = frozenset()
+    sources: Mapping[str, str] = field(default_factory=dict)
+    problems: tuple[ImageProblem, ...] = ()
+    unmatched: tuple[UnmatchedEntry, ...] = ()
+    dropped: tuple[ObjectNote, ...] = ()
+    changed: tuple[ObjectNote, ...] = ()
+    split_names: tuple[str, ...] = ()
+
+    def label_ids(self) -> dict[str, int]:
+        """Class name -> label id, counting from 0 in `class_names` order."""
+        return {name: index for index, name in enumerate(self.class_names)}
+
+    def split_of(self, relpath: str) -> str | None:
+        """The split the source gives the image, or None (hashed as any other run)."""
+        found = self.images.get(relpath)
+        return found.split if found is not None else None
+
+    @property
+    def object_count(self) -> int:
+        """Objects kept on listed images."""
+        return sum(len(found.objects) for found in self.images.values())
+
+    @property
+    def annotated_objects(self) -> int:
+        """Every object the source gave: kept + dropped + on rejected images + on unmatched
+        entries (objects of an annotation file that could not be parsed are not known)."""
+        return (
+            self.object_count
+            + len(self.dropped)
+            + sum(p.objects for p in self.problems)
+            + sum(u.objects for u in self.unmatched)
+        )

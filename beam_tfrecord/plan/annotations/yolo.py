@@ -1,0 +1,345 @@
+"""YOLO: one `.txt` per image, a line per object, coordinates as fractions of the image's size.
+
+A line is `class cx cy w h` (a box by its centre) or `class x1 y1 x2 y2 x3 y3 ...` (a polygon of
+three points or more: Ultralytics' segmentation labels; its box is the polygon's extent). Any
+other count of values (6, say: a prediction with its confidence) makes the file malformed.
+
+An image's file is in the `labels/` tree that mirrors `images/` (Ultralytics' rule: the last
+`/images/` of the path becomes `/labels/`, `images/train/x.jpg` -> `labels/train/x.txt`), else
+beside it (`x.txt`). An image without one is a negative; an empty file is a negative too, but an
+annotated one.
+
+Class names, in class-index order, come from `annotations_path` (a YAML file with `names`, or a
+text file with one name per line), else from the shallowest YAML file under the input that has
+`names` (`data.yaml`), else the shallowest `classes.txt`. `names` may be a list or a mapping of
+index to name; label ids count the names in index order, so a mapping with gaps (0, 1, 5) still
+gives ids 0, 1, 2.
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+
+from beam_tfrecord.plan.annotations.listed import (
+    MAX_IMAGE_ANNOTATION_BYTES,
+    Listed,
+    describe_error,
+    read_many,
+    read_one,
+    stem,
+)
+from beam_tfrecord.plan.annotations.objects import ImageAnnotations, ObjectBox, Polygon
+from beam_tfrecord.plan.annotations.paths import AnnotationPath
+from beam_tfrecord.plan.annotations.results import AnnotationSet, ImageProblem, ObjectNote, UnmatchedEntry
+from beam_tfrecord.plan.listing import InputFile
+
+__all__ = ["class_names", "load"]
+
+YAML_EXTENSIONS = (".yaml", ".yml")
+CLASSES_TXT = "classes.txt"
+# A names file of 100,000 classes is about 2 MB; a larger file is a mistake or hostile.
+MAX_NAMES_BYTES = 4 * 2**20
+LABELS_DIR = "labels"
+_BOX_FORMAT = "expected 'class cx cy w h' or a polygon 'class x1 y1 x2 y2 x3 y3 ...'"
+
+
+class _Rejected(Exception):
+    """A label file that cannot annotate its image: (reason, detail)."""
+
+
+def class_names(listed: Listed, names_path: AnnotationPath | None = None) -> tuple[dict[int, str], str]:
+    """Class index -> name, and the file they came from (its relpath, or its path when it is not
+    under the input). ValueError naming the file (and line) when none is found or it is malformed."""
+    if names_path is not None:
+        data = _read_names(names_path.path, names_path.path)
+        return _names_from(data, names_path.path), names_path.path
+    files = listed.annotation_files
+    yamls = sorted((r for r in files if r.lower().endswith(YAML_EXTENSIONS)), key=_depth_first)
+    found: list[tuple[str, dict[int, str]]] = []
+    for relpath in yamls:
+        if found and _depth_first(relpath)[0] > _depth_first(found[0][0])[0]:
+            break
+        names = _names_from(_read_names(files[relpath].path, relpath), relpath, optional=True)
+        if names is not None:
+            found.append((relpath, names))
+    if len({tuple(names.items()) for _, names in found}) > 1:
+        raise ValueError(
+            f"YOLO class names: {found[0][0]} and {found[1][0]} give different names; "
+            "name the right one with annotations_path"
+        )
+    if found:
+        return found[0][1], found[0][0]
+    texts = sorted((r for r in files if posixpath.basename(r).lower() == CLASSES_TXT), key=_depth_first)
+    if texts:
+        return _names_from(_read_names(files[texts[0]].path, texts[0]), texts[0]), texts[0]
+    raise ValueError(
+        "YOLO class names not found: no YAML file with 'names' (data.yaml) and no classes.txt under the "
+        "input; name one with annotations_path"
+    )
+
+
+def _read_names(path: str, display: str) -> bytes:
+    """A names file's bytes, refused past MAX_NAMES_BYTES (untrusted YAML is slow to parse)."""
+    try:
+        data = read_one(path)
+    except Exception as error:
+        raise ValueError(f"YOLO class names: {display} cannot be read: {describe_error(error)}") from None
+    if len(data) > MAX_NAMES_BYTES:
+        size = f"{len(data) / 2**20:.0f} MiB"
+        raise ValueError(f"YOLO class names: {display} is {size}, too large for a names file")
+    return data
+
+
+def _depth_first(relpath: str) -> tuple[int, str]:
+    return relpath.count("/"), relpath
+
+
+def _names_from(data: bytes, display: str, optional: bool = False) -> dict[int, str] | None:
+    """A names file's bytes -> class index -> name (None for a YAML without `names` when
+    `optional`)."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ValueError(f"YOLO class names: {display} is not UTF-8 text") from None
+    if not display.lower().endswith(YAML_EXTENSIONS):
+        lines = text.splitlines()
+        while lines and not lines[-1].strip():
+            lines.pop()
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                raise ValueError(f"YOLO class names: {display} line {number} is blank")
+        return _checked({index: line.strip() for index, line in enumerate(lines)}, display)
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise ValueError(f"YOLO class names: {display} is not valid YAML: {problem}{where}") from None
+    if not isinstance(document, dict) or "names" not in document:
+        if optional:
+            return None
+        raise ValueError(f"YOLO class names: {display} has no 'names'")
+    raw = document["names"]
+    if isinstance(raw, list):
+        names = dict(enumerate(raw))
+    elif isinstance(raw, dict):
+        names = {}
+        for key, value in raw.items():
+            try:
+                index = int(key)
+            except (TypeError, ValueError):
+                raise ValueError(f"YOLO class names: {display} names class {key!r}, not an index") from None
+            if index < 0 or isinstance(key, bool | float):
+                raise ValueError(f"YOLO class names: {display} names class {key!r}, not an index")
+            names[index] = value
+    else:
+        raise ValueError(f"YOLO class names: {display}'s 'names' is neither a list nor a mapping")
+    checked = _checked(names, display)
+    count = document.get("nc")
+    if count is not None and count != len(checked):
+        raise ValueError(f"YOLO class names: {display} says nc: {count} but names {len(checked)} classes")
+    return checked
+
+
+def _checked(names: dict[int, Any], display: str) -> dict[int, str]:
+    """Names as stripped strings, none blank, none twice, in index order."""
+    checked: dict[int, str] = {}
+    for index in sorted(names):
+        value = names[index]
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            # Never str() a list or mapping: YAML aliases can nest one into billions of items.
+            what = type(value).__name__
+            raise ValueError(f"YOLO class names: {display} gives class {index} a {what}, not a name")
+        name = str(value).strip()
+        if not name:
+            raise ValueError(f"YOLO class names: {display} gives class {index} no name")
+        if name in checked.values():
+            raise ValueError(f"YOLO class names: {display} names {name!r} twice")
+        checked[index] = name
+    if not checked:
+        raise ValueError(f"YOLO class names: {display} names no class")
+    return checked
+
+
+def _label_file(relpath: str) -> str:
+    """`a/images/train/x.jpg` -> `a/labels/train/x.txt` (the last `images` folder), or `x.txt`
+    beside an image outside any `images/` folder."""
+    rooted = "/" + stem(relpath)
+    head, sep, tail = rooted.rpartition("/images/")
+    mirrored = f"{head}/{LABELS_DIR}/{tail}" if sep else rooted
+    return mirrored[1:] + ".txt"
+
+
+def _parse_txt(
+    data: bytes, display: str, names: dict[int, str]
+) -> tuple[list[ObjectBox], list[tuple[str, str]]]:
+    """A label file's bytes -> its objects and those left out, as (reason, detail); raises
+    _Rejected for a line that is not YOLO's, naming the file and line."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise _Rejected("bad_annotation", f"{display} is not UTF-8 text") from None
+    objects: list[ObjectBox] = []
+    dropped: list[tuple[str, str]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        tokens = line.split()
+        if not tokens:
+            continue
+        ref = f"{display}:{number}"
+        if len(tokens) != 5 and (len(tokens) < 7 or len(tokens) % 2 == 0):
+            raise _Rejected("bad_annotation", f"{ref}: {len(tokens)} values; {_BOX_FORMAT}")
+        try:
+            values = [float(token) for token in tokens]
+        except ValueError:
+            bad = next(t for t in tokens if not _is_float(t))
+            raise _Rejected("bad_annotation", f"{ref}: {bad!r} is not a number; {_BOX_FORMAT}") from None
+        if not all(map(math.isfinite, values)):
+            bad = next(t for t, v in zip(tokens, values, strict=True) if not math.isfinite(v))
+            raise _Rejected("bad_annotation", f"{ref}: {bad!r} is not a finite number")
+        if values[0] != int(values[0]):
+            raise _Rejected("bad_annotation", f"{ref}: class {tokens[0]!r} is not a class index")
+        index = int(values[0])
+        if index not in names:
+            dropped.append(("unknown_category", f"{ref}: class {index} has no name (names: 0..{max(names)})"))
+            continue
+        mask = None
+        if len(tokens) == 5:
+            cx, cy, width, height = values[1:]
+            box = (cx - width / 2, cy - height / 2, cx + width / 2, cy + height / 2)
+        else:
+            points = tuple(values[1:])
+            xs, ys = points[0::2], points[1::2]
+            box = (min(xs), min(ys), max(xs), max(ys))
+            mask = (Polygon(points),)
+        if box[2] <= box[0] or box[3] <= box[1]:
+            dropped.append(("zero_area", f"{ref}: the box has no area"))
+            continue
+        objects.append(ObjectBox(*box, names[index], mask=mask, source_ref=ref))
+    return objects, dropped
+
+
+def _is_float(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
+
+
+def load(listed: Listed, names_path: AnnotationPath | None = None, masks: bool = True) -> AnnotationSet:
+    """Every listed image's objects from its label file (see the module docstring)."""
+    names, names_file = class_names(listed, names_path)
+    files = listed.annotation_files
+    found: dict[str, InputFile] = {}
+    for relpath in listed.images:
+        for candidate in (_label_file(relpath), stem(relpath) + ".txt"):
+            if candidate in files and candidate != names_file:
+                found[relpath] = files[candidate]
+                break
+    claimed: dict[str, list[str]] = defaultdict(list)
+    for relpath, label_file in found.items():
+        claimed[label_file.relpath].append(relpath)
+
+    images: dict[str, ImageAnnotations] = {}
+    problems: list[ImageProblem] = []
+    dropped: list[ObjectNote] = []
+    parsed = _parse_all([f for f in found.values() if len(claimed[f.relpath]) == 1], names)
+    for relpath, label_file in found.items():
+        if len(claimed[label_file.relpath]) > 1:
+            others = ", ".join(r for r in claimed[label_file.relpath] if r != relpath)
+            detail = f"{label_file.relpath} could be for {others} too"
+            problems.append(ImageProblem(relpath, "ambiguous_annotation", detail))
+            continue
+        result = parsed[label_file.relpath]
+        if isinstance(result, _Rejected):
+            problems.append(ImageProblem(relpath, *result.args))
+            continue
+        objects, left_out = result
+        if not masks:
+            objects = [_without_mask(obj) for obj in objects]
+        images[relpath] = ImageAnnotations(tuple(objects), stem(relpath), normalized=True)
+        dropped += [ObjectNote(relpath, reason, detail) for reason, detail in left_out]
+    unannotated = [r for r in listed.images if r not in found]
+    for relpath in unannotated:
+        images[relpath] = ImageAnnotations((), stem(relpath), normalized=True)
+
+    orphans = [
+        file
+        for relpath, file in files.items()
+        if relpath.lower().endswith(".txt")
+        and relpath not in claimed
+        and relpath != names_file
+        and LABELS_DIR in relpath.split("/")[:-1]
+    ]
+    unmatched = []
+    by_path = {f.path: f for f in orphans if f.size <= MAX_IMAGE_ANNOTATION_BYTES}
+    for file in orphans:
+        if file.path not in by_path:  # too large to count its lines
+            unmatched.append(
+                UnmatchedEntry(
+                    file.relpath, _image_of(file.relpath), "missing_image", "no listed image has its stem"
+                )
+            )
+    for path, data, error in read_many(list(by_path)):
+        file = by_path[path]
+        count = 0 if data is None else sum(1 for line in data.splitlines() if line.strip())
+        detail = "no listed image has its stem" + (f"; it {error}" if error else "")
+        unmatched.append(
+            UnmatchedEntry(file.relpath, _image_of(file.relpath), "missing_image", detail, count)
+        )
+
+    sources = {f.relpath: f"YOLO labels of {', '.join(claimed[f.relpath])}" for f in found.values()}
+    if names_file in files:
+        sources[names_file] = "YOLO class names, read"
+    return AnnotationSet(
+        kind="yolo",
+        class_names=tuple(names[index] for index in sorted(names)),
+        images=images,
+        unannotated=frozenset(unannotated),
+        sources=sources,
+        problems=tuple(sorted(problems)),
+        unmatched=tuple(unmatched),
+        dropped=tuple(dropped),
+    )
+
+
+def _image_of(label_relpath: str) -> str:
+    """The image path (without extension) a label file's place implies."""
+    rooted = "/" + stem(label_relpath)
+    head, sep, tail = rooted.rpartition(f"/{LABELS_DIR}/")
+    return (f"{head}/images/{tail}" if sep else rooted)[1:] + ".*"
+
+
+def _without_mask(obj: ObjectBox) -> ObjectBox:
+    if obj.mask is None:
+        return obj
+    return ObjectBox(obj.xmin, obj.ymin, obj.xmax, obj.ymax, obj.label, source_ref=obj.source_ref)
+
+
+def _parse_all(
+    files: Sequence[InputFile], names: dict[int, str]
+) -> dict[str, tuple[list[ObjectBox], list[tuple[str, str]]] | _Rejected]:
+    """relpath -> (objects, dropped) or why not (read in parallel from gs://)."""
+    results: dict[str, tuple[list[ObjectBox], list[tuple[str, str]]] | _Rejected] = {}
+    small = {f.path: f for f in files if f.size <= MAX_IMAGE_ANNOTATION_BYTES}
+    for file in files:
+        if file.size > MAX_IMAGE_ANNOTATION_BYTES:
+            detail = f"{file.relpath} is {file.size / 2**20:.0f} MiB: too large, not read"
+            results[file.relpath] = _Rejected("bad_annotation", detail)
+    for path, data, error in read_many(list(small)):
+        file = small[path]
+        if data is None:
+            results[file.relpath] = _Rejected("bad_annotation", f"{file.relpath} {error}")
+            continue
+        try:
+            results[file.relpath] = _parse_txt(data, file.relpath, names)
+        except _Rejected as rejected:
+            results[file.relpath] = rejected
+    return results
