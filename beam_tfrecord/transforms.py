@@ -1,16 +1,11 @@
 """The Beam side: DoFns that adapt the plain functions, the sinks, and the composite steps.
 
-Element shapes, in flow order (one flow on every runner):
-  str (a staged shard plan's path) --LoadShardPlan--> ShardTask (one output shard's paths)
-  ShardTask --ReadValidate--> PendingRecord (main) | RejectLine ("rejects")
-  PendingRecord --RunInference--> PredictionResult(example=PendingRecord, inference=array|str)
-      (feature runs only; a batch whose model call raises: its images become RejectLines)
-  PendingRecord | PredictionResult --BuildRecords--> ConvertedRecord (main) | RejectLine ("rejects")
-  ConvertedRecord --DuplicateGroups--> DuplicateGroup (sha256, ((path, split), ...)), for
-      contents more than one record holds (only hashes and paths are grouped)
-  ConvertedRecord --a sink--> FinalShard (one per shard, once all are in place) and Tally
-      paths sink: each worker streams a shard task's records into that shard's file;
-      beam sink: WriteToTFRecord per split (groups every record by shard: bytes are shuffled).
+The elements they pass and each one's shape, in flow order, are `beam_tfrecord.elements`'s. Here,
+the tagged outputs beside each main output: "rejects" (RejectLine) from ReadValidate,
+RunInference and BuildRecords, "changes" (ChangeLine) from BuildRecords, "tallies" (Tally) from
+WriteShardFiles. The sinks: the paths sink (default) has each worker stream a shard task's
+records into that shard's file; the beam sink is WriteToTFRecord per split (it groups every
+record by shard, so the bytes are shuffled).
 """
 
 from __future__ import annotations

@@ -1,0 +1,80 @@
+"""The shape of the library, guarded: the stages run plan -> images -> features -> write -> read, and
+a stage imports only the stages before it (read may use write's schema; write may never use read).
+The shared contracts (elements, names, keys, settings) and the cross-cutting helpers import no
+stage, and nothing in the library imports the command (`pipelines`). Imports inside functions and
+under TYPE_CHECKING count too: they are dependencies all the same."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import beam_tfrecord
+
+PACKAGE = pathlib.Path(beam_tfrecord.__file__).parent
+STAGES = ("plan", "images", "features", "write", "read")
+# Importable from anywhere in the library; they import only each other (and other libraries).
+SHARED = ("elements", "names", "keys", "settings", "gcs", "compat", "faults", "progress", "runners")
+# The assembly on top: the typed settings of a whole run, the composite transform, the DoFns.
+ASSEMBLY = ("config", "pipeline", "transforms")
+
+
+def _imports(path: pathlib.Path) -> set[str]:
+    """Every `beam_tfrecord...` or `pipelines...` module a file imports, at any depth."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return {name for name in found if name.split(".")[0] in ("beam_tfrecord", "pipelines")}
+
+
+def _part(module: str) -> str | None:
+    """The stage, shared module or assembly module a dotted name belongs to (None: the package)."""
+    parts = module.split(".")
+    if parts[0] == "pipelines":
+        return "pipelines"
+    return parts[1] if len(parts) > 1 else None
+
+
+def _allowed(owner: str, target: str) -> bool:
+    if target == "pipelines":
+        return False
+    if owner in ASSEMBLY or target in SHARED:
+        return True
+    if owner in SHARED:
+        return False  # a shared module imports only shared ones (above)
+    if owner in STAGES and target in STAGES:
+        return STAGES.index(target) <= STAGES.index(owner)
+    return False  # a stage importing the assembly
+
+
+def test_every_part_of_the_library_is_a_stage_a_shared_module_or_the_assembly():
+    parts = {p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
+    parts |= {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    assert parts == set(STAGES) | set(SHARED) | set(ASSEMBLY)
+
+
+def test_no_stage_imports_a_later_one_and_no_contract_imports_a_stage():
+    wrong = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE.parent).with_suffix("")
+        if relative.parts == ("beam_tfrecord", "__init__"):
+            continue  # the package's own lazy front door names every public module
+        owner = _part(".".join(relative.parts))
+        for module in sorted(_imports(path)):
+            target = _part(module)
+            if target is not None and target != owner and not _allowed(owner, target):
+                wrong.append(f"{relative}: imports {module} ({owner} -> {target})")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_guard_would_catch_a_write_module_that_reads(tmp_path):
+    """The check itself can fail: a write-stage file importing the reader is named."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f():\n    from beam_tfrecord.read.files import split_files\n")
+    (target,) = {_part(m) for m in _imports(probe)} - {None}
+    assert target == "read" and not _allowed("write", target)
+    assert _allowed("read", "write") and not _allowed("keys", "write") and not _allowed("plan", "config")
