@@ -17,26 +17,214 @@ In flow order, one flow on every runner:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
 __all__ = [
+    "AnnotationKind",
     "ChangeLine",
     "ConvertedRecord",
+    "DroppedObject",
+    "DroppedObjectLine",
     "DuplicateGroup",
     "Extras",
     "FinalShard",
+    "ImageAnnotations",
+    "ObjectBox",
     "PendingRecord",
     "PlannedInput",
+    "Polygon",
     "RecordFields",
     "RejectLine",
+    "RunLengths",
     "ShardKey",
     "ShardTask",
+    "StoredObject",
     "WrittenShard",
 ]
+
+# Annotations (detection and segmentation runs).
+# What an annotation source says about one image: its objects (boxes, classes, flags and optional
+# masks), in the coordinates the source uses, before the image is ever read.
+#
+# These are facts of the plan, like labels: parsed and checked on the launcher, staged with each
+# shard task, carried with their image through the workers, and transformed with its pixels there
+# (`beam_tfrecord.images.geometry`). The source formats' parsers (`coco`, `voc`, `yolo`) all give
+# these types, so nothing after planning knows which format the annotations came from.
+#
+# Coordinates: `ObjectBox` holds `xmin, ymin, xmax, ymax` with the origin at the top left corner of
+# the picture as its file stores it (the pixels before any EXIF orientation is applied), in pixels
+# when `ImageAnnotations.normalized` is False (COCO, Pascal VOC) or as fractions of the stored
+# width and height when it is True (YOLO, whose files do not know the image size). A box is not
+# checked against the image here: only the worker knows the image's size.
+
+AnnotationKind = Literal["coco", "voc", "yolo"]
+
+
+@dataclass(frozen=True, slots=True)
+class Polygon:
+    """One outline of an instance mask: `x0, y0, x1, y1, ...` in the box's coordinates (pixels, or
+    fractions of the image size for a normalized source). An instance may have several."""
+
+    points: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunLengths:
+    """A COCO run-length encoded mask: `counts` alternate runs of 0 and 1, starting with 0, in
+    column-major order over `height x width` (COCO's uncompressed RLE; its compressed string form
+    is decoded into this when parsed)."""
+
+    height: int
+    width: int
+    counts: tuple[int, ...]
+
+
+Mask = tuple[Polygon, ...] | RunLengths | None
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectBox:
+    """One annotated object: its box, its class name and what the source says of it.
+
+    Args:
+      xmin, ymin, xmax, ymax: the box (see the module docstring for the frame and units).
+      label: the class name; the planner maps names to ids.
+      area: COCO's `area` (the mask's pixel area, in the source's pixels); None: the box's area.
+      is_crowd: COCO's `iscrowd` (a group of objects, usually with an RLE mask).
+      difficult, truncated: Pascal VOC's flags.
+      pose: Pascal VOC's `pose` ("Unspecified" when it says so, "" when it says nothing).
+      mask: the instance's outline(s) or run lengths, when the source has one.
+      source_ref: where the object comes from, for messages: `file.json#annotation 42`,
+        `a.xml#object 3`, `a.txt:7`.
+    """
+
+    xmin: float
+    ymin: float
+    xmax: float
+    ymax: float
+    label: str
+    area: float | None = None
+    is_crowd: bool = False
+    difficult: bool = False
+    truncated: bool = False
+    pose: str = ""
+    mask: Mask = None
+    source_ref: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ImageAnnotations:
+    """Everything a source says about one image.
+
+    Args:
+      objects: its objects, in the source's order (an image with none is a negative).
+      source_id: the image's id in its source (COCO's image id, VOC's filename, YOLO's relative
+        path without extension): stored as `image/source_id`.
+      normalized: the boxes and masks are fractions of the image's size (YOLO), not pixels.
+      width, height: the size the source declares for the image (COCO, VOC), checked against the
+        decoded image by the worker; None when the source does not say.
+      split: the split the source assigns (a COCO file given per split), else None: hashed.
+      notes: what planning changed on its objects (`mask_dropped`), for changes.jsonl.
+    """
+
+    objects: tuple[ObjectBox, ...]
+    source_id: str
+    normalized: bool = False
+    width: int | None = None
+    height: int | None = None
+    split: str | None = None
+    notes: tuple[str, ...] = ()
+
+    def to_row(self) -> dict[str, Any]:
+        """The staged form (shard task files): compact, every object as one list."""
+        row: dict[str, Any] = {"id": self.source_id, "o": [_object_row(o) for o in self.objects]}
+        if self.normalized:
+            row["n"] = 1
+        if self.width is not None or self.height is not None:
+            row["size"] = [self.width, self.height]
+        if self.split is not None:
+            row["split"] = self.split
+        if self.notes:
+            row["notes"] = list(self.notes)
+        return row
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> ImageAnnotations:
+        width, height = row.get("size", (None, None))
+        objects = tuple(_object_from_row(o) for o in row["o"])
+        notes = tuple(row.get("notes", ()))
+        return cls(objects, row["id"], bool(row.get("n")), width, height, row.get("split"), notes)
+
+
+def _object_row(item: ObjectBox) -> list[Any]:
+    mask: Any = None
+    if isinstance(item.mask, RunLengths):
+        mask = {"rle": [item.mask.height, item.mask.width, list(item.mask.counts)]}
+    elif item.mask:
+        mask = {"poly": [list(polygon.points) for polygon in item.mask]}
+    return [
+        item.xmin, item.ymin, item.xmax, item.ymax, item.label, item.area,
+        int(item.is_crowd), int(item.difficult), int(item.truncated), item.pose, mask, item.source_ref,
+    ]  # fmt: skip
+
+
+def _object_from_row(row: Sequence[Any]) -> ObjectBox:
+    xmin, ymin, xmax, ymax, label, area, crowd, difficult, truncated, pose, mask, ref = row
+    found: Mask = None
+    if mask and "rle" in mask:
+        height, width, counts = mask["rle"]
+        found = RunLengths(height, width, tuple(counts))
+    elif mask:
+        found = tuple(Polygon(tuple(points)) for points in mask["poly"])
+    return ObjectBox(
+        xmin, ymin, xmax, ymax, label, area, bool(crowd), bool(difficult), bool(truncated), pose, found, ref
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class StoredObject:
+    """One object as its record stores it.
+
+    Args:
+      xmin, ymin, xmax, ymax: the box as fractions of the stored image's width and height (0..1),
+        as `image/object/bbox/*` store them.
+      label: the class name, as the source gave it.
+      area: in the stored image's pixels (see the module docstring).
+      is_crowd, difficult, truncated, pose: as the source says.
+      mask_png: the instance mask (`geometry.encode_mask_png`), when masks were asked.
+      source_ref: where the object comes from, for messages.
+      notes: `OBJECT_NOTES` codes, in that order.
+    """
+
+    xmin: float
+    ymin: float
+    xmax: float
+    ymax: float
+    label: str
+    area: float
+    is_crowd: bool = False
+    difficult: bool = False
+    truncated: bool = False
+    pose: str = ""
+    mask_png: bytes | None = None
+    source_ref: str = ""
+    notes: tuple[str, ...] = ()
+    label_id: int = 0  # from 1 (0 is background, as the Object Detection API counts); set by the worker
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedObject:
+    """An object that is not stored: `reason` is a `DROP_REASONS` code, `detail` is for people."""
+
+    label: str
+    reason: str
+    detail: str
+    source_ref: str = ""
+
 
 Extras = tuple[tuple[str, str, Any], ...]  # (column name, column type, typed value) per extra column
 
@@ -55,9 +243,13 @@ class PlannedInput:
     label: int | tuple[int, ...] | None = None
     label_text: str | tuple[str, ...] | None = None
     extras: Extras = ()
+    annotations: ImageAnnotations | None = None  # a detection run's objects (none: a negative)
 
     def to_row(self) -> list[Any]:
-        return [self.relpath, self.path, self.size, self.split, self.label, self.label_text, self.extras]
+        row = [self.relpath, self.path, self.size, self.split, self.label, self.label_text, self.extras]
+        if self.annotations is not None:
+            row.append(self.annotations.to_row())
+        return row
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> PlannedInput:
@@ -66,7 +258,8 @@ class PlannedInput:
         extras = tuple(
             (n, t, tuple(v) if isinstance(v, list) else v) for n, t, v in (rest[0] if rest else ())
         )
-        return cls(relpath, path, size, split, _tuple(label), _tuple(label_text), extras)
+        annotations = ImageAnnotations.from_row(rest[1]) if len(rest) > 1 else None
+        return cls(relpath, path, size, split, _tuple(label), _tuple(label_text), extras, annotations)
 
 
 def _tuple(value: Any) -> Any:
@@ -82,16 +275,21 @@ class ShardTask:
     index: int
     count: int
     inputs: tuple[PlannedInput, ...]
+    # A detection run's class names in id order (ids from 1): the worker gives objects their ids.
+    class_names: tuple[str, ...] = ()
 
     def to_json(self) -> str:
-        rows = [i.to_row() for i in self.inputs]
-        return json.dumps({"split": self.split, "index": self.index, "count": self.count, "inputs": rows})
+        task: dict[str, Any] = {"split": self.split, "index": self.index, "count": self.count}
+        task["inputs"] = [i.to_row() for i in self.inputs]
+        if self.class_names:
+            task["class_names"] = list(self.class_names)
+        return json.dumps(task)
 
     @classmethod
     def from_json(cls, text: str) -> ShardTask:
         task = json.loads(text)
         inputs = tuple(PlannedInput.from_row(row) for row in task["inputs"])
-        return cls(task["split"], task["index"], task["count"], inputs)
+        return cls(task["split"], task["index"], task["count"], inputs, tuple(task.get("class_names", ())))
 
 
 @dataclass(frozen=True, order=True)
@@ -101,12 +299,34 @@ class RejectLine:
     path: str
     reason: str
     detail: str
+    objects: int = 0  # a detection run's annotated objects that went with the rejected image
+
+    def to_json(self) -> str:
+        line = asdict(self)
+        if not self.objects:
+            del line["objects"]
+        return json.dumps(line, ensure_ascii=False, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> RejectLine:
+        return cls(**json.loads(text))
+
+
+@dataclass(frozen=True, order=True)
+class DroppedObjectLine:
+    """One line of dropped_objects.jsonl: an annotated object that is in no record, the image it
+    was for (its path relative to the input, or the annotation entry's file name when no listed
+    image matched), a reason code and a detail that names the object in its source."""
+
+    path: str
+    reason: str
+    detail: str
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> RejectLine:
+    def from_json(cls, text: str) -> DroppedObjectLine:
         return cls(**json.loads(text))
 
 
@@ -127,6 +347,11 @@ class RecordFields:
     feature_dtype: str = "float32"  # float32 (FloatList) | float16 (bytes)
     include_image: bool = True  # False for features_only
     extras: tuple[tuple[str, str, Any], ...] = ()  # (column, type, value) of extra_columns
+    # A detection run's: the image's id in its source, and its objects as stored (() a negative);
+    # None in a classification run. `masks`: the run stores instance masks.
+    source_id: str | None = None
+    objects: tuple[StoredObject, ...] | None = None
+    masks: bool = False
 
 
 class ShardKey(NamedTuple):
@@ -153,6 +378,10 @@ class ConvertedRecord(NamedTuple):
     feature_shape: tuple[int, ...] | None = None
     mode: str = ""  # the source's Pillow mode
     changes: tuple[str, ...] = ()  # images.CHANGE_REASONS codes
+    # A detection run's: (class name, area in stored pixels) of each stored object (None in a
+    # classification run), and the reason codes of the objects left out of the record.
+    objects: tuple[tuple[str, float], ...] | None = None
+    objects_dropped: tuple[str, ...] = ()
 
     @property
     def split(self) -> str:
@@ -168,6 +397,7 @@ class PendingRecord(NamedTuple):
     reencoded: bool
     mode: str = ""
     changes: tuple[str, ...] = ()
+    dropped: tuple[DroppedObject, ...] = ()  # a detection run's objects left out of the record
 
     @property
     def split(self) -> str:

@@ -8,7 +8,9 @@ Two schemas: `tfds` (the keys TensorFlow Datasets and the object-detection tools
 (the keys of the hand-written scripts this project replaces). Which keys a record holds depends on
 the run, described by a `RecordLayout`: labels only in a labeled run (an int64 list of ids, and in
 the tfds schema a list of names, in a multi-label run), manifest columns under `image/meta/NAME`
-(tfds) or `NAME` (simple), and a feature-model run's output: `image/features` (a FloatList of the
+(tfds) or `NAME` (simple), a detection run's objects (the TensorFlow Object Detection API's and
+Model Garden's keys, `image/object/...`, in the tfds schema only: the simple schema holds one label
+per image), and a feature-model run's output: `image/features` (a FloatList of the
 flattened tensor) or, stored as float16, `image/features/float16` (little-endian bytes, half the
 size), with `image/features/shape` to restore it (`features`, `features_float16`,
 `features_shape` in the simple schema). A `features_only` run drops the encoded image.
@@ -44,7 +46,7 @@ DType = Literal["bytes", "int64", "float32"]
 # class names), or not at all: TFDS nests keys at each `/`, and `image/features` cannot be both a
 # leaf and the folder of `image/features/shape`, so a feature run's output is read with
 # load_dataset or iter_examples, not through TFDS.
-TfdsKind = Literal["image", "text", "scalar", "class_label", "none"]
+TfdsKind = Literal["image", "text", "scalar", "class_label", "object_class_label", "mask", "none"]
 EXTRA_TYPES = {"str": "bytes", "int": "int64", "float": "float32"}
 
 
@@ -84,6 +86,11 @@ class KeyTable:
     features: str  # float32 values, flattened
     features_float16: str  # little-endian float16 bytes, instead of `features`
     features_shape: str  # the int64 shape to restore either
+    # A detection run's: the image's id in its source, one list per object attribute (one value
+    # per object, in the same order), and the objects' masks (one PNG each).
+    source_id: RecordKey | None = None
+    objects: tuple[RecordKey, ...] = ()
+    masks: RecordKey | None = None
 
 
 _TEXT = {"dtype": "bytes", "text": True, "tfds": "text"}
@@ -105,6 +112,23 @@ TABLES: dict[str, KeyTable] = {
         features="image/features",
         features_float16="image/features/float16",
         features_shape="image/features/shape",
+        source_id=RecordKey("source_id", "image/source_id", **_TEXT),
+        objects=(
+            RecordKey("object_xmin", "image/object/bbox/xmin", "float32", ragged=True),
+            RecordKey("object_ymin", "image/object/bbox/ymin", "float32", ragged=True),
+            RecordKey("object_xmax", "image/object/bbox/xmax", "float32", ragged=True),
+            RecordKey("object_ymax", "image/object/bbox/ymax", "float32", ragged=True),
+            RecordKey(
+                "object_label", "image/object/class/label", "int64", ragged=True, tfds="object_class_label"
+            ),
+            RecordKey("object_text", "image/object/class/text", **_TEXT, ragged=True),
+            RecordKey("object_area", "image/object/area", "float32", ragged=True),
+            RecordKey("object_is_crowd", "image/object/is_crowd", "int64", ragged=True),
+            RecordKey("object_difficult", "image/object/difficult", "int64", ragged=True),
+            RecordKey("object_truncated", "image/object/truncated", "int64", ragged=True),
+            RecordKey("object_view", "image/object/view", **_TEXT, ragged=True),
+        ),
+        masks=RecordKey("object_mask", "image/object/mask", "bytes", ragged=True, tfds="mask"),
     ),
     "simple": KeyTable(
         schema="simple",
@@ -153,6 +177,7 @@ class RecordLayout:
       extra_columns: (name, type) of each manifest column stored, type as in
         `plan.columns.COLUMN_TYPES` (str, int, float, or their `_list`).
       features: the feature model's output, when the run has one.
+      objects: a detection run's records hold objects (boxes, classes, flags); `masks`, their masks.
     """
 
     schema: str = "tfds"
@@ -160,9 +185,16 @@ class RecordLayout:
     multi_label: bool = False
     extra_columns: tuple[tuple[str, str], ...] = ()
     features: FeatureLayout | None = None
+    objects: bool = False
+    masks: bool = False
 
     def __post_init__(self) -> None:
-        table(self.schema)
+        keys = table(self.schema)
+        if self.objects and not keys.objects:
+            raise ValueError(
+                f"the {self.schema} schema holds one label per image, no objects: detection records "
+                "use the tfds schema (the Object Detection API's keys)"
+            )
         object.__setattr__(self, "extra_columns", tuple((str(n), str(t)) for n, t in self.extra_columns))
 
     @property
@@ -200,6 +232,11 @@ def record_keys(layout: RecordLayout) -> tuple[RecordKey, ...]:
                 tfds=tfds,
             )
         )
+    if layout.objects:
+        assert keys.source_id is not None
+        found += [keys.source_id, *keys.objects]
+        if layout.masks and keys.masks is not None:
+            found.append(keys.masks)
     features = layout.features
     if features is not None:
         rank = len(features.shape)
@@ -215,7 +252,7 @@ def record_keys(layout: RecordLayout) -> tuple[RecordKey, ...]:
 def key_of(layout: RecordLayout | str, name: str) -> str:
     """The stored key of the named field (`image`, `label`, `height`, ...) in a layout or schema."""
     keys = table(layout if isinstance(layout, str) else layout.schema)
-    for key in (*keys.image, keys.label, *((keys.label_text,) if keys.label_text else ())):
+    for key in _fixed(keys):
         if key.name == name:
             return key.key
     names = {"features": keys.features, "features_float16": keys.features_float16}
@@ -230,7 +267,14 @@ def reserved_names() -> frozenset[str]:
     (a column would shadow it in the record, or in the dict iter_examples gives)."""
     found: set[str] = set()
     for keys in TABLES.values():
-        fixed = [*keys.image, keys.label, *((keys.label_text,) if keys.label_text else ())]
+        fixed = _fixed(keys)
         found |= {key.name for key in fixed} | {key.key for key in fixed}
         found |= {keys.features, keys.features_float16, keys.features_shape, "features_shape"}
     return frozenset(found)
+
+
+def _fixed(keys: KeyTable) -> list[RecordKey]:
+    """A table's keys but the manifest columns' and the features' (whose shape is the run's)."""
+    found = [*keys.image, keys.label, *((keys.label_text,) if keys.label_text else ())]
+    found += [key for key in (keys.source_id, *keys.objects, keys.masks) if key is not None]
+    return found

@@ -7,6 +7,7 @@ An output folder after a run:
     {split}-{index:05d}-of-{count:05d}.tfrecord[.gz]   the shards (TFDS's and Beam's naming)
     {shard}.idx                                       offsets of an uncompressed shard's records
     labels.txt, rejects.jsonl, changes.jsonl, duplicates.jsonl, manifest_rows_without_file.txt
+    label_map.pbtxt, dropped_objects.jsonl, annotations_without_image.jsonl   (detection runs)
     dataset_info.json, features.json, *.labels.txt    TFDS's metadata
     summary.json                                      last: the completeness marker
     contact_sheet.png, label_histogram.png            drawn by `python -m pipelines.inspect`
@@ -20,19 +21,24 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "ANNOTATIONS_UNMATCHED_FILE",
     "BEAM_TEMP_PREFIX",
     "CHANGES_FILE",
     "CONTACT_SHEET_FILE",
+    "DROPPED_OBJECTS_FILE",
     "DUPLICATES_FILE",
     "HISTOGRAM_FILE",
     "INDEX_SUFFIX",
     "LABELS_FILE",
+    "LABEL_MAP_FILE",
     "MANIFEST_UNMATCHED_FILE",
     "METADATA_FILES",
     "PLAN_DIR",
+    "PLAN_DROPPED_OBJECTS_FILE",
     "PLAN_FACTS_FILE",
     "PLAN_REJECTS_FILE",
     "PLAN_TASKS_DIR",
+    "PLAN_UNMATCHED_FILE",
     "REJECTS_FILE",
     "SHARD_NAME",
     "SHARD_TEMPLATE",
@@ -63,12 +69,23 @@ REJECTS_FILE = "rejects.jsonl"  # one line per rejected or skipped input
 CHANGES_FILE = "changes.jsonl"  # one line per record stored unlike its file
 DUPLICATES_FILE = "duplicates.jsonl"  # one line per group of records with identical source bytes
 MANIFEST_UNMATCHED_FILE = "manifest_rows_without_file.txt"  # one manifest key per line
+# A detection run's: the Object Detection API's label map (ids from 1), one line per annotated
+# object in no record, and one per annotation entry that names no listed image.
+LABEL_MAP_FILE = "label_map.pbtxt"
+DROPPED_OBJECTS_FILE = "dropped_objects.jsonl"
+ANNOTATIONS_UNMATCHED_FILE = "annotations_without_image.jsonl"
 SUMMARY_FILE = "summary.json"
 TFDS_INFO_FILE = "dataset_info.json"
 TFDS_FEATURES_FILE = "features.json"
 # Every file TFDS's writer may put in the output folder (a ClassLabel's names go to
 # `<feature path with - for />.labels.txt`), so an overwrite clears an earlier run's.
-TFDS_FILES = (TFDS_INFO_FILE, TFDS_FEATURES_FILE, "image-class-label.labels.txt", "label.labels.txt")
+TFDS_FILES = (
+    TFDS_INFO_FILE,
+    TFDS_FEATURES_FILE,
+    "image-class-label.labels.txt",
+    "label.labels.txt",
+    "image-object-class-label.labels.txt",
+)
 CONTACT_SHEET_FILE = "contact_sheet.png"
 HISTOGRAM_FILE = "label_histogram.png"
 METADATA_FILES = (
@@ -78,6 +95,9 @@ METADATA_FILES = (
     SUMMARY_FILE,
     DUPLICATES_FILE,
     MANIFEST_UNMATCHED_FILE,
+    LABEL_MAP_FILE,
+    DROPPED_OBJECTS_FILE,
+    ANNOTATIONS_UNMATCHED_FILE,
     *TFDS_FILES,
     CONTACT_SHEET_FILE,
     HISTOGRAM_FILE,
@@ -95,6 +115,8 @@ PLAN_DIR = "plan"
 PLAN_FACTS_FILE = "facts.json"
 PLAN_REJECTS_FILE = "rejects.jsonl"  # rejects known from the listing
 PLAN_TASKS_DIR = "shards"  # one ShardTask per file
+PLAN_DROPPED_OBJECTS_FILE = DROPPED_OBJECTS_FILE  # objects dropped while planning
+PLAN_UNMATCHED_FILE = ANNOTATIONS_UNMATCHED_FILE
 
 
 def shard_suffix(compression: str) -> str:

@@ -22,7 +22,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import faults
 from beam_tfrecord.config import ConvertConfig, SourceConfig, summary_options
-from beam_tfrecord.elements import ChangeLine, DuplicateGroup, FinalShard, RejectLine
+from beam_tfrecord.elements import ChangeLine, DroppedObjectLine, DuplicateGroup, FinalShard, RejectLine
 from beam_tfrecord.plan import staging
 from beam_tfrecord.plan.listing import InputFile, list_inputs
 from beam_tfrecord.plan.planner import LabelSource, make_plan
@@ -31,6 +31,7 @@ from beam_tfrecord.plan.staging import StagedPlan
 from beam_tfrecord.settings import ConfigError
 from beam_tfrecord.transforms import (
     CHANGES,
+    DROPPED,
     REJECTS,
     BuildRecordFn,
     DuplicateGroups,
@@ -41,7 +42,7 @@ from beam_tfrecord.transforms import (
     make_sink,
 )
 from beam_tfrecord.write import outputs
-from beam_tfrecord.write.metadata import write_metadata
+from beam_tfrecord.write.metadata import ObjectFiles, write_metadata
 from beam_tfrecord.write.shardwriter import remove_tree
 from beam_tfrecord.write.summary import RunInfo, Summary, build_summary
 from beam_tfrecord.write.tally import Tally
@@ -70,6 +71,12 @@ def prepare(
     leaving the output as it is (a dry run). Raises ConfigError (`write.outputs.OutputInUse`,
     `gcs.StorageError` among them) before anything is written when the run cannot start.
     """
+    if source.annotations is not None and config.schema != "tfds":
+        raise ConfigError(
+            "schema",
+            f"{config.schema} holds one label per image; detection records use the tfds schema "
+            "(the Object Detection API's keys)",
+        )
     shards = ShardSettings(config.num_shards, config.shard_size_mb, parallelism, round_robin)
     listing = list_inputs(source.input) if files is None else files
     faults.pause_point("listed")
@@ -100,6 +107,7 @@ class WriteMetadataFn(beam.DoFn):
         finals: list[FinalShard],
         changes: list[ChangeLine],
         duplicates: list[DuplicateGroup],
+        dropped: list[DroppedObjectLine],
     ) -> Iterator[Summary]:
         facts = staging.load_facts(self.staged.plan_dir)
         planned = staging.load_planned_rejects(self.staged.plan_dir)
@@ -124,9 +132,18 @@ class WriteMetadataFn(beam.DoFn):
             changes,
             duplicates,
             facts.manifest_unmatched,
+            self._object_files(dropped),
         )
         remove_tree(self.staged.temp_dir)
         yield summary
+
+    def _object_files(self, dropped: list[DroppedObjectLine]) -> ObjectFiles | None:
+        """A detection run's dropped objects (planning's and the workers') and unmatched entries."""
+        if not self.staged.objects:
+            return None
+        plan_dir = self.staged.plan_dir
+        planned = staging.load_planned_dropped(plan_dir)
+        return ObjectFiles([*planned, *dropped], staging.load_unmatched(plan_dir))
 
 
 class ListShardPlansFn(beam.DoFn):
@@ -187,7 +204,7 @@ class ImagesToTFRecords(beam.PTransform):
         )
         # PendingRecord: one validated image, in shard order | RejectLine.
         read = tasks | "ReadValidate" >> beam.ParDo(
-            ReadShardFn(config.image, config.read_threads, self.progress_dir)
+            ReadShardFn(config.image, config.read_threads, self.progress_dir, staged.masks)
         ).with_outputs(REJECTS, main="pending")
         rejects = [read[REJECTS]]
         pending = read.pending
@@ -199,7 +216,7 @@ class ImagesToTFRecords(beam.PTransform):
         # ChangeLine (tag CHANGES): why a record's image differs from its file.
         built = pending | "BuildRecords" >> beam.ParDo(
             BuildRecordFn(config.schema, config.features)
-        ).with_outputs(REJECTS, CHANGES, main="records")
+        ).with_outputs(REJECTS, CHANGES, DROPPED, main="records")
         rejects.append(built[REJECTS])
         all_rejects = tuple(rejects) | "AllRejects" >> beam.Flatten()
         sink = make_sink(config.sink, config.output, staged.temp_dir, config.compression, staged.shard_counts)
@@ -223,6 +240,7 @@ class ImagesToTFRecords(beam.PTransform):
                 rejects=beam.pvalue.AsList(all_rejects),
                 finals=beam.pvalue.AsList(finals),
                 changes=beam.pvalue.AsList(built[CHANGES]),
+                dropped=beam.pvalue.AsList(built[DROPPED]),
                 duplicates=beam.pvalue.AsList(duplicates),
             )
         )

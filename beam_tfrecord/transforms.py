@@ -38,7 +38,7 @@ from beam_tfrecord.features.options import FeatureOptions
 from beam_tfrecord.images.inputs import ordered_submit, prepare_input
 from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.write import shardwriter
-from beam_tfrecord.write.records import change_line, finish_record
+from beam_tfrecord.write.records import change_line, dropped_lines, finish_record, objects_of
 from beam_tfrecord.write.shardwriter import ShardFiles
 from beam_tfrecord.write.tally import Tally, without_pixels
 from beam_tfrecord.write.tfrecord_files import index_records
@@ -65,6 +65,7 @@ __all__ = [
 NAMESPACE = "beam_tfrecord"
 REJECTS = "rejects"
 CHANGES = "changes"
+DROPPED = "dropped"
 TALLIES = "tallies"
 _LOGGER = logging.getLogger(__name__)
 
@@ -88,10 +89,13 @@ class ReadShardFn(beam.DoFn):
     Also feeds the local progress line (files in `progress_dir`, one count per input read).
     """
 
-    def __init__(self, image_options: ImageOptions, threads: int, progress_dir: str | None = None) -> None:
+    def __init__(
+        self, image_options: ImageOptions, threads: int, progress_dir: str | None = None, masks: bool = False
+    ) -> None:
         self.image_options = image_options
         self.threads = threads
         self.progress_dir = progress_dir
+        self.masks = masks  # a detection run stores instance masks
         self._progress: Any = None
         self._pool: ThreadPoolExecutor | None = None
 
@@ -108,14 +112,14 @@ class ReadShardFn(beam.DoFn):
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
 
-    def _prepare(self, item_and_shard: tuple[Any, ShardKey]) -> PendingRecord | RejectLine:
-        item, shard = item_and_shard
-        return prepare_input(item, self.image_options, shard)
+    def _prepare(self, work: tuple[Any, ShardKey, tuple[str, ...]]) -> PendingRecord | RejectLine:
+        item, shard, class_names = work
+        return prepare_input(item, self.image_options, shard, class_names=class_names, masks=self.masks)
 
     def _outcomes(self, task: ShardTask) -> Iterator[PendingRecord | RejectLine]:
         """The task's inputs prepared in order: on the pool's threads when there is one."""
         shard = ShardKey(task.split, task.index, task.count)
-        work = ((item, shard) for item in task.inputs)
+        work = ((item, shard, task.class_names) for item in task.inputs)
         if self._pool is None:
             return map(self._prepare, work)
         return ordered_submit(self._pool, self._prepare, work, 2 * self.threads)
@@ -138,7 +142,8 @@ class ReadShardFn(beam.DoFn):
 class BuildRecordFn(beam.DoFn):
     """Adapts `finish_record`: a validated image (or its RunInference result) becomes a
     serialized record; an image the model could not be fed becomes a `feature_failed` reject.
-    A record stored unlike its file also gives its line of changes.jsonl (tag CHANGES)."""
+    A record stored unlike its file also gives its line of changes.jsonl (tag CHANGES), and each
+    object a detection record leaves out its line of dropped_objects.jsonl (tag DROPPED)."""
 
     def __init__(self, schema: str, features: FeatureOptions | None = None) -> None:
         self.schema = schema
@@ -156,12 +161,20 @@ class BuildRecordFn(beam.DoFn):
         change = change_line(outcome)
         if change is not None:
             yield TaggedOutput(CHANGES, change)
+        if isinstance(element, PendingRecord):
+            for line in dropped_lines(element):
+                yield TaggedOutput(DROPPED, line)
+        elif isinstance(element.example, PendingRecord):
+            for line in dropped_lines(element.example):
+                yield TaggedOutput(DROPPED, line)
         yield outcome
 
     def _with_features(self, pending: PendingRecord, inference: Any) -> ConvertedRecord | RejectLine:
         assert self.features is not None
         if isinstance(inference, str):
-            return RejectLine(pending.fields.relpath, "feature_failed", inference)
+            return RejectLine(
+                pending.fields.relpath, "feature_failed", inference, objects=objects_of(pending)
+            )
         return finish_record(
             self.schema,
             pending,
@@ -189,7 +202,7 @@ def failed_batch_rejects(failed: tuple[list[PendingRecord], object]) -> Iterator
     batch, error = failed
     detail = describe_failure(error)
     for pending in batch:
-        reject = RejectLine(pending.fields.relpath, "inference_failed", detail)
+        reject = RejectLine(pending.fields.relpath, "inference_failed", detail, objects=objects_of(pending))
         count_outcome(reject)
         yield reject
 

@@ -248,8 +248,12 @@ def interrupted_message(output: str, progress_dir: str | None, total: int) -> st
 def report(output: str) -> int:
     summary = read_summary(output)
     print(format_table(summary))
-    if not summary.consistent:
-        print("error: inputs != records + rejects; some input is unaccounted for", file=sys.stderr)
+    if not summary.consistent or (summary.objects is not None and not summary.objects.consistent):
+        print(
+            "error: inputs != records + rejects, or annotated objects != stored + dropped: "
+            "something is unaccounted for",
+            file=sys.stderr,
+        )
         return 1
     if summary.records == 0:
         print(f"error: every input was rejected; see {output}/rejects.jsonl for the reasons", file=sys.stderr)

@@ -26,6 +26,7 @@ from beam_tfrecord.features import keras as features_lib
 from beam_tfrecord.features import options as feature_options
 from beam_tfrecord.features.options import FeatureOptions
 from beam_tfrecord.images.options import IMAGE_FORMATS, RESIZE_MODES, ImageOptions, parse_size
+from beam_tfrecord.plan.annotations.options import ANNOTATION_KINDS, UNANNOTATED, AnnotationOptions
 from beam_tfrecord.plan.columns import parse_extra_columns
 from beam_tfrecord.plan.planner import LabelSource, label_source_for
 from beam_tfrecord.plan.splits import parse_splits
@@ -188,6 +189,24 @@ class ConvertOptions(PipelineOptions):
             group,
             "--dedupe",
             "keep one copy of identical files (smallest path; the others are rejected as duplicate)",
+        )
+        add(
+            "--annotations",
+            choices=ANNOTATION_KINDS,
+            help="boxes (and masks) per image from coco (instances JSON), voc (Annotations/*.xml) or "
+            "yolo (labels/*.txt) annotations: detection records (the Object Detection API's keys)",
+        )
+        add(
+            "--annotations_path",
+            help="where the annotations are when not in the format's standard place: COCO instances "
+            "files (a.json,b.json or train=a.json,validation=b.json), VOC's XML folder, YOLO's data.yaml",
+        )
+        _add_flag(group, "--masks", "store a PNG mask per object (COCO polygons and RLE, YOLO segmentation)")
+        add(
+            "--unannotated",
+            default=default_of(AnnotationOptions, "unannotated"),
+            choices=UNANNOTATED,
+            help="an image no annotation names: keep it as a negative, or drop it (an unannotated reject)",
         )
         add(
             "--num_shards",
@@ -411,6 +430,7 @@ def _check(ns: ConvertOptions, dry_run: bool) -> RunSettings:
             f"--output {ns.output} is inside --input {ns.input}: the input tree is never written to"
         )
     manifest = _absolute(ns.manifest) if ns.manifest else None
+    annotations = _annotation_options(ns)
     source = SourceConfig(
         input=source_input,
         label_source=ns.label_source,
@@ -419,7 +439,7 @@ def _check(ns: ConvertOptions, dry_run: bool) -> RunSettings:
         class_names=tuple(c.strip() for c in ns.class_names.split(",") if c.strip())
         if ns.class_names
         else None,
-        splits=parse_splits(ns.splits),
+        splits=_splits(ns, annotations),
         split_seed=ns.split_seed,
         stratify=ns.stratify,
         group_pattern=ns.group_pattern,
@@ -428,6 +448,7 @@ def _check(ns: ConvertOptions, dry_run: bool) -> RunSettings:
         extra_columns=parse_extra_columns(ns.extra_columns) if ns.extra_columns else (),
         multi_label=ns.multi_label,
         dedupe=ns.dedupe,
+        annotations=annotations,
     )
     image = ImageOptions(
         image_format=ns.image_format,
@@ -460,6 +481,30 @@ def _check(ns: ConvertOptions, dry_run: bool) -> RunSettings:
         dry_run=dry_run,
         dry_run_output=ns.dry_run_output,
     )
+
+
+def _splits(ns: ConvertOptions, annotations: AnnotationOptions | None) -> dict[str, float]:
+    """--splits; left at its default in a run whose COCO files are given per split, those
+    splits (each holds its file's images; the fractions only share out images no file names)."""
+    named = annotations.split_names if annotations is not None else ()
+    if named and ns.splits == _splits_text(default_of(SourceConfig, "splits")):
+        return {name: 1 / len(named) for name in named}
+    return parse_splits(ns.splits)
+
+
+def _annotation_options(ns: ConvertOptions) -> AnnotationOptions | None:
+    """A detection run's settings, or None (and then none of its options may be given)."""
+    if ns.annotations is None:
+        given = {
+            "annotations_path": ns.annotations_path is not None,
+            "masks": ns.masks,
+            "unannotated": ns.unannotated != default_of(AnnotationOptions, "unannotated"),
+        }
+        for name, is_given in given.items():
+            if is_given:
+                raise UsageError(f"--{name} needs --annotations coco, voc or yolo")
+        return None
+    return AnnotationOptions(ns.annotations, ns.annotations_path, ns.masks, ns.unannotated)
 
 
 def _label_source(source: SourceConfig, dry_run: bool) -> LabelSource:

@@ -4,7 +4,7 @@ command's view of summary.json (the library writes the file; how a terminal show
 from __future__ import annotations
 
 from beam_tfrecord.names import CHANGES_FILE
-from beam_tfrecord.write.summary import SplitSummary, Summary
+from beam_tfrecord.write.summary import ObjectSummary, SplitSummary, Summary
 
 __all__ = ["format_table"]
 
@@ -15,6 +15,26 @@ def _share(split: SplitSummary, stratified: bool) -> str:
     if stratified:
         return f"{100 * split.share:.1f}% of records ({asked}, stratified)"
     return f"{100 * split.share:.1f}% of records ({asked}, hash: ±{100 * split.expected_deviation:.1f}%)"
+
+
+def _object_rows(objects: ObjectSummary) -> list[tuple[str, str]]:
+    """A detection run's objects: where they went, per class, per image, by size."""
+    rows = [("objects", f"{objects.annotated} annotated: {objects.stored} stored, {objects.dropped} dropped")]
+    rows += [(f"  {reason}", str(n)) for reason, n in objects.dropped_per_reason.items()]
+    rows.append(("objects per class", "objects in images"))
+    rows += [(f"  {name}", f"{n['objects']} in {n['images']}") for name, n in objects.per_class.items()]
+    per_image = objects.per_image
+    rows.append(
+        (
+            "objects per image",
+            f"mean {per_image.get('mean', 0)}, max {per_image.get('max', 0)}; "
+            f"{objects.negatives} images without one",
+        )
+    )
+    sizes = ", ".join(f"{n} {name}" for name, n in objects.sizes.items())
+    rows.append(("box sizes (COCO's)", sizes))
+    rows.append(("annotated = stored + dropped", "yes" if objects.consistent else "NO"))
+    return rows
 
 
 def format_table(summary: Summary) -> str:
@@ -54,6 +74,8 @@ def format_table(summary: Summary) -> str:
             )
         )
     rows.append(("inputs = records + rejects", "yes" if summary.consistent else "NO"))
+    if summary.objects is not None:
+        rows += _object_rows(summary.objects)
     wall = summary.run.wall_time_s if summary.run is not None else None
     if wall is not None:
         rate = summary.inputs / wall if wall else 0.0

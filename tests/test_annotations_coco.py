@@ -13,8 +13,8 @@ from annotationgen import CATEGORIES, box, image, instances
 from imagegen import jpeg, png, write_tree
 from pycocotools import mask as coco_mask
 
+from beam_tfrecord.elements import Polygon, RunLengths
 from beam_tfrecord.plan.annotations import rle
-from beam_tfrecord.plan.annotations.objects import Polygon, RunLengths
 from beam_tfrecord.plan.annotations.paths import AnnotationPath, parse_annotation_paths
 from beam_tfrecord.plan.annotations.sources import load_annotations
 from beam_tfrecord.plan.listing import list_inputs

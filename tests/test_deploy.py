@@ -37,6 +37,7 @@ EXAMPLES = {
     "manifest_path_column": "id",
     "manifest_label_column": "breed",
     "extra_columns": "caption,score:float,tags:str_list",
+    "annotations_path": "gs://my-bucket/coco/annotations/instances_train2017.json",
 }
 
 

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageOps
 
+from beam_tfrecord.elements import ImageAnnotations, ObjectBox, Polygon, RunLengths
 from beam_tfrecord.images import geometry
 from beam_tfrecord.images.normalize import encode_for_tensorflow
 from beam_tfrecord.images.options import ImageOptions
@@ -24,7 +25,6 @@ from beam_tfrecord.images.placement import (
     annotation_frame,
     place_annotations,
 )
-from beam_tfrecord.plan.annotations.objects import ImageAnnotations, ObjectBox, Polygon, RunLengths
 
 BACKGROUND = (60, 70, 80)
 MAGENTA = (250, 0, 250)

@@ -11,8 +11,10 @@ import imagegen
 import numpy as np
 import pytest
 import tensorflow as tf
+from PIL import Image
 
-from beam_tfrecord.elements import RecordFields
+from beam_tfrecord.elements import RecordFields, StoredObject
+from beam_tfrecord.images import geometry
 from beam_tfrecord.keys import SCHEMAS, FeatureLayout, RecordLayout, record_keys, reserved_names
 from beam_tfrecord.plan.columns import ExtraColumn, parse_extra_columns
 from beam_tfrecord.read.examples import record_to_dict
@@ -34,6 +36,12 @@ def layouts() -> list[RecordLayout]:
                 for features in (None, FeatureLayout((2, 3)), FeatureLayout((4,), "float16", image=False)):
                     columns = tuple((n, t) for n, t, _ in extras)
                     found.append(RecordLayout(name, labeled, multi, columns, features))
+    # Detection runs (the tfds schema's object keys): boxes alone, with masks, with features.
+    found.append(RecordLayout("tfds", labeled=False, objects=True))
+    found.append(RecordLayout("tfds", labeled=False, objects=True, masks=True))
+    found.append(
+        RecordLayout("tfds", labeled=False, features=FeatureLayout((2, 3)), objects=True, masks=True)
+    )
     return found
 
 
@@ -47,6 +55,16 @@ def fields_for(layout: RecordLayout) -> RecordFields:
         size = int(np.prod(layout.features.shape))
         features = np.arange(size, dtype=np.float32).reshape(layout.features.shape) / 8
     extras = tuple(e for e in EXTRAS if (e[0], e[1]) in layout.extra_columns)
+    objects = None
+    if layout.objects:
+        pixels = Image.fromarray(np.eye(6, 8, dtype=np.uint8))
+        mask = geometry.encode_mask_png(pixels) if layout.masks else None
+        objects = (
+            StoredObject(0.1, 0.2, 0.5, 0.9, "dog", 12.0, mask_png=mask, label_id=2),
+            StoredObject(
+                0.0, 0.0, 1.0, 1.0, "cat", 48.0, is_crowd=True, pose="Left", mask_png=mask, label_id=1
+            ),
+        )
     return RecordFields(
         encoded=imagegen.jpeg(8, 6),
         format="jpeg",
@@ -61,6 +79,9 @@ def fields_for(layout: RecordLayout) -> RecordFields:
         feature_dtype=layout.features.dtype if layout.features else "float32",
         include_image=layout.has_image,
         extras=extras,
+        source_id="42" if layout.objects else None,
+        objects=objects,
+        masks=layout.masks,
     )
 
 
@@ -77,6 +98,8 @@ def split_files(layout: RecordLayout) -> SplitFiles:
         features=layout.features,
         extra_columns=columns,
         multi_label=layout.multi_label,
+        objects=layout.objects,
+        masks=layout.masks,
     )
 
 
@@ -84,6 +107,7 @@ def _id(layout: RecordLayout) -> str:
     parts = [layout.schema, "multi" if layout.multi_label else "labeled" if layout.labeled else "unlabeled"]
     parts += ["extras"] if layout.extra_columns else []
     parts += [f"features_{layout.features.dtype}"] if layout.features else []
+    parts += (["objects"] + (["masks"] if layout.masks else [])) if layout.objects else []
     return "-".join(parts)
 
 
@@ -127,7 +151,7 @@ def test_the_tensorflow_free_reader_gives_every_field(layout):
 def test_tfds_describes_and_reads_every_key_it_can(layout):
     import tensorflow_datasets as tfds
 
-    spec = features_spec(layout, list(CLASSES) if layout.labeled else None, None)
+    spec = features_spec(layout, list(CLASSES) if layout.labeled or layout.objects else None, None)
 
     def flat(level: dict, prefix: str = "") -> set[str]:
         found = set()
@@ -146,6 +170,14 @@ def test_tfds_describes_and_reads_every_key_it_can(layout):
     if layout.labeled:
         label = decoded["image"]["class"]["label"] if layout.schema == "tfds" else decoded["label"]
         assert np.asarray(label).tolist() == ([0, 2] if layout.multi_label else 1)
+    if layout.objects:  # ids from 1 name the classes: 0 is the background's
+        objects = decoded["image"]["object"]
+        assert np.asarray(objects["class"]["label"]).tolist() == [2, 1]
+        assert np.asarray(objects["bbox"]["ymax"]).tolist() == pytest.approx([0.9, 1.0])
+        if layout.masks:
+            assert (
+                tuple(objects["mask"].shape) == (2, 6, 8, 1) and int(np.asarray(objects["mask"]).max()) == 1
+            )
 
 
 def test_a_manifest_column_cannot_shadow_any_field_or_key():

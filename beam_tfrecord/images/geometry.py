@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from PIL import Image, ImageDraw
 
-from beam_tfrecord.plan.annotations.objects import Polygon, RunLengths
+from beam_tfrecord.elements import Polygon, RunLengths
 
 __all__ = [
     "ORIENTATION_TRANSPOSE",

@@ -3,17 +3,27 @@ the worker's first step, Beam-free; and the ordered thread pool that overlaps re
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import TypeVar
 
 from beam_tfrecord import gcs
-from beam_tfrecord.elements import PendingRecord, PlannedInput, RecordFields, RejectLine, ShardKey
-from beam_tfrecord.images.normalize import Reject, encode_for_tensorflow
+from beam_tfrecord.elements import (
+    DroppedObject,
+    PendingRecord,
+    PlannedInput,
+    RecordFields,
+    RejectLine,
+    ShardKey,
+    StoredObject,
+)
+from beam_tfrecord.images.normalize import CHANGE_REASONS, EncodedImage, Reject, encode_for_tensorflow
 from beam_tfrecord.images.options import ImageOptions
+from beam_tfrecord.images.placement import RECORD_CHANGES, place_annotations, size_mismatch_detail
 
 __all__ = ["ordered_map", "ordered_submit", "prepare_input", "read_bytes"]
 
@@ -45,11 +55,18 @@ def read_bytes(path: str, limit: int | None = None) -> bytes:
 
 
 def prepare_input(
-    item: PlannedInput, image_options: ImageOptions, shard: ShardKey | None = None
+    item: PlannedInput,
+    image_options: ImageOptions,
+    shard: ShardKey | None = None,
+    *,
+    class_names: Sequence[str] = (),
+    masks: bool = False,
 ) -> PendingRecord | RejectLine:
     """Read, validate and normalize one planned input: everything but the serialization.
 
-    `shard` is the output shard its record goes to (default: the only shard of its split)."""
+    `shard` is the output shard its record goes to (default: the only shard of its split). In a
+    detection run (`item.annotations`) its objects follow the pixels (`placement`), get their ids
+    from `class_names` (from 1: 0 is background) and, with `masks`, one mask PNG each."""
     limit = image_options.max_file_bytes
     if item.size > limit:
         return _too_big(item.relpath, item.size, image_options)
@@ -62,7 +79,15 @@ def prepare_input(
     try:
         image = encode_for_tensorflow(data, image_options, name=item.relpath)
     except Reject as reject:
-        return RejectLine(item.relpath, reject.reason, reject.detail)
+        objects = len(item.annotations.objects) if item.annotations is not None else 0
+        return RejectLine(item.relpath, reject.reason, reject.detail, objects=objects)
+    stored, dropped, changes = None, (), image.changes
+    if item.annotations is not None:
+        placed = _objects(item, image, class_names, masks)
+        if isinstance(placed, RejectLine):
+            return placed
+        stored, dropped, notes = placed
+        changes = tuple(reason for reason in CHANGE_REASONS if reason in {*image.changes, *notes})
     content_sha256 = hashlib.sha256(data).hexdigest()
     fields = RecordFields(
         encoded=image.data,
@@ -75,9 +100,40 @@ def prepare_input(
         label=item.label,
         label_text=item.label_text,
         extras=item.extras,
+        source_id=item.annotations.source_id if item.annotations is not None else None,
+        objects=stored,
+        masks=masks,
     )
     shard = shard or ShardKey(item.split)
-    return PendingRecord(shard, fields, image.source_format, image.reencoded, image.mode, image.changes)
+    return PendingRecord(shard, fields, image.source_format, image.reencoded, image.mode, changes, dropped)
+
+
+def _objects(
+    item: PlannedInput, image: EncodedImage, class_names: Sequence[str], masks: bool
+) -> tuple[tuple[StoredObject, ...], tuple[DroppedObject, ...], set[str]] | RejectLine:
+    """The image's objects placed in its stored image, with their ids; the change reasons they
+    make. An image whose declared size fits neither its stored nor its upright picture is a
+    reject: the annotations are for another picture, and a negative would teach the model that
+    its objects are background."""
+    annotations = item.annotations
+    assert annotations is not None and image.transform is not None
+    placed = place_annotations(annotations, image.transform, masks=masks)
+    if placed.frame is None:
+        detail = size_mismatch_detail(annotations, image.transform)
+        return RejectLine(item.relpath, "annotation_size_mismatch", detail, objects=len(annotations.objects))
+    ids = {name: index + 1 for index, name in enumerate(class_names)}
+    stored, dropped = [], list(placed.dropped)
+    for found in placed.objects:
+        if found.label in ids:
+            stored.append(dataclasses.replace(found, label_id=ids[found.label]))
+        else:  # the planner drops unknown classes; a task without class names has none
+            detail = f"class {found.label!r} is not among the class names"
+            dropped.append(DroppedObject(found.label, "unknown_category", detail, found.source_ref))
+    notes = {RECORD_CHANGES[n] for o in stored for n in o.notes if n in RECORD_CHANGES}
+    notes |= {RECORD_CHANGES[n] for n in annotations.notes if n in RECORD_CHANGES}
+    if dropped:
+        notes.add("objects_dropped")
+    return tuple(stored), tuple(dropped), notes
 
 
 def _too_big(relpath: str, size: int, image_options: ImageOptions) -> RejectLine:

@@ -52,6 +52,13 @@ CHANGE_REASONS: dict[str, str] = {
     "resized": "resized as the resize setting asks",
     "channels": "converted to the channels setting's count",
     "jpeg_end_missing": "a JPEG without its end marker, which TensorFlow refuses",
+    # A detection run's objects (dropped_objects.jsonl names each object left out).
+    "boxes_clipped": "an object's box passed the picture's edge and was clipped to it",
+    "boxes_cropped": "the crop of resize_mode cut part of an object's box away",
+    "masks_from_boxes": "masks were asked and an object has none: its filled box stands for it",
+    "masks_empty": "an object's mask has no pixel left in the stored image",
+    "masks_dropped": "an object's mask was malformed and left out (its box is kept)",
+    "objects_dropped": "objects of the image were left out of its record",
 }
 # Reasons an option gives every record: counted, but alone they do not make a changes.jsonl line
 # (with a resize every record would have one, and the file would say nothing).

@@ -11,7 +11,7 @@ more: the rule, in order, is
 
 1. no declared size (YOLO; VOC's `<size>` of 0), or one that equals both the stored and the
    upright size (no quarter turn, or a square picture): `ambiguous_frame` decides (default
-   "stored", the contract of `plan.annotations.objects`);
+   "stored", the contract of `elements`);
 2. the stored size (width, height as the file stores them): the stored frame;
 3. the upright size (the stored size turned by the EXIF orientation 5 to 8): the annotator
    worked on the upright picture, as a browser or OpenCV shows it; the boxes are taken in that
@@ -40,20 +40,22 @@ from typing import Literal
 
 from PIL import Image
 
+from beam_tfrecord.elements import DroppedObject, ImageAnnotations, ObjectBox, RunLengths, StoredObject
 from beam_tfrecord.images import geometry
 from beam_tfrecord.images.geometry import PixelTransform
-from beam_tfrecord.plan.annotations.objects import ImageAnnotations, ObjectBox, RunLengths
 
 __all__ = [
     "CLIP_TOLERANCE_PX",
     "DROP_REASONS",
     "OBJECT_NOTES",
+    "RECORD_CHANGES",
     "DroppedObject",
     "Frame",
     "PlacedAnnotations",
     "StoredObject",
     "annotation_frame",
     "place_annotations",
+    "size_mismatch_detail",
 ]
 
 Frame = Literal["stored", "upright"]
@@ -75,48 +77,16 @@ OBJECT_NOTES: dict[str, str] = {
     "mask_from_box": "masks were asked and the object has none: its box, filled, stands for it",
     "mask_empty": "the object's mask has no pixel in the stored image",
 }
+# The record-level change (images.normalize.CHANGE_REASONS) each object note makes.
+RECORD_CHANGES = {
+    "clipped": "boxes_clipped",
+    "cropped": "boxes_cropped",
+    "mask_from_box": "masks_from_boxes",
+    "mask_empty": "masks_empty",
+    "mask_dropped": "masks_dropped",
+}
 # An edge moved by less than this (in the source's or the stored image's pixels) is rounding.
 CLIP_TOLERANCE_PX = 0.5
-
-
-@dataclass(frozen=True, slots=True)
-class StoredObject:
-    """One object as its record stores it.
-
-    Args:
-      xmin, ymin, xmax, ymax: the box as fractions of the stored image's width and height (0..1),
-        as `image/object/bbox/*` store them.
-      label: the class name, as the source gave it.
-      area: in the stored image's pixels (see the module docstring).
-      is_crowd, difficult, truncated, pose: as the source says.
-      mask_png: the instance mask (`geometry.encode_mask_png`), when masks were asked.
-      source_ref: where the object comes from, for messages.
-      notes: `OBJECT_NOTES` codes, in that order.
-    """
-
-    xmin: float
-    ymin: float
-    xmax: float
-    ymax: float
-    label: str
-    area: float
-    is_crowd: bool = False
-    difficult: bool = False
-    truncated: bool = False
-    pose: str = ""
-    mask_png: bytes | None = None
-    source_ref: str = ""
-    notes: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class DroppedObject:
-    """An object that is not stored: `reason` is a `DROP_REASONS` code, `detail` is for people."""
-
-    label: str
-    reason: str
-    detail: str
-    source_ref: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +118,15 @@ def annotation_frame(
     return "upright" if fits_upright else None
 
 
+def size_mismatch_detail(annotations: ImageAnnotations, transform: PixelTransform) -> str:
+    """The declared size against the picture's, when the two fit in neither frame."""
+    upright = "" if transform.orientation == 1 else " ({}x{} upright)".format(*transform.upright_size)
+    return (
+        f"the source says {annotations.width}x{annotations.height}; the picture is "
+        f"{transform.stored_width}x{transform.stored_height}{upright}"
+    )
+
+
 def place_annotations(
     annotations: ImageAnnotations,
     transform: PixelTransform,
@@ -160,11 +139,7 @@ def place_annotations(
     picture's size, against which the source's declared size is checked."""
     frame = annotation_frame(annotations, transform, ambiguous_frame)
     if frame is None:
-        detail = (
-            f"the source says {annotations.width}x{annotations.height}; the picture is "
-            f"{transform.stored_width}x{transform.stored_height}"
-            + ("" if transform.orientation == 1 else " ({}x{} upright)".format(*transform.upright_size))
-        )
+        detail = size_mismatch_detail(annotations, transform)
         dropped = tuple(
             DroppedObject(o.label, "size_mismatch", detail, o.source_ref) for o in annotations.objects
         )

@@ -6,26 +6,39 @@ It is small (paths and sizes) and deterministic, so the workers only read, decod
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import os
+import posixpath
 import re
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from beam_tfrecord.elements import Extras, PlannedInput, RejectLine, ShardTask
+from beam_tfrecord.elements import (
+    DroppedObjectLine,
+    Extras,
+    ImageAnnotations,
+    PlannedInput,
+    RejectLine,
+    ShardTask,
+)
 from beam_tfrecord.plan import columns as columns_lib
 from beam_tfrecord.plan import dedupe as dedupe_lib
 from beam_tfrecord.plan import labels as labels_lib
 from beam_tfrecord.plan import splits as splits_lib
+from beam_tfrecord.plan.annotations.results import AnnotationSet
+from beam_tfrecord.plan.annotations.sources import load_annotations
 from beam_tfrecord.plan.columns import ExtraColumn
 from beam_tfrecord.plan.listing import InputFile, list_inputs, skip_reason
 from beam_tfrecord.plan.sharding import ShardSettings
 from beam_tfrecord.plan.source import SourceConfig
+from beam_tfrecord.settings import ConfigError
 
 __all__ = [
     "GroupFacts",
     "LabelSource",
+    "ObjectFacts",
     "Plan",
     "label_source_for",
     "make_plan",
@@ -97,6 +110,28 @@ class GroupFacts:
     without_group: int = 0
 
 
+@dataclass(frozen=True)
+class ObjectFacts:
+    """What planning learnt of a detection run's objects, for the summary and the side files.
+
+    Args:
+      kind: coco, voc or yolo.
+      masks: the records store instance masks.
+      annotated: every object the sources hold (kept, dropped, on rejected images and on
+        entries that name no listed image): annotated = stored + dropped, in the summary.
+      dropped: objects left out while planning, one line each (dropped_objects.jsonl).
+      unmatched: annotation entries that name no listed image, as JSON lines
+        (annotations_without_image.jsonl), and how many objects they hold.
+    """
+
+    kind: str
+    masks: bool
+    annotated: int
+    dropped: tuple[DroppedObjectLine, ...] = ()
+    unmatched: tuple[str, ...] = ()
+    unmatched_objects: int = 0
+
+
 @dataclass
 class Plan:
     inputs: list[PlannedInput]
@@ -107,6 +142,7 @@ class Plan:
     listed: int
     manifest_unmatched: list[str] = field(default_factory=list)
     grouping: GroupFacts = field(default_factory=GroupFacts)
+    objects: ObjectFacts | None = None  # a detection run's
 
     @property
     def skipped(self) -> int:
@@ -144,8 +180,13 @@ def make_plan(
     """
     label_source = label_source or label_source_for(source)
     rejects: list[RejectLine] = []
-    labeled = _labeled_files(files, label_source, rejects)
-    class_names, labeled = _known_classes(labeled, label_source, source.class_names, rejects)
+    annotated = _annotations(files, source)
+    if annotated is None:
+        labeled = _labeled_files(files, label_source, rejects)
+        class_names, labeled = _known_classes(labeled, label_source, source.class_names, rejects)
+    else:
+        labeled = _annotated_files(files, annotated, source, rejects)
+        class_names = list(annotated.class_names)
     extras, labeled = _typed_columns(labeled, source.extra_columns, rejects)
     if source.dedupe:
         labeled = _without_copies(labeled, rejects)
@@ -155,13 +196,16 @@ def make_plan(
         else None
     )
     groups, grouping = _groups(labeled, group_pattern, label_source)
+    strata = _object_strata(annotated) if annotated is not None else None
     split_by_path = splits_lib.assign_splits(
-        ((f.relpath, _stratum(entry)) for f, entry in labeled),
+        ((f.relpath, strata(f.relpath) if strata else _stratum(entry)) for f, entry in labeled),
         dict(source.splits),
         source.split_seed,
         source.stratify,
         groups,
     )
+    if annotated is not None:  # a COCO file given for a split holds its images there
+        split_by_path.update({f.relpath: s for f, _ in labeled if (s := annotated.split_of(f.relpath))})
     ids = {name: i for i, name in enumerate(class_names or [])}
     inputs = [
         PlannedInput(
@@ -172,6 +216,7 @@ def make_plan(
             label=_ids(entry.label, ids) if entry is not None else None,
             label_text=_texts(entry.label, ids) if entry is not None else None,
             extras=extras.get(f.relpath, ()),
+            annotations=_image_annotations(annotated, f.relpath) if annotated is not None else None,
         )
         for f, entry in labeled
     ]
@@ -184,6 +229,92 @@ def make_plan(
         listed=len(files),
         manifest_unmatched=label_source.manifest.unmatched() if label_source.manifest else [],
         grouping=grouping,
+        objects=_object_facts(annotated, source) if annotated is not None else None,
+    )
+
+
+def _annotations(files: Sequence[InputFile], source: SourceConfig) -> AnnotationSet | None:
+    """The annotation source's say on every listed file (None: not a detection run)."""
+    options = source.annotations
+    if options is None:
+        return None
+    try:
+        return load_annotations(
+            options.kind, files, options.paths(), class_names=source.class_names, masks=options.masks
+        )
+    except ConfigError:
+        raise
+    except ValueError as error:  # the sources name the field their message starts with
+        name, _, problem = str(error).partition(" ")
+        if name in ("annotations_path", "class_names"):
+            raise ConfigError(name, problem) from None
+        raise ConfigError("annotations", f"({source.annotations.kind}): {error}") from None
+
+
+def _annotated_files(
+    files: Sequence[InputFile], annotated: AnnotationSet, source: SourceConfig, rejects: list[RejectLine]
+) -> Labeled:
+    """Every listed file that may become a detection record: annotation files are `skipped`
+    (they are sources, not inputs), images the annotations cannot describe truthfully are rejects
+    (with their objects counted), and images no annotation names are negatives, or `unannotated`
+    rejects when the run drops them."""
+    problems = {p.relpath: p for p in annotated.problems}
+    drop_unannotated = source.annotations is not None and source.annotations.unannotated == "drop"
+    labeled: Labeled = []
+    for file in files:
+        reason = skip_reason(file.relpath)
+        if reason is None and file.relpath in annotated.sources:
+            reason = annotated.sources[file.relpath]
+        if reason is not None:
+            rejects.append(RejectLine(file.relpath, "skipped", reason))
+        elif file.problem is not None:
+            objects = len(annotated.images[file.relpath].objects) if file.relpath in annotated.images else 0
+            rejects.append(RejectLine(file.relpath, *file.problem, objects=objects))
+        elif file.relpath in problems:
+            problem = problems[file.relpath]
+            rejects.append(RejectLine(file.relpath, problem.reason, problem.detail, objects=problem.objects))
+        elif drop_unannotated and file.relpath in annotated.unannotated:
+            detail = "no annotation names this image, and unannotated images are dropped"
+            rejects.append(RejectLine(file.relpath, "unannotated", detail))
+        else:
+            labeled.append((file, None))
+    return labeled
+
+
+def _image_annotations(annotated: AnnotationSet, relpath: str) -> ImageAnnotations:
+    """The image's annotations as staged: a negative when the source says nothing of it, with the
+    notes planning made on its objects."""
+    found = annotated.images.get(relpath) or ImageAnnotations((), posixpath.splitext(relpath)[0])
+    notes = tuple(sorted({n.reason for n in annotated.changed if n.relpath == relpath}))
+    return dataclasses.replace(found, notes=notes) if notes else found
+
+
+def _object_strata(annotated: AnnotationSet) -> Callable[[str], str]:
+    """What stratify balances in a detection run: each image's rarest class (the one in the fewest
+    images), so every class, rare ones first, gets each split's share of the images that hold
+    it; images without objects are a stratum of their own."""
+    images_with: Counter[str] = Counter()
+    for found in annotated.images.values():
+        images_with.update({o.label for o in found.objects})
+
+    def stratum(relpath: str) -> str:
+        found = annotated.images.get(relpath)
+        labels = {o.label for o in found.objects} if found is not None else set()
+        return min(labels, key=lambda name: (images_with[name], name)) if labels else ""
+
+    return stratum
+
+
+def _object_facts(annotated: AnnotationSet, source: SourceConfig) -> ObjectFacts:
+    assert source.annotations is not None
+    dropped = tuple(DroppedObjectLine(n.relpath, n.reason, n.detail) for n in annotated.dropped)
+    return ObjectFacts(
+        kind=annotated.kind,
+        masks=source.annotations.masks,
+        annotated=annotated.annotated_objects,
+        dropped=dropped,
+        unmatched=tuple(u.to_json() for u in annotated.unmatched),
+        unmatched_objects=sum(u.objects for u in annotated.unmatched),
     )
 
 
@@ -352,5 +483,6 @@ def shard_tasks(plan: Plan, split_seed: int = 0) -> list[ShardTask]:
             size, index = heapq.heappop(heap)
             members[index].append(item)
             heapq.heappush(heap, (size + item.size, index))
-        tasks += [ShardTask(split, index, count, tuple(members[index])) for index in range(count)]
+        names = tuple(plan.class_names or ()) if plan.objects is not None else ()
+        tasks += [ShardTask(split, index, count, tuple(members[index]), names) for index in range(count)]
     return tasks

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from beam_tfrecord.plan.annotations.options import AnnotationOptions
 from beam_tfrecord.plan.columns import ExtraColumn, parse_extra_columns
 from beam_tfrecord.plan.labels import LABEL_MODES, compile_label_pattern
 from beam_tfrecord.settings import ConfigError, check_choice
@@ -40,6 +41,8 @@ class SourceConfig:
         `caption,score:float`).
       multi_label: a label cell holds several classes (`cat|outdoor`, or a JSON array).
       dedupe: keep one copy of inputs with identical bytes (the smallest relative path).
+      annotations: boxes and masks per image from COCO, VOC or YOLO annotations (a detection or
+        segmentation run); the classes are the annotations', and `class_names` fixes their order.
     """
 
     input: str
@@ -56,6 +59,7 @@ class SourceConfig:
     extra_columns: tuple[ExtraColumn, ...] = ()
     multi_label: bool = False
     dedupe: bool = False
+    annotations: AnnotationOptions | None = None
 
     def __post_init__(self) -> None:
         check_choice("label_source", self.label_source, LABEL_SOURCES)
@@ -84,6 +88,23 @@ class SourceConfig:
         object.__setattr__(self, "splits", dict(self.splits))
         if self.class_names is not None:
             object.__setattr__(self, "class_names", tuple(self.class_names))
+        if self.annotations is not None:
+            if self.label_source not in ("folder", "none"):
+                raise ConfigError(
+                    "label_source",
+                    f"{self.label_source} gives one label per image; with annotations the objects' "
+                    "classes are the labels (leave label_source out)",
+                )
+            missing = [s for s in self.annotations.split_names if s not in self.splits]
+            if missing:
+                raise ConfigError(
+                    "splits", f"must name the annotation files' splits ({', '.join(missing)}) too"
+                )
+
+    @property
+    def image_labels(self) -> bool:
+        """Whether each image gets one label (or several): not in a detection run."""
+        return self.annotations is None and self.label_source != "none"
 
     def summary_fields(self) -> dict[str, Any]:
         """How summary.json's `options` record these settings, field by field (a column as
@@ -103,4 +124,5 @@ class SourceConfig:
             "extra_columns": [str(column) for column in self.extra_columns],
             "multi_label": self.multi_label,
             "dedupe": self.dedupe,
+            **(self.annotations.summary_fields() if self.annotations is not None else {}),
         }

@@ -17,18 +17,21 @@ from __future__ import annotations
 import dataclasses
 import json
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord.elements import RejectLine, ShardTask
+from beam_tfrecord.elements import DroppedObjectLine, RejectLine, ShardTask
 from beam_tfrecord.names import (
     PLAN_DIR,
+    PLAN_DROPPED_OBJECTS_FILE,
     PLAN_FACTS_FILE,
     PLAN_REJECTS_FILE,
     PLAN_TASKS_DIR,
+    PLAN_UNMATCHED_FILE,
     TEMP_PREFIX,
     task_file_name,
 )
@@ -40,8 +43,10 @@ __all__ = [
     "StagedPlan",
     "list_task_files",
     "load_facts",
+    "load_planned_dropped",
     "load_planned_rejects",
     "load_task",
+    "load_unmatched",
     "locate_plan",
     "new_run_id",
     "stage_plan",
@@ -61,9 +66,23 @@ class PlanFacts:
     manifest_unmatched: list[str] = field(default_factory=list)
     source: dict[str, Any] = field(default_factory=dict)  # the SourceConfig, for summary.json
     grouping: dict[str, Any] = field(default_factory=dict)  # plan.GroupFacts, for summary.json
+    # A detection run's: kind, masks, annotated, unmatched_objects and the objects dropped while
+    # planning per reason (their lines are staged beside, as are the unmatched entries).
+    objects: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, plan: Plan, source: SourceConfig | None = None) -> PlanFacts:
+        objects = None
+        if plan.objects is not None:
+            found = plan.objects
+            objects = {
+                "kind": found.kind,
+                "masks": found.masks,
+                "annotated": found.annotated,
+                "unmatched_entries": len(found.unmatched),
+                "unmatched_objects": found.unmatched_objects,
+                "dropped_per_reason": dict(sorted(Counter(d.reason for d in found.dropped).items())),
+            }
         return cls(
             plan.listed,
             plan.class_names,
@@ -72,6 +91,7 @@ class PlanFacts:
             plan.manifest_unmatched,
             source.summary_fields() if source is not None else {},
             dataclasses.asdict(plan.grouping),
+            objects,
         )
 
 
@@ -95,6 +115,8 @@ class StagedPlan:
     listed: int = 0
     skipped: int = 0
     rejected: int = 0
+    objects: bool = False  # a detection run (its records hold objects)
+    masks: bool = False  # and instance masks
 
     @property
     def input_count(self) -> int:
@@ -118,9 +140,9 @@ def locate_plan(plan: Plan, output: str, run_id: str | None = None) -> StagedPla
     """Where `stage_plan` puts `plan` for `output`, without writing anything (dry runs use this)."""
     temp_dir = FileSystems.join(output, f"{TEMP_PREFIX}{run_id or new_run_id()}")
     rejected = len(plan.rejects) - plan.skipped
-    return StagedPlan(
-        temp_dir, dict(plan.shard_counts), len(plan.inputs), plan.listed, plan.skipped, rejected
-    )
+    counts = (len(plan.inputs), plan.listed, plan.skipped, rejected)
+    objects, masks = plan.objects is not None, bool(plan.objects and plan.objects.masks)
+    return StagedPlan(temp_dir, dict(plan.shard_counts), *counts, objects, masks)
 
 
 def _write(path: str, data: bytes) -> None:
@@ -150,6 +172,11 @@ def stage_plan(
     _write(
         FileSystems.join(base, PLAN_REJECTS_FILE), "".join(r.to_json() + "\n" for r in plan.rejects).encode()
     )
+    if plan.objects is not None:
+        dropped = "".join(line.to_json() + "\n" for line in plan.objects.dropped)
+        _write(FileSystems.join(base, PLAN_DROPPED_OBJECTS_FILE), dropped.encode())
+        unmatched = "".join(line + "\n" for line in plan.objects.unmatched)
+        _write(FileSystems.join(base, PLAN_UNMATCHED_FILE), unmatched.encode())
     _write(FileSystems.join(base, PLAN_FACTS_FILE), json.dumps(PlanFacts.of(plan, source).__dict__).encode())
     return staged
 
@@ -172,6 +199,20 @@ def load_facts(plan_dir: str) -> PlanFacts:
 def load_planned_rejects(plan_dir: str) -> list[RejectLine]:
     text = _read(FileSystems.join(plan_dir, PLAN_REJECTS_FILE)).decode("utf-8")
     return [RejectLine.from_json(line) for line in text.splitlines() if line]
+
+
+def load_planned_dropped(plan_dir: str) -> list[DroppedObjectLine]:
+    """A detection run's objects dropped while planning ([] for any other run)."""
+    path = FileSystems.join(plan_dir, PLAN_DROPPED_OBJECTS_FILE)
+    if not FileSystems.exists(path):
+        return []
+    return [DroppedObjectLine.from_json(line) for line in _read(path).decode("utf-8").splitlines() if line]
+
+
+def load_unmatched(plan_dir: str) -> list[str]:
+    """A detection run's annotation entries that name no listed image, as JSON lines."""
+    path = FileSystems.join(plan_dir, PLAN_UNMATCHED_FILE)
+    return _read(path).decode("utf-8").splitlines() if FileSystems.exists(path) else []
 
 
 def describe(shard_counts: dict[str, int]) -> str:

@@ -53,6 +53,8 @@ class SplitFiles:
     widths: tuple[int, int] | None = None
     extra_columns: tuple[ExtraColumn, ...] = ()  # manifest columns stored in the records
     multi_label: bool = False  # label keys hold lists of class ids and names
+    objects: bool = False  # a detection run's records hold objects (and, with `masks`, masks)
+    masks: bool = False
 
     @property
     def one_size(self) -> bool:
@@ -69,8 +71,10 @@ class SplitFiles:
     def layout(self) -> RecordLayout:
         """Which keys the split's records hold (see `beam_tfrecord.keys`)."""
         columns = tuple((c.name, c.type) for c in self.extra_columns)
+        labeled = self.labeled and not self.objects  # a detection run's classes are its objects'
+        multi_label = self.multi_label and labeled
         return RecordLayout(
-            self.schema, self.labeled, self.multi_label and self.labeled, columns, self.features
+            self.schema, labeled, multi_label, columns, self.features, self.objects, self.masks
         )
 
 
@@ -102,6 +106,8 @@ def split_files(output_dir: str, split: str = "train", summary: Summary | None =
         widths=_range(summary.image_width),
         extra_columns=tuple(ExtraColumn(c.name, c.type) for c in summary.extra_columns),  # type: ignore[arg-type]
         multi_label=layout.multi_label,
+        objects=layout.objects,
+        masks=layout.masks,
     )
 
 

@@ -17,6 +17,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -34,15 +35,23 @@ from beam_tfrecord.write.tfrecord_files import FramingError, index_records
 
 __all__ = ["OutputReport", "Sample", "format_report", "verify_output"]
 
+# A detection record's object fields verification reads, and the box's in its stored order.
+BOX_ORDER = ("xmin", "ymin", "xmax", "ymax")
+OBJECT_FIELDS = ("object_label", "object_text", *(f"object_{k}" for k in BOX_ORDER), "object_mask")
+
 
 @dataclass(frozen=True)
 class Sample:
-    """One record picked for the contact sheet."""
+    """One record picked for the contact sheet; a detection record's boxes (xmin, ymin, xmax,
+    ymax as fractions of the image), their class names and mask PNGs too."""
 
     split: str
     filename: str
     label: str | None
     encoded: bytes
+    boxes: tuple[tuple[float, float, float, float], ...] = ()
+    box_labels: tuple[str, ...] = ()
+    masks: tuple[bytes, ...] = ()
 
 
 @dataclass
@@ -50,6 +59,7 @@ class OutputReport:
     """What reading every shard found; `errors` empty means the output is sound."""
 
     summary: Summary | None  # None when the folder has none (an error says so)
+    objects_per_class: Counter = field(default_factory=Counter)  # a detection run's stored objects
     errors: list[str] = field(default_factory=list)
     records: Counter = field(default_factory=Counter)  # split -> n
     by_split_label: Counter = field(default_factory=Counter)  # (split, label) -> n
@@ -164,6 +174,9 @@ def _facts_fn(layout: RecordLayout):
         for name in ("label", "label_text"):
             if name in names:
                 result[name] = parsed[key_of(layout, name)]
+        for name in OBJECT_FIELDS:
+            if name in names:
+                result[name] = parsed[key_of(layout, name)]
         return result
 
     return facts
@@ -197,6 +210,7 @@ def read_shard(
     name = posixpath.basename(path)
     compression = "GZIP" if name.endswith(".gz") else ""
     layout = summary.record_layout()
+    labeled = layout.labeled  # a detection run's classes are its objects' (checked apart)
     if not layout.has_image:  # the features are checked against their length where an image is
         layout = layout.without_features()
     facts_fn = _facts_fn(layout)
@@ -230,7 +244,12 @@ def read_shard(
                         report.errors.append(
                             f"{name} record {count} ({filename}): label text is not {labels!r}"
                         )
-            label = "|".join(str(n) for n in labels) if labeled else None
+            objects: tuple[Any, ...] = ((), (), ())
+            if layout.objects:
+                labels, objects = _check_objects(
+                    facts, class_names or [], shape, f"{name} record {count} ({filename})", report
+                )
+            label = "|".join(str(n) for n in labels) if labeled or layout.objects else None
             report.records[split] += 1
             for one in labels:  # a multi-label record counts for each of its classes
                 report.by_split_label[(split, one)] += 1
@@ -238,7 +257,7 @@ def read_shard(
             report.channels[shape[2]] += 1
             slot = sampler.wants()
             if slot is not None:
-                sampler.put(slot, Sample(split, filename, label, facts["encoded"].numpy()))
+                sampler.put(slot, Sample(split, filename, label, facts["encoded"].numpy(), *objects))
             count += 1
     except tf.errors.DataLossError as error:
         first = tf_message(error)
@@ -252,6 +271,45 @@ def read_shard(
     if not compression:
         report.errors += check_index(path)
     return True
+
+
+def _check_objects(
+    facts: dict[str, Any], class_names: list[str], shape: tuple[int, ...], where: str, report: OutputReport
+) -> tuple[list[str | None], tuple[Any, ...]]:
+    """A detection record's objects: ids in 1..K and their names, boxes inside the image with
+    min <= max, one mask per object of the image's size. Returns the classes it holds (each
+    once, for the per-split counts) and its boxes, names and masks (for the pictures)."""
+    ids = [int(i) for i in np.asarray(facts["object_label"]).reshape(-1)]
+    texts = [t.decode("utf-8", "replace") for t in np.asarray(facts["object_text"]).reshape(-1)]
+    boxes = np.stack(
+        [np.asarray(facts[f"object_{k}"], dtype=np.float32).reshape(-1) for k in BOX_ORDER], axis=1
+    )
+    for label_id, text in zip(ids, texts, strict=True):
+        if not 1 <= label_id <= len(class_names):
+            report.errors.append(f"{where}: object class {label_id} is not in 1..{len(class_names)}")
+        elif class_names[label_id - 1] != text:
+            report.errors.append(
+                f"{where}: object class {label_id} is named {text!r}, not {class_names[label_id - 1]!r}"
+            )
+        report.objects_per_class[text] += 1
+    if len(boxes) and (
+        boxes.min() < 0
+        or boxes.max() > 1
+        or (boxes[:, 2] < boxes[:, 0]).any()
+        or (boxes[:, 3] < boxes[:, 1]).any()
+    ):
+        report.errors.append(f"{where}: a box lies outside 0..1 or has its min past its max")
+    found = facts.get("object_mask")
+    masks = [bytes(m) for m in np.asarray(found).reshape(-1)] if found is not None else []
+    if "object_mask" in facts:
+        if len(masks) != len(ids):
+            report.errors.append(f"{where}: {len(masks)} masks for {len(ids)} objects")
+        for mask in masks:
+            found = tuple(tf.io.decode_png(mask, channels=1).shape[:2])
+            if found != shape[:2]:
+                report.errors.append(f"{where}: a mask is {found}, the image {shape[:2]}")
+                break
+    return sorted(set(texts)), (tuple(map(tuple, boxes.tolist())), tuple(texts), tuple(masks))
 
 
 def check_index(path: str) -> list[str]:
@@ -295,6 +353,11 @@ def check_counts(report: OutputReport, broken: set[str]) -> list[str]:
                 )
     if not broken and sum(report.records.values()) != summary.records:
         errors.append(f"{sum(report.records.values())} records read, summary.json says {summary.records}")
+    if not broken and summary.objects is not None:
+        for name, counts in summary.objects.per_class.items():
+            if report.objects_per_class[name] != counts["objects"]:
+                found = report.objects_per_class[name]
+                errors.append(f"class {name}: {found} objects read, summary.json says {counts['objects']}")
     return errors
 
 

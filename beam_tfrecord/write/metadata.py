@@ -7,15 +7,20 @@ command's (`pipelines.report`).
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import faults
-from beam_tfrecord.elements import ChangeLine, DuplicateGroup, RejectLine
+from beam_tfrecord.elements import ChangeLine, DroppedObjectLine, DuplicateGroup, RejectLine
 from beam_tfrecord.names import (
+    ANNOTATIONS_UNMATCHED_FILE,
     CHANGES_FILE,
+    DROPPED_OBJECTS_FILE,
     DUPLICATES_FILE,
+    LABEL_MAP_FILE,
     LABELS_FILE,
     MANIFEST_UNMATCHED_FILE,
     REJECTS_FILE,
@@ -25,7 +30,26 @@ from beam_tfrecord.names import (
 from beam_tfrecord.write.summary import Summary
 from beam_tfrecord.write.tfds_metadata import write_tfds_metadata
 
-__all__ = ["write_metadata", "write_text"]
+__all__ = ["ObjectFiles", "label_map", "write_metadata", "write_text"]
+
+
+@dataclass(frozen=True)
+class ObjectFiles:
+    """A detection run's side files' lines: every object in no record (planning's and the
+    workers'), and every annotation entry that names no listed image (JSON lines)."""
+
+    dropped: Sequence[DroppedObjectLine] = ()
+    unmatched: Sequence[str] = ()
+
+
+def label_map(class_names: Sequence[str]) -> str:
+    """The Object Detection API's label map (`string_int_label_map.proto` as text): ids from 1,
+    0 being background, in labels.txt's order."""
+    items = (
+        f"item {{\n  id: {i}\n  name: {json.dumps(name, ensure_ascii=False)}\n}}\n"
+        for i, name in enumerate(class_names, 1)
+    )
+    return "".join(items)
 
 
 def write_text(path: str, text: str) -> None:
@@ -42,11 +66,15 @@ def write_metadata(
     changes: Iterable[ChangeLine] = (),
     duplicates: Sequence[DuplicateGroup] = (),
     manifest_unmatched: Sequence[str] = (),
+    objects: ObjectFiles | None = None,
 ) -> Summary:
     """labels.txt, rejects.jsonl, changes.jsonl (why records differ from their files),
     duplicates.jsonl (one line per group of identical files), the manifest rows that named no
     file, and the TFDS metadata first; summary.json last: its presence means the run ended and
     every shard it lists is in place (see outputs.complete_shards).
+
+    A detection run (`objects`) also gets label_map.pbtxt (the Object Detection API's, ids from
+    1), dropped_objects.jsonl and annotations_without_image.jsonl.
 
     `shard_lengths` are the writer's record counts by shard file name (None: count them).
     Returns the summary as written (with what TFDS's writer did)."""
@@ -57,6 +85,12 @@ def write_metadata(
     write_text(
         FileSystems.join(output, DUPLICATES_FILE), "".join(g.to_json() + "\n" for g in sorted(duplicates))
     )
+    if objects is not None:
+        write_text(FileSystems.join(output, LABEL_MAP_FILE), label_map(class_names or ()))
+        lines = "".join(line.to_json() + "\n" for line in sorted(objects.dropped))
+        write_text(FileSystems.join(output, DROPPED_OBJECTS_FILE), lines)
+        unmatched = "".join(line + "\n" for line in objects.unmatched)
+        write_text(FileSystems.join(output, ANNOTATIONS_UNMATCHED_FILE), unmatched)
     if manifest_unmatched:
         write_text(
             FileSystems.join(output, MANIFEST_UNMATCHED_FILE),

@@ -10,6 +10,7 @@ import numpy as np
 from beam_tfrecord.elements import (
     ChangeLine,
     ConvertedRecord,
+    DroppedObjectLine,
     PendingRecord,
     PlannedInput,
     RejectLine,
@@ -20,7 +21,7 @@ from beam_tfrecord.images.normalize import RUN_WIDE_REASONS
 from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.write import schema as schema_lib
 
-__all__ = ["change_line", "convert_input", "finish_record"]
+__all__ = ["change_line", "convert_input", "dropped_lines", "finish_record", "objects_of"]
 
 
 def convert_input(
@@ -59,7 +60,24 @@ def finish_record(
         feature_shape=tuple(int(n) for n in features.shape) if features is not None else None,
         mode=pending.mode,
         changes=pending.changes,
+        objects=tuple((o.label, o.area) for o in fields.objects) if fields.objects is not None else None,
+        objects_dropped=tuple(d.reason for d in pending.dropped),
     )
+
+
+def dropped_lines(pending: PendingRecord) -> list[DroppedObjectLine]:
+    """dropped_objects.jsonl's lines for the objects the worker left out of a record."""
+    return [
+        DroppedObjectLine(pending.fields.relpath, d.reason, f"{d.source_ref}: {d.label}: {d.detail}")
+        for d in pending.dropped
+    ]
+
+
+def objects_of(pending: PendingRecord) -> int:
+    """How many annotated objects a prepared record stands for (stored and dropped): what its
+    reject line counts when it fails later (the model could not be fed)."""
+    stored = pending.fields.objects
+    return (len(stored) if stored is not None else 0) + len(pending.dropped)
 
 
 def change_line(record: ConvertedRecord) -> ChangeLine | None:

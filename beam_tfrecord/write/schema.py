@@ -37,7 +37,9 @@ def layout_of(schema: str, fields: RecordFields) -> RecordLayout:
     if fields.features is not None:  # (`include_image` is False only in a feature run)
         features = (tuple(fields.features.shape), fields.feature_dtype, fields.include_image)
     extras = tuple((name, kind) for name, kind, _ in fields.extras)
-    return _layout(schema, fields.label is not None, isinstance(fields.label, tuple), extras, features)
+    labels = (fields.label is not None, isinstance(fields.label, tuple))
+    objects = fields.objects is not None
+    return _layout(schema, *labels, extras, features, objects, objects and fields.masks)
 
 
 @functools.lru_cache(maxsize=256)
@@ -47,10 +49,13 @@ def _layout(
     multi_label: bool,
     extras: tuple[tuple[str, str], ...],
     features: tuple[tuple[int, ...], str, bool] | None,
+    objects: bool = False,
+    masks: bool = False,
 ) -> RecordLayout:
     """Cached: a run's records share one or two layouts, and building one per record cost about
     a third of the serialization time."""
-    return RecordLayout(schema, labeled, multi_label, extras, FeatureLayout(*features) if features else None)
+    feature_layout = FeatureLayout(*features) if features else None
+    return RecordLayout(schema, labeled, multi_label, extras, feature_layout, objects, masks)
 
 
 # A field's value by its key name (keys.RecordKey.name); manifest columns and features aside.
@@ -67,6 +72,19 @@ _FIELDS: dict[str, Callable[[RecordFields], Any]] = {
     "features": attrgetter("features"),
     "features_float16": lambda fields: np.ascontiguousarray(fields.features, dtype="<f2").tobytes(),
     "features_shape": lambda fields: tuple(int(n) for n in fields.features.shape),
+    "source_id": attrgetter("source_id"),
+    "object_xmin": lambda fields: tuple(o.xmin for o in fields.objects),
+    "object_ymin": lambda fields: tuple(o.ymin for o in fields.objects),
+    "object_xmax": lambda fields: tuple(o.xmax for o in fields.objects),
+    "object_ymax": lambda fields: tuple(o.ymax for o in fields.objects),
+    "object_label": lambda fields: tuple(o.label_id for o in fields.objects),
+    "object_text": lambda fields: tuple(o.label for o in fields.objects),
+    "object_area": lambda fields: tuple(o.area for o in fields.objects),
+    "object_is_crowd": lambda fields: tuple(int(o.is_crowd) for o in fields.objects),
+    "object_difficult": lambda fields: tuple(int(o.difficult) for o in fields.objects),
+    "object_truncated": lambda fields: tuple(int(o.truncated) for o in fields.objects),
+    "object_view": lambda fields: tuple(o.pose for o in fields.objects),
+    "object_mask": lambda fields: tuple(o.mask_png or b"" for o in fields.objects),
 }
 
 

@@ -27,7 +27,7 @@ from beam_tfrecord.images.normalize import CHANGE_REASONS
 from beam_tfrecord.keys import FeatureLayout, RecordLayout, extra_key
 from beam_tfrecord.names import DUPLICATES_FILE, MANIFEST_UNMATCHED_FILE, SUMMARY_FILE
 from beam_tfrecord.plan import splits as splits_lib
-from beam_tfrecord.write.tally import DIGEST_METHOD, Tally
+from beam_tfrecord.write.tally import DIGEST_METHOD, SIZE_BUCKETS, Tally
 
 if TYPE_CHECKING:
     from beam_tfrecord.plan.staging import PlanFacts
@@ -36,6 +36,7 @@ __all__ = [
     "ExtraColumnSummary",
     "FeatureSummary",
     "GroupSummary",
+    "ObjectSummary",
     "RunInfo",
     "SizeRange",
     "SplitSummary",
@@ -137,6 +138,83 @@ class FeatureSummary:
 
 
 @dataclass
+class ObjectSummary:
+    """A detection run's objects: where every annotated one went, and what the records hold.
+
+    `annotated = stored + dropped`: `dropped_per_reason` counts objects left out of their image
+    (dropped_objects.jsonl names each), with `image_rejected` for those whose image became a
+    reject line and `no_image` for those of annotation entries that name no listed image
+    (annotations_without_image.jsonl)."""
+
+    kind: str
+    masks: bool
+    annotated: int
+    stored: int
+    dropped: int
+    consistent: bool
+    dropped_per_reason: dict[str, int] = field(default_factory=dict)
+    unmatched_entries: int = 0
+    negatives: int = 0  # records without an object
+    per_class: dict[str, dict[str, int]] = field(default_factory=dict)  # name -> objects, images
+    per_image: dict[str, Any] = field(default_factory=dict)  # mean, max, histogram of objects per record
+    sizes: dict[str, int] = field(default_factory=dict)  # COCO's small, medium, large (stored pixels)
+    class_ids: str = "from 1 (0 is background), as label_map.pbtxt; labels.txt line i is id i + 1"
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ObjectSummary:
+        return cls(**_fields_from(cls, data))
+
+
+# Objects per record, bucketed for the summary.
+PER_IMAGE_BUCKETS = ((0, 0), (1, 1), (2, 4), (5, 9), (10, 19), (20, None))
+
+
+def _per_image(counts: Counter) -> dict[str, Any]:
+    records = sum(counts.values())
+    histogram = {}
+    for low, high in PER_IMAGE_BUCKETS:
+        name = str(low) if low == high else f"{low}+" if high is None else f"{low}-{high}"
+        histogram[name] = sum(n for k, n in counts.items() if k >= low and (high is None or k <= high))
+    mean = sum(k * n for k, n in counts.items()) / records if records else 0.0
+    return {"mean": round(mean, 2), "max": max(counts, default=0), "histogram": histogram}
+
+
+def _objects(
+    facts: PlanFacts, tally: Tally, planned_rejects: Sequence[RejectLine], class_names: Sequence[str]
+) -> ObjectSummary | None:
+    """The objects section, from the plan's facts and the tally (None for a classification run)."""
+    plan = facts.objects
+    if plan is None:
+        return None
+    dropped = Counter(plan.get("dropped_per_reason", {})) + Counter(tally.objects_dropped)
+    rejected = tally.objects_rejected + sum(r.objects for r in planned_rejects)
+    if rejected:
+        dropped["image_rejected"] += rejected
+    if plan.get("unmatched_objects"):
+        dropped["no_image"] += plan["unmatched_objects"]
+    stored = sum(tally.objects_per_class.values())
+    images: Counter = Counter()
+    for (_, label), n in tally.by_split_label.items():
+        images[label] += n
+    return ObjectSummary(
+        kind=plan["kind"],
+        masks=bool(plan["masks"]),
+        annotated=plan["annotated"],
+        stored=stored,
+        dropped=sum(dropped.values()),
+        consistent=plan["annotated"] == stored + sum(dropped.values()),
+        dropped_per_reason=dict(sorted(dropped.items())),
+        unmatched_entries=plan.get("unmatched_entries", 0),
+        negatives=tally.objects_per_image.get(0, 0),
+        per_class={
+            name: {"objects": tally.objects_per_class[name], "images": images[name]} for name in class_names
+        },
+        per_image=_per_image(tally.objects_per_image),
+        sizes={name: tally.object_sizes[name] for name, _ in SIZE_BUCKETS},
+    )
+
+
+@dataclass
 class RunInfo:
     """How the run executed (the command fills every field; a user's own pipeline may leave them)."""
 
@@ -207,6 +285,7 @@ class Summary:
     manifest_rows_without_file_list: str | None = None
     warnings: list[str] = field(default_factory=list)
     features: FeatureSummary | None = None
+    objects: ObjectSummary | None = None  # a detection run's
     # The settings, as each config records them (SourceConfig / ConvertConfig.summary_fields).
     options: dict[str, Any] = field(default_factory=dict)
     run: RunInfo | None = None
@@ -242,7 +321,11 @@ class Summary:
             shape = tuple(self.features.shape or ())
             features = FeatureLayout(shape, self.features.dtype, not self.features.features_only)
         columns = tuple((c.name, c.type) for c in self.extra_columns)
-        return RecordLayout(self.schema, self.labeled, self.multi_label and self.labeled, columns, features)
+        objects = self.objects is not None
+        masks = bool(self.objects and self.objects.masks)
+        labeled = self.labeled and not objects  # a detection run's classes are its objects'
+        multi = self.multi_label and labeled
+        return RecordLayout(self.schema, labeled, multi, columns, features, objects, masks)
 
     def shard_files(self) -> dict[str, list[str]]:
         """Split -> its shard file names."""
@@ -255,7 +338,7 @@ class Summary:
             value = getattr(self, item.name)
             if item.name == "run":
                 data.update(value.to_json() if value is not None else {})
-            elif item.name in ("features", "tfds_metadata") and value is None:
+            elif item.name in ("features", "objects", "tfds_metadata") and value is None:
                 continue
             elif isinstance(value, TfdsMetadataInfo):
                 data[item.name] = value.to_json()
@@ -288,6 +371,8 @@ class Summary:
                 values[name] = SizeRange(**data[name]) if data.get(name) else None
             if data.get("features"):
                 values["features"] = FeatureSummary.from_json(data["features"])
+            if data.get("objects"):
+                values["objects"] = ObjectSummary.from_json(data["objects"])
             if data.get("tfds_metadata"):
                 values["tfds_metadata"] = TfdsMetadataInfo(
                     **_fields_from(TfdsMetadataInfo, data["tfds_metadata"])
@@ -474,6 +559,12 @@ def build_summary(
     ]
     feature_info = _feature_summary(features, tally.feature_shapes, warnings)
     labeled = facts.class_names is not None
+    objects = _objects(facts, tally, planned_rejects, facts.class_names or [])
+    if objects is not None and not objects.consistent:
+        warnings.append(
+            f"{objects.annotated} objects were annotated, {objects.stored} stored and {objects.dropped} "
+            "dropped: some object is unaccounted for"
+        )
     return Summary(
         inputs_listed=facts.listed,
         skipped=skipped,
@@ -505,6 +596,7 @@ def build_summary(
         manifest_rows_without_file_list=MANIFEST_UNMATCHED_FILE if facts.manifest_unmatched else None,
         warnings=warnings,
         features=feature_info,
+        objects=objects,
         options=dict(options),
         run=run,
     )

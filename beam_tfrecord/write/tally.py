@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from beam_tfrecord.elements import ConvertedRecord, RejectLine
 
-__all__ = ["DIGEST_METHOD", "DIGEST_MODULUS", "Tally", "without_pixels"]
+__all__ = ["DIGEST_METHOD", "DIGEST_MODULUS", "SIZE_BUCKETS", "Tally", "size_bucket", "without_pixels"]
 
 DIGEST_MODULUS = 2**256
 DIGEST_METHOD = "sum of sha256(serialized record) mod 2**256: independent of record order and shards"
@@ -25,7 +25,18 @@ COUNTERS = (
     "heights",
     "widths",
     "feature_shapes",
+    "objects_per_class",
+    "objects_per_image",
+    "object_sizes",
+    "objects_dropped",
 )
+# COCO's box size buckets: an object's area (in the stored image's pixels) under 32^2 is small,
+# under 96^2 medium, else large.
+SIZE_BUCKETS = (("small", 32**2), ("medium", 96**2), ("large", float("inf")))
+
+
+def size_bucket(area: float) -> str:
+    return next(name for name, limit in SIZE_BUCKETS if area < limit)
 
 
 @dataclass
@@ -43,13 +54,23 @@ class Tally:
     # split -> sum of record sha256s: an order-independent digest that merges in O(1).
     digests: Counter = field(default_factory=Counter)
     feature_shapes: Counter = field(default_factory=Counter)  # shape tuple -> n (feature runs)
+    # A detection run's objects: stored per class, records per object count, stored per COCO size
+    # bucket, left out per reason, and those that went with rejected images.
+    objects_per_class: Counter = field(default_factory=Counter)
+    objects_per_image: Counter = field(default_factory=Counter)
+    object_sizes: Counter = field(default_factory=Counter)
+    objects_dropped: Counter = field(default_factory=Counter)
+    objects_rejected: int = 0
 
     def add(self, outcome: ConvertedRecord | RejectLine) -> Tally:
         if isinstance(outcome, RejectLine):
             self.rejects[outcome.reason] += 1
+            self.objects_rejected += outcome.objects
             return self
         self.records[outcome.split] += 1
-        if isinstance(outcome.label_text, tuple):  # a multi-label record counts for each class
+        if outcome.objects is not None:  # a detection record counts once for each class it holds
+            self._add_objects(outcome)
+        elif isinstance(outcome.label_text, tuple):  # a multi-label record counts for each class
             for name in outcome.label_text:
                 self.by_split_label[(outcome.split, name)] += 1
         else:
@@ -65,10 +86,20 @@ class Tally:
             self.feature_shapes[outcome.feature_shape] += 1
         return self
 
+    def _add_objects(self, outcome: ConvertedRecord) -> None:
+        objects = outcome.objects or ()
+        for name in {label for label, _ in objects}:
+            self.by_split_label[(outcome.split, name)] += 1
+        self.objects_per_class.update(label for label, _ in objects)
+        self.objects_per_image[len(objects)] += 1
+        self.object_sizes.update(size_bucket(area) for _, area in objects)
+        self.objects_dropped.update(outcome.objects_dropped)
+
     def merge(self, other: Tally) -> Tally:
         for name in COUNTERS:
             getattr(self, name).update(getattr(other, name))
         self.reencoded += other.reencoded
+        self.objects_rejected += other.objects_rejected
         for split, digest in other.digests.items():
             self.digests[split] = (self.digests[split] + digest) % DIGEST_MODULUS
         return self

@@ -33,6 +33,8 @@ from beam_tfrecord.write.tfrecord_files import count_records
 __all__ = ["FILENAME_TEMPLATE", "dataset_name", "features_spec", "write_tfds_metadata"]
 
 FILENAME_TEMPLATE = "{SPLIT}-{SHARD_X_OF_Y}.{FILEFORMAT}"
+# A detection run's class 0, as the Object Detection API counts: object ids start at 1.
+BACKGROUND = "background"
 FILE_FORMAT = "tfrecord"
 
 
@@ -58,6 +60,10 @@ def features_spec(
             one = f.Text()
         elif key.tfds == "class_label":
             one = f.ClassLabel(names=list(class_names or []))
+        elif key.tfds == "object_class_label":  # ids from 1: 0 is the background's
+            one = f.ClassLabel(names=[BACKGROUND, *(class_names or [])])
+        elif key.tfds == "mask":
+            one = f.Image(shape=(None, None, 1), encoding_format="png")
         else:
             one = f.Scalar(dtype=numbers[key.dtype])
         return f.Sequence(one) if key.ragged else one

@@ -1,10 +1,11 @@
 """Annotation sources (COCO, Pascal VOC, YOLO) as plan facts: boxes, classes and masks per image,
-parsed and checked on the launcher; see `objects` for what every source gives.
+parsed and checked on the launcher; what every source gives is `beam_tfrecord.elements`'s
+`ImageAnnotations` (boxes in the stored picture's frame).
 
-Modules: `objects` (the shape every source gives), `sources` (`load_annotations`, the planner's
+Modules: `sources` (`load_annotations`, the planner's
 entry point), `results` (what it returns: `AnnotationSet` and the reason codes), `paths`
 (`annotations_path` as written), `coco`, `voc`, `yolo` (the formats), `rle` (COCO's compressed
 masks), `listed` (the listing as the parsers see it).
 """
 
-__all__ = ["coco", "listed", "objects", "paths", "results", "rle", "sources", "voc", "yolo"]
+__all__ = ["coco", "listed", "paths", "results", "rle", "sources", "voc", "yolo"]

@@ -34,9 +34,9 @@ from typing import Any, BinaryIO
 
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecord.elements import ImageAnnotations, Mask, ObjectBox, Polygon, RunLengths
 from beam_tfrecord.plan.annotations import rle as rle_lib
 from beam_tfrecord.plan.annotations.listed import Listed, describe_error, line_of, stem
-from beam_tfrecord.plan.annotations.objects import ImageAnnotations, Mask, ObjectBox, Polygon, RunLengths
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ImageProblem, ObjectNote, UnmatchedEntry
 

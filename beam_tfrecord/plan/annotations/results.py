@@ -21,7 +21,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
-from beam_tfrecord.plan.annotations.objects import AnnotationKind, ImageAnnotations
+from beam_tfrecord.elements import AnnotationKind, ImageAnnotations
 
 __all__ = [
     "CHANGE_REASONS",

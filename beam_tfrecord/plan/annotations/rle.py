@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from beam_tfrecord.plan.annotations.objects import RunLengths
+from beam_tfrecord.elements import RunLengths
 
 __all__ = ["BadRunLengths", "decode_counts", "encode_counts", "extent", "to_mask"]
 

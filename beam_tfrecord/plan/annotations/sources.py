@@ -21,9 +21,9 @@ from collections.abc import Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecord.elements import AnnotationKind
 from beam_tfrecord.plan.annotations import coco, voc, yolo
 from beam_tfrecord.plan.annotations.listed import Listed, partition
-from beam_tfrecord.plan.annotations.objects import AnnotationKind
 from beam_tfrecord.plan.annotations.paths import AnnotationPath, parse_annotation_paths
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ObjectNote
 from beam_tfrecord.plan.listing import InputFile

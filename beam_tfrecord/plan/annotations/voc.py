@@ -24,8 +24,8 @@ from xml.etree.ElementTree import Element, ParseError
 import defusedxml
 import defusedxml.ElementTree
 
+from beam_tfrecord.elements import ImageAnnotations, ObjectBox
 from beam_tfrecord.plan.annotations.listed import MAX_IMAGE_ANNOTATION_BYTES, Listed, read_many, stem
-from beam_tfrecord.plan.annotations.objects import ImageAnnotations, ObjectBox
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ImageProblem, ObjectNote, UnmatchedEntry
 from beam_tfrecord.plan.listing import InputFile, list_inputs

@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from beam_tfrecord.elements import ImageAnnotations, ObjectBox, Polygon
 from beam_tfrecord.plan.annotations.listed import (
     MAX_IMAGE_ANNOTATION_BYTES,
     Listed,
@@ -34,7 +35,6 @@ from beam_tfrecord.plan.annotations.listed import (
     read_one,
     stem,
 )
-from beam_tfrecord.plan.annotations.objects import ImageAnnotations, ObjectBox, Polygon
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ImageProblem, ObjectNote, UnmatchedEntry
 from beam_tfrecord.plan.listing import InputFile

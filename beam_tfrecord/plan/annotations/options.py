@@ -1,0 +1,61 @@
+"""A detection or segmentation run's settings: where the objects come from and what is kept."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from beam_tfrecord.elements import AnnotationKind
+from beam_tfrecord.plan.annotations.paths import AnnotationPath, parse_annotation_paths
+from beam_tfrecord.settings import ConfigError, check_choice
+
+__all__ = ["ANNOTATION_KINDS", "UNANNOTATED", "AnnotationOptions"]
+
+ANNOTATION_KINDS: tuple[str, ...] = get_args(AnnotationKind)
+UnannotatedName = Literal["keep", "drop"]
+UNANNOTATED: tuple[str, ...] = get_args(UnannotatedName)
+
+
+@dataclass(frozen=True)
+class AnnotationOptions:
+    """Boxes (and masks) from an annotation source, instead of one label per image.
+
+    Args:
+      kind: coco (instances JSON files), voc (one XML per image) or yolo (one TXT per image).
+      path: where the annotations are when not in the format's standard place: COCO's instances
+        files (`a.json,b.json`, or per split: `train=a.json,validation=b.json`), VOC's folder of
+        XML files, YOLO's data.yaml or classes.txt; local or gs://.
+      masks: store one PNG mask per object (COCO polygons and RLE, YOLO's segmentation lines;
+        an object without one gets its filled box).
+      unannotated: an image no annotation names: keep it as a negative (no objects, counted), or
+        drop it (an `unannotated` reject).
+    """
+
+    kind: AnnotationKind
+    path: str | None = None
+    masks: bool = False
+    unannotated: UnannotatedName = "keep"
+
+    def __post_init__(self) -> None:
+        check_choice("annotations", self.kind, ANNOTATION_KINDS)
+        check_choice("unannotated", self.unannotated, UNANNOTATED)
+        try:
+            self.paths()
+        except ValueError as error:
+            raise ConfigError("annotations_path", str(error).removeprefix("annotations_path ")) from None
+
+    def paths(self) -> tuple[AnnotationPath, ...]:
+        return parse_annotation_paths(self.path)
+
+    @property
+    def split_names(self) -> tuple[str, ...]:
+        """The splits the annotation files are given for (`train=a.json,...`), in order."""
+        return tuple(dict.fromkeys(p.split for p in self.paths() if p.split is not None))
+
+    def summary_fields(self) -> dict[str, Any]:
+        return {
+            "annotations": self.kind,
+            "annotations_path": self.path,
+            "masks": self.masks,
+            "unannotated": self.unannotated,
+        }
