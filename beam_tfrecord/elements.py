@@ -379,9 +379,9 @@ class ConvertedRecord(NamedTuple):
     mode: str = ""  # the source's Pillow mode
     changes: tuple[str, ...] = ()  # images.CHANGE_REASONS codes
     # A detection run's: (class name, area in stored pixels) of each stored object (None in a
-    # classification run), and the reason codes of the objects left out of the record.
+    # classification run), and the lines of the objects left out of the record.
     objects: tuple[tuple[str, float], ...] | None = None
-    objects_dropped: tuple[str, ...] = ()
+    objects_dropped: tuple[DroppedObjectLine, ...] = ()
 
     @property
     def split(self) -> str:

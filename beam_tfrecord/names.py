@@ -34,9 +34,11 @@ __all__ = [
     "MANIFEST_UNMATCHED_FILE",
     "METADATA_FILES",
     "PLAN_DIR",
+    "PLAN_DONE_DIR",
     "PLAN_DROPPED_OBJECTS_FILE",
     "PLAN_FACTS_FILE",
     "PLAN_REJECTS_FILE",
+    "PLAN_RUN_FILE",
     "PLAN_TASKS_DIR",
     "PLAN_UNMATCHED_FILE",
     "REJECTS_FILE",
@@ -115,6 +117,8 @@ PLAN_DIR = "plan"
 PLAN_FACTS_FILE = "facts.json"
 PLAN_REJECTS_FILE = "rejects.jsonl"  # rejects known from the listing
 PLAN_TASKS_DIR = "shards"  # one ShardTask per file
+PLAN_RUN_FILE = "run.json"  # the plan's fingerprint: a rerun of the same plan resumes it
+PLAN_DONE_DIR = "done"  # a finished shard task's two files (write.resume), beside the plan
 PLAN_DROPPED_OBJECTS_FILE = DROPPED_OBJECTS_FILE  # objects dropped while planning
 PLAN_UNMATCHED_FILE = ANNOTATIONS_UNMATCHED_FILE
 

@@ -12,6 +12,7 @@ One flow on every runner: plan -> read and validate -> (feature model) -> build 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import posixpath
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -25,29 +26,36 @@ from beam_tfrecord.config import ConvertConfig, SourceConfig, summary_options
 from beam_tfrecord.elements import ChangeLine, DroppedObjectLine, DuplicateGroup, FinalShard, RejectLine
 from beam_tfrecord.plan import staging
 from beam_tfrecord.plan.listing import InputFile, list_inputs
-from beam_tfrecord.plan.planner import LabelSource, make_plan
+from beam_tfrecord.plan.planner import LabelSource, make_plan, shard_tasks
 from beam_tfrecord.plan.sharding import ShardSettings
 from beam_tfrecord.plan.staging import StagedPlan
 from beam_tfrecord.settings import ConfigError
 from beam_tfrecord.transforms import (
     CHANGES,
+    CONTENT,
     DROPPED,
     REJECTS,
+    TALLIES,
     BuildRecordFn,
     DuplicateGroups,
     ExtractFeatures,
+    LoadFinishedFn,
     MergeTallies,
     ReadShardFn,
     TallyFn,
+    content_key,
     make_sink,
 )
 from beam_tfrecord.write import outputs
+from beam_tfrecord.write import resume as resume_lib
 from beam_tfrecord.write.metadata import ObjectFiles, write_metadata
 from beam_tfrecord.write.shardwriter import remove_tree
 from beam_tfrecord.write.summary import RunInfo, Summary, build_summary
 from beam_tfrecord.write.tally import Tally
 
 __all__ = ["ImagesToTFRecords", "WriteMetadataFn", "prepare"]
+
+_LOGGER = logging.getLogger(__name__)
 
 
 def prepare(
@@ -60,6 +68,7 @@ def prepare(
     label_source: LabelSource | None = None,
     files: Sequence[InputFile] | None = None,
     stage: bool = True,
+    resume: bool = True,
 ) -> StagedPlan:
     """Everything before the pipeline: list and plan the inputs, clear the output (an earlier
     run's files need `overwrite`), and stage the plan under the output.
@@ -70,6 +79,11 @@ def prepare(
     already loaded. `stage=False` plans and says where the plan would go, writing nothing and
     leaving the output as it is (a dry run). Raises ConfigError (`write.outputs.OutputInUse`,
     `gcs.StorageError` among them) before anything is written when the run cannot start.
+
+    `resume`: when the output holds an interrupted run of this very plan (the same listing,
+    settings and shard tasks: `write.resume.RunFingerprint`), keep the shard tasks it finished
+    and stage nothing new; any other interrupted run is removed, and the log says why it could
+    not be resumed. The paths sink only (Beam's WriteToTFRecord keeps nothing of a killed run).
     """
     if source.annotations is not None and config.schema != "tfds":
         raise ConfigError(
@@ -85,9 +99,54 @@ def prepare(
         raise ConfigError("input", f"{source.input} holds no files")
     if not stage:
         return staging.locate_plan(plan, config.output)
+    tasks = shard_tasks(plan, source.split_seed)
+    fingerprint = _fingerprint(listing, source, config, tasks, staging.PlanFacts.of(plan, source))
+    if resume and config.sink == "paths":
+        found = resume_lib.find_resumable(
+            config.output, fingerprint, resume_lib.task_inputs(tasks), config.compression
+        )
+        if found.temp_dir is not None:
+            _LOGGER.info(
+                "resuming the interrupted run in %s: %d of %d shard tasks finished (%d records) are kept",
+                found.temp_dir,
+                len(found.finished),
+                len(tasks),
+                found.records,
+            )
+            outputs.clear_temp(config.output, keep=found.temp_dir)
+            located = staging.locate_plan(plan, config.output)
+            return dataclasses.replace(
+                located,
+                temp_dir=found.temp_dir,
+                finished=tuple(sorted(found.finished)),
+                resumed_records=found.records,
+            )
+        if found.why:
+            _LOGGER.info("not resuming an interrupted run (%s): starting clean", found.why)
     outputs.prepare_output(config.output, overwrite)
     faults.pause_point("cleared")
-    return staging.stage_plan(plan, config.output, source)
+    staged = staging.stage_plan(plan, config.output, source, tasks=tasks)
+    resume_lib.write_json(resume_lib.fingerprint_path(staged.temp_dir), fingerprint.to_json())
+    return staged
+
+
+def _fingerprint(
+    listing: Sequence[InputFile],
+    source: SourceConfig,
+    config: ConvertConfig,
+    tasks: Sequence[Any],
+    facts: staging.PlanFacts,
+) -> resume_lib.RunFingerprint:
+    """What makes a rerun the same plan: every listed file (path, size, modification time), the
+    settings that shape records and shards (not how many threads read), and the tasks."""
+    digest = resume_lib.RunFingerprint.digest
+    settings = {**summary_options(source, config), "features": config.features}
+    settings.pop("read_threads", None)
+    return resume_lib.RunFingerprint(
+        inputs=digest([(f.relpath, f.size, f.mtime, f.problem) for f in listing]),
+        settings=digest(settings),
+        plan=digest([[t.to_json() for t in tasks], facts.__dict__]),
+    )
 
 
 class WriteMetadataFn(beam.DoFn):
@@ -121,7 +180,13 @@ class WriteMetadataFn(beam.DoFn):
         if run is not None and run.started_at is not None:
             run = dataclasses.replace(run, wall_time_s=round(time.time() - run.started_at, 2))
         options = {**facts.source, **summary_options(None, self.config)}
-        summary = build_summary(facts, planned, tally, sizes, options, run, self.config.features, duplicates)
+        staged = self.staged
+        resumed = (
+            {"shards": len(staged.finished), "records": staged.resumed_records} if staged.finished else None
+        )
+        summary = build_summary(
+            facts, planned, tally, sizes, options, run, self.config.features, duplicates, resumed
+        )
         lengths = {posixpath.basename(f.path): f.records for f in finals}
         summary = write_metadata(
             self.config.output,
@@ -147,14 +212,18 @@ class WriteMetadataFn(beam.DoFn):
 
 
 class ListShardPlansFn(beam.DoFn):
-    """Plan folder -> its staged shard plans, in name order; the shard counts are its display
-    data, so Dataflow's UI and a dry run's graph show how many tasks the workers share."""
+    """Plan folder -> its staged shard plans, in name order, but those an interrupted run
+    finished; the shard counts are its display data, so Dataflow's UI and a dry run's graph show
+    how many tasks the workers share."""
 
-    def __init__(self, shard_counts: Mapping[str, int]) -> None:
+    def __init__(self, shard_counts: Mapping[str, int], finished: Sequence[str] = ()) -> None:
         self.shard_counts = dict(shard_counts)
+        self.finished = frozenset(finished)
 
     def process(self, plan_dir: str) -> Iterator[str]:
-        yield from staging.list_task_files(plan_dir)
+        for path in staging.list_task_files(plan_dir):
+            if posixpath.basename(path).removesuffix(".json") not in self.finished:
+                yield path
 
     def display_data(self) -> dict[str, Any]:
         return {"shard_tasks": staging.describe(self.shard_counts)}
@@ -193,20 +262,33 @@ class ImagesToTFRecords(beam.PTransform):
 
     def expand(self, root: beam.pvalue.PBegin) -> beam.PCollection[Summary]:
         config, staged = self.config, self.staged
+        # Where each task leaves its done files, so a rerun keeps what it finished (paths sink).
+        done_dir = staged.temp_dir if config.sink == "paths" else None
         # ShardTask: one output shard and its inputs' paths. The Reshuffle spreads the tasks
         # (file names, never image bytes) over the workers; a fused Create would keep them on one.
         tasks = (
             root
             | "Start" >> beam.Create([staged.plan_dir])
-            | "ListShardPlans" >> beam.ParDo(ListShardPlansFn(staged.shard_counts))
+            | "ListShardPlans" >> beam.ParDo(ListShardPlansFn(staged.shard_counts, staged.finished))
             | "SpreadShards" >> beam.Reshuffle()
             | "LoadShardPlan" >> beam.Map(staging.load_task)
         )
         # PendingRecord: one validated image, in shard order | RejectLine.
         read = tasks | "ReadValidate" >> beam.ParDo(
-            ReadShardFn(config.image, config.read_threads, self.progress_dir, staged.masks)
+            ReadShardFn(config.image, config.read_threads, self.progress_dir, staged.masks, done_dir)
         ).with_outputs(REJECTS, main="pending")
         rejects = [read[REJECTS]]
+        resumed = None
+        if staged.finished:  # an interrupted run's finished tasks: their shards and counts, kept
+            resumed = (
+                root
+                | "Finished" >> beam.Create([None])
+                | "LoadFinished"
+                >> beam.ParDo(
+                    LoadFinishedFn(staged.temp_dir, staged.finished, config.output, config.compression)
+                ).with_outputs(TALLIES, REJECTS, CHANGES, DROPPED, CONTENT, main="shards")
+            )
+            rejects.append(resumed[REJECTS])
         pending = read.pending
         if config.features is not None:
             # PredictionResult(example=PendingRecord, inference=features or why not).
@@ -219,14 +301,28 @@ class ImagesToTFRecords(beam.PTransform):
         ).with_outputs(REJECTS, CHANGES, DROPPED, main="records")
         rejects.append(built[REJECTS])
         all_rejects = tuple(rejects) | "AllRejects" >> beam.Flatten()
-        sink = make_sink(config.sink, config.output, staged.temp_dir, config.compression, staged.shard_counts)
+        sink = make_sink(
+            config.sink,
+            config.output,
+            staged.temp_dir,
+            config.compression,
+            staged.shard_counts,
+            resumed.shards if resumed is not None else None,
+        )
         # FinalShard: each shard under its final name with its record count; Tally of records.
         finals, record_tallies = built.records | "Write" >> sink
         # DuplicateGroup: records whose source bytes are identical (hashes and paths grouped).
-        duplicates = built.records | "Duplicates" >> DuplicateGroups()
+        keys = built.records | "ContentKeys" >> beam.Map(content_key)
+        changes, dropped, tallies = built[CHANGES], built[DROPPED], [record_tallies]
+        if resumed is not None:
+            keys = (keys, resumed[CONTENT]) | "AllContentKeys" >> beam.Flatten()
+            changes = (changes, resumed[CHANGES]) | "AllChanges" >> beam.Flatten()
+            dropped = (dropped, resumed[DROPPED]) | "AllDropped" >> beam.Flatten()
+            tallies.append(resumed[TALLIES])
+        duplicates = keys | "Duplicates" >> DuplicateGroups()
         reject_tally = all_rejects | "TallyRejects" >> beam.CombineGlobally(TallyFn())
         tally = (
-            (record_tallies, reject_tally)
+            (*tallies, reject_tally)
             | "Tallies" >> beam.Flatten()
             | "Tally" >> beam.CombineGlobally(MergeTallies())
         )
@@ -239,8 +335,8 @@ class ImagesToTFRecords(beam.PTransform):
                 tally=beam.pvalue.AsSingleton(tally),
                 rejects=beam.pvalue.AsList(all_rejects),
                 finals=beam.pvalue.AsList(finals),
-                changes=beam.pvalue.AsList(built[CHANGES]),
-                dropped=beam.pvalue.AsList(built[DROPPED]),
+                changes=beam.pvalue.AsList(changes),
+                dropped=beam.pvalue.AsList(dropped),
                 duplicates=beam.pvalue.AsList(duplicates),
             )
         )

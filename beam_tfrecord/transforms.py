@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -37,8 +37,8 @@ from beam_tfrecord.elements import (
 from beam_tfrecord.features.options import FeatureOptions
 from beam_tfrecord.images.inputs import ordered_submit, prepare_input
 from beam_tfrecord.images.options import ImageOptions
-from beam_tfrecord.write import shardwriter
-from beam_tfrecord.write.records import change_line, dropped_lines, finish_record, objects_of
+from beam_tfrecord.write import resume, shardwriter
+from beam_tfrecord.write.records import change_line, finish_record, objects_of
 from beam_tfrecord.write.shardwriter import ShardFiles
 from beam_tfrecord.write.tally import Tally, without_pixels
 from beam_tfrecord.write.tfrecord_files import index_records
@@ -52,6 +52,7 @@ __all__ = [
     "BuildRecordFn",
     "DuplicateGroups",
     "ExtractFeatures",
+    "LoadFinishedFn",
     "MergeTallies",
     "PlannedShardSink",
     "ReadShardFn",
@@ -66,6 +67,7 @@ NAMESPACE = "beam_tfrecord"
 REJECTS = "rejects"
 CHANGES = "changes"
 DROPPED = "dropped"
+CONTENT = "content"
 TALLIES = "tallies"
 _LOGGER = logging.getLogger(__name__)
 
@@ -86,16 +88,24 @@ class ReadShardFn(beam.DoFn):
     """Adapts `prepare_input` to a shard task: its inputs are read and validated in order on a
     few threads (reads wait on disk or network); rejects go to a tagged output at once.
 
-    Also feeds the local progress line (files in `progress_dir`, one count per input read).
+    Also feeds the local progress line (files in `progress_dir`, one count per input read), and,
+    given the run's temporary folder, leaves each task's reader's done file there once every
+    input of it went downstream (write.resume).
     """
 
     def __init__(
-        self, image_options: ImageOptions, threads: int, progress_dir: str | None = None, masks: bool = False
+        self,
+        image_options: ImageOptions,
+        threads: int,
+        progress_dir: str | None = None,
+        masks: bool = False,
+        temp_dir: str | None = None,
     ) -> None:
         self.image_options = image_options
         self.threads = threads
         self.progress_dir = progress_dir
         self.masks = masks  # a detection run stores instance masks
+        self.temp_dir = temp_dir
         self._progress: Any = None
         self._pool: ThreadPoolExecutor | None = None
 
@@ -125,14 +135,19 @@ class ReadShardFn(beam.DoFn):
         return ordered_submit(self._pool, self._prepare, work, 2 * self.threads)
 
     def process(self, task: ShardTask) -> Iterator[PendingRecord | TaggedOutput]:
+        rejects: list[RejectLine] = []
         for outcome in self._outcomes(task):
             if self._progress is not None:
                 self._progress.add()
             if isinstance(outcome, RejectLine):
                 count_outcome(outcome)
+                rejects.append(outcome)
                 yield TaggedOutput(REJECTS, outcome)
             else:
                 yield outcome
+        if self.temp_dir is not None:  # every input of the task has gone downstream
+            done = resume.done_path(self.temp_dir, resume.task_name(task.split, task.index), "read")
+            resume.write_json(done, resume.ReadOutcome(len(task.inputs), rejects).to_json())
 
     def finish_bundle(self) -> None:
         if self._progress is not None:
@@ -161,12 +176,8 @@ class BuildRecordFn(beam.DoFn):
         change = change_line(outcome)
         if change is not None:
             yield TaggedOutput(CHANGES, change)
-        if isinstance(element, PendingRecord):
-            for line in dropped_lines(element):
-                yield TaggedOutput(DROPPED, line)
-        elif isinstance(element.example, PendingRecord):
-            for line in dropped_lines(element.example):
-                yield TaggedOutput(DROPPED, line)
+        for line in outcome.objects_dropped:
+            yield TaggedOutput(DROPPED, line)
         yield outcome
 
     def _with_features(self, pending: PendingRecord, inference: Any) -> ConvertedRecord | RejectLine:
@@ -246,18 +257,44 @@ def copies_of(grouped: tuple[str, Iterable[tuple[str, str]]]) -> Iterator[Duplic
 
 
 class DuplicateGroups(beam.PTransform):
-    """ConvertedRecord -> DuplicateGroup, one per content that more than one record holds.
+    """(sha256, (path, split)) per record (`content_key`) -> DuplicateGroup, one per content that
+    more than one record holds.
 
-    Groups (sha256, path, split), about 150 bytes a record, never the image bytes; the result
-    is as deterministic as the records (copies sorted), whatever the runner's order."""
+    Groups about 150 bytes a record, never the image bytes; the result is as deterministic as
+    the records (copies sorted), whatever the runner's order."""
 
-    def expand(self, records: beam.PCollection[ConvertedRecord]) -> beam.PCollection[DuplicateGroup]:
-        return (
-            records
-            | "ContentKeys" >> beam.Map(content_key)
-            | "ByContent" >> beam.GroupByKey()
-            | "Copies" >> beam.FlatMap(copies_of)
-        )
+    def expand(self, keys: beam.PCollection[tuple[str, tuple[str, str]]]) -> beam.PCollection[DuplicateGroup]:
+        return keys | "ByContent" >> beam.GroupByKey() | "Copies" >> beam.FlatMap(copies_of)
+
+
+class LoadFinishedFn(beam.DoFn):
+    """An interrupted run's finished shard tasks (write.resume), read back on a rerun: each one's
+    temporary (or already final) shard, and everything the summary counts of it, on the outputs
+    the tasks would have given: tallies, rejects, changes, dropped objects, content keys."""
+
+    def __init__(self, temp_dir: str, finished: Sequence[str], output: str, compression: str) -> None:
+        self.temp_dir = temp_dir
+        self.finished = tuple(finished)
+        self.output = output
+        self.compression = compression
+
+    def process(self, _: None) -> Iterator[WrittenShard | TaggedOutput]:
+        for task in self.finished:
+            read = resume.read_outcomes(self.temp_dir, [task])[task]
+            tally = Tally()
+            for reject in read.rejects:
+                yield TaggedOutput(REJECTS, reject)
+            written = resume.load_written(self.temp_dir, task, self.output, self.compression)
+            if written is not None:  # (the rejects are tallied with every other reject)
+                tally.merge(written.tally)
+                yield written.shard
+                for change in written.changes:
+                    yield TaggedOutput(CHANGES, change)
+                for line in written.dropped:
+                    yield TaggedOutput(DROPPED, line)
+                for sha256, path in written.content:
+                    yield TaggedOutput(CONTENT, (sha256, (path, written.shard.split)))
+            yield TaggedOutput(TALLIES, tally)
 
 
 class TallyFn(beam.CombineFn):
@@ -288,23 +325,44 @@ class MergeTallies(TallyFn):
 
 class WriteShardFilesFn(beam.DoFn):
     """Adapts `ShardFiles`: streams each record into its shard's temporary file; at the end of
-    the bundle emits the written shards and one Tally of what it wrote ("tallies")."""
+    the bundle emits the written shards and one Tally of what it wrote ("tallies"). Each shard,
+    once closed, leaves its writer's done file beside the plan (write.resume): its tally and
+    lines, so a rerun can keep it."""
 
     def __init__(self, temp_dir: str, compression: str) -> None:
         self.temp_dir = temp_dir
         self.compression = compression
         self._files: ShardFiles | None = None
         self._tally = Tally()
+        self._ledger: dict[tuple[str, int], resume.ShardOutcome] = {}
 
     def start_bundle(self) -> None:
         self.teardown()  # a failed bundle's open file, if the runner reuses this instance
-        self._files = ShardFiles(self.temp_dir, self.compression)
+        self._files = ShardFiles(self.temp_dir, self.compression, on_close=self._shard_done)
         self._tally = Tally()
+        self._ledger = {}
 
     def process(self, record: ConvertedRecord) -> None:
         assert self._files is not None
         self._files.write(record.shard, record.example)
         self._tally.add(record)  # keeps no bytes
+        key = (record.shard.split, record.shard.index)
+        if key not in self._ledger:
+            self._ledger[key] = resume.ShardOutcome(shard=None, bytes=0, tally=Tally())  # type: ignore[arg-type]
+        ledger = self._ledger[key]
+        ledger.tally.add(without_pixels(record))
+        change = change_line(record)
+        if change is not None:
+            ledger.changes.append(change)
+        ledger.dropped.extend(record.objects_dropped)
+        ledger.content.append((record.content_sha256, record.relpath))
+
+    def _shard_done(self, shard: WrittenShard, size: int) -> None:
+        """A shard is closed and indexed: its writer's done file, with everything counted of it."""
+        ledger = self._ledger.pop((shard.split, shard.index))
+        ledger.shard, ledger.bytes = shard, size
+        done = resume.done_path(self.temp_dir, resume.task_name(shard.split, shard.index), "written")
+        resume.write_json(done, ledger.to_json())
 
     def teardown(self) -> None:
         """Drop a file a failed bundle left open: on GCS an upload would otherwise retry from
@@ -337,27 +395,39 @@ class PlannedShardSink(beam.PTransform):
     """ConvertedRecord -> FinalShard (main) and Tally ("tallies"): the default sink.
 
     Each shard task's records are written by the worker that read them (no bytes shuffled);
-    a finalize step renames every shard into place once all are written.
+    a finalize step renames every shard into place once all are written. `resumed` holds the
+    WrittenShards an interrupted run finished, which a rerun keeps (LoadFinishedFn).
     """
 
-    def __init__(self, output: str, temp_dir: str, compression: str, shard_counts: Mapping[str, int]) -> None:
+    def __init__(
+        self,
+        output: str,
+        temp_dir: str,
+        compression: str,
+        shard_counts: Mapping[str, int],
+        resumed: beam.PCollection | None = None,
+    ) -> None:
         super().__init__()
         self.output = output
         self.temp_dir = temp_dir
         self.compression = compression
         self.shard_counts = dict(shard_counts)
+        self.resumed = resumed
 
     def expand(self, records: beam.PCollection[ConvertedRecord]) -> tuple[beam.PCollection, beam.PCollection]:
         written = records | "WriteShardFiles" >> beam.ParDo(
             WriteShardFilesFn(self.temp_dir, self.compression)
         ).with_outputs(TALLIES, main="written")
+        shards = written.written
+        if self.resumed is not None:
+            shards = (shards, self.resumed) | "WithResumed" >> beam.Flatten()
         finals = (
             records.pipeline
             | "Once" >> beam.Create([None])
             | "Finalize"
             >> beam.ParDo(
                 FinalizeShardsFn(self.output, self.compression, self.shard_counts),
-                written=beam.pvalue.AsList(written.written),
+                written=beam.pvalue.AsList(shards),
             )
         )
         return finals, written[TALLIES]
@@ -427,11 +497,16 @@ class TFRecordSplitsSink(beam.PTransform):
 
 
 def make_sink(
-    kind: str, output: str, temp_dir: str, compression: str, shard_counts: Mapping[str, int]
+    kind: str,
+    output: str,
+    temp_dir: str,
+    compression: str,
+    shard_counts: Mapping[str, int],
+    resumed: beam.PCollection | None = None,
 ) -> beam.PTransform:
-    """The sink object a config names: `paths` (default) or `beam`."""
+    """The sink object a config names: `paths` (default) or `beam` (which never resumes)."""
     if kind == "paths":
-        return PlannedShardSink(output, temp_dir, compression, shard_counts)
+        return PlannedShardSink(output, temp_dir, compression, shard_counts, resumed)
     if kind == "beam":
         return TFRecordSplitsSink(output, shard_counts, compression)
     raise ValueError(f"sink must be paths or beam, not {kind!r}")

@@ -35,7 +35,6 @@ from beam_tfrecord.plan import staging
 from beam_tfrecord.plan.listing import list_inputs
 from beam_tfrecord.plan.staging import StagedPlan
 from beam_tfrecord.settings import ConfigError
-from beam_tfrecord.write import outputs
 from beam_tfrecord.write.summary import RunInfo, read_summary
 from pipelines import dry_run
 from pipelines.dataflow_checks import check_dry_run_input, check_remote_run
@@ -55,7 +54,7 @@ __all__ = ["main", "report", "run"]
 _LOGGER = logging.getLogger("pipelines.convert")
 
 
-CLEAN_RERUN = "the next run (same command) removes its temporary files and starts clean"
+CLEAN_RERUN = "the next run of the same command resumes it, keeping every shard finished so far"
 
 
 def plan_run(
@@ -82,6 +81,7 @@ def plan_run(
         label_source=settings.label_source,
         files=files,
         stage=not settings.dry_run,
+        resume=settings.resume,
     )
     return staged, config
 
@@ -238,10 +238,7 @@ def interrupted_message(output: str, progress_dir: str | None, total: int) -> st
         from beam_tfrecord.progress import total_done
 
         done = f" after {total_done(progress_dir)} of {total} inputs"
-    if outputs.existing_outputs(output):  # stopped while renaming shards into place
-        rerun = "some shards were already in place: rerun with --overwrite to start clean"
-    else:
-        rerun = CLEAN_RERUN
+    rerun = CLEAN_RERUN
     return f"interrupted{done}: {output} has no summary.json, so it is not a finished output; {rerun}"
 
 

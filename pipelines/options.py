@@ -239,6 +239,12 @@ class ConvertOptions(PipelineOptions):
         )
         add("--schema", default=default_of(ConvertConfig, "schema"), choices=SCHEMAS)
         _add_flag(group, "--overwrite", "replace the shards and metadata of an earlier run")
+        _add_flag(
+            group,
+            "--no_resume",
+            "start clean even when the output holds an interrupted run of the same command "
+            "(by default its finished shards are kept, once proven complete)",
+        )
         add(
             "--sink",
             default=default_of(ConvertConfig, "sink"),
@@ -393,6 +399,7 @@ class RunSettings:
     config: ConvertConfig
     label_source: LabelSource  # the pattern compiled and the manifest loaded, once
     overwrite: bool
+    resume: bool
     progress: bool
     wait: bool
     dry_run: bool
@@ -476,6 +483,7 @@ def _check(ns: ConvertOptions, dry_run: bool) -> RunSettings:
         config=config,
         label_source=_label_source(source, dry_run),
         overwrite=ns.overwrite,
+        resume=not ns.no_resume,
         progress=not ns.no_progress,
         wait=not ns.no_wait,
         dry_run=dry_run,

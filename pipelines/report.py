@@ -73,6 +73,9 @@ def format_table(summary: Summary) -> str:
                 f"{summary.cross_split_duplicates} records across splits",
             )
         )
+    if summary.resumed:
+        kept = f"{summary.resumed['shards']} shard tasks ({summary.resumed['records']} records)"
+        rows.append(("resumed", f"{kept} kept from an interrupted run"))
     rows.append(("inputs = records + rejects", "yes" if summary.consistent else "NO"))
     if summary.objects is not None:
         rows += _object_rows(summary.objects)

@@ -1,6 +1,6 @@
 """The command as a user meets it in a terminal, as a real process: a local run with Beam's
 worker processes prints our two lines and the table and nothing else, and Ctrl-C ends a run
-with one line, exit code 130 and no process left behind; the same command then starts clean."""
+with one line, exit code 130 and no process left behind; the same command then resumes it."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_a_run_with_worker_processes_prints_only_its_own_lines(tree, tmp_path):
     assert "ZIPDecode" in (tmp_path / "out" / "rejects.jsonl").read_text()
 
 
-def test_ctrl_c_ends_the_run_with_one_line_and_the_next_run_starts_clean(tree, tmp_path):
+def test_ctrl_c_ends_the_run_with_one_line_and_the_next_run_resumes(tree, tmp_path):
     out, marker = tmp_path / "out", tmp_path / "paused"
     env = {**os.environ, "BEAM_TFRECORD_PAUSE_AT": "writing", "BEAM_TFRECORD_PAUSE_FILE": str(marker)}
     process = subprocess.Popen(
@@ -91,7 +91,9 @@ def test_ctrl_c_ends_the_run_with_one_line_and_the_next_run_starts_clean(tree, t
     assert re.match(
         rf"interrupted after \d+ of 83 inputs: {re.escape(str(out))} has no summary.json", lines[-1]
     )
-    assert lines[-1].endswith("the next run (same command) removes its temporary files and starts clean")
+    assert lines[-1].endswith(
+        "the next run of the same command resumes it, keeping every shard finished so far"
+    )
     # SIGKILL is delivered at once but a busy machine may take a moment to finish each exit.
     deadline = time.monotonic() + 10
     while [pid for pid in workers if running(pid)] and time.monotonic() < deadline:
@@ -99,8 +101,8 @@ def test_ctrl_c_ends_the_run_with_one_line_and_the_next_run_starts_clean(tree, t
     assert not [pid for pid in workers if running(pid)], "worker processes outlived the run"
 
     done = subprocess.run(
-        command(tree, out, "--no_progress"), cwd=REPO, capture_output=True, text=True, timeout=300
+        command(tree, out, *WORKERS, "--no_progress"), cwd=REPO, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "left by an interrupted run" in done.stderr
+    assert "resuming the interrupted run" in done.stderr
     assert not [name for name in os.listdir(out) if name.startswith(".temp")]

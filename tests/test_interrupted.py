@@ -71,6 +71,13 @@ def killed_at(point: str, tree, out, *extra: str) -> None:
         process.stderr.close()
 
 
+def expected_rejects(tree, tmp_path) -> str:
+    """rejects.jsonl of an uninterrupted run."""
+    out = tmp_path / "uninterrupted"
+    assert run(["--input", str(tree), "--output", str(out), *ARGS]) == 0
+    return (out / "rejects.jsonl").read_text()
+
+
 def shard_names(out) -> list[str]:
     return sorted(n for n in os.listdir(out) if ".tfrecord" in n and not n.startswith(".temp"))
 
@@ -116,11 +123,18 @@ def test_killed_run_never_looks_complete_and_a_rerun_restores_it(tree, reference
         (temp,) = outputs.leftover_temp(str(out))
         assert os.path.basename(temp).startswith(".temp-beam-tfrecord-") and os.listdir(temp)
 
-    # Without --overwrite, leftover final shards are refused; temp leftovers are simply removed.
+    # The same command again resumes: it keeps every shard the killed run finished (proven by
+    # its framing and count) and ends with the records, digests and rejects of an uninterrupted run.
     code = run(["--input", str(tree), "--output", str(out), *ARGS])
-    assert code == (0 if left in ("nothing", "temp") else 2)
-    if code:
-        assert run(["--input", str(tree), "--output", str(out), *ARGS, "--overwrite"]) == 0
+    if point == "listed":  # the earlier run is complete and still there: replacing it is asked
+        assert code == 2
+        code = run(["--input", str(tree), "--output", str(out), *ARGS, "--overwrite"])
+    assert code == 0
+    resumed = summary(out).get("resumed")
+    if point in ("finalizing", "metadata"):  # every task had finished: nothing is read again
+        assert resumed == {"shards": 4, "records": 24}
+    elif point in ("listed", "cleared"):
+        assert resumed is None
     assert outputs.leftover_temp(str(out)) == []
     assert sorted(n for n in os.listdir(out) if n.endswith(".tfrecord")) == [
         f"{s}-0000{i}-of-00002.tfrecord" for s in ("test", "train") for i in range(2)
@@ -131,3 +145,32 @@ def test_killed_run_never_looks_complete_and_a_rerun_restores_it(tree, reference
     result = summary(out)
     for split in ("train", "test"):
         assert result["splits"][split]["digest"] == expected["splits"][split]["digest"]
+    assert result["rejects_per_reason"] == expected["rejects_per_reason"]
+    assert (out / "rejects.jsonl").read_text() == expected_rejects(tree, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (("--resize", "16x16"), "other options"),
+        ("touch", "the inputs changed"),
+        (("--no_resume",), None),
+    ],
+)
+def test_a_rerun_that_differs_from_the_killed_run_starts_clean_and_says_why(
+    tree, tmp_path, caplog, change, why
+):
+    out = tmp_path / "out"
+    killed_at("writing", tree, out)  # a shard half written, its plan staged beside it
+    extra: tuple[str, ...] = ()
+    if change == "touch":  # one input rewritten since: its record could differ
+        path = tree / "a" / "3.jpg"
+        os.utime(path, (time.time() + 5, time.time() + 5))
+    else:
+        extra = change
+    with caplog.at_level("INFO", logger="beam_tfrecord"):
+        assert run(["--input", str(tree), "--output", str(out), *ARGS, *extra]) == 0
+    assert "resumed" not in summary(out)  # every shard written anew
+    if why is not None:
+        assert "not resuming an interrupted run" in caplog.text and why in caplog.text
+    assert outputs.leftover_temp(str(out)) == []

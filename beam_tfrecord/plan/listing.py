@@ -42,6 +42,7 @@ class InputFile:
     path: str
     size: int
     problem: tuple[str, str] | None = None
+    mtime: float = 0.0  # when the file last changed (a rerun resumes only over an unchanged listing)
 
 
 def split_input_spec(input_spec: str) -> tuple[str, str]:
@@ -99,8 +100,9 @@ def list_inputs(input_spec: str) -> list[InputFile]:
             path=path,
             size=size,
             problem=problem,
+            mtime=mtime,
         )
-        for path, size, problem in found
+        for path, size, problem, mtime in found
     ]
     return sorted(files)
 
@@ -111,12 +113,13 @@ def _is_file(path: str) -> bool:
     return os.path.isfile(path)
 
 
-Found = list[tuple[str, int, tuple[str, str] | None]]  # (path, size, problem)
+Entry = tuple[str, int, tuple[str, str] | None, float]  # (path, size, problem, mtime)
+Found = list[Entry]
 
 
 def _match(pattern: str) -> Found:
     (result,) = FileSystems.match([pattern])
-    return [(m.path, m.size_in_bytes, None) for m in result.metadata_list]
+    return [(m.path, m.size_in_bytes, None, m.last_updated_in_seconds or 0.0) for m in result.metadata_list]
 
 
 def _match_local(pattern: str) -> Found:
@@ -131,7 +134,7 @@ def _match_local(pattern: str) -> Found:
     return [found for found in walk_local(root) if matches(found[0])]
 
 
-def walk_local(root: str) -> Iterator[tuple[str, int, tuple[str, str] | None]]:
+def walk_local(root: str) -> Iterator[Entry]:
     """Every entry under `root` that is not a directory, following symlinked directories.
 
     A symlinked directory is followed unless it leads back to a directory on its own path
@@ -145,14 +148,14 @@ def walk_local(root: str) -> Iterator[tuple[str, int, tuple[str, str] | None]]:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as error:
             if directory != root:
-                yield directory, 0, ("unreadable", f"directory cannot be listed: {_describe(error)}")
+                yield directory, 0, ("unreadable", f"directory cannot be listed: {_describe(error)}"), 0.0
                 continue
             raise ConfigError("input", f"{root} cannot be listed: {error}") from None
         for entry in entries:
             if _is_dir(entry):
                 real = os.path.realpath(entry.path)
                 if real in ancestors:
-                    yield entry.path, 0, ("skipped", f"symlink loop: leads back to {real}, not followed")
+                    yield entry.path, 0, ("skipped", f"symlink loop: leads back to {real}, not followed"), 0.0
                     continue
                 stack.append((entry.path, (*ancestors, real)))
             else:
@@ -166,8 +169,8 @@ def _is_dir(entry: os.DirEntry) -> bool:
         return False
 
 
-def _entry(path: str) -> Iterator[tuple[str, int, tuple[str, str] | None]]:
-    """(path, size, problem) of one non-directory entry; never raises, never drops it."""
+def _entry(path: str) -> Iterator[Entry]:
+    """(path, size, problem, mtime) of one non-directory entry; never raises, never drops it."""
     try:
         info = os.stat(path)  # follows symlinks
     except OSError as error:
@@ -175,12 +178,12 @@ def _entry(path: str) -> Iterator[tuple[str, int, tuple[str, str] | None]]:
             detail = f"broken symbolic link to {os.readlink(path)!r}"
         else:
             detail = _describe(error)
-        yield path, 0, ("unreadable", detail)
+        yield path, 0, ("unreadable", detail), 0.0
         return
     if not stat.S_ISREG(info.st_mode):  # a FIFO would block the reader forever
-        yield path, 0, ("unreadable", "not a regular file (FIFO, socket or device)")
+        yield path, 0, ("unreadable", "not a regular file (FIFO, socket or device)"), 0.0
         return
-    yield path, info.st_size, None
+    yield path, info.st_size, None, info.st_mtime
 
 
 def _describe(error: OSError) -> str:

@@ -18,6 +18,7 @@ import dataclasses
 import json
 import uuid
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,6 +118,10 @@ class StagedPlan:
     rejected: int = 0
     objects: bool = False  # a detection run (its records hold objects)
     masks: bool = False  # and instance masks
+    # Shard tasks an interrupted run finished, which this run keeps (`train-00003`, ...), and
+    # how many records their shards hold.
+    finished: tuple[str, ...] = ()
+    resumed_records: int = 0
 
     @property
     def input_count(self) -> int:
@@ -156,15 +161,21 @@ def _read(path: str) -> bytes:
 
 
 def stage_plan(
-    plan: Plan, output: str, source: SourceConfig | None = None, run_id: str | None = None
+    plan: Plan,
+    output: str,
+    source: SourceConfig | None = None,
+    run_id: str | None = None,
+    tasks: Sequence[ShardTask] | None = None,
 ) -> StagedPlan:
     """Write the plan's files under `output` (see the module docstring); returns where they are.
 
     `source` is the config the plan was made from: its split seed orders the shards' inputs, and
-    summary.json records it."""
+    summary.json records it. `tasks` are its shard tasks when already made."""
     staged = locate_plan(plan, output, run_id)
     base = staged.plan_dir
-    for task in shard_tasks(plan, source.split_seed if source is not None else 0):
+    if tasks is None:
+        tasks = shard_tasks(plan, source.split_seed if source is not None else 0)
+    for task in tasks:
         _write(
             FileSystems.join(base, PLAN_TASKS_DIR, task_file_name(task.split, task.index)),
             task.to_json().encode(),

@@ -99,9 +99,12 @@ def leftover_temp(output: str) -> list[str]:
     return sorted(m.path for result in FileSystems.match(patterns) for m in result.metadata_list)
 
 
-def clear_temp(output: str) -> list[str]:
-    """Remove what interrupted runs left; one run at a time may write to an output directory."""
-    leftovers = leftover_temp(output)
+def clear_temp(output: str, keep: str | None = None) -> list[str]:
+    """Remove what interrupted runs left (but `keep`, the temporary folder of a run being
+    resumed); one run at a time may write to an output directory."""
+    leftovers = [
+        p for p in leftover_temp(output) if keep is None or not (p == keep or p.startswith(keep + "/"))
+    ]
     if leftovers:
         FileSystems.delete(leftovers)
     return leftovers

@@ -61,7 +61,7 @@ def finish_record(
         mode=pending.mode,
         changes=pending.changes,
         objects=tuple((o.label, o.area) for o in fields.objects) if fields.objects is not None else None,
-        objects_dropped=tuple(d.reason for d in pending.dropped),
+        objects_dropped=tuple(dropped_lines(pending)),
     )
 
 

@@ -16,7 +16,7 @@ the PyTorch TFRecord readers use an index with gzip.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
 from typing import Any
 
@@ -54,9 +54,15 @@ class ShardFiles:
     between bundles, which would lose records at finalize, so it raises instead.
     """
 
-    def __init__(self, temp_dir: str, compression: str = "none") -> None:
+    def __init__(
+        self,
+        temp_dir: str,
+        compression: str = "none",
+        on_close: Callable[[WrittenShard, int], None] | None = None,
+    ) -> None:
         self.temp_dir = temp_dir
         self.compression = compression
+        self.on_close = on_close  # told of each shard once closed and indexed, with its bytes
         self._key: ShardKey | None = None
         self._handle: Any = None
         self._path = ""
@@ -103,11 +109,26 @@ class ShardFiles:
         key, indexed = self._key, self.compression == "none"
         if indexed:
             write_index(self._path, self._sizes)
-        self.written.append(
-            WrittenShard(key.split, key.index, key.count, self._path, len(self._sizes), indexed)
-        )
+        shard = WrittenShard(key.split, key.index, key.count, self._path, len(self._sizes), indexed)
+        self.written.append(shard)
         self._closed.add(key)
         self._key, self._handle = None, None
+        if self.on_close is not None:
+            size = (
+                sum(self._sizes)
+                if indexed
+                else FileSystems.match([self._path])[0].metadata_list[0].size_in_bytes
+            )
+            self.on_close(shard, size)
+
+
+def _final(output: str, shard: WrittenShard, compression: str) -> str:
+    return FileSystems.join(output, names.shard_name(shard.split, shard.index, shard.count, compression))
+
+
+def _size(path: str) -> int:
+    (found,) = FileSystems.match([path])
+    return found.metadata_list[0].size_in_bytes
 
 
 def finalize_shards(
@@ -130,9 +151,8 @@ def finalize_shards(
         if key in chosen:
             raise RuntimeError(f"shard {shard.split}-{shard.index:05d} was written twice: {shard.temp_path}")
         chosen[key] = shard
-    temps = [s.temp_path for s in chosen.values()] + [
-        index_path(s.temp_path) for s in chosen.values() if s.indexed
-    ]
+    moving = [s for (split, index), s in chosen.items() if s.temp_path != _final(output, s, compression)]
+    temps = [s.temp_path for s in moving] + [index_path(s.temp_path) for s in moving if s.indexed]
     missing = [path for path in temps if not FileSystems.exists(path)]
     if missing:
         raise OSError(f"temporary shards vanished before finalize, nothing renamed: {missing}")
@@ -146,6 +166,9 @@ def finalize_shards(
                     write_index(final, [])
                 FileSystems.create(final, compression_type=compression_type(compression)).close()
                 finals.append(FinalShard(split, index, count, final, 0))
+                continue
+            if shard.temp_path == final:  # renamed by an interrupted run's finalize, and kept
+                finals.append(FinalShard(split, index, count, final, shard.records))
                 continue
             if shard.indexed:  # the index first: a shard under its final name always has its index
                 FileSystems.rename([index_path(shard.temp_path)], [index_path(final)])

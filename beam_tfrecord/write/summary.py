@@ -286,6 +286,8 @@ class Summary:
     warnings: list[str] = field(default_factory=list)
     features: FeatureSummary | None = None
     objects: ObjectSummary | None = None  # a detection run's
+    # A rerun that kept an interrupted run's finished shard tasks: how many, and their records.
+    resumed: dict[str, int] | None = None
     # The settings, as each config records them (SourceConfig / ConvertConfig.summary_fields).
     options: dict[str, Any] = field(default_factory=dict)
     run: RunInfo | None = None
@@ -338,7 +340,7 @@ class Summary:
             value = getattr(self, item.name)
             if item.name == "run":
                 data.update(value.to_json() if value is not None else {})
-            elif item.name in ("features", "objects", "tfds_metadata") and value is None:
+            elif item.name in ("features", "objects", "resumed", "tfds_metadata") and value is None:
                 continue
             elif isinstance(value, TfdsMetadataInfo):
                 data[item.name] = value.to_json()
@@ -532,6 +534,7 @@ def build_summary(
     run: RunInfo | None = None,
     features: FeatureOptions | None = None,
     duplicates: Sequence[DuplicateGroup] = (),
+    resumed: Mapping[str, int] | None = None,
 ) -> Summary:
     """summary.json from the plan's facts, the rejects known from the listing, the tally of the
     rest and the shard files (path, size) in place: counts per split, label and reason, and the
@@ -597,6 +600,7 @@ def build_summary(
         warnings=warnings,
         features=feature_info,
         objects=objects,
+        resumed=dict(resumed) if resumed else None,
         options=dict(options),
         run=run,
     )

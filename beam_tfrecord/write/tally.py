@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from beam_tfrecord.elements import ConvertedRecord, RejectLine
 
@@ -33,6 +34,15 @@ COUNTERS = (
 # COCO's box size buckets: an object's area (in the stored image's pixels) under 32^2 is small,
 # under 96^2 medium, else large.
 SIZE_BUCKETS = (("small", 32**2), ("medium", 96**2), ("large", float("inf")))
+
+
+def _plain(key: Any) -> Any:
+    return list(key) if isinstance(key, tuple) else key
+
+
+def _key(key: Any) -> Any:
+    """A counter key back from JSON: the pairs and shapes it holds are tuples again."""
+    return tuple(key) if isinstance(key, list) else key
 
 
 def size_bucket(area: float) -> str:
@@ -93,7 +103,25 @@ class Tally:
         self.objects_per_class.update(label for label, _ in objects)
         self.objects_per_image[len(objects)] += 1
         self.object_sizes.update(size_bucket(area) for _, area in objects)
-        self.objects_dropped.update(outcome.objects_dropped)
+        self.objects_dropped.update(line.reason for line in outcome.objects_dropped)
+
+    def to_json(self) -> dict[str, Any]:
+        """The counts as JSON (a finished shard task's, kept for a rerun: write.resume)."""
+        data: dict[str, Any] = {
+            name: [[_plain(k), n] for k, n in getattr(self, name).items()] for name in COUNTERS
+        }
+        data["digests"] = [[split, str(digest)] for split, digest in self.digests.items()]
+        data["reencoded"], data["objects_rejected"] = self.reencoded, self.objects_rejected
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Tally:
+        tally = cls()
+        for name in COUNTERS:
+            getattr(tally, name).update({_key(k): n for k, n in data[name]})
+        tally.digests.update({split: int(digest) for split, digest in data["digests"]})
+        tally.reencoded, tally.objects_rejected = data["reencoded"], data["objects_rejected"]
+        return tally
 
     def merge(self, other: Tally) -> Tally:
         for name in COUNTERS:

@@ -1,0 +1,278 @@
+"""Keeping what an interrupted run finished: each shard task leaves two small files in the run's
+temporary folder when it is done, and a rerun of the same plan keeps the tasks they prove done.
+
+    <temp>/done/<split>-<index>.read.json      the reader's: the task's inputs and its rejects
+    <temp>/done/<split>-<index>.written.json   the writer's: the temporary shard, its record count
+                                               and bytes, and everything the summary counts of it
+                                               (tally, changes, dropped objects, content hashes)
+
+A task is finished when both are there, its records and rejects add up to its inputs, and its
+shard file proves it by its framing: every record header walked, their count and sizes equal to
+the files' (a shard's name alone proves nothing). A task whose images failed later, at the
+feature model, does not add up and is done again. The rerun reads its inputs only for the
+other tasks; the finished ones give their outcomes to the summary as if they had just run.
+
+Whether a rerun is the same plan is `RunFingerprint`'s to say: the listing (paths, sizes and
+modification times), the settings and the staged plan, each hashed, so a rerun that differs says
+which.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from beam_tfrecord import names
+from beam_tfrecord.elements import ChangeLine, DroppedObjectLine, RejectLine, WrittenShard
+from beam_tfrecord.write.tally import Tally
+from beam_tfrecord.write.tfrecord_files import FramingError, index_records, iter_records
+
+__all__ = [
+    "ReadOutcome",
+    "Resumable",
+    "RunFingerprint",
+    "ShardOutcome",
+    "done_path",
+    "find_resumable",
+    "fingerprint_path",
+    "finished_tasks",
+    "load_written",
+    "read_outcomes",
+    "task_inputs",
+    "task_name",
+    "write_json",
+]
+
+FINGERPRINT_VERSION = 1  # a change to what a finished task's files say makes earlier ones unusable
+
+
+def task_name(split: str, index: int) -> str:
+    """`train-00003`: a shard task's name, in done files and in `StagedPlan.finished`."""
+    return f"{split}-{index:05d}"
+
+
+def write_json(path: str, data: Any) -> None:
+    """Write whole or not at all: aside, then renamed (a GCS object appears only once closed)."""
+    temp = path + ".partial"
+    target = temp if "://" not in path else path
+    with FileSystems.create(target, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+        handle.write(json.dumps(data, ensure_ascii=False).encode("utf-8"))
+    if target != path:
+        FileSystems.rename([temp], [path])
+
+
+def _read_json(path: str) -> Any:
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+        return json.loads(handle.read().decode("utf-8"))
+
+
+@dataclass(frozen=True)
+class RunFingerprint:
+    """What must be the same for a rerun to keep an interrupted run's finished tasks."""
+
+    inputs: str  # the listing: every path, size and modification time
+    settings: str  # the source's and the output's settings that shape records and shards
+    plan: str  # the staged shard tasks and facts
+    version: int = FINGERPRINT_VERSION
+
+    @staticmethod
+    def digest(value: Any) -> str:
+        return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+    def differs_from(self, other: RunFingerprint) -> str | None:
+        """Why another run's plan cannot be resumed by this one (None: it can)."""
+        if self.version != other.version:
+            return "it was written by another version of beam-tfrecord"
+        if self.inputs != other.inputs:
+            return "the inputs changed since (files added, removed or modified)"
+        if self.settings != other.settings:
+            return "it was run with other options"
+        if self.plan != other.plan:
+            return "its shard plan differs (another shard count or worker count)"
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunFingerprint:
+        return cls(**data)
+
+
+@dataclass
+class ReadOutcome:
+    """The reader's done file: how many inputs the task had and which it rejected."""
+
+    inputs: int
+    rejects: list[RejectLine] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"inputs": self.inputs, "rejects": [json.loads(r.to_json()) for r in self.rejects]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ReadOutcome:
+        return cls(data["inputs"], [RejectLine(**r) for r in data["rejects"]])
+
+
+@dataclass
+class ShardOutcome:
+    """The writer's done file: the shard as written and what the summary counts of its records."""
+
+    shard: WrittenShard
+    bytes: int
+    tally: Tally
+    changes: list[ChangeLine] = field(default_factory=list)
+    dropped: list[DroppedObjectLine] = field(default_factory=list)
+    content: list[tuple[str, str]] = field(default_factory=list)  # (source sha256, path) per record
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "shard": asdict(self.shard),
+            "bytes": self.bytes,
+            "tally": self.tally.to_json(),
+            "changes": [json.loads(c.to_json()) for c in self.changes],
+            "dropped": [asdict(d) for d in self.dropped],
+            "content": [list(pair) for pair in self.content],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ShardOutcome:
+        return cls(
+            shard=WrittenShard(**data["shard"]),
+            bytes=data["bytes"],
+            tally=Tally.from_json(data["tally"]),
+            changes=[ChangeLine.from_json(json.dumps(c)) for c in data["changes"]],
+            dropped=[DroppedObjectLine(**d) for d in data["dropped"]],
+            content=[(sha, path) for sha, path in data["content"]],
+        )
+
+
+def done_path(temp_dir: str, task: str, kind: str) -> str:
+    return FileSystems.join(temp_dir, names.PLAN_DONE_DIR, f"{task}.{kind}.json")
+
+
+def _proves(path: str, records: int, size: int, compression: str) -> bool:
+    """The shard file's framing holds exactly `records` records and `size` bytes."""
+    try:
+        (found,) = FileSystems.match([path])
+        if not found.metadata_list or found.metadata_list[0].size_in_bytes != size:
+            return False
+        if compression == "gzip":
+            kind = CompressionTypes.GZIP
+            with FileSystems.open(path, compression_type=kind) as handle:
+                return sum(1 for _ in iter_records(handle)) == records
+        return len(index_records(path, size)) == records
+    except (FramingError, OSError, ValueError):
+        return False
+
+
+def finished_tasks(
+    temp_dir: str, output: str, task_inputs: Mapping[str, int], compression: str
+) -> dict[str, ShardOutcome | None]:
+    """The tasks of an interrupted run that are proven done, with their outcomes (None for a
+    task whose every input was rejected: it wrote no shard); each one's shard is its temporary
+    file or, when the run was stopped while renaming, its final file."""
+    found: dict[str, ShardOutcome | None] = {}
+    for task, inputs in sorted(task_inputs.items()):
+        try:
+            read = ReadOutcome.from_json(_read_json(done_path(temp_dir, task, "read")))
+        except Exception:  # missing, or cut short by the kill: the task is done again
+            continue
+        if read.inputs == inputs and len(read.rejects) == inputs:
+            found[task] = None
+            continue
+        try:
+            written = ShardOutcome.from_json(_read_json(done_path(temp_dir, task, "written")))
+        except Exception:
+            continue
+        shard = written.shard
+        if read.inputs != inputs or shard.records + len(read.rejects) != inputs:
+            continue
+        if not _proves(shard.temp_path, shard.records, written.bytes, compression):
+            name = names.shard_name(shard.split, shard.index, shard.count, compression)
+            final = FileSystems.join(output, name)
+            if not _proves(final, shard.records, written.bytes, compression):
+                continue
+            place = (shard.split, shard.index, shard.count)
+            written.shard = WrittenShard(*place, final, shard.records, shard.indexed)
+        found[task] = written
+    return found
+
+
+def load_written(temp_dir: str, task: str, output: str, compression: str) -> ShardOutcome | None:
+    """A finished task's writer's done file (None when it wrote no shard), with its shard where
+    `finished_tasks` found it: its final name when an interrupted finalize had moved it."""
+    path = done_path(temp_dir, task, "written")
+    if not FileSystems.exists(path):
+        return None
+    written = ShardOutcome.from_json(_read_json(path))
+    shard = written.shard
+    if not FileSystems.exists(shard.temp_path):
+        final = FileSystems.join(output, names.shard_name(shard.split, shard.index, shard.count, compression))
+        written.shard = WrittenShard(
+            shard.split, shard.index, shard.count, final, shard.records, shard.indexed
+        )
+    return written
+
+
+def read_outcomes(temp_dir: str, tasks: Iterable[str]) -> dict[str, ReadOutcome]:
+    """The reader's done files of these tasks (their rejects go into the summary)."""
+    return {task: ReadOutcome.from_json(_read_json(done_path(temp_dir, task, "read"))) for task in tasks}
+
+
+def task_inputs(tasks: Sequence[Any]) -> dict[str, int]:
+    """Each staged shard task's input count, by task name."""
+    return {task_name(t.split, t.index): len(t.inputs) for t in tasks}
+
+
+@dataclass(frozen=True)
+class Resumable:
+    """What a rerun found of an interrupted run: its temporary folder and its finished tasks
+    (with their outcomes), or why it cannot be resumed (`why`, and nothing kept)."""
+
+    temp_dir: str | None = None
+    finished: Mapping[str, ShardOutcome | None] = field(default_factory=dict)
+    why: str | None = None
+
+    @property
+    def records(self) -> int:
+        return sum(outcome.shard.records for outcome in self.finished.values() if outcome is not None)
+
+
+def fingerprint_path(temp_dir: str) -> str:
+    return FileSystems.join(temp_dir, names.PLAN_DIR, names.PLAN_RUN_FILE)
+
+
+def find_resumable(
+    output: str, fingerprint: RunFingerprint, task_inputs: Mapping[str, int], compression: str
+) -> Resumable:
+    """The interrupted run in `output` whose plan is this one, with what it finished; or why
+    none can be resumed. An output with summary.json holds a finished run: nothing to resume."""
+    if FileSystems.exists(FileSystems.join(output, names.SUMMARY_FILE)):
+        return Resumable()
+    pattern = FileSystems.join(output, f"{names.TEMP_PREFIX}*", names.PLAN_DIR, names.PLAN_RUN_FILE)
+    try:
+        (found,) = FileSystems.match([pattern])
+    except Exception:  # no such folder yet
+        return Resumable()
+    reasons = []
+    for path in sorted(m.path for m in found.metadata_list):
+        temp_dir = path[: -len(f"/{names.PLAN_DIR}/{names.PLAN_RUN_FILE}")]
+        try:
+            theirs = RunFingerprint.from_json(_read_json(path))
+        except Exception:
+            reasons.append(f"{temp_dir}: its plan cannot be read")
+            continue
+        why = fingerprint.differs_from(theirs)
+        if why is not None:
+            reasons.append(f"{posixpath.basename(temp_dir)}: {why}")
+            continue
+        return Resumable(temp_dir, finished_tasks(temp_dir, output, task_inputs, compression))
+    return Resumable(why="; ".join(reasons) if reasons else None)
