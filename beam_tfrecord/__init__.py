@@ -66,6 +66,7 @@ SUBMODULES = (
     "compat",
     "config",
     "elements",
+    "failures",
     "gcs",
     "keys",
     "names",

@@ -10,12 +10,22 @@ rejects written, summary.json not yet).
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 
-__all__ = ["pause_point"]
+__all__ = ["fail_point", "pause_point"]
 
 PAUSE_AT = os.environ.get("BEAM_TFRECORD_PAUSE_AT")  # read once: checked in per-record loops
+# BEAM_TFRECORD_FAIL_AT=writing|metadata: that write fails as a full disk does (ENOSPC), so tests
+# prove what a run does then without filling a real disk.
+FAIL_AT = os.environ.get("BEAM_TFRECORD_FAIL_AT")
+
+
+def fail_point(name: str) -> None:
+    """Raise the error a full disk raises here when the environment asks for this point."""
+    if name == FAIL_AT:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
 
 def pause_point(name: str) -> None:

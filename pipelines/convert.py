@@ -7,6 +7,7 @@ With no arguments it converts the bundled sample (sample/shapes) into ./output.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import logging
 import os
 
@@ -22,10 +23,11 @@ import time
 from collections.abc import Sequence
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
 from apache_beam.runners.runner import PipelineState
 
-from beam_tfrecord import compat, runners
+from beam_tfrecord import compat, failures, runners
 from beam_tfrecord.config import ConvertConfig
 from beam_tfrecord.features import keras as features_lib
 from beam_tfrecord.features.options import ModelUnavailable
@@ -35,6 +37,7 @@ from beam_tfrecord.plan import staging
 from beam_tfrecord.plan.listing import list_inputs
 from beam_tfrecord.plan.staging import StagedPlan
 from beam_tfrecord.settings import ConfigError
+from beam_tfrecord.write import outputs
 from beam_tfrecord.write.summary import RunInfo, read_summary
 from pipelines import dry_run
 from pipelines.dataflow_checks import check_dry_run_input, check_remote_run
@@ -161,6 +164,9 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
     except (ConfigError, UsageError, ModelUnavailable) as error:
         print(f"error: {usage_text(error)}", file=sys.stderr)
         return 2
+    except failures.WriteFailed as failure:  # the plan could not be staged
+        print(f"error: {write_failed(failure, settings.config.output)}", file=sys.stderr)
+        return 1
 
     options.view_as(SetupOptions).save_main_session = save_main_session
     info = run_info(settings, config, options, started)
@@ -190,6 +196,10 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         printer = progress_dir if settings.progress else None
         state = execute(pipeline, local, settings.wait, printer, staged.inputs)
     except Exception as error:
+        failure = failures.find(error)
+        if failure is not None:  # a full disk, a quota, a permission: one line, and space freed
+            print(f"error: {write_failed(failure, config.output)}", file=sys.stderr)
+            return 1
         if local:  # the traceback is the report: the error happened here
             raise
         # A remote runner raises for any state but DONE; its message holds the workers' error.
@@ -224,6 +234,50 @@ def execute(
     if not local and not wait:
         return None
     return result.wait_until_finish()
+
+
+def write_failed(failure: failures.WriteFailed, output: str) -> str:
+    """One line for a file the run could not write: which and why, what was kept (no final
+    shard is ever partial), the temporary files removed to free the space, and what to do."""
+    freed = _remove_temporary_files(output)
+    left = outputs.existing_outputs(output)
+    if left:
+        kept = (
+            f"{len(left)} files of this run are in {output}, but without summary.json it is no "
+            "finished output (and no final shard is partial)"
+        )
+    else:
+        kept = f"Nothing final was written to {output}"
+    if failures.is_full(failure):
+        todo = "free space (or choose another --output), then run the same command again"
+    elif failure.code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        todo = "make it writable, then run the same command again"
+    else:
+        todo = "fix that, then run the same command again"
+    if left:
+        todo += " with --overwrite"
+    return (
+        f"could not write {failure.path}: {failure.reason}. {kept}; "
+        f"the run's temporary files were removed ({freed / 1e6:.1f} MB freed). To go on, {todo}"
+    )
+
+
+def _remove_temporary_files(output: str) -> int:
+    """Delete this output's temporary folders (the run's own, and Beam's); the bytes they held."""
+    try:
+        leftovers = outputs.leftover_temp(output)
+        size = 0
+        for path in leftovers:
+            (found,) = FileSystems.match([FileSystems.join(path, "**") if _is_folder(path) else path])
+            size += sum(m.size_in_bytes for m in found.metadata_list)
+        outputs.clear_temp(output)
+        return size
+    except Exception:  # the report matters more than the cleanup
+        return 0
+
+
+def _is_folder(path: str) -> bool:
+    return "://" not in path and os.path.isdir(path)
 
 
 def first_line(error: BaseException, limit: int = 500) -> str:
@@ -267,6 +321,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for ours in ("pipelines", "beam_tfrecord"):
         logging.getLogger(ours).setLevel(logging.INFO)
     compat.quiet_known_beam_noise()
+    failures.quiet_write_failures()
     sys.exit(run(argv))
 
 

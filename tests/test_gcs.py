@@ -227,19 +227,29 @@ def test_permission_denied_is_a_clear_error(emulator, capsys, monkeypatch):
 
 
 @pytest.mark.parametrize(("sink", "temp_prefix"), [("paths", ".temp-beam-tfrecord-"), ("beam", "beam-temp-")])
-def test_shards_get_final_names_only_at_finalize(emulator, bucket, monkeypatch, sink, temp_prefix):
-    """Both sinks write temp objects, then copy them to their final names. A run cut off before
-    that step (here: every copy refused) leaves temp objects and no shard set."""
+def test_shards_get_final_names_only_at_finalize(emulator, bucket, monkeypatch, capsys, sink, temp_prefix):
+    """Both sinks write temp objects, then copy them to their final names. A run cut off at that
+    step (here: every copy refused, as a bucket without the right role does) leaves no shard set
+    and no summary; the paths sink says so in one line, naming the object and the refusal, and
+    removes its temporary objects."""
     files = {f"cat/{i}.jpg": imagegen.jpeg(seed=i) for i in range(6)}
     emulator.upload_tree(bucket, "images", files)
     output = f"gs://{bucket}/out"
     with PermissionProxy(emulator.url, {bucket: "copy"}) as proxy:
         monkeypatch.setenv(EMULATOR_ENV, proxy.url)
-        with pytest.raises(Exception):  # noqa: B017  (whatever Beam raises; the objects tell the story)
-            convert(f"gs://{bucket}/images", output, "--num_shards", "2", "--sink", sink)
+        if sink == "paths":
+            assert convert(f"gs://{bucket}/images", output, "--num_shards", "2", "--sink", sink) == 1
+            (line,) = capsys.readouterr().err.strip().splitlines()
+            assert line.startswith(f"error: could not write {output}/") and "403" in line, line
+        else:  # Beam's own WriteToTFRecord renames: its error is Beam's
+            with pytest.raises(Exception):  # noqa: B017
+                convert(f"gs://{bucket}/images", output, "--num_shards", "2", "--sink", sink)
     monkeypatch.setenv(EMULATOR_ENV, emulator.url)
     objects = list_objects(output)
-    assert any(name.startswith(temp_prefix) for name in objects), objects
+    if sink == "beam":
+        assert any(name.startswith(temp_prefix) for name in objects), objects
+    else:
+        assert not any(name.startswith(temp_prefix) for name in objects), objects
     assert not [name for name in objects if names.is_shard_name(name.split("/")[-1])]
     assert "summary.json" not in objects
 

@@ -14,7 +14,18 @@ import beam_tfrecord
 PACKAGE = pathlib.Path(beam_tfrecord.__file__).parent
 STAGES = ("plan", "images", "features", "write", "read")
 # Importable from anywhere in the library; they import only each other (and other libraries).
-SHARED = ("elements", "names", "keys", "settings", "gcs", "compat", "faults", "progress", "runners")
+SHARED = (
+    "elements",
+    "names",
+    "keys",
+    "settings",
+    "failures",
+    "gcs",
+    "compat",
+    "faults",
+    "progress",
+    "runners",
+)
 # The assembly on top: the typed settings of a whole run, the composite transform, the DoFns.
 ASSEMBLY = ("config", "pipeline", "transforms")
 

@@ -26,6 +26,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord.elements import DroppedObjectLine, RejectLine, ShardTask
+from beam_tfrecord.failures import writing
 from beam_tfrecord.names import (
     PLAN_DIR,
     PLAN_DROPPED_OBJECTS_FILE,
@@ -151,7 +152,7 @@ def locate_plan(plan: Plan, output: str, run_id: str | None = None) -> StagedPla
 
 
 def _write(path: str, data: bytes) -> None:
-    with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+    with writing(path), FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
         handle.write(data)
 
 

@@ -15,6 +15,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import faults
 from beam_tfrecord.elements import ChangeLine, DroppedObjectLine, DuplicateGroup, RejectLine
+from beam_tfrecord.failures import writing
 from beam_tfrecord.names import (
     ANNOTATIONS_UNMATCHED_FILE,
     CHANGES_FILE,
@@ -26,6 +27,7 @@ from beam_tfrecord.names import (
     REJECTS_FILE,
     SUMMARY_FILE,
     SUMMARY_TEMP_FILE,
+    TFDS_INFO_FILE,
 )
 from beam_tfrecord.write.summary import Summary
 from beam_tfrecord.write.tfds_metadata import write_tfds_metadata
@@ -53,7 +55,8 @@ def label_map(class_names: Sequence[str]) -> str:
 
 
 def write_text(path: str, text: str) -> None:
-    with FileSystems.create(path) as handle:
+    with writing(path), FileSystems.create(path) as handle:
+        faults.fail_point("metadata")
         handle.write(text.encode("utf-8"))
 
 
@@ -96,11 +99,13 @@ def write_metadata(
             FileSystems.join(output, MANIFEST_UNMATCHED_FILE),
             "".join(f"{row}\n" for row in manifest_unmatched),
         )
-    tfds = write_tfds_metadata(output, summary, shard_lengths)
+    with writing(FileSystems.join(output, TFDS_INFO_FILE)):
+        tfds = write_tfds_metadata(output, summary, shard_lengths)
     summary = dataclasses.replace(summary, tfds_metadata=tfds)
     faults.pause_point("metadata")
     # Written aside and renamed: a reader never sees a half-written completeness marker.
     temp = FileSystems.join(output, SUMMARY_TEMP_FILE)
     write_text(temp, summary.to_text())
-    FileSystems.rename([temp], [FileSystems.join(output, SUMMARY_FILE)])
+    with writing(FileSystems.join(output, SUMMARY_FILE)):
+        FileSystems.rename([temp], [FileSystems.join(output, SUMMARY_FILE)])
     return summary

@@ -95,7 +95,8 @@ def leftover_temp(output: str) -> list[str]:
         if not os.path.isdir(output):
             return []
         return sorted(os.path.join(output, n) for n in os.listdir(output) if n.startswith(TEMP_PREFIXES))
-    patterns = [FileSystems.join(output, f"{p}*{tail}") for p in TEMP_PREFIXES for tail in ("", "/*")]
+    # GCS has no folders: every object under a temporary prefix, at any depth.
+    patterns = [FileSystems.join(output, f"{p}*{tail}") for p in TEMP_PREFIXES for tail in ("", "/**")]
     return sorted(m.path for result in FileSystems.match(patterns) for m in result.metadata_list)
 
 

@@ -31,6 +31,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import names
 from beam_tfrecord.elements import ChangeLine, DroppedObjectLine, RejectLine, WrittenShard
+from beam_tfrecord.failures import writing
 from beam_tfrecord.write.tally import Tally
 from beam_tfrecord.write.tfrecord_files import FramingError, index_records, iter_records
 
@@ -62,10 +63,11 @@ def write_json(path: str, data: Any) -> None:
     """Write whole or not at all: aside, then renamed (a GCS object appears only once closed)."""
     temp = path + ".partial"
     target = temp if "://" not in path else path
-    with FileSystems.create(target, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-        handle.write(json.dumps(data, ensure_ascii=False).encode("utf-8"))
-    if target != path:
-        FileSystems.rename([temp], [path])
+    with writing(path):
+        with FileSystems.create(target, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+            handle.write(json.dumps(data, ensure_ascii=False).encode("utf-8"))
+        if target != path:
+            FileSystems.rename([temp], [path])
 
 
 def _read_json(path: str) -> Any:

@@ -25,6 +25,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import faults, gcs, names
 from beam_tfrecord.elements import FinalShard, ShardKey, WrittenShard
+from beam_tfrecord.failures import writing
 from beam_tfrecord.names import index_path
 from beam_tfrecord.write.tfrecord_files import format_index, write_record
 
@@ -42,7 +43,8 @@ def compression_type(compression: str) -> str:
 
 
 def write_index(shard_path: str, sizes: list[int]) -> None:
-    with FileSystems.create(index_path(shard_path), compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+    path = index_path(shard_path)
+    with writing(path), FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
         handle.write(format_index(sizes).encode("ascii"))
 
 
@@ -74,7 +76,9 @@ class ShardFiles:
         if shard != self._key:
             self._close_current()
             self._open(shard)
-        self._sizes.append(write_record(self._handle, example))
+        with writing(self._path):
+            faults.fail_point("writing")
+            self._sizes.append(write_record(self._handle, example))
         faults.pause_point("writing")
 
     def close(self) -> list[WrittenShard]:
@@ -99,13 +103,15 @@ class ShardFiles:
             )
         final = names.shard_name(shard.split, shard.index, shard.count, self.compression)
         self._path = FileSystems.join(self.temp_dir, f"{final}.{uuid.uuid4().hex}")
-        self._handle = FileSystems.create(self._path, compression_type=compression_type(self.compression))
+        with writing(self._path):
+            self._handle = FileSystems.create(self._path, compression_type=compression_type(self.compression))
         self._key, self._sizes = shard, []
 
     def _close_current(self) -> None:
         if self._key is None:
             return
-        self._handle.close()
+        with writing(self._path):
+            self._handle.close()
         key, indexed = self._key, self.compression == "none"
         if indexed:
             write_index(self._path, self._sizes)
@@ -164,15 +170,17 @@ def finalize_shards(
             if shard is None:
                 if compression == "none":
                     write_index(final, [])
-                FileSystems.create(final, compression_type=compression_type(compression)).close()
+                with writing(final):
+                    FileSystems.create(final, compression_type=compression_type(compression)).close()
                 finals.append(FinalShard(split, index, count, final, 0))
                 continue
             if shard.temp_path == final:  # renamed by an interrupted run's finalize, and kept
                 finals.append(FinalShard(split, index, count, final, shard.records))
                 continue
-            if shard.indexed:  # the index first: a shard under its final name always has its index
-                FileSystems.rename([index_path(shard.temp_path)], [index_path(final)])
-            FileSystems.rename([shard.temp_path], [final])
+            with writing(final):
+                if shard.indexed:  # the index first: a shard under its final name always has its index
+                    FileSystems.rename([index_path(shard.temp_path)], [index_path(final)])
+                FileSystems.rename([shard.temp_path], [final])
             finals.append(FinalShard(split, index, count, final, shard.records))
             faults.pause_point("finalizing")
     if chosen:
