@@ -7,6 +7,14 @@ Uses:
   `apache_beam.io.gcp.gcsio.create_storage_client` (a module function, not documented API),
   relying on `GcsIO.__init__` calling it by that module-global name, to decide whether Beam
   looks up credentials for a GCS client.
+- `install_client_hook` (and `client_hook_installed`): wraps the same
+  `apache_beam.io.gcp.gcsio.create_storage_client`, to hand every client Beam builds to a
+  callback before Beam uses it (the time limit on its requests, below).
+- `bound_requests`: caps the time limit of every HTTP request one google-cloud-storage client
+  sends, through the `requests` session it keeps as `client._http` (private; google-cloud-storage
+  documents its `_http` constructor argument as "should be considered private"). Beam's GCS
+  filesystem passes no `timeout=` to any call, so each of its requests waits google-cloud-storage's
+  default 60 s for an answer that may never come; there is no public setting for it.
 - `filesystem_pipeline_options`: reads `apache_beam.io.filesystems.FileSystems._pipeline_options`
   (private), falling back to `RuntimeValueProvider.runtime_options` exactly as
   `FileSystems.get_filesystem` does, so our own GCS clients are built with the options Beam's
@@ -27,21 +35,26 @@ Nothing here imports from beam_tfrecord: callers pass in what a use needs to kno
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any
 
 __all__ = [
     "KNOWN_BEAM_NOISE",
+    "bound_requests",
+    "client_hook_installed",
     "dataflow_environment",
     "emulator_switch_installed",
     "filesystem_pipeline_options",
+    "install_client_hook",
     "install_emulator_switch",
     "quiet_known_beam_noise",
 ]
 
 _LOGGER = logging.getLogger(__name__)
 _SWITCH_MARK = "_beam_tfrecord_emulator_switch"
+_HOOK_MARK = "_beam_tfrecord_client_hook"
 
 
 def install_emulator_switch(wants_credentials: Callable[[bool], bool]) -> bool:
@@ -64,22 +77,104 @@ def install_emulator_switch(wants_credentials: Callable[[bool], bool]) -> bool:
     if emulator_switch_installed():
         return True
 
+    @functools.wraps(original)  # keeps the marks of other wrappers, so each still reports itself
     def create_storage_client(pipeline_options: Any, use_credentials: bool = True) -> Any:
         return original(pipeline_options, wants_credentials(use_credentials))
 
     setattr(create_storage_client, _SWITCH_MARK, True)
-    create_storage_client.__doc__ = original.__doc__
     gcsio.create_storage_client = create_storage_client
     return True
 
 
-def emulator_switch_installed() -> bool:
-    """Whether Beam's GCS client factory is the wrapped one (for tests and diagnostics)."""
+def _factory_marked(mark: str) -> bool:
     try:
         from apache_beam.io.gcp import gcsio
     except ImportError:
         return False
-    return bool(getattr(getattr(gcsio, "create_storage_client", None), _SWITCH_MARK, False))
+    return bool(getattr(getattr(gcsio, "create_storage_client", None), mark, False))
+
+
+def emulator_switch_installed() -> bool:
+    """Whether Beam's GCS client factory is the wrapped one (for tests and diagnostics)."""
+    return _factory_marked(_SWITCH_MARK)
+
+
+def install_client_hook(prepare: Callable[[Any], Any]) -> bool:
+    """Hand every google-cloud-storage client Beam's GCS filesystem builds to `prepare` (which
+    returns it) before Beam uses it, by wrapping `gcsio.create_storage_client` as
+    `install_emulator_switch` does. Idempotent (a second call keeps the first callback); returns
+    False, Beam's behaviour kept, if Beam's layout has changed."""
+    try:
+        from apache_beam.io.gcp import gcsio
+    except ImportError:
+        return False
+    original: Callable[..., Any] | None = getattr(gcsio, "create_storage_client", None)
+    if original is None:
+        _LOGGER.warning("apache_beam.io.gcp.gcsio has no create_storage_client; gs:// limits stay Beam's")
+        return False
+    if client_hook_installed():
+        return True
+
+    @functools.wraps(original)
+    def create_storage_client(pipeline_options: Any, use_credentials: bool = True) -> Any:
+        return prepare(original(pipeline_options, use_credentials))
+
+    setattr(create_storage_client, _HOOK_MARK, True)
+    gcsio.create_storage_client = create_storage_client
+    return True
+
+
+def client_hook_installed() -> bool:
+    """Whether Beam's GCS client factory hands its clients to `install_client_hook`'s callback."""
+    return _factory_marked(_HOOK_MARK)
+
+
+def _capped(timeout: Any, limit: float) -> Any:
+    """`timeout` as `requests` takes it (None, seconds, a (connect, read) pair or urllib3's
+    Timeout), with no part over `limit` and none left unbounded."""
+    from urllib3.util.timeout import Timeout
+
+    def cap(value: Any) -> float:
+        return limit if value is None or not isinstance(value, int | float) else min(value, limit)
+
+    if isinstance(timeout, Timeout):
+        return Timeout(connect=cap(timeout.connect_timeout), read=cap(timeout.read_timeout))
+    if isinstance(timeout, tuple):
+        return tuple(cap(part) for part in timeout)
+    return cap(timeout)
+
+
+class _BoundedAdapter:
+    """A `requests` transport adapter that sends through the one it replaces, with the request's
+    time limit capped (`requests.adapters.BaseAdapter`'s interface: `send` and `close`)."""
+
+    def __init__(self, inner: Any, limit_s: Callable[[], float | None]) -> None:
+        self.inner = inner
+        self.limit_s = limit_s
+
+    def send(self, request: Any, stream: bool = False, timeout: Any = None, **kwargs: Any) -> Any:
+        limit = self.limit_s()
+        return self.inner.send(
+            request, stream=stream, timeout=timeout if limit is None else _capped(timeout, limit), **kwargs
+        )
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def bound_requests(client: Any, limit_s: Callable[[], float | None]) -> Any:
+    """Cap the time limit of every HTTP request `client` (a google-cloud-storage Client) sends at
+    `limit_s()` seconds (read when each request is sent; None leaves it as the caller set it):
+    the wait for a connection and for each next piece of the answer, not the whole transfer.
+
+    Wraps each transport adapter of the client's `requests` session (`client._http`), so an
+    adapter it already has (mutual TLS, say) keeps sending. Idempotent; returns `client`.
+    """
+    session = client._http
+    for prefix, adapter in list(session.adapters.items()):
+        if not isinstance(adapter, _BoundedAdapter):
+            session.mount(prefix, _BoundedAdapter(adapter, limit_s))
+    return client
 
 
 def filesystem_pipeline_options() -> Any:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from beam_tfrecord.features.options import FeatureOptions
+from beam_tfrecord.gcs import GcsSettings
 from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.keys import SCHEMAS
 from beam_tfrecord.plan.source import LABEL_SOURCES, SourceConfig
@@ -56,6 +57,8 @@ class ConvertConfig:
       shard_size_mb: the target shard size when `num_shards` is None.
       read_threads: threads that read and decode inside one shard task, to hide read latency
         (remote storage); locally the runner's workers keep the cores busy.
+      gcs: the time limit of each gs:// request before it is retried (applied to every request
+        the run makes, Beam's included, in every process that runs a step of it).
     """
 
     output: str
@@ -67,6 +70,7 @@ class ConvertConfig:
     num_shards: int | None = None
     shard_size_mb: float = 128.0
     read_threads: int = 1
+    gcs: GcsSettings = field(default_factory=GcsSettings)
 
     def __post_init__(self) -> None:
         check_choice("schema", self.schema, SCHEMAS)
@@ -78,6 +82,10 @@ class ConvertConfig:
             raise ConfigError("shard_size_mb", "must be positive")
         if self.read_threads < 1:
             raise ConfigError("read_threads", "must be at least 1")
+        if not self.gcs.timeout_s > 0:
+            raise ConfigError("gcs.timeout_s", "must be positive (seconds)")
+        if not self.gcs.retry_deadline_s > 0:
+            raise ConfigError("gcs.retry_deadline_s", "must be positive (seconds)")
 
     def summary_fields(self) -> dict[str, Any]:
         """How summary.json's `options` record these settings: the image options among them, and
@@ -97,7 +105,8 @@ class ConvertConfig:
 
 
 def summary_options(source: SourceConfig | None, config: ConvertConfig | None) -> dict[str, Any]:
-    """summary.json's `options`: the source's settings, then the output's."""
+    """summary.json's `options`: the source's settings, then the output's (how long a storage
+    request may wait, `gcs`, says nothing about what was written)."""
     return {
         **(source.summary_fields() if source is not None else {}),
         **(config.summary_fields() if config is not None else {}),

@@ -10,9 +10,19 @@ emulator variable set we ask Beam for its own anonymous client straight away (`c
 without it nothing changes and real runs use Application Default Credentials exactly as Beam does.
 
 Image reads are the one exception to "through FileSystems": a new client per read makes them
-CPU-bound, so `read_bytes` keeps one `GcsIO` per thread. Measured against the emulator
+CPU-bound, so `read_bytes` keeps one client per thread. Measured against the emulator
 (benchmarks/gcs_emulator.py, 2 cores): 65 reads/s against 204 on one thread; with 30 ms added to
 every request, 52 against 89 on 8 threads.
+
+Every request has a time limit (`GcsSettings.timeout_s`) and is retried with exponential backoff.
+google-cloud-storage waits 60 s by default for an answer, and Beam's filesystem sets no other
+limit, so a request that is accepted and never answered cost a minute: four such stalls among 100
+downloads stretched a 2-second run to 244 s. Reads pass the limit and a retry through
+google-cloud-storage's public `timeout=` and `retry=`; the clients Beam's filesystem builds (listing,
+writes, copies, deletes) get it on their transport (`compat.bound_requests`), and Beam's own retry
+(google-cloud-storage's `DEFAULT_RETRY`, which retries timeouts, 503s and reset connections) does
+the rest. The limit is process-wide: `use_settings` sets it, on the launcher before listing and on
+every worker in the setup of the DoFns that touch storage.
 """
 
 from __future__ import annotations
@@ -34,20 +44,72 @@ if TYPE_CHECKING:
     from apache_beam.io.gcp.gcsio import GcsIO
 
 __all__ = [
+    "DEFAULT_TIMEOUT_S",
     "EMULATOR_ENV",
+    "GcsSettings",
     "StorageError",
     "abandon",
     "bucket_of",
     "check_writable",
+    "current_settings",
     "describe",
     "emulator_host",
     "problem",
     "read_bytes",
     "thread_client",
+    "use_settings",
     "wants_credentials",
 ]
 
 EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
+# The connect and read time limits of Google's Cloud Storage connector for Hadoop (its
+# fs.gs.http.connect-timeout and fs.gs.http.read-timeout), which also retries what times out.
+# GCS answers a read in tens of milliseconds, and says 429 or 503 when it is busy rather than
+# keep silent; a request that hears nothing for 5 s is stalled, and a new one is cheaper than
+# waiting. Four stalls among 100 downloads add 22 s with it, 242 s with 60 s (README, Guarantees).
+DEFAULT_TIMEOUT_S = 5.0
+
+
+@dataclasses.dataclass(frozen=True)
+class GcsSettings:
+    """How long a gs:// request may wait for an answer before it is abandoned and retried.
+
+    Args:
+      timeout_s: the longest wait for a connection, or for the next piece of an answer (not for
+        the whole transfer: a large download that keeps arriving is never cut). Raise it for a
+        store that is slow to start answering, e.g. behind a proxy of its own.
+      retry_deadline_s: how long the attempts of one image read may go on, backoff included,
+        before the read fails (the input is then rejected as `unreadable`); google-cloud-storage's
+        default. Beam's own requests keep Beam's retry, with the same deadline.
+    """
+
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    retry_deadline_s: float = 120.0
+
+    def retry(self) -> Any:
+        """google-cloud-storage's default retry (timeouts, resets, 429 and 5xx, with exponential
+        backoff from 1 s), with this deadline."""
+        from google.cloud.storage.retry import DEFAULT_RETRY
+
+        return DEFAULT_RETRY.with_timeout(self.retry_deadline_s)
+
+
+_SETTINGS = GcsSettings()
+
+
+def use_settings(settings: GcsSettings) -> None:
+    """Make `settings` this process's, for every gs:// request from now on (ours and Beam's)."""
+    global _SETTINGS
+    _SETTINGS = settings
+
+
+def current_settings() -> GcsSettings:
+    return _SETTINGS
+
+
+def _bounded(client: Any) -> Any:
+    """`client`, with each of its requests limited to the current `timeout_s`."""
+    return compat.bound_requests(client, lambda: _SETTINGS.timeout_s)
 
 
 def emulator_host() -> str | None:
@@ -77,7 +139,8 @@ _THREAD = threading.local()
 
 
 def thread_client() -> GcsIO:
-    """This thread's GcsIO for reads: built on the thread's first gs:// read, then reused.
+    """This thread's GcsIO for reads (its `client` reads): built on the thread's first gs:// read,
+    then reused.
 
     One per thread because a google-cloud-storage client holds a requests session, which is not
     thread-safe. Built again only in another process (a connection pool is not inherited), for
@@ -90,7 +153,8 @@ def thread_client() -> GcsIO:
     host = emulator_host()
     cached: _ThreadClient | None = getattr(_THREAD, "client", None)
     if cached is None or not cached.built_for(host, options):
-        storage_client = _anonymous_storage_client() if host else None  # None: Beam builds it from options
+        # None: Beam builds it from the options, through the hook that bounds its requests.
+        storage_client = _bounded(_anonymous_storage_client()) if host else None
         client = gcsio.GcsIO(storage_client=storage_client, pipeline_options=options)
         cached = _ThreadClient(os.getpid(), host, options, client)
         _THREAD.client = cached
@@ -108,11 +172,16 @@ def read_bytes(path: str) -> bytes:
 
     gs:// objects are read through this thread's reused client (`thread_client`), because
     `FileSystems.open` builds a new client per call, which costs CPU and a request (see the module
-    docstring for the figures). Other paths go through Beam's filesystems.
+    docstring for the figures), in one request (Beam's reader asks for the object's metadata
+    first), limited and retried as `current_settings()` say. Other paths go through Beam's
+    filesystems.
     """
     if path.startswith("gs://"):
-        with thread_client().open(path, "rb") as handle:
-            return handle.read()
+        bucket, _, name = path[len("gs://") :].partition("/")
+        settings = _SETTINGS
+        blob = thread_client().client.bucket(bucket).blob(name)
+        # raw_download: the bytes as stored, never decompressed (gzip content-encoding included).
+        return blob.download_as_bytes(raw_download=True, timeout=settings.timeout_s, retry=settings.retry())
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
         return handle.read()
 
@@ -219,3 +288,4 @@ def abandon(handle: Any) -> None:
 
 # Every process that imports beam_tfrecord, launcher and workers alike.
 compat.install_emulator_switch(wants_credentials)
+compat.install_client_hook(_bounded)

@@ -21,7 +21,7 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import faults
+from beam_tfrecord import faults, gcs, runners
 from beam_tfrecord.config import ConvertConfig, SourceConfig, summary_options
 from beam_tfrecord.elements import ChangeLine, DroppedObjectLine, DuplicateGroup, FinalShard, RejectLine
 from beam_tfrecord.plan import staging
@@ -85,6 +85,7 @@ def prepare(
     and stage nothing new; any other interrupted run is removed, and the log says why it could
     not be resumed. The paths sink only (Beam's WriteToTFRecord keeps nothing of a killed run).
     """
+    gcs.use_settings(config.gcs)
     if source.annotations is not None and config.schema != "tfds":
         raise ConfigError(
             "schema",
@@ -158,6 +159,9 @@ class WriteMetadataFn(beam.DoFn):
         self.config = config
         self.run = run
 
+    def setup(self) -> None:
+        gcs.use_settings(self.config.gcs)
+
     def process(
         self,
         _: None,
@@ -216,9 +220,19 @@ class ListShardPlansFn(beam.DoFn):
     finished; the shard counts are its display data, so Dataflow's UI and a dry run's graph show
     how many tasks the workers share."""
 
-    def __init__(self, shard_counts: Mapping[str, int], finished: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        shard_counts: Mapping[str, int],
+        finished: Sequence[str] = (),
+        gcs_settings: gcs.GcsSettings | None = None,
+    ) -> None:
         self.shard_counts = dict(shard_counts)
         self.finished = frozenset(finished)
+        self.gcs_settings = gcs_settings
+
+    def setup(self) -> None:
+        if self.gcs_settings is not None:
+            gcs.use_settings(self.gcs_settings)
 
     def process(self, plan_dir: str) -> Iterator[str]:
         for path in staging.list_task_files(plan_dir):
@@ -261,6 +275,8 @@ class ImagesToTFRecords(beam.PTransform):
         self.progress_dir = progress_dir
 
     def expand(self, root: beam.pvalue.PBegin) -> beam.PCollection[Summary]:
+        runner = type(root.pipeline.runner)
+        runners.check_runner(f"{runner.__module__}.{runner.__qualname__}")  # before it fails mid-run
         config, staged = self.config, self.staged
         # Where each task leaves its done files, so a rerun keeps what it finished (paths sink).
         done_dir = staged.temp_dir if config.sink == "paths" else None
@@ -269,13 +285,16 @@ class ImagesToTFRecords(beam.PTransform):
         tasks = (
             root
             | "Start" >> beam.Create([staged.plan_dir])
-            | "ListShardPlans" >> beam.ParDo(ListShardPlansFn(staged.shard_counts, staged.finished))
+            | "ListShardPlans"
+            >> beam.ParDo(ListShardPlansFn(staged.shard_counts, staged.finished, config.gcs))
             | "SpreadShards" >> beam.Reshuffle()
             | "LoadShardPlan" >> beam.Map(staging.load_task)
         )
         # PendingRecord: one validated image, in shard order | RejectLine.
         read = tasks | "ReadValidate" >> beam.ParDo(
-            ReadShardFn(config.image, config.read_threads, self.progress_dir, staged.masks, done_dir)
+            ReadShardFn(
+                config.image, config.read_threads, self.progress_dir, staged.masks, done_dir, config.gcs
+            )
         ).with_outputs(REJECTS, main="pending")
         rejects = [read[REJECTS]]
         resumed = None
@@ -308,6 +327,7 @@ class ImagesToTFRecords(beam.PTransform):
             config.compression,
             staged.shard_counts,
             resumed.shards if resumed is not None else None,
+            config.gcs,
         )
         # FinalShard: each shard under its final name with its record count; Tally of records.
         finals, record_tallies = built.records | "Write" >> sink

@@ -5,10 +5,16 @@ Locally that is Beam's FnApiRunner (what the DirectRunner picks for a batch job,
 so Beam 2.77 does not first try to download and start Prism) with `multi_processing` workers,
 one per core. Measured on the 32,000-image benchmark (README, Performance), Beam's workers are
 as fast as the process pool this project used to keep inside one DoFn, with less memory.
+
+Any other runner is named as Beam names it: one of `StandardOptions.ALL_KNOWN_RUNNERS` by its
+class name, or any runner class by its module path. A runner's own options (DaskRunner's
+`--dask_client_address`, RenderRunner's `--render_output`) exist only once its module is
+imported, so `load_runner` imports it before the options are parsed.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 from collections.abc import Collection
@@ -21,18 +27,25 @@ from apache_beam.options.pipeline_options import (
     WorkerOptions,
 )
 
+from beam_tfrecord.settings import ConfigError
+
 __all__ = [
     "DATAFLOW_RUNNERS",
     "LOCAL_RUNNER",
     "LOCAL_RUNNERS",
+    "REFUSED_RUNNERS",
     "SMALL_RUN_BYTES",
+    "UNLISTED_RUNNERS",
     "LocalWorkers",
+    "check_runner",
     "deals_round_robin",
     "is_dataflow",
     "is_local",
+    "load_runner",
     "parallelism",
     "read_threads",
     "runner_name",
+    "runner_path",
     "use_local_runner",
 ]
 
@@ -49,6 +62,67 @@ SMALL_RUN_BYTES = 256 * 1024 * 1024
 # machine type whose name does not say (n1-standard-1, Dataflow's batch default).
 DEFAULT_DATAFLOW_WORKERS = 8
 _VCPUS = re.compile(r"-(\d+)$")
+# Runners Beam ships without listing them in StandardOptions.ALL_KNOWN_RUNNERS, so that Beam
+# resolves them only by module path (apache/beam#24578 asks for Dask's to be listed).
+UNLISTED_RUNNERS = ("apache_beam.runners.dask.dask_runner.DaskRunner",)
+# Runners this pipeline cannot run on, by class path, and why (the one line a user gets).
+REFUSED_RUNNERS = {
+    "apache_beam.runners.dask.dask_runner.DaskRunner": (
+        "cannot run this pipeline in Beam 2.77: its ParDo gives each consumer of one of a step's "
+        "outputs the elements of all of them (apply_dofn_to_bundle in "
+        "apache_beam/runners/dask/transform_evaluator.py), so records and rejects mix; use the "
+        "DirectRunner, Dataflow, Flink or Spark"
+    ),
+}
+
+
+def runner_path(name: str) -> str | None:
+    """The module path of the runner class `name` names, resolved as Beam resolves it: a class
+    name from `StandardOptions.ALL_KNOWN_RUNNERS` (any case, "Runner" optional) or a module path
+    as it is; also the runners Beam ships unlisted (UNLISTED_RUNNERS). None for any other name."""
+    listed = (*StandardOptions.ALL_KNOWN_RUNNERS, *UNLISTED_RUNNERS)
+    known = {path.rsplit(".", 1)[-1].lower(): path for path in listed}
+    lowered = name.lower()
+    found = known.get(lowered) or known.get(lowered + "runner")
+    if found is not None:
+        return found
+    return name if "." in name.strip(".") else None
+
+
+def load_runner(name: str | None) -> str | None:
+    """Import the module of the runner `name` names (None: Beam's default), so that the
+    PipelineOptions it declares are known when the options are parsed; its class path.
+
+    Raises ConfigError("runner", ...) when `name` names no runner that can be loaded. A runner
+    in REFUSED_RUNNERS is not refused here but by `check_runner`, after its options are parsed;
+    it passes even when its module cannot be imported, so that the refusal is what the user sees.
+    """
+    if name is None:
+        return None
+    path = runner_path(name)
+    if path is None:
+        names = ", ".join(StandardOptions.KNOWN_RUNNER_NAMES)
+        raise ConfigError(
+            "runner",
+            f"{name} is not a runner Beam knows: name one of {names}, or give a runner "
+            "class's module path (package.module.ClassName)",
+        )
+    module_name, _, class_name = path.rpartition(".")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        if path in REFUSED_RUNNERS:
+            return path
+        raise ConfigError("runner", f"{name}: its module {module_name} cannot be imported: {error}") from None
+    if not isinstance(getattr(module, class_name, None), type):
+        raise ConfigError("runner", f"{name}: {module_name} has no runner class {class_name}")
+    return path
+
+
+def check_runner(path: str | None) -> None:
+    """Raise ConfigError("runner", why) for a runner this pipeline cannot run on."""
+    if path in REFUSED_RUNNERS:
+        raise ConfigError("runner", f"{path.rsplit('.', 1)[-1]} {REFUSED_RUNNERS[path]}")
 
 
 def runner_name(options: PipelineOptions) -> str | None:

@@ -23,7 +23,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.transforms.window import GlobalWindows
 
-from beam_tfrecord import failures, names
+from beam_tfrecord import failures, gcs, names
 from beam_tfrecord.elements import (
     ConvertedRecord,
     DuplicateGroup,
@@ -103,16 +103,20 @@ class ReadShardFn(beam.DoFn):
         progress_dir: str | None = None,
         masks: bool = False,
         temp_dir: str | None = None,
+        gcs_settings: gcs.GcsSettings | None = None,
     ) -> None:
         self.image_options = image_options
         self.threads = threads
         self.progress_dir = progress_dir
         self.masks = masks  # a detection run stores instance masks
         self.temp_dir = temp_dir
+        self.gcs_settings = gcs_settings  # become the worker process's (gcs.use_settings)
         self._progress: Any = None
         self._pool: ThreadPoolExecutor | None = None
 
     def setup(self) -> None:
+        if self.gcs_settings is not None:
+            gcs.use_settings(self.gcs_settings)
         if self.progress_dir:
             from beam_tfrecord.progress import ProgressCounter
 
@@ -332,12 +336,17 @@ class WriteShardFilesFn(beam.DoFn):
     once closed, leaves its writer's done file beside the plan (write.resume): its tally and
     lines, so a rerun can keep it."""
 
-    def __init__(self, temp_dir: str, compression: str) -> None:
+    def __init__(self, temp_dir: str, compression: str, gcs_settings: gcs.GcsSettings | None = None) -> None:
         self.temp_dir = temp_dir
         self.compression = compression
+        self.gcs_settings = gcs_settings
         self._files: ShardFiles | None = None
         self._tally = Tally()
         self._ledger: dict[tuple[str, int], resume.ShardOutcome] = {}
+
+    def setup(self) -> None:
+        if self.gcs_settings is not None:
+            gcs.use_settings(self.gcs_settings)
 
     def start_bundle(self) -> None:
         self.teardown()  # a failed bundle's open file, if the runner reuses this instance
@@ -385,10 +394,21 @@ class WriteShardFilesFn(beam.DoFn):
 class FinalizeShardsFn(beam.DoFn):
     """Runs once, after every shard task: renames the temporary shards into place."""
 
-    def __init__(self, output: str, compression: str, shard_counts: Mapping[str, int]) -> None:
+    def __init__(
+        self,
+        output: str,
+        compression: str,
+        shard_counts: Mapping[str, int],
+        gcs_settings: gcs.GcsSettings | None = None,
+    ) -> None:
         self.output = output
         self.compression = compression
         self.shard_counts = dict(shard_counts)
+        self.gcs_settings = gcs_settings
+
+    def setup(self) -> None:
+        if self.gcs_settings is not None:
+            gcs.use_settings(self.gcs_settings)
 
     def process(self, _: None, written: list[WrittenShard]) -> Iterator[FinalShard]:
         yield from shardwriter.finalize_shards(written, self.output, self.compression, self.shard_counts)
@@ -409,6 +429,7 @@ class PlannedShardSink(beam.PTransform):
         compression: str,
         shard_counts: Mapping[str, int],
         resumed: beam.PCollection | None = None,
+        gcs_settings: gcs.GcsSettings | None = None,
     ) -> None:
         super().__init__()
         self.output = output
@@ -416,10 +437,11 @@ class PlannedShardSink(beam.PTransform):
         self.compression = compression
         self.shard_counts = dict(shard_counts)
         self.resumed = resumed
+        self.gcs_settings = gcs_settings
 
     def expand(self, records: beam.PCollection[ConvertedRecord]) -> tuple[beam.PCollection, beam.PCollection]:
         written = records | "WriteShardFiles" >> beam.ParDo(
-            WriteShardFilesFn(self.temp_dir, self.compression)
+            WriteShardFilesFn(self.temp_dir, self.compression, self.gcs_settings)
         ).with_outputs(TALLIES, main="written")
         shards = written.written
         if self.resumed is not None:
@@ -429,7 +451,7 @@ class PlannedShardSink(beam.PTransform):
             | "Once" >> beam.Create([None])
             | "Finalize"
             >> beam.ParDo(
-                FinalizeShardsFn(self.output, self.compression, self.shard_counts),
+                FinalizeShardsFn(self.output, self.compression, self.shard_counts, self.gcs_settings),
                 written=beam.pvalue.AsList(shards),
             )
         )
@@ -506,10 +528,12 @@ def make_sink(
     compression: str,
     shard_counts: Mapping[str, int],
     resumed: beam.PCollection | None = None,
+    gcs_settings: gcs.GcsSettings | None = None,
 ) -> beam.PTransform:
-    """The sink object a config names: `paths` (default) or `beam` (which never resumes)."""
+    """The sink object a config names: `paths` (default) or `beam` (which never resumes, and whose
+    steps are Beam's: they use the gs:// settings of the worker process they run in)."""
     if kind == "paths":
-        return PlannedShardSink(output, temp_dir, compression, shard_counts, resumed)
+        return PlannedShardSink(output, temp_dir, compression, shard_counts, resumed, gcs_settings)
     if kind == "beam":
         return TFRecordSplitsSink(output, shard_counts, compression)
     raise ValueError(f"sink must be paths or beam, not {kind!r}")

@@ -27,7 +27,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
 from apache_beam.runners.runner import PipelineState
 
-from beam_tfrecord import compat, failures, runners
+from beam_tfrecord import compat, failures, gcs, runners
 from beam_tfrecord.config import ConvertConfig
 from beam_tfrecord.features import keras as features_lib
 from beam_tfrecord.features.options import ModelUnavailable
@@ -150,6 +150,7 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
     try:
         options = parse_options(argv)
         settings = check_options(options)
+        gcs.use_settings(settings.config.gcs)  # before the first gs:// request: the listing
         if settings.dry_run:
             check_dry_run_input(settings.source.input)
         local = runners.is_local(options)

@@ -20,7 +20,7 @@ from typing import Any
 
 from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
 
-from beam_tfrecord import gcs
+from beam_tfrecord import gcs, runners
 from beam_tfrecord.config import COMPRESSIONS, LABEL_SOURCES, SCHEMAS, SINKS, ConvertConfig, SourceConfig
 from beam_tfrecord.features import keras as features_lib
 from beam_tfrecord.features import options as feature_options
@@ -64,6 +64,8 @@ FIELD_OPTIONS = {
     "precision": "feature_precision",
     "batch_size": "inference_batch_size",
     "read_threads": "decode_threads",
+    "gcs.timeout_s": "gcs_timeout_s",
+    "gcs.retry_deadline_s": "gcs_retry_deadline_s",
 }
 
 
@@ -259,6 +261,13 @@ class ConvertOptions(PipelineOptions):
             "locally 2 for one in-process worker, 1 per worker process)",
         )
         add(
+            "--gcs_timeout_s",
+            type=float,
+            default=gcs.DEFAULT_TIMEOUT_S,
+            help="seconds a gs:// request may wait for a connection or for the next part of its "
+            "answer before it is abandoned and retried with backoff (reads, listing, writes)",
+        )
+        add(
             "--feature_model",
             choices=tuple(features_lib.BACKBONES),
             help="store this Keras application's features (no classifier) in every record",
@@ -362,15 +371,32 @@ def _suggestion(name: str, known: Sequence[str]) -> str:
     return f"; did you mean {close[0]}?" if close else ""
 
 
+def _runner_named(argv: Sequence[str]) -> str | None:
+    """The `--runner` argv names, read before the whole command line can be parsed."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--runner")
+    return parser.parse_known_args(list(argv))[0].runner
+
+
 def parse_options(argv: Sequence[str]) -> PipelineOptions:
     """PipelineOptions from the command line; UsageError for anything no option declares.
 
+    The `--runner`'s module is imported first, so that the options it declares are known
+    (runners.load_runner); a runner this pipeline cannot run on is refused once they are parsed.
     `--help` prints every option (Beam's, then ours) and exits 0, as argparse does."""
     argv = list(argv)
+    try:
+        runner = runners.load_runner(_runner_named(argv))
+    except ConfigError as error:
+        raise UsageError(f"--{error}") from None
     if "--help" in argv or "-h" in argv:  # before Beam's base parser prints an empty help
         _beam_parser([]).print_help()
         raise SystemExit(0)
     _beam_parser(argv)
+    try:
+        runners.check_runner(runner)
+    except ConfigError as error:
+        raise UsageError(f"--{error}") from None
     return PipelineOptions(argv)
 
 
@@ -477,6 +503,7 @@ def _check(ns: ConvertOptions, dry_run: bool) -> RunSettings:
         shard_size_mb=ns.shard_size_mb,
         # Without --decode_threads, pipelines.convert sets it once the workers are chosen.
         read_threads=ns.decode_threads if ns.decode_threads is not None else read_threads(source_input, None),
+        gcs=gcs.GcsSettings(timeout_s=ns.gcs_timeout_s),
     )
     return RunSettings(
         source=source,

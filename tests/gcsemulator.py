@@ -6,11 +6,16 @@ server's work does not share the test process's interpreter lock.
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import http.client
 import http.server
+import io
 import json
 import re
+import select
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -18,6 +23,7 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
+from typing import Any
 
 EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 
@@ -135,6 +141,14 @@ class PermissionProxy:
                 return True
         return False
 
+    def intercept(self, handler: Any, method: str, path: str, body: bytes) -> bool:
+        """Answer the request here instead of relaying it (True when answered): IAM's 403."""
+        if not self.refused(method, path, body):
+            return False
+        error = {"code": 403, "message": "Caller does not have storage access to the bucket."}
+        handler._answer(403, {"Content-Type": "application/json"}, json.dumps({"error": error}))
+        return True
+
     def relink(self, text: str) -> str:
         """The emulator's own address in a link, replaced by the proxy's."""
         return text.replace(self.upstream.netloc, urllib.parse.urlsplit(self.url).netloc)
@@ -146,9 +160,7 @@ class PermissionProxy:
             def _relay(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 time.sleep(proxy.latency_s)
-                if proxy.refused(self.command, self.path, body):
-                    error = {"code": 403, "message": "Caller does not have storage access to the bucket."}
-                    self._answer(403, {"Content-Type": "application/json"}, json.dumps({"error": error}))
+                if proxy.intercept(self, self.command, self.path, body):
                     return
                 target = proxy.upstream
                 upstream = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
@@ -172,9 +184,105 @@ class PermissionProxy:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def reset(self) -> None:
+                """Drop the connection with a TCP reset, answering nothing."""
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.rfile.close()
+                self.connection.close()  # the last reference: the reset goes out now
+                self.rfile, self.wfile = io.BytesIO(), io.BytesIO()  # for the server's own clean-up
+                self.close_connection = True
+
+            def stall(self, hold_s: float, released: threading.Event) -> str:
+                """Answer nothing until the client hangs up ("client gave up"), or until `hold_s`
+                passes or the proxy closes ("held", then a 503 so that the client moves on)."""
+                self.close_connection = True
+                deadline = time.monotonic() + hold_s
+                while time.monotonic() < deadline and not released.is_set():
+                    if select.select([self.connection], [], [], 0.1)[0]:
+                        try:
+                            more = self.connection.recv(1, socket.MSG_PEEK)
+                        except OSError:
+                            more = b""
+                        if not more:
+                            return "client gave up"
+                with contextlib.suppress(OSError):
+                    self._answer(
+                        503, {"Content-Type": "application/json"}, json.dumps({"error": {"code": 503}})
+                    )
+                return "held"
+
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _relay
 
             def log_message(self, *args: object) -> None:
                 pass
 
         return Handler
+
+
+def request_kind(method: str, path: str) -> str:
+    """Which kind of GCS JSON API request this is: list, download, metadata, upload, batch or other."""
+    route, _, query = path.partition("?")
+    if route.startswith("/upload/"):
+        return "upload"
+    if route.startswith("/batch/"):
+        return "batch"
+    if route.startswith("/download/") or "alt=media" in query:
+        return "download"
+    if method == "GET" and re.search(r"/b/[^/]+/o$", route):
+        return "list"
+    if method == "GET" and "/o/" in route:
+        return "metadata"
+    return "other"
+
+
+class FaultProxy(PermissionProxy):
+    """A proxy in front of the emulator that injects the faults a long run meets on GCS.
+
+    `faults` maps a request kind (`request_kind`) to {ordinal: fault}: the n-th request of that
+    kind (1-based, retries counted) gets the fault instead of its answer. Faults:
+      "503": answered 503 Service Unavailable, as GCS does when busy;
+      "reset": the connection is dropped with a TCP reset, nothing answered;
+      "stall": accepted and never answered, until the client hangs up or `hold_s` passes (then a
+        503). `stalls` records which it was for each stall: "client gave up" shows that the
+        client's own time limit ended the wait, which no stall outlasting it ever shows.
+    Only the fault is made up: the client, Beam and the emulator are real, over HTTP.
+    """
+
+    FAULTS = ("503", "reset", "stall")
+
+    def __init__(self, upstream: str, faults: Mapping[str, Mapping[int, str]], hold_s: float = 45.0) -> None:
+        super().__init__(upstream, {})
+        self.faults = {kind: dict(plan) for kind, plan in faults.items()}
+        self.hold_s = hold_s
+        self.counts: collections.Counter[str] = collections.Counter()
+        self.injected: list[tuple[str, int, str]] = []
+        self.stalls: list[str] = []
+        self._lock = threading.Lock()
+        self._released = threading.Event()
+
+    def __exit__(self, *exc: object) -> None:
+        self._released.set()
+        super().__exit__(*exc)
+
+    def intercept(self, handler: Any, method: str, path: str, body: bytes) -> bool:
+        kind = request_kind(method, path)
+        with self._lock:
+            self.counts[kind] += 1
+            ordinal = self.counts[kind]
+            fault = self.faults.get(kind, {}).get(ordinal)
+            if fault is not None:
+                self.injected.append((kind, ordinal, fault))
+        if fault is None:
+            return super().intercept(handler, method, path, body)
+        if fault == "503":
+            error = {"code": 503, "message": "We encountered an internal error. Please try again."}
+            handler._answer(503, {"Content-Type": "application/json"}, json.dumps({"error": error}))
+        elif fault == "reset":
+            handler.reset()
+        elif fault == "stall":
+            outcome = handler.stall(self.hold_s, self._released)
+            with self._lock:
+                self.stalls.append(outcome)
+        else:
+            raise ValueError(f"unknown fault {fault!r}; one of {self.FAULTS}")
+        return True

@@ -9,6 +9,7 @@ import io
 import os
 import pickle
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -179,13 +180,29 @@ def flip_byte(data: bytes, position: int | None = None) -> bytes:
     return bytes(flipped)
 
 
+def many_samples_tiff(samples: int = 303_169_682) -> bytes:
+    """A little-endian TIFF whose SamplesPerPixel tag (277) claims `samples`: Pillow refuses to
+    open it and logs `More samples per pixel than can be decoded` on its own logger first."""
+    data = bytearray(encode(gradient(16, 8), "TIFF"))
+    assert data[:2] == b"II"
+    ifd = struct.unpack_from("<I", data, 4)[0]
+    for entry in range(struct.unpack_from("<H", data, ifd)[0]):
+        offset = ifd + 2 + 12 * entry
+        if struct.unpack_from("<H", data, offset)[0] == 277:
+            struct.pack_into("<HHII", data, offset, 277, 4, 1, samples)  # one LONG, held in place
+            return bytes(data)
+    raise AssertionError("Pillow wrote no SamplesPerPixel tag")
+
+
 def chatty_tiffs() -> dict[str, bytes]:
-    """TIFFs on which libtiff prints to stderr itself: a deflate TIFF whose data fails its check
-    (rejected) and a fax-coded one with a bad code word (still decodes: a record)."""
+    """TIFFs on which a decoder talks past Python: libtiff prints to stderr itself on a deflate
+    TIFF whose data fails its check (rejected) and on a fax-coded one with a bad code word (still
+    decodes: a record); Pillow's own logger reports an absurd samples-per-pixel count (rejected)."""
     rgb, bits = gradient(48, 32), gradient(48, 32).convert("1")
     return {
         "broken_deflate.tif": flip_byte(encode(rgb, "TIFF", compression="tiff_deflate")),
         "bad_code_word.tif": flip_byte(encode(bits, "TIFF", compression="group4")),
+        "many_samples.tif": many_samples_tiff(),
     }
 
 

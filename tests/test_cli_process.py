@@ -26,7 +26,7 @@ def tree(tmp_path_factory):
     files = {
         f"{c}/{i}.jpg": imagegen.jpeg(60, 40, seed=i + 100 * (c == "b")) for c in "ab" for i in range(40)
     }
-    # libtiff prints on these itself: the workers must keep it off the terminal.
+    # libtiff prints on these itself, and Pillow logs on one: the workers keep both off the terminal.
     chatty = {f"a/{name}": data for name, data in imagegen.chatty_tiffs().items()}
     imagegen.write_tree(root, files | chatty | {"a/broken.jpg": b"\xff\xd8"})
     return root
@@ -46,17 +46,19 @@ def command(tree, out, *extra: str) -> list[str]:
 
 
 def test_a_run_with_worker_processes_prints_only_its_own_lines(tree, tmp_path):
-    """Our two lines and the table, and no decoder's chatter: libtiff's is in rejects.jsonl."""
+    """Our two lines and the table, and no decoder's chatter: libtiff's and Pillow's own log lines
+    are in rejects.jsonl."""
     done = subprocess.run(
         command(tree, tmp_path / "out", *WORKERS), cwd=REPO, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-3000:]
     lines = [line for line in done.stderr.splitlines() if not line.startswith("converted ")]  # progress
     assert len(lines) == 2, done.stderr
-    assert lines[0].startswith("INFO pipelines.convert: 83 inputs (0 more skipped): 83 to read")
+    assert lines[0].startswith("INFO pipelines.convert: 84 inputs (0 more skipped): 84 to read")
     assert "multi_processing x 2" in lines[1]
     assert "inputs = records + rejects  yes" in done.stdout
-    assert "ZIPDecode" in (tmp_path / "out" / "rejects.jsonl").read_text()
+    rejected = (tmp_path / "out" / "rejects.jsonl").read_text()
+    assert "ZIPDecode" in rejected and "Pillow: More samples per pixel than can be decoded" in rejected
 
 
 def test_ctrl_c_ends_the_run_with_one_line_and_the_next_run_resumes(tree, tmp_path):
@@ -89,7 +91,7 @@ def test_ctrl_c_ends_the_run_with_one_line_and_the_next_run_resumes(tree, tmp_pa
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert "Traceback" not in stderr and len(lines) == 3, stderr  # our two INFO lines and this one
     assert re.match(
-        rf"interrupted after \d+ of 83 inputs: {re.escape(str(out))} has no summary.json", lines[-1]
+        rf"interrupted after \d+ of 84 inputs: {re.escape(str(out))} has no summary.json", lines[-1]
     )
     assert lines[-1].endswith(
         "the next run of the same command resumes it, keeping every shard finished so far"

@@ -111,3 +111,40 @@ def test_dataflow_environment_uses_what_beams_apiclient_still_has():
     )
     assert parameters[:3] == ["proto_pipeline", "sdk_overrides", "pipeline_options"]
     # The whole translation through it: tests/test_dataflow_dry_run.py.
+
+
+def test_client_hook_gets_every_client_beam_builds(monkeypatch):
+    """`install_client_hook` wraps the same factory as the emulator switch; both report
+    themselves when stacked, and the hook sees the client GcsIO goes on to use."""
+    assert compat.client_hook_installed() and compat.emulator_switch_installed()  # importing gcs
+    built, seen = object(), []
+
+    def factory(pipeline_options: object, use_credentials: bool = True) -> object:
+        return built
+
+    monkeypatch.setattr(gcsio, "create_storage_client", factory)
+    assert not compat.client_hook_installed()
+    assert compat.install_client_hook(lambda client: seen.append(client) or client)
+    assert compat.install_emulator_switch(gcs.wants_credentials)
+    assert compat.install_client_hook(lambda client: None)  # idempotent: the first callback stays
+    assert compat.client_hook_installed() and compat.emulator_switch_installed()
+    assert gcsio.GcsIO(pipeline_options=PipelineOptions()).client is built
+    assert seen == [built]
+
+
+def test_bound_requests_caps_google_cloud_storages_own_time_limit(monkeypatch):
+    """google-cloud-storage keeps its requests session as `client._http` and passes every request
+    its own timeout (60 s by default): a stall outlives a 3 s hold without the cap, not with it."""
+    from gcsemulator import FaultProxy
+    from google.cloud import storage
+
+    with FaultProxy("http://127.0.0.1:9", {"download": {1: "stall", 2: "stall"}}, hold_s=3) as proxy:
+        monkeypatch.setenv(gcs.EMULATOR_ENV, proxy.url)
+        client = storage.Client.create_anonymous_client()
+        assert compat.bound_requests(client, lambda: 0.5) is compat.bound_requests(client, lambda: 0.5)
+        with pytest.raises(Exception, match="timed out"):
+            client.bucket("b").blob("x").download_as_bytes(retry=None)
+        uncapped = compat.bound_requests(storage.Client.create_anonymous_client(), lambda: None)
+        with pytest.raises(Exception, match="503"):  # the proxy let go first, then answered 503
+            uncapped.bucket("b").blob("x").download_as_bytes(retry=None)
+    assert proxy.stalls == ["client gave up", "held"]

@@ -5,6 +5,7 @@ outcome; every record decodes with TensorFlow to the source's pixels."""
 from __future__ import annotations
 
 import io
+import logging
 import os
 import subprocess
 import sys
@@ -205,6 +206,24 @@ def test_decoder_chatter_becomes_the_detail_and_never_reaches_the_terminal(capfd
     assert (kept.height, kept.width, kept.channels) == (32, 48, 1)
     captured = capfd.readouterr()
     assert captured.err == "" and captured.out == ""
+
+
+def test_pillows_own_log_goes_into_the_detail_and_nowhere_else(caplog, capfd):
+    """Pillow reports some files on its logger (`ERROR PIL.TiffImagePlugin: More samples per
+    pixel than can be decoded`) before it refuses them: the reject's detail carries that line, and
+    no log handler sees it (the command's terminal, or the local runner's forwarded worker logs)."""
+    data = imagegen.chatty_tiffs()["many_samples.tif"]  # (saving TIFFs logs at DEBUG too)
+    with caplog.at_level(logging.DEBUG), pytest.raises(Reject) as raised:
+        encode_for_tensorflow(data)
+    assert raised.value.reason == "corrupt"
+    assert "More samples per pixel than can be decoded: 303169682" in raised.value.detail
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("PIL")] == []
+    assert capfd.readouterr().err == ""
+
+    # Outside a conversion Pillow's logger is Pillow's: a user's own decode still logs.
+    with caplog.at_level(logging.ERROR), pytest.raises(Exception):  # noqa: B017
+        Image.open(io.BytesIO(data), formats=["TIFF"])
+    assert any("More samples per pixel" in r.getMessage() for r in caplog.records)
 
 
 def test_stderr_is_back_after_a_capture(capfd):

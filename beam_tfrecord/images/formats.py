@@ -19,6 +19,8 @@ from collections.abc import Mapping
 
 from PIL import Image
 
+from beam_tfrecord.images import quiet
+
 __all__ = [
     "ACCEPTED_FORMATS",
     "REFUSED_FORMATS",
@@ -133,6 +135,8 @@ def register_plugins() -> None:
     # `warnings.catch_warnings` per decode is not thread-safe (it swaps process-wide state).
     warnings.filterwarnings("ignore", module=r"(PIL|pillow_heif)(\.|$)")
     warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
+    # Pillow's own log records of a conversion go into the reject's detail (quiet.pillow_log).
+    quiet.quiet_pillow_loggers()
     _registered = True
 
 

@@ -19,7 +19,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 from beam_tfrecord.images import formats, geometry, modes
 from beam_tfrecord.images.geometry import PixelTransform
 from beam_tfrecord.images.options import ImageOptions
-from beam_tfrecord.images.quiet import captured_stderr
+from beam_tfrecord.images.quiet import Captured, captured_stderr, pillow_log
 
 __all__ = [
     "CHANGE_REASONS",
@@ -97,7 +97,19 @@ def encode_for_tensorflow(
 ) -> EncodedImage:
     """Decode `data` in full and return bytes TensorFlow decodes, or raise `Reject`.
 
-    `name` (the input's path) lets the result say when the extension names another format."""
+    `name` (the input's path) lets the result say when the extension names another format.
+    What Pillow logs meanwhile ends in a reject's detail, never on the terminal (quiet.py)."""
+    with pillow_log() as logged:
+        try:
+            return _to_tensorflow(data, options, name)
+        except Reject as reject:
+            if not logged:
+                raise
+            said = Captured("\n".join(logged)).summary()
+            raise Reject(reject.reason, f"{reject.detail} (Pillow: {said})") from None
+
+
+def _to_tensorflow(data: bytes, options: ImageOptions, name: str | None) -> EncodedImage:
     if not data:
         raise Reject("empty", "the file has zero bytes")
     image = _open(data)

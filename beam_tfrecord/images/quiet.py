@@ -13,6 +13,14 @@ Ctrl-C message) to a duplicate of descriptor 2 before anything runs (`keep_pytho
 only C libraries' direct writes are ever captured. Elsewhere (a user's own pipeline), captured
 text is still logged at DEBUG, never dropped silently. When a capture cannot be set up (no
 descriptor 2, no temporary file), the decode runs uncaptured rather than failing.
+
+Pillow also reports some files on its own logger (`ERROR PIL.TiffImagePlugin: More samples per
+pixel than can be decoded: ...`) before refusing them, which the command's log handler printed
+in the middle of the run, and the local runner forwarded from every worker process. While a
+thread converts an image under `pillow_log()`, the records Pillow logs from that thread are taken
+off its loggers before any handler sees them; those of WARNING and up are kept for the reject's
+detail, the rest (Pillow's parse trace at DEBUG) go nowhere. Pillow's records from any other
+thread, or outside a conversion, are left alone.
 """
 
 from __future__ import annotations
@@ -26,9 +34,11 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-__all__ = ["Captured", "captured_stderr", "keep_python_stderr"]
+__all__ = ["Captured", "captured_stderr", "keep_python_stderr", "pillow_log", "quiet_pillow_loggers"]
 
 _LOCK = threading.Lock()
+_PILLOW_LOGGERS = ("PIL", "pillow_heif")
+_THREAD = threading.local()
 _LIMIT = 4096  # bytes of chatter kept: libtiff repeats one line per bad strip
 _log = logging.getLogger(__name__)
 
@@ -86,3 +96,47 @@ def captured_stderr() -> Iterator[Captured]:
             captured.text = scratch.read(_LIMIT).decode("utf-8", "replace")
     if captured.text:
         _log.debug("decoder output: %s", captured.text.strip())
+
+
+class _PillowRecords(logging.Filter):
+    """On Pillow's loggers: a record logged by a thread inside `pillow_log()` goes to that
+    thread's list (WARNING and up) or nowhere, never on to logging's handlers."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        kept: list[str] | None = getattr(_THREAD, "pillow_lines", None)
+        if kept is None:
+            return True
+        if record.levelno >= logging.WARNING:
+            kept.append(record.getMessage())
+        return False
+
+
+_PILLOW_FILTER = _PillowRecords()
+
+
+def quiet_pillow_loggers() -> None:
+    """Put the filter `pillow_log` relies on on every logger of Pillow and pillow-heif that exists.
+
+    Each module logs on its own logger (`PIL.TiffImagePlugin`), and a logger's filters see only
+    its own records, not those of the loggers below it, so each gets the filter: call this once
+    their modules are imported (`formats.register_plugins`, after `Image.init()`). Idempotent."""
+    for name, logger in list(logging.Logger.manager.loggerDict.items()):
+        if not isinstance(logger, logging.Logger) or name.split(".")[0] not in _PILLOW_LOGGERS:
+            continue
+        if _PILLOW_FILTER not in logger.filters:
+            logger.addFilter(_PILLOW_FILTER)
+
+
+@contextlib.contextmanager
+def pillow_log() -> Iterator[list[str]]:
+    """The messages (WARNING and up) Pillow logs from this thread for the duration, instead of
+    logging them; for a reject's detail. Nests: an inner capture keeps its own."""
+    previous = getattr(_THREAD, "pillow_lines", None)
+    lines: list[str] = []
+    _THREAD.pillow_lines = lines
+    try:
+        yield lines
+    finally:
+        _THREAD.pillow_lines = previous
+        if lines:
+            _log.debug("Pillow's log: %s", "; ".join(lines))
