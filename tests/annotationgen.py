@@ -74,13 +74,16 @@ SHAPES = [
     {"id": 3, "name": "square", "supercategory": "shape"},
     {"id": 7, "name": "triangle", "supercategory": "shape"},
 ]
-SHAPE_COLOURS = {3: (230, 60, 40), 7: (40, 90, 230)}
+SHAPE_COLOURS = {3: (70, 150, 220), 7: (250, 190, 60)}  # near the contact sheet's class colours
 
 
-def shapes_coco(root, count: int = 6, width: int = 96, height: int = 64) -> dict[str, list[dict]]:
+def shapes_coco(
+    root, count: int = 6, width: int = 96, height: int = 64, sizes: tuple[int, int] = (14, 26)
+) -> dict[str, list[dict]]:
     """Write `count` PNG pictures of squares and triangles with their COCO instances file (boxes
     and polygons) under `root` (`images/`, `annotations/instances_shapes.json`); returns, per file
-    name, its objects as {"category_id", "bbox" (COCO's x, y, w, h), "polygon"}."""
+    name, its objects as {"category_id", "bbox" (COCO's x, y, w, h), "polygon"}. Shapes are
+    `sizes` pixels wide (from, to), at most three a picture, side by side."""
     import pathlib
 
     import numpy as np
@@ -99,7 +102,7 @@ def shapes_coco(root, count: int = 6, width: int = 96, height: int = 64) -> dict
         objects = []
         for k in range(1 + i % 3):
             category = 3 if (i + k) % 2 == 0 else 7
-            size = int(rng.integers(14, 26))
+            size = int(rng.integers(*sizes))
             slot = width // 3  # one third of the width per shape: shapes never overlap
             x = k * slot + int(rng.integers(0, slot - size))
             y = int(rng.integers(0, height - size))

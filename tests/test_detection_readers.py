@@ -6,6 +6,7 @@ generated COCO tree of solid shapes, so a box that does not frame its shape show
 
 from __future__ import annotations
 
+import annotationgen
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -115,7 +116,7 @@ def test_boxes_and_masks_move_with_the_picture(shapes_output, resize):
     the mask covers pixels of its shape's colour in the image handed out."""
     out, _ = shapes_output
     batches = beam_tfrecord.load_dataset(str(out), "train", batch_size=3, shuffle=False, **resize)
-    colours = {0: (230, 60, 40), 1: (40, 90, 230)}
+    colours = {CATEGORY_INDEX[category]: colour for category, colour in annotationgen.SHAPE_COLOURS.items()}
     seen = 0
     for images, targets in batches:
         assert isinstance(targets["boxes"], tf.RaggedTensor)  # any number of objects per image
