@@ -1,6 +1,7 @@
 # `make demo` converts the bundled sample; `make test` runs lint and the whole suite (`make
 # test-torch` adds PyTorch and runs its adapter's test).
-# Each creates .venv with the pinned requirements on first use. `make proto` recompiles
+# Each creates .venv with the pinned requirements on first use (requirements-dev-nodeps.txt without
+# their dependencies: see its header). `make proto` recompiles
 # beam_tfrecord/write/example.binpb after an edit of beam_tfrecord/write/example.proto (both are checked in).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
@@ -8,10 +9,11 @@ PY := $(VENV)/bin/python
 
 .PHONY: demo test test-torch lint format proto clean
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt setup.py
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-dev-nodeps.txt setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt -e .
+	$(PY) -m pip install --quiet --no-deps -r requirements-dev-nodeps.txt
 	touch $@
 
 demo: $(VENV)/.installed

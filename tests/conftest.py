@@ -70,3 +70,17 @@ def plan_listing(listing, label_source, splits, *, num_shards=None, shard_size_m
         **{**needs.get(label_source.mode, {}), **source},
     )
     return make_plan(listing, config, ShardSettings(num_shards, shard_size_mb), label_source)
+
+
+@pytest.fixture(scope="session")
+def shapes_output(tmp_path_factory):
+    """(output folder, truth): six pictures of squares and triangles with COCO boxes and polygons
+    (tests/annotationgen.py's shapes_coco), converted once with masks, every record in train;
+    truth maps each picture's file name to its source objects."""
+    import annotationgen
+
+    root = tmp_path_factory.mktemp("shapes")
+    truth = annotationgen.shapes_coco(root / "in")
+    out = root / "out"
+    assert convert(root / "in", out, "--annotations", "coco", "--masks", "--splits", "train=1") == 0
+    return out, truth

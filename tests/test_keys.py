@@ -137,6 +137,8 @@ def test_the_tensorflow_free_reader_gives_every_field(layout):
     names = {key.name for key in record_keys(layout)} - {"features_float16", "features_shape"}
     if layout.features is not None:
         names.add("features")
+    if layout.objects:  # and the objects as NumPy arrays (read/detection.py)
+        names |= {"boxes", "labels", *(["masks"] if layout.masks else [])}
     assert set(record) == names
     assert record["height"] == 6 and record["filename"] == "cat/ü 1.jpg"
     if layout.labeled:

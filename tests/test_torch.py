@@ -49,3 +49,52 @@ def test_readme_pytorch_example_trains_one_epoch(pets_tree, tmp_path):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().splitlines()[-1] == "(3, 64, 64) True"
+
+
+DETECTION_STEP = """
+import sys
+
+import torch
+import torchvision
+
+import beam_tfrecord
+from beam_tfrecord.read.pytorch import detection_collate
+
+torch.manual_seed(0)
+data = beam_tfrecord.TorchImages(OUTPUT, "train")
+loader = torch.utils.data.DataLoader(data, batch_size=3, num_workers=2, collate_fn=detection_collate)
+images, targets = next(iter(loader))
+target = targets[0]
+assert target["boxes"].dtype == torch.float32 and target["boxes"].shape[1] == 4
+assert target["labels"].dtype == torch.int64 and int(target["labels"].min()) >= 1  # 0: background
+assert target["masks"].dtype == torch.uint8 and target["masks"].shape[1:] == images[0].shape[1:]
+model = torchvision.models.detection.fasterrcnn_mobilenet_v3_large_fpn(
+    weights=None, weights_backbone=None, num_classes=3, min_size=128, max_size=192
+)
+model.train()
+losses = model([image.float() / 255 for image in images], list(targets))
+loss = sum(losses.values())
+loss.backward()
+assert 'tensorflow' not in sys.modules
+print(sorted(losses), bool(torch.isfinite(loss)))
+"""
+
+
+def test_a_torchvision_detector_trains_a_step_on_torch_images(shapes_output):
+    """torchvision's own detector takes TorchImages' targets as they come (in a fresh process
+    without TensorFlow, as above)."""
+    out, _ = shapes_output
+    code = f"OUTPUT = {str(out)!r}\n" + DETECTION_STEP
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    expected = "['loss_box_reg', 'loss_classifier', 'loss_objectness', 'loss_rpn_box_reg'] True"
+    assert result.stdout.strip().splitlines()[-1] == expected
+
+
+def test_torch_images_targets_follow_image_size(shapes_output):
+    out, _ = shapes_output
+    stored = {r["filename"]: r["boxes"] for r in beam_tfrecord.iter_examples(str(out))}
+    data = beam_tfrecord.TorchImages(str(out), "train", image_size=(32, 48))
+    for (image, target), name in zip(data, stored, strict=True):
+        assert tuple(image.shape) == (3, 32, 48) and tuple(target["masks"].shape[1:]) == (32, 48)
+        torch.testing.assert_close(target["boxes"], torch.from_numpy(stored[name] / 2))

@@ -15,14 +15,16 @@ from typing import Any
 import numpy as np
 
 from beam_tfrecord.keys import record_keys
+from beam_tfrecord.read.detection import detection_target
 from beam_tfrecord.read.files import SplitFiles, iter_range, plan_reads, split_files
 from beam_tfrecord.write.messages import Example
 
-__all__ = ["KEYS", "decode_image", "iter_examples", "record_to_dict"]
+__all__ = ["DETECTION_KEYS", "KEYS", "decode_image", "iter_examples", "record_to_dict"]
 
 # The dict's keys for an image record, named the same in both schemas (the stored keys differ:
 # see beam_tfrecord/keys.py; the simple schema has no `format` or `label_text`). Manifest columns
-# come under their names, a feature run's output as `features`.
+# come under their names, a feature run's output as `features`. A detection run's records add the
+# stored object fields (`object_xmin`, `object_label`, ...: see keys.py) and `DETECTION_KEYS`.
 KEYS = (
     "image",
     "format",
@@ -35,6 +37,10 @@ KEYS = (
     "label_text",
     "features",
 )
+# A detection record's objects as NumPy arrays: `boxes` float32 [N, 4] pixel xyxy of the stored
+# image, `labels` int64 [N] from 0 (the stored `object_label` counts from 1), and, where the run
+# stored masks, `masks` uint8 [N, height, width] of 0 and 1.
+DETECTION_KEYS = ("boxes", "labels", "masks")
 
 
 def _values(feature: Any) -> list[Any]:
@@ -47,7 +53,9 @@ def record_to_dict(serialized: bytes, files: SplitFiles) -> dict[str, Any]:
     `image` the encoded bytes (as stored: decode with Pillow or torchvision), `label` an int (a
     list of ints, and `label_text` a list of names, in a multi-label run), text as str, a
     feature run's `features` as a float32 NumPy array of the stored shape (float16 runs
-    included), and each manifest column under its name: str, int, float, or a list of them."""
+    included), and each manifest column under its name: str, int, float, or a list of them.
+    A detection record adds its objects as NumPy arrays (`DETECTION_KEYS`): `boxes` in pixel
+    xyxy, `labels` from 0, `masks` decoded."""
     stored = Example.FromString(serialized).features.feature
     result: dict[str, Any] = {}
     layout = files.layout
@@ -72,6 +80,9 @@ def record_to_dict(serialized: bytes, files: SplitFiles) -> dict[str, Any]:
             flat = result.pop("features")
         result.pop("features_shape", None)
         result["features"] = flat.reshape(features.shape)
+    if layout.objects:
+        target = detection_target(result, labels_from=0)
+        result.update({key: target[key] for key in DETECTION_KEYS if key in target})
     return result
 
 

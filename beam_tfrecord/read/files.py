@@ -55,6 +55,7 @@ class SplitFiles:
     multi_label: bool = False  # label keys hold lists of class ids and names
     objects: bool = False  # a detection run's records hold objects (and, with `masks`, masks)
     masks: bool = False
+    max_objects: int | None = None  # the most objects one record of the run holds (summary.json)
 
     @property
     def one_size(self) -> bool:
@@ -93,6 +94,7 @@ def split_files(output_dir: str, split: str = "train", summary: Summary | None =
     info = summary.splits[split]
     paths = [FileSystems.join(output_dir, name) for name in sorted(info.files)]
     layout = summary.record_layout()
+    most = summary.objects.per_image.get("max") if summary.objects is not None else None
     return SplitFiles(
         schema=layout.schema,
         labeled=layout.labeled,
@@ -108,6 +110,7 @@ def split_files(output_dir: str, split: str = "train", summary: Summary | None =
         multi_label=layout.multi_label,
         objects=layout.objects,
         masks=layout.masks,
+        max_objects=int(most) if most is not None else None,
     )
 
 

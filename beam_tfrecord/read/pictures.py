@@ -1,7 +1,9 @@
 """Pictures of what was written: a contact sheet of sampled records and a label histogram.
 
 Drawn with Pillow (already a dependency) and its built-in font, so nothing else is installed and
-nothing is downloaded. Thumbnails are decoded from the stored bytes, the ones a trainer reads.
+nothing is downloaded. Thumbnails are decoded from the stored bytes, the ones a trainer reads; a
+detection record's stored boxes are drawn on its thumbnail with their class names, and its
+masks laid over it, one colour per class, so a box that no longer frames its object shows.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from beam_tfrecord.read.verify import Sample
 
-__all__ = ["contact_sheet", "label_histogram", "save_png", "thumbnail"]
+__all__ = ["contact_sheet", "draw_objects", "label_histogram", "save_png", "thumbnail"]
 
 BACKGROUND = (255, 255, 255)
 CELL_BACKGROUND = (235, 235, 235)
@@ -23,6 +25,8 @@ FAINT = (90, 90, 90)
 # Colour-blind-safe (Okabe-Ito) colours, one per split.
 SPLIT_COLOURS = [(0, 114, 178), (230, 159, 0), (0, 158, 115), (204, 121, 167), (86, 180, 233), (213, 94, 0)]
 MAX_HISTOGRAM_ROWS = 60
+MASK_OPACITY = 0.45
+TAG_HEIGHT = 13  # a class name's tag, in pixels (11 px text)
 
 
 def font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
@@ -52,8 +56,52 @@ def thumbnail(encoded: bytes, size: int) -> Image.Image:
         return broken
 
 
+def _class_colours(samples: Sequence[Sample]) -> dict[str, tuple[int, int, int]]:
+    """One colour per class name on the sheet, in name order (the same class, the same colour)."""
+    names = sorted({name for sample in samples for name in sample.box_labels})
+    return {name: SPLIT_COLOURS[i % len(SPLIT_COLOURS)] for i, name in enumerate(names)}
+
+
+def _mask(png: bytes, size: tuple[int, int]) -> Image.Image | None:
+    """A stored mask (0 and 1) as an 8-bit alpha of `size`, or None if Pillow cannot read it."""
+    try:
+        with Image.open(io.BytesIO(png), formats=("PNG",)) as mask:
+            alpha = mask.convert("L").resize(size, Image.Resampling.NEAREST)
+    except Exception:
+        return None
+    return alpha.point(lambda v: int(255 * MASK_OPACITY) if v else 0)
+
+
+def draw_objects(
+    thumb: Image.Image, sample: Sample, colours: Mapping[str, tuple[int, int, int]]
+) -> Image.Image:
+    """`thumb` with the sample's masks laid over it and its boxes (fractions of the image) drawn
+    with their class names, each in its class's colour."""
+    if not sample.boxes and not sample.masks:
+        return thumb
+    thumb = thumb.convert("RGB")
+    names = list(sample.box_labels) + [""] * (len(sample.boxes) - len(sample.box_labels))
+    for png, name in zip(sample.masks, names, strict=False):
+        alpha = _mask(png, thumb.size)
+        if alpha is not None:
+            thumb.paste(Image.new("RGB", thumb.size, colours.get(name, INK)), (0, 0), alpha)
+    draw, face = ImageDraw.Draw(thumb), font(11)
+    for (xmin, ymin, xmax, ymax), name in zip(sample.boxes, names, strict=True):
+        colour = colours.get(name, INK)
+        left, top = xmin * (thumb.width - 1), ymin * (thumb.height - 1)
+        box = [left, top, max(left, xmax * (thumb.width - 1)), max(top, ymax * (thumb.height - 1))]
+        draw.rectangle(box, outline=colour, width=2)
+        if name:  # above the box, or below it where the top is too near, never over the object
+            width = draw.textlength(name, font=face)
+            tag_top = top - TAG_HEIGHT if top >= TAG_HEIGHT else min(box[3] + 1, thumb.height - TAG_HEIGHT)
+            draw.rectangle([left, tag_top, left + width + 4, tag_top + TAG_HEIGHT - 1], fill=colour)
+            draw.text((left + 2, tag_top), name, fill=BACKGROUND, font=face)
+    return thumb
+
+
 def contact_sheet(samples: Sequence[Sample], title: str, columns: int = 6, cell: int = 160) -> Image.Image:
-    """A grid of thumbnails, each with its label (large) and split and file name (small) under it."""
+    """A grid of thumbnails, each with its label (large) and split and file name (small) under it;
+    a detection record's boxes, class names and masks drawn on it."""
     columns = max(1, min(columns, len(samples) or 1))
     rows = max(1, -(-len(samples) // columns))
     pad, caption, header = 8, 40, 36
@@ -62,12 +110,13 @@ def contact_sheet(samples: Sequence[Sample], title: str, columns: int = 6, cell:
     )
     draw = ImageDraw.Draw(sheet)
     big, small = font(16), font(12)
+    colours = _class_colours(samples)
     draw.text((pad, 8), title, fill=INK, font=font(18))
     for i, sample in enumerate(samples):
         x = pad + (i % columns) * (cell + pad)
         y = header + (i // columns) * (cell + caption + pad)
         draw.rectangle([x, y, x + cell - 1, y + cell - 1], fill=CELL_BACKGROUND)
-        thumb = thumbnail(sample.encoded, cell)
+        thumb = draw_objects(thumbnail(sample.encoded, cell), sample, colours)
         sheet.paste(thumb, (x + (cell - thumb.width) // 2, y + (cell - thumb.height) // 2))
         label = sample.label if sample.label is not None else "(unlabeled)"
         split_width = int(draw.textlength(sample.split, font=small))

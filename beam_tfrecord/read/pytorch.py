@@ -17,6 +17,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from beam_tfrecord.read.detection import detection_target
 from beam_tfrecord.read.examples import decode_image, iter_examples
 from beam_tfrecord.read.files import split_files, worker_shard
 
@@ -25,7 +26,7 @@ try:  # an optional extra: without it the class still imports, and refuses to be
 except ImportError:  # pragma: no cover - exercised where torch is not installed
     _Base = object  # type: ignore[assignment,misc]
 
-__all__ = ["TorchImages", "distributed_position", "torch_position"]
+__all__ = ["TorchImages", "detection_collate", "distributed_position", "torch_position"]
 
 INSTALL_HINT = "PyTorch is not installed: pip install 'beam-tfrecord[torch]' (or .[torch] in a checkout)"
 
@@ -53,6 +54,13 @@ def torch_position(rank: int = 0, world_size: int = 1) -> tuple[int, int, int, i
     return rank, world_size, worker, workers
 
 
+def detection_collate(batch: list[tuple[Any, Any]]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """A DataLoader's `collate_fn` for detection: (images, targets) as tuples, since each image
+    has its own number of objects (torchvision's detection references collate so)."""
+    images, targets = zip(*batch, strict=True)
+    return images, targets
+
+
 class TorchImages(_Base):  # type: ignore[misc,valid-type]
     """An IterableDataset of `(image, label)` (image alone for an unlabeled run; `(features,
     label)` for a `features_only` run) from a conversion's split, local or gs://.
@@ -60,6 +68,14 @@ class TorchImages(_Base):  # type: ignore[misc,valid-type]
     Images are uint8 tensors `[channels, height, width]` (torchvision's layout), decoded with
     Pillow; `image_size=(height, width)` resizes (bilinear, JPEGs decoded at a reduced DCT scale
     where that still leaves enough pixels). `transform` is applied to each image tensor.
+
+    A detection run (`--annotations`) gives `(image, target)` with torchvision's detection
+    target dict (what `torchvision.models.detection` models take in train mode): `boxes`
+    float32 [N, 4] pixel xyxy, `labels` int64 from 1 (the stored ids: torchvision's class 0 is
+    the background, so `num_classes` is the class count + 1), `area` float32, `iscrowd` int64,
+    and where the run stored masks `masks` uint8 [N, height, width]; boxes and masks follow
+    `image_size`. There `transform(image, target)` returns both, as torchvision's detection
+    transforms do. Batch with `collate_fn=detection_collate` (lists: objects differ per image).
 
     Args:
       output: the output folder of a conversion.
@@ -91,6 +107,9 @@ class TorchImages(_Base):  # type: ignore[misc,valid-type]
 
         index, count = worker_shard(*torch_position(self.rank, self.world_size))
         for record in iter_examples(self.output, self.split, shard=(index, count)):
+            if self.files.objects:
+                yield self._detection(record)
+                continue
             label = torch.tensor(record["label"]) if "label" in record else None
             if "image" in record:
                 pixels = decode_image(record["image"], self.channels, self.image_size)
@@ -100,3 +119,15 @@ class TorchImages(_Base):  # type: ignore[misc,valid-type]
             else:
                 value = torch.from_numpy(record["features"])
             yield value if label is None else (value, label)
+
+    def _detection(self, record: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """One detection record as (image tensor, torchvision target dict)."""
+        import torch
+
+        pixels = decode_image(record["image"], self.channels, self.image_size)
+        image = torch.from_numpy(pixels).permute(2, 0, 1)
+        arrays = detection_target(record, image_size=self.image_size, labels_from=1)
+        target = {name: torch.from_numpy(value) for name, value in arrays.items()}
+        if self.transform is not None:
+            return self.transform(image, target)
+        return image, target

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import tensorflow as tf
 
 from beam_tfrecord import gcs
-from beam_tfrecord.keys import key_of
+from beam_tfrecord.keys import key_of, table
+from beam_tfrecord.read.detection import PAD_BOX, PAD_LABEL, box_columns, check_box_format
 from beam_tfrecord.read.files import RecordRange, SplitFiles, class_names, iter_range, split_files
 from beam_tfrecord.write import schema as schema_lib
 
@@ -120,22 +122,73 @@ def decode(
     `crop_to_aspect_ratio` (centre crop to the target's aspect ratio first) or
     `pad_to_aspect_ratio` (fit inside, zero borders). `stored_size`, the record's stored
     (height, width), lets a JPEG be decoded at a reduced DCT scale."""
+    source = _decode_source(encoded, channels, image_size, stored_size, pad_to_aspect_ratio)
+    return _fit(source, channels, image_size, crop_to_aspect_ratio, pad_to_aspect_ratio)
+
+
+def _decode_source(
+    encoded: tf.Tensor,
+    channels: int,
+    image_size: tuple[int, int] | None,
+    stored_size: tuple[tf.Tensor, tf.Tensor] | None,
+    pad: bool,
+) -> tf.Tensor:
+    """The picture before any resize: full size, or a JPEG at the reduced DCT scale that still
+    leaves `image_size` enough pixels."""
+    if image_size is not None and stored_size is not None:
+        ratio = dct_ratio(stored_size[0], stored_size[1], image_size, pad)
+        return _decode_reduced(encoded, channels, ratio)
+    return _decode_full(encoded, channels)
+
+
+def _fit(
+    image: tf.Tensor,
+    channels: int,
+    image_size: tuple[int, int] | None,
+    crop: bool,
+    pad: bool,
+    method: str = "bilinear",
+) -> tf.Tensor:
+    """`image` (uint8 [height, width, channels]) brought to `image_size` as `decode` says;
+    `method="nearest"` for masks, which stay 0 and 1."""
     if image_size is None:
-        return _decode_full(encoded, channels)
-    if stored_size is not None:
-        ratio = dct_ratio(stored_size[0], stored_size[1], image_size, pad_to_aspect_ratio)
-        image = _decode_reduced(encoded, channels, ratio)
+        return image
+    if pad:
+        resized = tf.image.resize_with_pad(image, image_size[0], image_size[1], method=method)
     else:
-        image = _decode_full(encoded, channels)
-    if pad_to_aspect_ratio:
-        resized = tf.image.resize_with_pad(image, image_size[0], image_size[1])
-    else:
-        if crop_to_aspect_ratio:
+        if crop:
             image = _center_crop(image, image_size)
-        resized = tf.image.resize(image, image_size)
+        resized = tf.image.resize(image, image_size, method=method)
     image = tf.saturate_cast(tf.round(resized), tf.uint8)
     image.set_shape([image_size[0], image_size[1], channels or None])
     return image
+
+
+def _frame(
+    source_hw: tf.Tensor, image_size: tuple[int, int] | None, crop: bool, pad: bool
+) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
+    """(scale_y, offset_y, scale_x, offset_x) that take a stored box's fractions to pixels of the
+    image `_fit` makes from a source of `source_hw` (height, width): the same window as the
+    crop, the same fit and borders as `tf.image.resize_with_pad`."""
+    height, width = tf.cast(source_hw[0], tf.float32), tf.cast(source_hw[1], tf.float32)
+    zero = tf.constant(0.0)
+    if image_size is None:
+        return height, zero, width, zero
+    target_h, target_w = float(image_size[0]), float(image_size[1])
+    if pad:  # resize_with_pad: scale by the limiting side, floor the size, centre with floored borders
+        ratio = tf.maximum(width / target_w, height / target_h)
+        resized_h, resized_w = tf.floor(height / ratio), tf.floor(width / ratio)
+        top = tf.maximum(tf.floor((target_h - height / ratio) / 2), 0.0)
+        left = tf.maximum(tf.floor((target_w - width / ratio) / 2), 0.0)
+        return resized_h, top, resized_w, left
+    if crop:  # _center_crop's window, then stretched to the target
+        aspect = target_w / target_h
+        crop_h = tf.minimum(height, tf.round(width / aspect))
+        crop_w = tf.minimum(width, tf.round(height * aspect))
+        top, left = tf.floor((height - crop_h) / 2), tf.floor((width - crop_w) / 2)
+        scale_y, scale_x = target_h / crop_h, target_w / crop_w
+        return height * scale_y, -top * scale_y, width * scale_x, -left * scale_x
+    return tf.constant(target_h), zero, tf.constant(target_w), zero
 
 
 def _batch_size(
@@ -177,8 +230,11 @@ def load_dataset(
     features: bool = False,
     decode_images: bool | None = None,
     drop_remainder: bool = False,
+    bounding_box_format: str = "xyxy",
+    max_objects: int | None = None,
 ) -> tf.data.Dataset:
-    """A dataset of `(image, label)` (or `image` alone for an unlabeled run) from a conversion.
+    """A dataset of `(image, label)` (or `image` alone for an unlabeled run) from a conversion;
+    `(image, {"boxes", "labels"[, "masks"]})` from a detection run (below).
 
     Works with no argument but the folder on any output: `batch_size="auto"` batches 32 when
     every image has one size (summary.json says) or `image_size` is given, and otherwise gives
@@ -199,6 +255,17 @@ def load_dataset(
     A multi-label run's label is a multi-hot float32 vector of length K (the class count),
     what Keras' binary cross-entropy takes.
 
+    A detection run (`--annotations`) gives `(image, targets)` in KerasHub's convention (what
+    its object detectors' `fit` takes): `targets["boxes"]` float32 [N, 4] in
+    `bounding_box_format` (Keras's names: `xyxy`, the default, `yxyx`, `xywh`, `center_xywh`,
+    `center_yxhw` in pixels of the image handed out, or `rel_xyxy`, `rel_yxyx`, ... as fractions
+    of it), `targets["labels"]` int32 [N] from 0 (the stored ids count from 1), and, where the run
+    stored masks, `targets["masks"]` uint8 [N, height, width] of 0 and 1. `image_size`, crop and
+    pad move the boxes and masks with the picture; an object a crop cuts out is left out. Batches
+    hold `tf.RaggedTensor` targets (any number of objects per image), or with `max_objects=K`
+    dense ones padded to K with -1 boxes and -1 labels (Keras's and KerasHub's padding); a K
+    below the run's most objects in one image (summary.json) is refused here.
+
     Shuffling is over shard files and then records; give `seed` for a repeatable order.
     Raises `IncompleteOutput` for a folder without a finished run.
     """
@@ -207,6 +274,12 @@ def load_dataset(
     if decode_images is False and not features:
         raise ValueError("decode_images=False leaves nothing to return but the record: pass features=True")
     files = split_files(output_dir, split)
+    bounding_box_format = check_box_format(bounding_box_format)
+    if max_objects is not None and files.objects and max_objects < (files.max_objects or 0):
+        raise ValueError(
+            f"{output_dir}: an image holds up to {files.max_objects} objects (summary.json), so "
+            f"max_objects={max_objects} would lose some: pass max_objects={files.max_objects} or more"
+        )
     channels = (files.channels or 3) if channels is None else channels
     layout = files.features
     if decode_images is None:
@@ -243,6 +316,13 @@ def load_dataset(
         .apply(tf.data.experimental.assert_cardinality(files.records))
     )
 
+    detection = _Detection(
+        bounding_box_format,
+        max_objects,
+        files.masks,
+        (image_size, crop_to_aspect_ratio, pad_to_aspect_ratio),
+    )
+
     def finish(record: dict[str, tf.Tensor]) -> Any:
         record = dict(record)
         if files.multi_label and files.labeled:
@@ -257,25 +337,126 @@ def load_dataset(
                 return (record[float_key], record[label_key]) if files.labeled else record[float_key]
         if not decodes:
             return record
-        image = decode(
+        source = _decode_source(
             record[image_key],
             channels,
             image_size,
-            stored_size=(record[height_key], record[width_key]),
-            crop_to_aspect_ratio=crop_to_aspect_ratio,
-            pad_to_aspect_ratio=pad_to_aspect_ratio,
+            (record[height_key], record[width_key]),
+            pad_to_aspect_ratio,
         )
+        image = _fit(source, channels, image_size, crop_to_aspect_ratio, pad_to_aspect_ratio)
         if features:
             return {**record, "image": image}
+        if files.objects:
+            frame = _frame(tf.shape(source)[:2], image_size, crop_to_aspect_ratio, pad_to_aspect_ratio)
+            if image_size is None and files.one_size and files.heights and files.widths:
+                # One stored size: say so, so ragged_batch keeps the images dense.
+                image = tf.ensure_shape(image, [files.heights[0], files.widths[0], channels or None])
+            return image, _targets(record, frame, image, detection)
         return (image, record[label_key]) if files.labeled else image
 
     dataset = parsed.map(finish, num_parallel_calls=AUTOTUNE, deterministic=deterministic)
-    ragged = features and (files.multi_label or any(c.is_list for c in files.extra_columns))
+    lists = files.multi_label or files.objects or any(c.is_list for c in files.extra_columns)
+    ragged = (features and lists) or (files.objects and decodes and max_objects is None)
     if batch and ragged:  # lists of any length batch as RaggedTensors
         dataset = dataset.ragged_batch(batch, drop_remainder=drop_remainder)
     elif batch:
         dataset = dataset.batch(batch, drop_remainder=drop_remainder, num_parallel_calls=AUTOTUNE)
     return dataset.prefetch(AUTOTUNE)
+
+
+@dataclass(frozen=True)
+class _Detection:
+    """How load_dataset hands out a detection record's objects (see its docstring)."""
+
+    box_format: str
+    max_objects: int | None
+    masks: bool
+    resize: tuple[tuple[int, int] | None, bool, bool]  # image_size, crop, pad
+
+
+def _targets(
+    record: dict[str, tf.Tensor],
+    frame: tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor],
+    image: tf.Tensor,
+    detection: _Detection,
+) -> dict[str, tf.Tensor]:
+    """KerasHub's targets of one record: boxes in the asked format and labels from 0 in the
+    picture as handed out (clipped to it; an object a crop cut out left out), masks moved with
+    the picture, padded to `max_objects` where asked."""
+    objects = table("tfds")
+    assert objects.masks is not None
+    key = {k.name: k.key for k in objects.objects}
+    scale_y, top, scale_x, left = frame
+    out_hw = tf.shape(image)[:2]
+    height, width = tf.cast(out_hw[0], tf.float32), tf.cast(out_hw[1], tf.float32)
+    x1 = tf.clip_by_value(record[key["object_xmin"]] * scale_x + left, 0.0, width)
+    x2 = tf.clip_by_value(record[key["object_xmax"]] * scale_x + left, 0.0, width)
+    y1 = tf.clip_by_value(record[key["object_ymin"]] * scale_y + top, 0.0, height)
+    y2 = tf.clip_by_value(record[key["object_ymax"]] * scale_y + top, 0.0, height)
+    keep = tf.logical_and(x2 > x1, y2 > y1)
+    boxes = tf.stack(box_columns(x1, y1, x2, y2, detection.box_format, height, width), axis=-1)
+    labels = tf.cast(record[key["object_label"]], tf.int32) - 1
+    targets = {"boxes": tf.boolean_mask(boxes, keep), "labels": tf.boolean_mask(labels, keep)}
+    if detection.masks:
+        masks = _decode_masks(record[objects.masks.key], record)
+        masks = tf.boolean_mask(_fit_masks(masks, detection.resize), keep)
+        targets["masks"] = tf.ensure_shape(masks, [None, *image.shape[:2]])
+    if detection.max_objects is not None:
+        targets = _pad(targets, detection.max_objects)
+    return targets
+
+
+def _decode_masks(pngs: tf.Tensor, record: dict[str, tf.Tensor]) -> tf.Tensor:
+    """uint8 [N, stored height, stored width] from the mask PNGs (Model Garden decodes them so)."""
+    height, width = record[key_of("tfds", "height")], record[key_of("tfds", "width")]
+
+    def decode_all() -> tf.Tensor:
+        return tf.map_fn(
+            lambda png: tf.io.decode_png(png, channels=1)[..., 0],
+            pngs,
+            fn_output_signature=tf.TensorSpec([None, None], tf.uint8),
+        )
+
+    return tf.cond(tf.size(pngs) > 0, decode_all, lambda: tf.zeros([0, height, width], tf.uint8))
+
+
+def _fit_masks(masks: tf.Tensor, resize: tuple[tuple[int, int] | None, bool, bool]) -> tf.Tensor:
+    """[N, height, width] masks through the picture's own resize, crop or pad, nearest neighbour."""
+    image_size, crop, pad = resize
+    if image_size is None:
+        return masks
+
+    def fit() -> tf.Tensor:
+        moved = _fit(tf.transpose(masks, [1, 2, 0]), 0, image_size, crop, pad, method="nearest")
+        return tf.transpose(moved, [2, 0, 1])
+
+    fitted = tf.cond(
+        tf.shape(masks)[0] > 0, fit, lambda: tf.zeros([0, image_size[0], image_size[1]], tf.uint8)
+    )
+    fitted.set_shape([None, image_size[0], image_size[1]])
+    return fitted
+
+
+def _pad(targets: dict[str, tf.Tensor], size: int) -> dict[str, tf.Tensor]:
+    """Targets padded to `size` objects: boxes of -1, labels -1, empty masks."""
+    count = tf.shape(targets["labels"])[0]
+    check = tf.debugging.assert_less_equal(
+        count, size, message=f"an image holds more objects than max_objects={size}"
+    )
+    with tf.control_dependencies([check]):
+        missing = size - count
+    padded = {
+        "boxes": tf.pad(targets["boxes"], [[0, missing], [0, 0]], constant_values=PAD_BOX),
+        "labels": tf.pad(targets["labels"], [[0, missing]], constant_values=PAD_LABEL),
+    }
+    padded["boxes"].set_shape([size, 4])
+    padded["labels"].set_shape([size])
+    if "masks" in targets:
+        masks = tf.pad(targets["masks"], [[0, missing], [0, 0], [0, 0]])
+        masks.set_shape([size, *targets["masks"].shape[1:]])
+        padded["masks"] = masks
+    return padded
 
 
 def multi_hot(ids: tf.Tensor, classes: int) -> tf.Tensor:
