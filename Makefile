@@ -28,11 +28,12 @@ test: lint
 
 # The PyTorch tests, apart: torch from PyPI is 5.5 GB with its CUDA libraries, which `make test`
 # should not install. tests/test_torch.py: the reading adapter (its sharding is tested without
-# torch in tests/test_iter_examples.py); tests/test_features_torch.py: torchvision, timm,
-# TorchScript, torch.export and torch-exported ONNX feature models (`make test` skips both).
+# torch in tests/test_iter_examples.py); tests/torch_feature_cases.py: torchvision, timm,
+# TorchScript, torch.export and torch-exported ONNX feature models (`make test` skips both, or,
+# where torch is installed, runs the second in a fresh process: tests/test_features_torch.py).
 test-torch: $(VENV)/.installed
 	$(PY) -m pip install --quiet -r requirements-torch.txt
-	$(PY) -m pytest tests/test_torch.py tests/test_features_torch.py
+	$(PY) -m pytest tests/test_torch.py tests/torch_feature_cases.py
 
 format: $(VENV)/.installed
 	$(PY) -m ruff format .

@@ -2,7 +2,7 @@
 the stored features equal ONNX Runtime's own call on the same decoded image, pooled or not and
 as float16; a model's layout is read from its input; a broken file stops the command before the
 pipeline; and the ONNX path never imports TensorFlow. tests/test_portable.py runs one off one
-process; tests/test_features_torch.py exports one from PyTorch.
+process; tests/torch_feature_cases.py exports one from PyTorch.
 """
 
 from __future__ import annotations
