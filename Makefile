@@ -1,5 +1,5 @@
 # `make demo` converts the bundled sample; `make test` runs lint and the whole suite (`make
-# test-torch` adds PyTorch and runs its adapter's test).
+# test-torch` adds PyTorch and runs its reader's and feature models' tests).
 # Each creates .venv with the pinned requirements on first use (requirements-dev-nodeps.txt without
 # their dependencies: see its header). `make proto` recompiles
 # beam_tfrecord/write/example.binpb after an edit of beam_tfrecord/write/example.proto (both are checked in).
@@ -28,11 +28,14 @@ lint: $(VENV)/.installed
 test: lint
 	$(PY) -m pytest
 
-# The PyTorch adapter's own test, apart: torch from PyPI is 5.5 GB with its CUDA libraries, which
-# `make test` should not install (its sharding is tested without torch in tests/test_iter_examples.py).
+# The PyTorch tests, apart: torch from PyPI is 5.5 GB with its CUDA libraries, which `make test`
+# should not install. tests/test_torch.py: the reading adapter (its sharding is tested without
+# torch in tests/test_iter_examples.py); tests/torch_feature_cases.py: torchvision, timm,
+# TorchScript, torch.export and torch-exported ONNX feature models (`make test` skips both, or,
+# where torch is installed, runs the second in a fresh process: tests/test_features_torch.py).
 test-torch: $(VENV)/.installed
 	$(PY) -m pip install --quiet -r requirements-torch.txt
-	$(PY) -m pytest tests/test_torch.py
+	$(PY) -m pytest tests/test_torch.py tests/torch_feature_cases.py
 
 format: $(VENV)/.installed
 	$(PY) -m ruff format .

@@ -13,7 +13,9 @@
 # The versions are this checkout's (.venv); the list is Beam's own requirements that the image
 # lacks, plus ours (Pillow, google-crc32c, protobuf). numpy stays the image's (2.5.2 there, one
 # minor above Beam's pin; 16 MB that would not fit). TensorFlow does not fit at all (about 600 MB
-# and CUDA 12 libraries; the image has CUDA 13), so the feature model cannot run there.
+# and CUDA 12 libraries; the image has CUDA 13), so a Keras feature model cannot run there; a
+# PyTorch one (--feature_model torchvision:NAME, benchmarks/gpu_model.py and features.py) runs on
+# the image's own torch and torchvision, which these wheels leave alone (README, GPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -3,9 +3,12 @@
     .venv/bin/python benchmarks/features.py --images 256 --batch_size 32
     .venv/bin/python benchmarks/features.py --images 10000 --batch_size 256 --precision mixed \
         --feature_pooling avg --direct_num_workers=16 --direct_running_mode=multi_processing
+    python3 benchmarks/features.py --model torchvision:efficientnet_b0 --images 20000 --batch_size 256 \
+        --precision mixed --direct_num_workers=16 --direct_running_mode=multi_processing
 
-1. Bare model: the compiled call this project runs (`features.load_model`: the Keras
-   application plus its preprocess_input in one tf.function, at `--precision`) on random uint8
+1. Bare model: the compiled call this project runs (`features.models.load_model`: a Keras
+   application plus its preprocess_input in one tf.function, or a torchvision:/timm: backbone
+   with its normalisation on the device, at `--precision`) on random uint8
    batches as a run feeds them (`LoadedModel.predict`), after one warm-up batch: the best the
    pipeline could do. benchmarks/gpu_model.py measures it across batch sizes.
 2. Pipeline: `python -m pipelines.convert --feature_model ... --model_weights none` as a whole
@@ -45,7 +48,7 @@ def bare_model_rate(model: str, batch_size: int, batches: int, precision: str) -
     """Images per second of the compiled model call alone, on random inputs."""
     import numpy as np
 
-    from beam_tfrecord.features.keras import load_model
+    from beam_tfrecord.features.models import load_model
     from beam_tfrecord.features.options import FeatureOptions
 
     loaded = load_model(FeatureOptions(model, model_weights="none", precision=precision))

@@ -4,13 +4,16 @@ feature runs are measured against (benchmarks/features.py).
 
     .venv/bin/python benchmarks/gpu_model.py                          # 32,128,256 x float32,mixed
     .venv/bin/python benchmarks/gpu_model.py --batch_sizes 4 --batches 2 --repeats 3   # CPU check
+    python3 benchmarks/gpu_model.py --model torchvision:efficientnet_b0   # PyTorch (no TensorFlow)
+    python3 benchmarks/gpu_model.py --model torchvision:resnet50
 
-The model is built as a run builds it (`features.load_model`: the Keras application with random
-weights, its preprocess_input, GPU memory growth, `--feature_precision`), and fed what a run
-feeds it: a uint8 [n, 224, 224, 3] batch from host memory through `LoadedModel.predict`, which
-casts on the device and returns float32 features to the host. Each figure is the median of
-`--repeats` timings of `--batches` calls, after one warm-up call (the trace). GPU memory is
-TensorFlow's allocator peak for that batch size (`tf.config.experimental.get_memory_info`, reset
+The model is built as a run builds it (`features.models.load_model`: random weights, the
+framework's preprocessing, `--feature_precision`: Keras's mixed_float16 policy, or
+torch.autocast for a torchvision:/timm: name), and fed what a run feeds it: a uint8
+[n, h, w, 3] batch from host memory through `LoadedModel.predict`, which casts on the device and
+returns float32 features to the host. Each figure is the median of `--repeats` timings of
+`--batches` calls, after one warm-up call (the trace). GPU memory is the framework's allocator
+peak for that batch size (TensorFlow's `get_memory_info`, torch's `max_memory_allocated`, reset
 before each), weights included.
 """
 
@@ -30,7 +33,18 @@ sys.path.insert(0, ROOT)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
-def device_name() -> str:
+def is_torch(model: str) -> bool:
+    return model.partition(":")[0] in ("torchvision", "timm")
+
+
+def device_name(model: str) -> str:
+    if is_torch(model):
+        import torch
+
+        if not torch.cuda.is_available():
+            return f"CPU ({os.cpu_count()} cores, {platform.machine()}; no GPU)"
+        count = torch.cuda.device_count()
+        return f"{torch.cuda.get_device_name(0)} (cuda:0 of {count}, torch {torch.__version__})"
     import tensorflow as tf
 
     gpus = tf.config.list_physical_devices("GPU")
@@ -40,24 +54,66 @@ def device_name() -> str:
     return f"{details.get('device_name', 'GPU')} (GPU:0 of {len(gpus)})"
 
 
-def measure(model: str, precision: str, batch_sizes: list[int], batches: int, repeats: int) -> list[dict]:
-    import keras
-    import numpy as np
-    import tensorflow as tf
+class GpuPeak:
+    """The framework's allocator peak on the first GPU: reset, then read; None without a GPU."""
 
-    from beam_tfrecord.features.keras import load_model
+    def __init__(self, model: str) -> None:
+        self.torch = is_torch(model)
+        if self.torch:
+            import torch
+
+            self.gpu = torch.cuda.is_available()
+        else:
+            import tensorflow as tf
+
+            self.gpu = bool(tf.config.list_physical_devices("GPU"))
+
+    def reset(self) -> None:
+        if not self.gpu:
+            return
+        if self.torch:
+            import torch
+
+            torch.cuda.reset_peak_memory_stats(0)
+        else:
+            import tensorflow as tf
+
+            tf.config.experimental.reset_memory_stats("GPU:0")
+
+    def peak(self) -> int | None:
+        if not self.gpu:
+            return None
+        if self.torch:
+            import torch
+
+            return torch.cuda.max_memory_allocated(0)
+        import tensorflow as tf
+
+        return tf.config.experimental.get_memory_info("GPU:0")["peak"]
+
+
+def measure(model: str, precision: str, batch_sizes: list[int], batches: int, repeats: int) -> list[dict]:
+    import numpy as np
+
+    from beam_tfrecord.features.models import load_model
     from beam_tfrecord.features.options import FeatureOptions
 
-    keras.utils.set_random_seed(0)
+    if is_torch(model):
+        import torch
+
+        torch.manual_seed(0)
+    else:
+        import keras
+
+        keras.utils.set_random_seed(0)
     loaded = load_model(FeatureOptions(model, model_weights="none", precision=precision))
     height, width = loaded.input_size()
-    gpu = bool(tf.config.list_physical_devices("GPU"))
+    memory = GpuPeak(model)
     rng = np.random.default_rng(0)
     rows = []
     for batch_size in batch_sizes:
         batch = rng.integers(0, 256, (batch_size, height, width, 3), dtype=np.uint8)
-        if gpu:
-            tf.config.experimental.reset_memory_stats("GPU:0")
+        memory.reset()
         loaded.predict(batch)  # trace (first size only) and warm up
         rates = []
         for _ in range(repeats):
@@ -65,7 +121,6 @@ def measure(model: str, precision: str, batch_sizes: list[int], batches: int, re
             for _ in range(batches):
                 loaded.predict(batch)
             rates.append(batches * batch_size / (time.perf_counter() - started))
-        peak = tf.config.experimental.get_memory_info("GPU:0")["peak"] if gpu else None
         rows.append(
             {
                 "precision": precision,
@@ -73,7 +128,7 @@ def measure(model: str, precision: str, batch_sizes: list[int], batches: int, re
                 "images_per_s": statistics.median(rates),
                 "min": min(rates),
                 "max": max(rates),
-                "gpu_peak_bytes": peak,
+                "gpu_peak_bytes": memory.peak(),
             }
         )
         print(format_row(rows[-1]), flush=True)
@@ -92,7 +147,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--model", default="efficientnet_b0")
+    parser.add_argument(
+        "--model",
+        default="efficientnet_b0",
+        help="a --feature_model name: Keras's or torchvision:NAME / timm:NAME",
+    )
     parser.add_argument("--batch_sizes", default="32,128,256", help="comma-separated")
     parser.add_argument("--precisions", default="float32,mixed", help="comma-separated")
     parser.add_argument("--batches", type=int, default=20, help="model calls per timing")
@@ -100,7 +159,7 @@ def main() -> None:
     parser.add_argument("--json", help="also write the rows here")
     args = parser.parse_args()
     batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
-    device = device_name()
+    device = device_name(args.model)
     print(
         f"{args.model}, random weights, uint8 batches from the host, {device}, "
         f"median of {args.repeats} x {args.batches} calls, Python {platform.python_version()}",

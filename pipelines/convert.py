@@ -29,7 +29,7 @@ from apache_beam.runners.runner import PipelineState
 
 from beam_tfrecord import compat, failures, gcs, runners
 from beam_tfrecord.config import ConvertConfig
-from beam_tfrecord.features import keras as features_lib
+from beam_tfrecord.features import models as feature_models
 from beam_tfrecord.features.options import ModelUnavailable
 from beam_tfrecord.images import quiet
 from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
@@ -158,7 +158,7 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         check_conflicts(settings, given, local)
         check_remote_run(settings, options, local)
         if settings.config.features is not None:
-            features_lib.check_weights(settings.config.features, local)
+            feature_models.check_model(settings.config.features, local)
         interrupts.set_message(lambda: f"interrupted before the pipeline started; {CLEAN_RERUN}")
         # A dry run plans where a real run would stage, writing nothing (nor listing gs:// output).
         staged, config = plan_run(settings, options, given)

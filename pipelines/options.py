@@ -22,7 +22,6 @@ from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
 
 from beam_tfrecord import gcs, runners
 from beam_tfrecord.config import COMPRESSIONS, LABEL_SOURCES, SCHEMAS, SINKS, ConvertConfig, SourceConfig
-from beam_tfrecord.features import keras as features_lib
 from beam_tfrecord.features import options as feature_options
 from beam_tfrecord.features.options import FeatureOptions
 from beam_tfrecord.images.options import IMAGE_FORMATS, RESIZE_MODES, ImageOptions, parse_size
@@ -63,6 +62,8 @@ FIELD_OPTIONS = {
     "dtype": "feature_dtype",
     "precision": "feature_precision",
     "batch_size": "inference_batch_size",
+    "input_normalization": "model_input_normalization",
+    "input_size": "model_input_size",
     "read_threads": "decode_threads",
     "gcs.timeout_s": "gcs_timeout_s",
     "gcs.retry_deadline_s": "gcs_retry_deadline_s",
@@ -269,16 +270,33 @@ class ConvertOptions(PipelineOptions):
         )
         add(
             "--feature_model",
-            choices=tuple(features_lib.BACKBONES),
-            help="store this Keras application's features (no classifier) in every record",
+            help="store this backbone's features (no classifier) in every record: a Keras application ("
+            + ", ".join(feature_options.KERAS_NAMES)
+            + "), or torchvision:NAME or timm:NAME (PyTorch, pip install .[torch])",
         )
         add(
             "--model_weights",
             default=default_of(FeatureOptions, "model_weights"),
-            help="--feature_model weights: imagenet (Keras's cache, ~/.keras/models), none (random), "
-            "or a weights file (local or gs://)",
+            help="--feature_model weights: imagenet (Keras's or torch's cache on local runs), none (random), "
+            "or a weights file (local or gs://; a state_dict for PyTorch)",
         )
-        add("--model_path", help="a .keras file or SavedModel folder (local or gs://) whose output is stored")
+        add(
+            "--model_path",
+            help="a model file (local or gs://) whose output is stored: .keras/.h5 or a SavedModel folder "
+            "(Keras), .onnx (ONNX Runtime), .pt/.pth TorchScript or .pt2 torch.export (PyTorch)",
+        )
+        add(
+            "--model_input_normalization",
+            default=default_of(FeatureOptions, "input_normalization"),
+            choices=feature_options.NORMALIZATIONS,
+            help="what a --model_path model is fed: none (RGB 0..255), unit (0..1) or imagenet "
+            "(0..1 less ImageNet's mean, over its std, per channel: torchvision's and timm's)",
+        )
+        add(
+            "--model_input_size",
+            help="WIDTHxHEIGHT a --model_path model is fed when its file fixes none (TorchScript, an ONNX "
+            "model with free spatial axes)",
+        )
         add(
             "--inference_batch_size",
             type=int,
@@ -566,7 +584,20 @@ FEATURE_FIELDS = {
     "inference_batch_size": "batch_size",
     "feature_precision": "precision",
     "model_copies": "model_copies",
+    "model_input_normalization": "input_normalization",
+    "model_input_size": "input_size",
 }
+
+
+def _height_width(text: str | None) -> tuple[int, int] | None:
+    """--model_input_size WIDTHxHEIGHT (as --resize is written) -> (height, width), the library's order."""
+    if text is None:
+        return None
+    try:
+        width, height = parse_size(text)
+    except ValueError as error:
+        raise UsageError(f"--model_input_size {error}") from None
+    return height, width
 
 
 def _feature_options(ns: ConvertOptions) -> feature_options.FeatureOptions | None:
@@ -590,6 +621,8 @@ def _feature_options(ns: ConvertOptions) -> feature_options.FeatureOptions | Non
         batch_size=ns.inference_batch_size,
         precision=ns.feature_precision,
         model_copies=ns.model_copies,
+        input_normalization=ns.model_input_normalization,
+        input_size=_height_width(ns.model_input_size),
     )
     model_path = ns.model_path
     if model_path and "://" not in model_path:

@@ -84,7 +84,10 @@ def test_known_beam_noise_is_still_emitted_by_beam():
 
     assert "No semi_persistent_directory found" in inspect.getsource(sdk_worker_main)
     assert "Resource module is not available" in inspect.getsource(base)
-    assert base.resource is None  # set so because torch is missing, although `resource` imports
+    # Set so when Beam's model manager does not import (it needs torch and scipy), although
+    # `resource` imports; where torch is installed (make test-torch) Beam says nothing.
+    if base.ModelManager is None:
+        assert base.resource is None
     import resource  # noqa: F401  (the module Beam says is not available)
 
 

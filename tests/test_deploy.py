@@ -33,6 +33,8 @@ EXAMPLES = {
     "model_path": "gs://my-bucket/models/effnet",
     "decode_threads": "1",
     "model_copies": "1",
+    "model_input_size": "224x224",
+    "feature_model": "torchvision:resnet50",
     "group_pattern": r"^(p\d+)_",
     "manifest_path_column": "id",
     "manifest_label_column": "breed",

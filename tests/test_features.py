@@ -347,3 +347,27 @@ def test_a_model_that_raises_rejects_its_batches_and_the_run_says_so(
     assert {line["detail"] for line in lines if line["reason"] == "inference_failed"} == {
         "RuntimeError: no kernel for this input"
     }
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--feature_model", "torchvision:resnet18", "--model_weights", "none"],
+        ["--model_path", "{model}"],
+    ],
+)
+def test_a_pytorch_model_without_torch_says_how_to_install_it(
+    small_tree, tmp_path, monkeypatch, capsys, argv
+):
+    """torch is an optional extra: asked for where it is missing (here made so, installed or not),
+    the command stops before the pipeline with the install line."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
+    model = tmp_path / "net.pt"
+    model.write_bytes(b"a TorchScript file")
+    argv = [a.replace("{model}", str(model)) for a in argv]
+    assert run(["--input", str(small_tree), "--output", str(tmp_path / "out"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert "needs torch, which is not installed: pip install 'beam-tfrecord[torch]'" in err
+    assert not (tmp_path / "out").exists()

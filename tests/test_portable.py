@@ -1,7 +1,7 @@
 """Proven off one process: the same command on Beam's portable job service with its SDK worker
 pool (the protocol of Dataflow Runner v2, Flink and Spark), both started here on 127.0.0.1,
-writes the same records, rejects and labels as the in-process run, for a plain and a feature
-run, and waits for the job to print the same summary table."""
+writes the same records, rejects and labels as the in-process run, for a plain run and feature
+runs (Keras and ONNX), and waits for the job to print the same summary table."""
 
 from __future__ import annotations
 
@@ -153,6 +153,30 @@ def test_a_feature_run_off_one_process_equals_the_in_process_run(portable, tree,
     local, remote = outcome(tmp_path / "local"), outcome(tmp_path / "remote")
     assert remote == local
     assert json.loads((tmp_path / "remote" / "summary.json").read_text())["features"]["shape"] == [2]
+
+
+def test_an_onnx_feature_run_off_one_process_equals_the_in_process_run(portable, tree, tmp_path):
+    """The ONNX path on the portable runner's SDK workers: same records (so same digests), rejects
+    and labels as in-process, features pooled and stored as float16."""
+    import onnxgen
+
+    model_path = onnxgen.conv_pool(tmp_path / "tiny.onnx")
+    args = (
+        f"--model_path={model_path}",
+        "--model_input_normalization=imagenet",
+        "--feature_pooling=avg",
+        "--feature_dtype=float16",
+        "--inference_batch_size=4",
+        "--num_shards=2",
+    )
+    assert convert(tree, tmp_path / "local", *args) == 0
+    done = run_cli("--input", str(tree), "--output", str(tmp_path / "remote"), *args, *portable)
+    assert done.returncode == 0, done.stderr[-3000:]
+    local, remote = outcome(tmp_path / "local"), outcome(tmp_path / "remote")
+    assert remote == local and remote["records"] == 20
+    assert remote["digests"] == remote["recomputed"]
+    features = json.loads((tmp_path / "remote" / "summary.json").read_text())["features"]
+    assert features["shape"] == [5] and features["framework"] == "onnx"
 
 
 def test_no_wait_returns_once_submitted(portable, tree, tmp_path):

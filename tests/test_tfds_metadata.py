@@ -80,6 +80,20 @@ def test_gzip_output_gets_no_tfds_metadata_and_overwrite_clears_an_earlier_one(p
     assert not (out / "image-class-label.labels.txt").exists()
 
 
+def test_a_machine_without_tfds_writes_the_records_and_says_why_no_metadata(pets_tree, tmp_path, monkeypatch):
+    """A machine with PyTorch and no TensorFlow (where tensorflow-datasets does not import) still
+    converts; the summary says why TFDS's files are missing, instead of the run failing at the end."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "tensorflow_datasets", None)
+    out = tmp_path / "out"
+    convert(pets_tree, out)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["records"] == 60 and summary["tfds_metadata"]["written"] is False
+    assert summary["tfds_metadata"]["reason"].startswith("tensorflow-datasets does not import here")
+    assert not (out / "dataset_info.json").exists()
+
+
 def test_one_gray_image_in_a_forced_grayscale_run(tmp_path):
     root = tmp_path / "in"
     imagegen.write_tree(root, {"a/1.jpg": imagegen.jpeg(seed=1), "b/2.png": imagegen.png(seed=2)})

@@ -5,7 +5,9 @@ Takes: `PendingRecord`s and `FeatureOptions`.
 Gives: RunInference's `PredictionResult(example=PendingRecord, inference=features or why not)`.
 
 Modules: `options` (the settings), `inputs` (what any model is fed, pooling, one batch call),
-`keras` (the Keras applications and saved models), `handler` (the thin RunInference handler).
+`models` (which framework, the check before a run, loading), `keras` (the Keras applications
+and saved models), `onnxrt` (ONNX files on ONNX Runtime), `pytorch` (torchvision and timm names,
+TorchScript and torch.export files), `handler` (the thin RunInference handler).
 """
 
-__all__ = ["handler", "inputs", "keras", "options"]
+__all__ = ["handler", "inputs", "keras", "models", "onnxrt", "options", "pytorch"]

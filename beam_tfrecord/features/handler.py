@@ -11,7 +11,7 @@ from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
 from beam_tfrecord import compat
 from beam_tfrecord.features import inputs as feature_inputs
-from beam_tfrecord.features import keras as keras_models
+from beam_tfrecord.features import models
 from beam_tfrecord.features.inputs import LoadedModel
 from beam_tfrecord.features.options import FeatureOptions
 
@@ -23,7 +23,7 @@ compat.quiet_known_beam_noise(logging.getLogger())
 
 
 class FeatureModelHandler(ModelHandler[Any, PredictionResult, LoadedModel]):
-    """RunInference handler for Keras 3 / SavedModel feature extractors.
+    """RunInference handler for every feature model (Keras, ONNX, PyTorch: features/models.py).
 
     Elements are any objects with an `encoded` attribute (the stored image bytes); each result's
     `example` is the element itself, so a record's facts travel with its features and no key or
@@ -55,7 +55,7 @@ class FeatureModelHandler(ModelHandler[Any, PredictionResult, LoadedModel]):
         return max(self._copies(), 1)
 
     def load_model(self) -> LoadedModel:
-        return keras_models.load_model(self.options)
+        return models.load_model(self.options)
 
     def run_inference(
         self, batch: Sequence[Any], model: LoadedModel, inference_args: dict[str, Any] | None = None

@@ -11,6 +11,7 @@ import os
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from apache_beam.io.filesystem import CompressionTypes
@@ -19,7 +20,7 @@ from PIL import Image
 
 from beam_tfrecord.features.options import POOLINGS, ModelUnavailable
 
-__all__ = ["LoadedModel", "infer", "localize", "model_input", "pool", "visible_gpus"]
+__all__ = ["LoadedModel", "infer", "input_layout", "localize", "model_input", "pool", "visible_gpus"]
 
 
 def localize(path: str) -> str:
@@ -121,6 +122,38 @@ def infer(encoded: Sequence[bytes], model: LoadedModel, pooling: str) -> list[np
         for row, i in enumerate(good):
             results[i] = out[row]
     return results
+
+
+def _fixed(dim: Any) -> int | None:
+    return dim if isinstance(dim, int) and dim > 0 else None
+
+
+def input_layout(
+    shape: Sequence[Any], given: tuple[int, int] | None, what: str
+) -> tuple[bool, tuple[int, int]]:
+    """(channels_first, (height, width)) of a 4-D image input: NHWC when its last axis is 3,
+    else NCHW when its second is (what a model exported from PyTorch has). A free spatial axis
+    takes `given` (input_size); a fixed one must agree with it."""
+    if len(shape) != 4 or 3 not in (shape[1], shape[3]):
+        raise ModelUnavailable(
+            f"{what}: expected an image input (batch, 3, height, width) or (batch, height, width, 3), "
+            f"got {list(shape)}"
+        )
+    channels_first = shape[3] != 3
+    spatial = (shape[2], shape[3]) if channels_first else (shape[1], shape[2])
+    fixed = (_fixed(spatial[0]), _fixed(spatial[1]))
+    if None not in fixed:
+        size = (int(fixed[0]), int(fixed[1]))  # type: ignore[arg-type]
+        if given is not None and given != size:
+            raise ModelUnavailable(
+                f"{what} takes {size[1]}x{size[0]} images, not input_size {given[1]}x{given[0]}"
+            )
+        return channels_first, size
+    if given is None:
+        raise ModelUnavailable(
+            f"{what}: its input {list(shape)} fixes no height and width; give input_size WIDTHxHEIGHT"
+        )
+    return channels_first, given
 
 
 def visible_gpus() -> int:

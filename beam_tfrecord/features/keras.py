@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from beam_tfrecord.features.inputs import LoadedModel, localize
-from beam_tfrecord.features.options import FeatureOptions, ModelUnavailable
+from beam_tfrecord.features.options import (
+    KERAS_NAMES,
+    FeatureOptions,
+    ModelUnavailable,
+    normalization_constants,
+)
 
 __all__ = [
     "BACKBONES",
@@ -66,6 +71,7 @@ BACKBONES: dict[str, Backbone] = {
         "https://storage.googleapis.com/tensorflow/keras-applications/mobilenet_v2/",
     ),
 }
+assert tuple(BACKBONES) == KERAS_NAMES  # the settings name them without importing this module
 
 
 def keras_cache_path(file_name: str) -> str:
@@ -163,12 +169,24 @@ def load_backbone(options: FeatureOptions) -> LoadedModel:
     return _compile(lambda x: model(preprocess(x), training=False), size, size)
 
 
-def load_saved(path: str) -> LoadedModel:
+def _normalized(fn: Callable[[Any], Any], normalization: str) -> Callable[[Any], Any]:
+    """`fn` fed (x * scale - mean) / std of the RGB 0..255 float32 batch (input_normalization)."""
+    if normalization == "none":
+        return fn
+    import tensorflow as tf
+
+    scale, mean, std = normalization_constants(normalization)
+    factor = tf.constant([scale / s for s in std], tf.float32)
+    offset = tf.constant([m / s for m, s in zip(mean, std, strict=True)], tf.float32)
+    return lambda x: fn(x * factor - offset)
+
+
+def load_saved(path: str, normalization: str = "none") -> LoadedModel:
     """A `.keras` file (safe mode: no arbitrary code) or a TensorFlow SavedModel folder.
 
     Keras 3's load_model reads only .keras/.h5, so a SavedModel goes through tf.saved_model.load
-    and its serving signature; the model is fed RGB float32 0..255 and must hold its own
-    preprocessing.
+    and its serving signature; the model is fed RGB float32 0..255 (or as `normalization` says)
+    and must hold the rest of its preprocessing.
     """
     local = localize(path)
     if local.endswith((".keras", ".h5")):
@@ -176,7 +194,7 @@ def load_saved(path: str) -> LoadedModel:
 
         model = keras.models.load_model(local, safe_mode=True, compile=False)
         height, width = _spatial_size(tuple(model.input_shape), path)
-        return _compile(lambda x: model(x, training=False), height, width)
+        return _compile(_normalized(lambda x: model(x, training=False), normalization), height, width)
     import tensorflow as tf
 
     loaded = tf.saved_model.load(local)
@@ -195,7 +213,7 @@ def load_saved(path: str) -> LoadedModel:
         outputs = signature(**{name: tf.cast(x, spec.dtype)})
         return outputs[output_names[0]]
 
-    return _compile(call, height, width)
+    return _compile(_normalized(call, normalization), height, width)
 
 
 def _grow_gpu_memory() -> None:
@@ -213,4 +231,13 @@ def _grow_gpu_memory() -> None:
 
 def load_model(options: FeatureOptions) -> LoadedModel:
     _grow_gpu_memory()
-    return load_saved(options.model_path) if options.model_path else load_backbone(options)
+    if not options.model_path:
+        return load_backbone(options)
+    loaded = load_saved(options.model_path, options.input_normalization)
+    if options.input_size is not None and options.input_size != loaded.input_size():
+        height, width = loaded.input_size()
+        raise ModelUnavailable(
+            f"model_path {options.model_path} takes {width}x{height} images, not input_size "
+            f"{options.input_size[1]}x{options.input_size[0]}"
+        )
+    return loaded

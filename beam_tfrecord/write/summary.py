@@ -130,6 +130,8 @@ class FeatureSummary:
     features_only: bool
     batch_size: int
     shape: list[int] | None
+    framework: str = "keras"  # keras | onnx | torch: what ran the model
+    input_normalization: str = "none"  # what a model_path model was fed (features.options)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> FeatureSummary:
@@ -522,6 +524,8 @@ def _feature_summary(
         features_only=options.features_only,
         batch_size=options.batch_size,
         shape=shape,
+        framework=options.framework,
+        input_normalization=options.input_normalization,
     )
 
 

@@ -106,6 +106,10 @@ def write_tfds_metadata(
         return TfdsMetadataInfo(False, "features_only records hold no image for TFDS's Image feature")
     if summary.records == 0:
         return TfdsMetadataInfo(False, "no record was written")
+    try:  # TFDS imports TensorFlow, which a machine that runs only PyTorch or ONNX models may lack
+        import tensorflow_datasets  # noqa: F401
+    except ImportError as error:
+        return TfdsMetadataInfo(False, f"tensorflow-datasets does not import here: {error}")
 
     # TFDS writes through tf.io.gfile, which does not go through Beam's filesystems (nor honour
     # a GCS emulator): remote metadata is written to a local folder and copied with Beam.
