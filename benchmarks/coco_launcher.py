@@ -15,7 +15,8 @@ no bytes on disk): planning reads no image. The output is a local folder. Splits
 train=0.8,validation=0.2, a parallelism of 40 (10 workers of 4 vCPUs), as benchmarks/launcher.py.
 
 Each mode runs in a fresh process, so its peak RSS is its own: `boxes` (masks=False), `masks`
-(polygons and run lengths kept and staged), and `json.load` of the same file for reference.
+(polygons and run lengths kept and staged), and `json.load` of the same file for reference;
+`boxes-gc` and `masks-gc` leave Python's cycle collector on while planning (beam_tfrecord.plan.bulk).
 `rss_before_mb` is the process's RSS before `prepare()` (the interpreter and Beam). The steps
 are timed by wrapping the functions `prepare()` calls, which otherwise runs as is.
 """
@@ -23,6 +24,7 @@ are timed by wrapping the functions `prepare()` calls, which otherwise runs as i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -41,8 +43,12 @@ sys.path.insert(0, ROOT)
 COCO_IDS = [i for i in range(1, 91) if i not in {12, 26, 29, 30, 45, 66, 68, 69, 71, 83}]
 
 
-def write_instances(path: str, images: int, annotations: int, points: int, seed: int = 0) -> int:
-    """A synthetic instances file, written piece by piece (never one dict in memory); its bytes."""
+def write_instances(
+    path: str, images: int, annotations: int, points: int, seed: int = 0, malformed_every: int = 0
+) -> int:
+    """A synthetic instances file, written piece by piece (never one dict in memory); its bytes.
+    With `malformed_every`, one polygon in that many has two points (COCO's train2017 has a few):
+    its mask is left out and the change is named."""
     from beam_tfrecord.plan.annotations.rle import encode_counts
 
     rng = random.Random(seed)
@@ -79,6 +85,8 @@ def write_instances(path: str, images: int, annotations: int, points: int, seed:
                 ring = []
                 for k in range(points):
                     ring += [round(x + w * rng.random(), 2), round(y + h * (k / points), 2)]
+                if malformed_every and ann_id % malformed_every == 1:
+                    ring = ring[:4]
                 entry["segmentation"] = [ring]
             out.write(("," if ann_id > 1 else "") + json.dumps(entry))
         categories = [{"id": i, "name": f"class_{i:02d}", "supercategory": "thing"} for i in COCO_IDS]
@@ -86,7 +94,7 @@ def write_instances(path: str, images: int, annotations: int, points: int, seed:
     return os.path.getsize(path)
 
 
-def make_tree(root: str, images: int, annotations: int, points: int) -> int:
+def make_tree(root: str, images: int, annotations: int, points: int, malformed_every: int = 0) -> int:
     """`root/annotations/instances_train2017.json` and `root/train2017/<id>.jpg` (sparse files
     of 160 KB); the instances file's bytes."""
     os.makedirs(os.path.join(root, "annotations"))
@@ -95,9 +103,8 @@ def make_tree(root: str, images: int, annotations: int, points: int) -> int:
     for image_id in range(1, images + 1):
         with open(os.path.join(folder, f"{image_id:012d}.jpg"), "wb") as handle:
             handle.truncate(160_000)
-    return write_instances(
-        os.path.join(root, "annotations", "instances_train2017.json"), images, annotations, points
-    )
+    file = os.path.join(root, "annotations", "instances_train2017.json")
+    return write_instances(file, images, annotations, points, malformed_every=malformed_every)
 
 
 def _rss_mb() -> float:
@@ -144,6 +151,10 @@ def measure(root: str, output: str, mode: str) -> dict[str, Any]:
             "peak_rss_mb": round(_peak_mb()),
         }
     steps: dict[str, Any] = {}
+    if mode.endswith("-gc"):  # the cycle collector left on while planning (plan.bulk)
+        from beam_tfrecord.plan import bulk
+
+        bulk.cycles_paused = contextlib.nullcontext
     pipeline_lib.list_inputs = _timed(steps, "list", pipeline_lib.list_inputs)
     planner.load_annotations = _timed(steps, "annotations", planner.load_annotations)
     pipeline_lib.make_plan = _timed(steps, "plan", pipeline_lib.make_plan)
@@ -155,7 +166,7 @@ def measure(root: str, output: str, mode: str) -> dict[str, Any]:
         input=root,
         label_source="none",
         splits=splits,
-        annotations=AnnotationOptions("coco", masks=mode == "masks"),
+        annotations=AnnotationOptions("coco", masks=mode.startswith("masks")),
     )
     config = ConvertConfig(output=output)
     staged = pipeline_lib.prepare(source, config, parallelism=40)
@@ -189,6 +200,9 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=120_000)
     parser.add_argument("--annotations", type=int, default=1_000_000)
     parser.add_argument("--points", type=int, default=24, help="polygon vertices per object")
+    parser.add_argument(
+        "--malformed_every", type=int, default=0, help="one polygon in N has two points (0: none)"
+    )
     parser.add_argument("--modes", default="boxes,masks,json.load", help="boxes: masks=False; masks: kept")
     parser.add_argument(
         "--keep", help="make the tree here (reused when it is there), not in a temporary folder"
@@ -203,13 +217,14 @@ def main() -> None:
         file = os.path.join(root, "annotations", "instances_train2017.json")
         started = time.perf_counter()
         if not os.path.exists(file):
-            make_tree(root, args.images, args.annotations, args.points)
+            make_tree(root, args.images, args.annotations, args.points, args.malformed_every)
         print(
             json.dumps(
                 {
                     "images": args.images,
                     "annotations": args.annotations,
                     "points": args.points,
+                    "malformed_every": args.malformed_every,
                     "file_mb": round(os.path.getsize(file) / 1e6),
                     "generate_s": round(time.perf_counter() - started, 1),
                     "load": os.getloadavg()[0],
