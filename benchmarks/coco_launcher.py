@@ -28,7 +28,6 @@ import contextlib
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -113,7 +112,9 @@ def _rss_mb() -> float:
 
 
 def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """VmHWM, not ru_maxrss: that one keeps the forking parent's peak across exec."""
+    with open("/proc/self/status") as handle:
+        return int(next(line for line in handle if line.startswith("VmHWM:")).split()[1]) / 1024
 
 
 def _timed(steps: dict[str, Any], name: str, function: Callable[..., Any]) -> Callable[..., Any]:
