@@ -38,8 +38,15 @@ def test_listing_and_planning_100k_files_stays_small(tmp_path):
         folder.mkdir(parents=True)
         for i in range(FILES // CLASSES):
             (folder / f"image_{i:06d}.jpg").write_bytes(b"\xff\xd8\xff")
+    # The child imports tests/conftest.py's plan_listing: the tests folder goes on its path.
+    path = os.pathsep.join([REPO, os.path.join(REPO, "tests"), os.environ.get("PYTHONPATH", "")])
     result = subprocess.run(
-        [sys.executable, "-c", MEASURE, str(root)], cwd=REPO, capture_output=True, text=True, check=True
+        [sys.executable, "-c", MEASURE, str(root)],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        check=True,
     )
     measured = json.loads(result.stdout.strip().splitlines()[-1])
     print(measured)
