@@ -12,6 +12,7 @@ One flow on every runner: plan -> read and validate -> (feature model) -> build 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import posixpath
 import time
@@ -24,7 +25,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecord import faults, gcs, runners
 from beam_tfrecord.config import ConvertConfig, SourceConfig, summary_options
 from beam_tfrecord.elements import ChangeLine, DroppedObjectLine, DuplicateGroup, FinalShard, RejectLine
-from beam_tfrecord.plan import staging
+from beam_tfrecord.plan import bulk, staging
 from beam_tfrecord.plan.listing import InputFile, list_inputs
 from beam_tfrecord.plan.planner import LabelSource, make_plan, shard_tasks
 from beam_tfrecord.plan.sharding import ShardSettings
@@ -95,14 +96,34 @@ def prepare(
     shards = ShardSettings(config.num_shards, config.shard_size_mb, parallelism, round_robin)
     listing = list_inputs(source.input) if files is None else files
     faults.pause_point("listed")
+    with bulk.cycles_paused():  # millions of objects in a detection run's plan: see plan.bulk
+        return _plan_and_stage(listing, source, config, shards, label_source, overwrite, stage, resume)
+
+
+def _plan_and_stage(
+    listing: Sequence[InputFile],
+    source: SourceConfig,
+    config: ConvertConfig,
+    shards: ShardSettings,
+    label_source: LabelSource | None,
+    overwrite: bool,
+    stage: bool,
+    resume: bool,
+) -> StagedPlan:
+    """`prepare` once the inputs are listed."""
     plan = make_plan(listing, source, shards, label_source)
     if not plan.inputs and not plan.rejects:
         raise ConfigError("input", f"{source.input} holds no files")
     if not stage:
         return staging.locate_plan(plan, config.output)
     tasks = shard_tasks(plan, source.split_seed)
-    fingerprint = _fingerprint(listing, source, config, tasks, staging.PlanFacts.of(plan, source))
-    if resume and config.sink == "paths":
+    facts = staging.PlanFacts.of(plan, source)
+    if resume and config.sink == "paths" and resume_lib.interrupted_plans(config.output):
+        # An interrupted run to compare with: the plan's fingerprint first, then the choice.
+        tasks_digest = resume_lib.TextDigest()
+        for task in tasks:
+            tasks_digest.add(task.to_json())
+        fingerprint = _fingerprint(listing, source, config, tasks_digest, facts)
         found = resume_lib.find_resumable(
             config.output, fingerprint, resume_lib.task_inputs(tasks), config.compression
         )
@@ -126,7 +147,11 @@ def prepare(
             _LOGGER.info("not resuming an interrupted run (%s): starting clean", found.why)
     outputs.prepare_output(config.output, overwrite)
     faults.pause_point("cleared")
-    staged = staging.stage_plan(plan, config.output, source, tasks=tasks)
+    # Nothing to compare with (the usual case): each task is hashed as it is staged, so a
+    # detection run's tasks are serialized once (1,000,000 objects with masks: 19 s each time).
+    tasks_digest = resume_lib.TextDigest()
+    staged = staging.stage_plan(plan, config.output, source, tasks=tasks, staged_task=tasks_digest.add)
+    fingerprint = _fingerprint(listing, source, config, tasks_digest, facts)
     resume_lib.write_json(resume_lib.fingerprint_path(staged.temp_dir), fingerprint.to_json())
     return staged
 
@@ -135,18 +160,22 @@ def _fingerprint(
     listing: Sequence[InputFile],
     source: SourceConfig,
     config: ConvertConfig,
-    tasks: Sequence[Any],
+    tasks_digest: resume_lib.TextDigest,
     facts: staging.PlanFacts,
 ) -> resume_lib.RunFingerprint:
     """What makes a rerun the same plan: every listed file (path, size, modification time), the
-    settings that shape records and shards (not how many threads read), and the tasks."""
-    digest = resume_lib.RunFingerprint.digest
+    settings that shape records and shards (not how many threads read), and the shard tasks as
+    staged (with their objects in a detection run: `tasks_digest`, fed every task's text in
+    order), then the plan's facts. Each is hashed a piece at a time, never held whole twice."""
     settings = {**summary_options(source, config), "features": config.features}
     settings.pop("read_threads", None)
+    listed = resume_lib.TextDigest()
+    for f in listing:
+        listed.add(json.dumps([f.relpath, f.size, f.mtime, f.problem]))
     return resume_lib.RunFingerprint(
-        inputs=digest([(f.relpath, f.size, f.mtime, f.problem) for f in listing]),
-        settings=digest(settings),
-        plan=digest([[t.to_json() for t in tasks], facts.__dict__]),
+        inputs=listed.hexdigest(),
+        settings=resume_lib.RunFingerprint.digest(settings),
+        plan=tasks_digest.hexdigest(facts.__dict__),
     )
 
 

@@ -15,9 +15,12 @@ from pycocotools import mask as coco_mask
 
 from beam_tfrecord.elements import Polygon, RunLengths
 from beam_tfrecord.plan.annotations import rle
+from beam_tfrecord.plan.annotations.options import AnnotationOptions
 from beam_tfrecord.plan.annotations.paths import AnnotationPath, parse_annotation_paths
 from beam_tfrecord.plan.annotations.sources import load_annotations
 from beam_tfrecord.plan.listing import list_inputs
+from beam_tfrecord.plan.planner import make_plan
+from beam_tfrecord.plan.source import SourceConfig
 
 
 def load(root, annotations_path=None, **kwargs):
@@ -169,6 +172,27 @@ def test_dropped_objects_name_the_annotation_and_why(tmp_path):
     assert "polygon 0" in found.changed[0].detail
     assert found.changed[1].detail.endswith("#annotation 8: run lengths over 4x4, the image's 32x48")
     assert found.annotated_objects == len(annotations)
+
+
+def test_each_planned_image_carries_the_changes_of_its_own_objects_and_no_others(tmp_path):
+    """The notes planning makes (a mask left out) go to the image whose object changed, sorted
+    and once per reason, whatever the number of images (they are gathered in one pass, not looked
+    for once per image); they become that record's changes.jsonl reasons."""
+    count = 30
+    images = [image(i, f"{i}.jpg") for i in range(1, count + 1)]
+    annotations = []
+    for i in range(1, count + 1):
+        masks = [[[2, 2, 9, 2, 9, 6]], [[1, 2, 3]]] if i % 3 == 0 else [[[2, 2, 9, 2, 9, 6]]]
+        annotations += [box(100 * i + k, i, 18, [1, 1, 5, 5], segmentation=m) for k, m in enumerate(masks)]
+    annotations.append(box(1, 5, 18, [1, 1, 5, 5], segmentation=[[1, 2]]))  # two changed on one image
+    annotations.append(box(2, 5, 18, [1, 1, 5, 5], segmentation=[[3, 4]]))
+    files = {f"{i}.jpg": jpeg() for i in range(1, count + 1)} | {"b.jpg": jpeg()}  # b: a negative
+    write_tree(tmp_path, files | {"instances_x.json": instances(images, annotations)})
+    source = SourceConfig(input=str(tmp_path), annotations=AnnotationOptions("coco", masks=True))
+    plan = make_plan(list_inputs(str(tmp_path)), source)
+    notes = {item.relpath: item.annotations.notes for item in plan.inputs}
+    changed = {f"{i}.jpg" for i in range(3, count + 1, 3)} | {"5.jpg"}
+    assert notes == {name: ("mask_dropped",) if name in changed else () for name in files}
 
 
 def test_entries_naming_missing_files_or_unknown_images_are_listed_with_their_objects(tmp_path):

@@ -174,3 +174,42 @@ def test_a_rerun_that_differs_from_the_killed_run_starts_clean_and_says_why(
     if why is not None:
         assert "not resuming an interrupted run" in caplog.text and why in caplog.text
     assert outputs.leftover_temp(str(out)) == []
+
+
+def test_a_detection_rerun_resumes_only_while_its_objects_are_the_same(tmp_path, caplog):
+    """The plan's fingerprint covers each shard task's objects, hashed one task at a time: a
+    rerun keeps an interrupted detection run while the annotations are unchanged, and starts
+    clean, saying why, once an annotation file outside the input says otherwise (the listing and
+    the options are the same, so only the objects tell)."""
+    import json
+
+    import annotationgen as ag
+
+    from beam_tfrecord.config import ConvertConfig, SourceConfig
+    from beam_tfrecord.pipeline import prepare
+    from beam_tfrecord.plan.annotations.options import AnnotationOptions
+    from beam_tfrecord.write import resume as resume_lib
+
+    root, annotations = tmp_path / "images", tmp_path / "instances_x.json"
+    imagegen.write_tree(root, {f"{i}.jpg": imagegen.jpeg(seed=i) for i in range(4)})
+    images = [ag.image(i, f"{i}.jpg") for i in range(4)]
+
+    def annotate(width: float) -> None:
+        boxes = [ag.box(10 + i, i, 18, [1, 1, width, 5], segmentation=[[1, 1, 6, 1, 6, 6]]) for i in range(4)]
+        annotations.write_bytes(ag.instances(images, boxes))
+
+    annotate(5)
+    options = AnnotationOptions("coco", str(annotations), masks=True)
+    source = SourceConfig(input=str(root), splits={"train": 0.5, "test": 0.5}, annotations=options)
+    config = ConvertConfig(output=str(tmp_path / "out"))
+    first = prepare(source, config)  # staged, then "killed" before any task finished
+    again = prepare(source, config)
+    assert again.temp_dir == first.temp_dir  # the same plan: the interrupted run is kept
+    annotate(6)
+    with caplog.at_level("INFO", logger="beam_tfrecord"):
+        changed = prepare(source, config)
+    assert changed.temp_dir != first.temp_dir
+    assert "its shard plan differs" in caplog.text
+    assert outputs.leftover_temp(str(tmp_path / "out")) == [changed.temp_dir]
+    with open(resume_lib.fingerprint_path(changed.temp_dir)) as handle:
+        assert json.load(handle)["version"] == resume_lib.FINGERPRINT_VERSION == 2

@@ -1,7 +1,8 @@
 """Proven off one process: the same command on Beam's portable job service with its SDK worker
 pool (the protocol of Dataflow Runner v2, Flink and Spark), both started here on 127.0.0.1,
-writes the same records, rejects and labels as the in-process run, for a plain run and feature
-runs (Keras and ONNX), and waits for the job to print the same summary table."""
+writes the same records, rejects and labels as the in-process run, for a plain run, feature runs
+(Keras and ONNX) and a detection run (boxes and masks), and waits for the job to print the same
+summary table."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import time
 
+import annotationgen as ag
 import imagegen
 import pytest
 from conftest import REPO, convert
@@ -177,6 +179,43 @@ def test_an_onnx_feature_run_off_one_process_equals_the_in_process_run(portable,
     assert remote["digests"] == remote["recomputed"]
     features = json.loads((tmp_path / "remote" / "summary.json").read_text())["features"]
     assert features["shape"] == [5] and features["framework"] == "onnx"
+
+
+def test_a_detection_run_off_one_process_equals_the_in_process_run(portable, tmp_path):
+    """Objects travel in the staged shard tasks, not in the graph: the workers of another
+    process read them and store the same boxes and masks (polygons and a crowd's run lengths),
+    and the objects dropped on the workers (a box wholly outside) and while planning (an
+    unknown category) are named alike."""
+    root = tmp_path / "coco"
+    ag.shapes_coco(root, count=4)
+    instances = root / "annotations" / "instances_shapes.json"
+    document = json.loads(instances.read_text())
+    runs = [10 * 64 + 8] + [12, 64 - 12] * 9 + [12]  # a 10x12 block at x=10, y=8 (column-major)
+    rle = {"size": [64, 96], "counts": [*runs, 96 * 64 - sum(runs)]}
+    document["annotations"] += [
+        ag.box(9001, 0, 3, [10, 8, 10, 12], iscrowd=1, segmentation=rle),
+        ag.box(9002, 1, 7, [200, 200, 5, 5]),  # wholly outside: dropped by the worker
+        ag.box(9003, 2, 99, [1, 1, 5, 5]),  # category 99 is unknown: dropped while planning
+    ]
+    instances.write_text(json.dumps(document))
+    args = ("--annotations=coco", "--masks", "--splits=train=0.5,validation=0.5", "--num_shards=2")
+    assert convert(root, tmp_path / "local", *args) == 0
+    done = run_cli("--input", str(root), "--output", str(tmp_path / "remote"), *args, *portable)
+    assert done.returncode == 0, done.stderr[-3000:]
+    local, remote = tmp_path / "local", tmp_path / "remote"
+    assert outcome(remote) == outcome(local)
+    for name in ("dropped_objects.jsonl", "label_map.pbtxt", "changes.jsonl"):
+        assert (remote / name).read_text() == (local / name).read_text(), name
+    objects = json.loads((remote / "summary.json").read_text())["objects"]
+    assert objects == json.loads((local / "summary.json").read_text())["objects"]
+    assert objects["consistent"] and objects["annotated"] == 1 + 2 + 3 + 1 + 3
+    assert objects["dropped_per_reason"] == {"outside_image": 1, "unknown_category": 1}
+    from beam_tfrecord import iter_examples
+
+    stored = [r for split in ("train", "validation") for r in iter_examples(str(remote), split)]
+    assert sum(len(r["masks"]) for r in stored) == sum(len(r["boxes"]) for r in stored) == 8
+    crowd = next(r for r in stored if r["source_id"] == "0")
+    assert crowd["masks"][-1].sum() == 10 * 12  # the run lengths' block, as the worker drew it
 
 
 def test_no_wait_returns_once_submitted(portable, tree, tmp_path):

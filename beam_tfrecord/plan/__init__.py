@@ -7,11 +7,13 @@ names; shard counts), staged as files under the output so the job graph never ho
 
 Modules: `listing` (paths and sizes), `labels` and `columns` (classes and manifest values),
 `splits` and `dedupe` (deterministic splits that cannot leak), `sharding` (shard counts),
-`planner` (the plan itself), `staging` (the plan as files).
+`planner` (the plan itself), `staging` (the plan as files), `bulk` (the cycle collector paused
+while millions of objects are planned).
 """
 
 __all__ = [
     "annotations",
+    "bulk",
     "columns",
     "dedupe",
     "labels",

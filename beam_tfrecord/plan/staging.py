@@ -18,7 +18,7 @@ import dataclasses
 import json
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +37,7 @@ from beam_tfrecord.names import (
     TEMP_PREFIX,
     task_file_name,
 )
+from beam_tfrecord.plan import bulk
 from beam_tfrecord.plan.planner import Plan, shard_tasks
 from beam_tfrecord.plan.source import SourceConfig
 
@@ -167,20 +168,34 @@ def stage_plan(
     source: SourceConfig | None = None,
     run_id: str | None = None,
     tasks: Sequence[ShardTask] | None = None,
+    staged_task: Callable[[str], None] | None = None,
 ) -> StagedPlan:
     """Write the plan's files under `output` (see the module docstring); returns where they are.
 
     `source` is the config the plan was made from: its split seed orders the shards' inputs, and
-    summary.json records it. `tasks` are its shard tasks when already made."""
+    summary.json records it. `tasks` are its shard tasks when already made. `staged_task` is
+    given each task's text, in order, as it is written (the resume fingerprint hashes them)."""
+    with bulk.cycles_paused():  # a detection run's tasks hold an object per box: see plan.bulk
+        return _stage(plan, output, source, run_id, tasks, staged_task)
+
+
+def _stage(
+    plan: Plan,
+    output: str,
+    source: SourceConfig | None,
+    run_id: str | None,
+    tasks: Sequence[ShardTask] | None,
+    staged_task: Callable[[str], None] | None,
+) -> StagedPlan:
     staged = locate_plan(plan, output, run_id)
     base = staged.plan_dir
     if tasks is None:
         tasks = shard_tasks(plan, source.split_seed if source is not None else 0)
     for task in tasks:
-        _write(
-            FileSystems.join(base, PLAN_TASKS_DIR, task_file_name(task.split, task.index)),
-            task.to_json().encode(),
-        )
+        text = task.to_json()
+        _write(FileSystems.join(base, PLAN_TASKS_DIR, task_file_name(task.split, task.index)), text.encode())
+        if staged_task is not None:
+            staged_task(text)
     _write(
         FileSystems.join(base, PLAN_REJECTS_FILE), "".join(r.to_json() + "\n" for r in plan.rejects).encode()
     )

@@ -4,9 +4,10 @@ A file is read in one pass, in chunks, without building its whole tree: the top-
 walked here and each element of `images` and `annotations` is decoded alone
 (`json.JSONDecoder.raw_decode`) and kept only as a small slotted record, so the launcher holds a
 chunk of the text and the compact records, never the file nor a dict per annotation. Keys may
-come in any order. A file of 1,000,000 annotations (24-point polygons) over 200,000 images, 540
-MB: 23 s and 0.85 GB peak RSS without masks, 39 s and 1.41 GB with them, where `json.load` alone
-takes 21 s and 3.9 GB (benchmarks/coco_launcher.py, one core of this 2-core machine).
+come in any order. A file of 1,000,000 annotations (24-point polygons) over 120,000 images, 530
+MB, is read in 10 s into 0.5 GB without masks, in 21 s into 1.05 GB with them, where `json.load`
+alone takes 17 s and 3.8 GB (benchmarks/coco_launcher.py, one core of this 2-core machine; the
+launcher's whole `prepare()` of it peaks at 0.75 and 1.3 GB).
 
 Labels: category names in the order of their category ids (sorted numerically), label id = the
 position in that order, counting from 0 (COCO's 80 categories, ids 1..90 with gaps, become
