@@ -460,3 +460,14 @@ def test_orient_is_the_transpose_pillow_makes_for_the_tag(width, height, orienta
     expected = ImageOps.exif_transpose(tagged)
     assert geometry.orient(image, orientation).tobytes() == expected.tobytes()
     assert expected.size == geometry.pixel_transform(width, height, orientation).upright_size
+
+
+def test_a_pad_that_needs_no_scaling_still_gives_the_mask_its_margin():
+    """Found by the property test above: an upright 8x29 picture padded into 8x30 is not scaled,
+    only given one row of margin; its masks must be 8x30 too, like the picture."""
+    transform = geometry.pixel_transform(29, 8, 5, (8, 30), "pad")
+    assert transform.resamples
+    mask = Image.new("L", (29, 8), 1)
+    moved = geometry.transform_mask(mask, transform)
+    assert moved.size == (8, 30)
+    assert np.asarray(moved).sum() == 8 * 29  # the picture's pixels, the margin 0

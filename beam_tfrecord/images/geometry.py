@@ -91,7 +91,10 @@ class PixelTransform:
         """Whether the second step moves any pixel (False: the upright picture is the image)."""
         upright_width, upright_height = self.upright_size
         whole = (0.0, 0.0, float(upright_width), float(upright_height))
-        return self.window != whole or self.placed != (0, 0, upright_width, upright_height)
+        placed_whole = self.placed == (0, 0, upright_width, upright_height)
+        # A pad that needs no scaling still adds its margin: the final size says so.
+        same_size = (self.width, self.height) == (upright_width, upright_height)
+        return self.window != whole or not placed_whole or not same_size
 
     @property
     def scale(self) -> tuple[float, float]:
