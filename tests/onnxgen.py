@@ -7,9 +7,12 @@ from __future__ import annotations
 import numpy as np
 
 
-def conv_pool(path, *, channels_last: bool = False, size: int | str = 16, dtype: str = "float") -> str:
+def conv_pool(
+    path, *, channels_last: bool = False, size: int | str = 16, dtype: str = "float", batch: int | str = "n"
+) -> str:
     """Write the model to `path` and return it as str. `size` an int fixes the spatial axes; a
-    name leaves them free. `dtype` "float16" makes the input and weights half floats."""
+    name leaves them free; so does `batch` for the batch axis (exporters fix it at 1 unless told
+    otherwise). `dtype` "float16" makes the input and weights half floats."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -31,8 +34,8 @@ def conv_pool(path, *, channels_last: bool = False, size: int | str = 16, dtype:
     ]
     if channels_last:  # and channels-last out, as a Keras model's
         nodes.append(helper.make_node("Transpose", ["p"], ["y"], perm=[0, 2, 3, 1]))
-    shape = ["n", size, size, 3] if channels_last else ["n", 3, size, size]
-    out_shape = ["n", "h", "w", 5] if channels_last else ["n", 5, "h", "w"]
+    shape = [batch, size, size, 3] if channels_last else [batch, 3, size, size]
+    out_shape = [batch, "h", "w", 5] if channels_last else [batch, 5, "h", "w"]
     graph = helper.make_graph(
         nodes,
         "conv_pool",

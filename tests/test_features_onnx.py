@@ -96,6 +96,25 @@ def test_stored_features_equal_onnx_runtimes_own_call(
         np.testing.assert_allclose(record["features"], expected, rtol=tolerance, atol=tolerance)
 
 
+def test_a_model_that_fixes_its_batch_at_one_gets_every_image(tree, nchw, tmp_path):
+    """What torch.onnx.export writes without dynamic_axes: a batch axis of 1. The run feeds it one
+    image at a time, and every record holds what the free-batch model gives it."""
+    fixed = onnxgen.conv_pool(tmp_path / "batch1.onnx", batch=1)
+    outputs = {}
+    for name, model in (("free", nchw), ("fixed", fixed)):
+        out = tmp_path / name
+        assert convert(tree, out, "--model_path", model, "--inference_batch_size", "4") == 0
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["records"] == 6 and summary["rejects_per_reason"] == {"corrupt": 1}
+        outputs[name] = {r["filename"]: r["features"] for r in iter_examples(str(out), "train")}
+    assert outputs["fixed"].keys() == outputs["free"].keys()
+    for name, features in outputs["fixed"].items():
+        np.testing.assert_allclose(features, outputs["free"][name], rtol=1e-5, atol=1e-5)
+    loaded = models.load_model(FeatureOptions(model_path=fixed))
+    batch = np.random.default_rng(1).integers(0, 256, (5, SIZE, SIZE, 3), dtype=np.uint8)
+    assert loaded.predict(batch).shape == (5, 4, 4, 5)  # 5 in pieces of 1, none padded in
+
+
 @pytest.mark.parametrize(
     "channels_last, size, dtype, given",
     [(True, SIZE, "float", None), (False, "height", "float", (SIZE, SIZE)), (False, SIZE, "float16", None)],

@@ -134,10 +134,13 @@ def test_timm_forward_features_equal_the_models_own_call(tree, tmp_path):
         np.testing.assert_allclose(record["features"], expected.max(axis=(0, 1)), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("kind", ["torchscript", "torch_export", "onnx"])
+@pytest.mark.parametrize(
+    "kind", ["torchscript", "torch_export", "torch_export_batch1", "onnx", "onnx_batch1"]
+)
 def test_model_files_from_pytorch_store_the_torch_call(tree, tmp_path, kind):
     """The same small network saved three ways (TorchScript, torch.export, ONNX through
-    torch.onnx's TorchScript-based exporter): each run stores what the network itself gives."""
+    torch.onnx's TorchScript-based exporter), the last two also as their exporters write them by
+    default, with the batch fixed at the example's 1: each run stores what the network gives."""
     net = tiny_net()
     example = torch.rand(2, 3, SIZE, SIZE)
     args = ["--model_input_normalization", "unit"]
@@ -149,15 +152,21 @@ def test_model_files_from_pytorch_store_the_torch_call(tree, tmp_path, kind):
         path = tmp_path / "net.pt2"
         batch = torch.export.Dim("batch", min=1, max=1024)
         torch.export.save(torch.export.export(net, (example,), dynamic_shapes=({0: batch},)), str(path))
+    elif kind == "torch_export_batch1":
+        path = tmp_path / "net1.pt2"
+        torch.export.save(torch.export.export(net, (example[:1],)), str(path))
+    elif kind == "onnx_batch1":
+        path = tmp_path / "net1.onnx"
+        torch.onnx.export(net, (example[:1],), str(path), dynamo=False, input_names=["x"])
     else:
         path = tmp_path / "net.onnx"
         torch.onnx.export(
             net, (example,), str(path), dynamo=False, input_names=["x"], dynamic_axes={"x": {0: "n"}}
         )
     out = tmp_path / "out"
-    assert convert(tree, out, "--model_path", str(path), *args) == 0
+    assert convert(tree, out, "--model_path", str(path), "--inference_batch_size", "4", *args) == 0
     assert json.loads((out / "summary.json").read_text())["features"]["framework"] == (
-        "onnx" if kind == "onnx" else "torch"
+        "onnx" if kind.startswith("onnx") else "torch"
     )
     for record in stored(out):
         with torch.no_grad():
@@ -189,6 +198,17 @@ def test_unknown_names_and_uncached_weights_stop_before_the_pipeline(tree, tmp_p
     if pytest.importorskip("timm"):
         assert convert(tree, out, "--feature_model", "timm:resnet18") == 2
         assert "not in the Hugging Face cache" in capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("name", ["inception_v3", "googlenet"])
+def test_architectures_with_auxiliary_classifiers_are_refused_with_their_timm_name(
+    tree, tmp_path, capsys, name
+):
+    """Their children interleave auxiliary classifiers with the backbone: no run of layers is it."""
+    out = tmp_path / "out"
+    assert convert(tree, out, "--feature_model", f"torchvision:{name}", "--model_weights", "none") == 2
+    assert "use its timm: name" in capsys.readouterr().err
     assert not out.exists()
 
 

@@ -20,7 +20,17 @@ from PIL import Image
 
 from beam_tfrecord.features.options import POOLINGS, ModelUnavailable
 
-__all__ = ["LoadedModel", "infer", "input_layout", "localize", "model_input", "pool", "visible_gpus"]
+__all__ = [
+    "LoadedModel",
+    "fixed_batch",
+    "in_batches_of",
+    "infer",
+    "input_layout",
+    "localize",
+    "model_input",
+    "pool",
+    "visible_gpus",
+]
 
 
 def localize(path: str) -> str:
@@ -126,6 +136,32 @@ def infer(encoded: Sequence[bytes], model: LoadedModel, pooling: str) -> list[np
 
 def _fixed(dim: Any) -> int | None:
     return dim if isinstance(dim, int) and dim > 0 else None
+
+
+def fixed_batch(shape: Sequence[Any]) -> int | None:
+    """The batch size a model's input fixes (exporters fix 1 unless told otherwise), or None."""
+    return _fixed(shape[0]) if len(shape) else None
+
+
+def in_batches_of(
+    size: int | None, call: Callable[[np.ndarray], np.ndarray]
+) -> Callable[[np.ndarray], np.ndarray]:
+    """`call` for a model whose batch axis is fixed at `size`: any batch is fed in pieces of that
+    size, the last one padded with zeros and its padding's rows left out of the result."""
+    if size is None:
+        return call
+
+    def pieces(batch: np.ndarray) -> np.ndarray:
+        outputs = []
+        for start in range(0, len(batch), size):
+            piece = batch[start : start + size]
+            short = size - len(piece)
+            if short:
+                piece = np.concatenate([piece, np.zeros((short, *piece.shape[1:]), piece.dtype)])
+            outputs.append(np.asarray(call(piece))[: size - short])
+        return np.concatenate(outputs)
+
+    return pieces
 
 
 def input_layout(

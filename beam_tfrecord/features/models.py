@@ -1,6 +1,7 @@
 """Which framework runs a feature model, and the two things a run asks of it: a check before the
 pipeline starts, and the loaded model on a worker. Each framework's module is imported only when
-its model is used, so an ONNX run loads neither TensorFlow nor torch, and a Keras run no torch.
+its model is used, so an ONNX run loads no TensorFlow, and neither an ONNX nor a Keras run loads
+torch through this project (Beam's RunInference imports torch itself wherever it is installed).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from beam_tfrecord.features.inputs import LoadedModel, input_layout, localize
+from beam_tfrecord.features.inputs import LoadedModel, fixed_batch, in_batches_of, input_layout, localize
 from beam_tfrecord.features.options import FeatureOptions, ModelUnavailable, normalization_constants
 
 __all__ = ["INPUT_TYPES", "load_onnx", "providers"]
@@ -72,4 +72,6 @@ def load_onnx(options: FeatureOptions) -> LoadedModel:
         out = np.asarray(session.run(None, {name: np.ascontiguousarray(x)})[0], dtype=np.float32)
         return out.transpose(0, 2, 3, 1) if channels_first and out.ndim == 4 else out
 
-    return LoadedModel(call, height, width, call)
+    # An exported model often fixes its batch at 1 (torch.onnx.export without dynamic_axes).
+    batched = in_batches_of(fixed_batch(image_input.shape), call)
+    return LoadedModel(batched, height, width, batched)

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from beam_tfrecord.features.inputs import LoadedModel, input_layout, localize
+from beam_tfrecord.features.inputs import LoadedModel, fixed_batch, in_batches_of, input_layout, localize
 from beam_tfrecord.features.options import (
     FeatureOptions,
     ModelUnavailable,
@@ -86,12 +86,26 @@ def _torchvision_weights(name: str) -> Any:
         return None
 
 
+# Their children interleave auxiliary classifiers with the backbone (and Inception transforms its
+# input in forward), so no run of their layers is the backbone: refused, pointing at timm.
+WITH_AUXILIARY_HEADS = ("googlenet", "inception_v3")
+
+
+def _with_auxiliary_heads(name: str) -> ModelUnavailable:
+    return ModelUnavailable(
+        f"torchvision {name}: its backbone is not a run of its layers (auxiliary classifiers sit "
+        "among them); use its timm: name (e.g. timm:inception_v3)"
+    )
+
+
 def check_weights(options: FeatureOptions, local: bool) -> None:
     """Fail before the pipeline starts when the architecture is unknown, or a local run's
     `imagenet` weights are in no cache (nothing here downloads; remote workers do)."""
     prefix, name = _split_name(options.feature_model or "")
     if prefix == "torchvision":
         weights = _torchvision_weights(name)
+        if name in WITH_AUXILIARY_HEADS:
+            raise _with_auxiliary_heads(name)
         if options.model_weights == "imagenet":
             if weights is None:
                 raise ModelUnavailable(f"feature_model torchvision:{name} has no imagenet weights")
@@ -146,6 +160,8 @@ def torchvision_backbone(model: Any) -> Any:
     (EfficientNet, MobileNet, ConvNeXt, VGG, DenseNet), else its children up to its global
     pooling (ResNet, RegNet, ResNeXt, Wide ResNet)."""
     nn = import_torch().nn
+    if any(hasattr(model, head) for head in ("AuxLogits", "aux1")):
+        raise _with_auxiliary_heads(type(model).__name__)
     features = getattr(model, "features", None)
     if isinstance(features, nn.Module):
         return features
@@ -171,6 +187,7 @@ def _compile(
     channels_last_output: bool,
     mixed: bool,
     device: str,
+    batch: int | None = None,
 ) -> LoadedModel:
     """A uint8 NHWC batch to the device, cast, normalised and made NCHW there; the model under
     inference_mode (and autocast: float16 on CUDA, bfloat16 on a CPU); a 4-D output made
@@ -198,7 +215,8 @@ def _compile(
                 out = out.permute(0, 2, 3, 1)
             return out.float().cpu().numpy()
 
-    return LoadedModel(call, height, width, call)
+    batched = in_batches_of(batch, call)  # a torch.export file may fix its batch (1 by default)
+    return LoadedModel(batched, height, width, batched)
 
 
 def load_named(options: FeatureOptions) -> LoadedModel:
@@ -264,6 +282,7 @@ def load_file(options: FeatureOptions) -> LoadedModel:
         if not channels_first:
             raise ModelUnavailable(f"model_path {path}: a PyTorch model takes (batch, 3, height, width)")
         module = program.module().to(device)
+        batch = fixed_batch(shape)
     else:
         try:
             module = torch.jit.load(local, map_location=device).eval()
@@ -277,8 +296,9 @@ def load_file(options: FeatureOptions) -> LoadedModel:
                 f"model_path {path}: a TorchScript file records no input size; give input_size WIDTHxHEIGHT"
             )
         size = options.input_size
+        batch = None
     normalization = normalization_constants(options.input_normalization)
-    return _compile(module, size[0], size[1], normalization, False, False, device)
+    return _compile(module, size[0], size[1], normalization, False, False, device, batch)
 
 
 def _exported_input_shape(program: Any, path: str) -> list[Any]:
