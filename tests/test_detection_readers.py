@@ -213,3 +213,35 @@ def test_inspect_draws_the_detection_contact_sheet(shapes_output, tmp_path):
         pixels = np.asarray(sheet.convert("RGB")).reshape(-1, 3)
     for colour in ((0, 114, 178), (230, 159, 0)):  # the two classes' boxes
         assert (np.abs(pixels.astype(int) - colour).max(axis=1) == 0).sum() > 100
+
+
+def test_a_features_only_detection_run_is_read_with_its_targets_or_refused_in_one_line(tmp_path):
+    """No picture is stored: load_dataset, which hands targets out beside the picture, says so and
+    what to use; load_dataset(features=True) and iter_examples give the features and the objects."""
+    import onnxgen
+    from conftest import convert
+
+    truth = annotationgen.shapes_coco(tmp_path / "in")
+    model = onnxgen.conv_pool(tmp_path / "m.onnx", size="s")
+    out = tmp_path / "out"
+    args = [
+        "--annotations",
+        "coco",
+        "--splits",
+        "train=1",
+        "--model_path",
+        model,
+        "--model_input_size",
+        "16x16",
+    ]
+    assert convert(tmp_path / "in", out, *args, "--feature_pooling", "avg", "--features_only") == 0
+    with pytest.raises(ValueError, match=r"is a features_only detection run.*iter_examples"):
+        beam_tfrecord.load_dataset(str(out), "train")
+    batch = next(iter(beam_tfrecord.load_dataset(str(out), "train", features=True, batch_size=2)))
+    assert batch["image/features"].shape == (2, 5)
+    records = {r["filename"]: r for r in beam_tfrecord.iter_examples(str(out), "train")}
+    assert len(records) == len(truth)
+    for name, objects in truth.items():
+        record = records[f"images/{name}"]
+        assert record["features"].shape == (5,) and "image" not in record
+        np.testing.assert_allclose(record["boxes"], source_boxes(objects), atol=1e-3)

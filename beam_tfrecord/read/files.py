@@ -68,6 +68,17 @@ class SplitFiles:
     def has_images(self) -> bool:
         return self.features is None or self.features.image
 
+    def check_targets_readable(self, output: str, reader: str) -> None:
+        """A reader that hands out detection targets beside the picture cannot serve a
+        `features_only` detection run (no picture): one clear error rather than a KeyError, or
+        features without their targets."""
+        if self.objects and not self.has_images:
+            raise ValueError(
+                f"{output} is a features_only detection run: its records hold features and objects but "
+                f"no image, and {reader} hands out targets with an image. Read them with "
+                "iter_examples(...) or load_dataset(..., features=True) (every stored key)"
+            )
+
     @property
     def layout(self) -> RecordLayout:
         """Which keys the split's records hold (see `beam_tfrecord.keys`)."""

@@ -98,6 +98,7 @@ class TorchImages(_Base):  # type: ignore[misc,valid-type]
             raise ImportError(INSTALL_HINT)
         super().__init__()
         self.files = split_files(output, split)  # a wrong folder fails here, with the readers' message
+        self.files.check_targets_readable(output, "TorchImages")
         self.output, self.split = output, split
         self.image_size, self.channels, self.transform = image_size, channels, transform
         self.rank, self.world_size = distributed_position()

@@ -282,6 +282,8 @@ def load_dataset(
         )
     channels = (files.channels or 3) if channels is None else channels
     layout = files.features
+    if not features:
+        files.check_targets_readable(output_dir, "load_dataset")
     if decode_images is None:
         decode_images = not features or image_size is not None
     decodes = decode_images and files.has_images
