@@ -71,6 +71,8 @@ def _wait_and_stop() -> None:
         with suppress(OSError):
             os.kill(pid, signal.SIGKILL)
     print(f"\n{line}", file=sys.stderr, flush=True)
+    # os._exit is the documented way out that skips the other threads' joins and atexit
+    # handlers (Beam's would wait on the workers just killed); sys.exit from a thread ends only it.
     os._exit(EXIT_INTERRUPTED)
 
 

@@ -167,7 +167,7 @@ class _Stream:
             column += self.column_before
         return f"line {self.lines_before + line} column {column}"
 
-    def _skip(self) -> str:
+    def peek(self) -> str:
         """The next character that is not whitespace ("" at the end of the file), not consumed."""
         while True:
             self.position = _WHITESPACE.match(self.text, self.position).end()
@@ -177,7 +177,7 @@ class _Stream:
                 return ""
 
     def expect(self, chars: str) -> str:
-        found = self._skip()
+        found = self.peek()
         if not found:
             raise _Broken(f"ends early at {self._where()} (cut short?)")
         if found not in chars:
@@ -190,7 +190,7 @@ class _Stream:
         """The next value. One that fails to decode, or a number that ends the chunk (it may go
         on in the next), is decoded again with the next chunk appended, until the file ends."""
         while True:
-            if not self._skip():
+            if not self.peek():
                 raise _Broken(f"ends early at {self._where()} (cut short?)")
             try:
                 value, end = self.json.raw_decode(self.text, self.position)
@@ -206,11 +206,11 @@ class _Stream:
     def members(self) -> Iterator[str]:
         """The keys of an object; the caller consumes each value before the next key."""
         self.expect("{")
-        if self._skip() == "}":
+        if self.peek() == "}":
             self.position += 1
             return
         while True:
-            if self._skip() != '"':
+            if self.peek() != '"':
                 raise _Broken(f"expected a key at {self._where()}")
             key = self.value()
             self.expect(":")
@@ -220,7 +220,7 @@ class _Stream:
 
     def elements(self) -> Iterator[Any]:
         self.expect("[")
-        if self._skip() == "]":
+        if self.peek() == "]":
             self.position += 1
             return
         while True:
@@ -229,7 +229,7 @@ class _Stream:
                 return
 
     def end(self) -> None:
-        if self._skip():
+        if self.peek():
             raise _Broken(f"has more after its top-level object, at {self._where()}")
 
 
@@ -268,7 +268,7 @@ def _parse_file(handle: BinaryIO, source: AnnotationPath, display: str, masks: b
     stream = _Stream(handle)
     seen: set[str] = set()
     image_index: dict[ImageId, int] = {}
-    if not stream._skip():
+    if not stream.peek():
         raise _Broken("is empty")
     for key in stream.members():
         if key in seen:
