@@ -26,7 +26,6 @@ import math
 import os
 import random
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,8 +36,9 @@ import psutil
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
+sys.path[:0] = [HERE, os.path.join(ROOT, "tests")]
 
+from portable_services import portable_services  # noqa: E402
 from synthetic import CLASSES, HEIGHT, WIDTH, ensure_dataset  # noqa: E402
 
 SPLITS = "--splits=train=0.9,validation=0.1"
@@ -91,71 +91,6 @@ def write_instances(path: str, images: int, seed: int = 0) -> int:
     with open(path, "w") as handle:
         json.dump({"images": entries, "annotations": objects, "categories": CATEGORIES}, handle)
     return len(objects)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@contextlib.contextmanager
-def portable_services(logs: str):
-    """Beam's local job service and SDK worker pool on 127.0.0.1; yields (their processes, the
-    options that point a run at them)."""
-    job_port, pool_port = _free_port(), _free_port()
-    env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ.get('PATH', '')}"}
-    commands = [
-        (
-            [
-                sys.executable,
-                "-m",
-                "apache_beam.runners.portability.local_job_service_main",
-                "-p",
-                str(job_port),
-            ],
-            job_port,
-        ),
-        (
-            [
-                sys.executable,
-                "-m",
-                "apache_beam.runners.worker.worker_pool_main",
-                "--service_port",
-                str(pool_port),
-            ],
-            pool_port,
-        ),
-    ]
-    started = []
-    try:
-        for command, port in commands:
-            log = open(os.path.join(logs, f"{port}.log"), "wb")  # noqa: SIM115  (closed with the process)
-            started.append(
-                (subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT), log)
-            )
-            deadline = time.monotonic() + 60
-            while True:
-                with socket.socket() as probe:
-                    if probe.connect_ex(("127.0.0.1", port)) == 0:
-                        break
-                if time.monotonic() > deadline or started[-1][0].poll() is not None:
-                    raise RuntimeError(f"{command[2]} did not start (see {logs})")
-                time.sleep(0.2)
-        yield (
-            [p for p, _ in started],
-            [
-                "--runner=PortableRunner",
-                f"--job_endpoint=127.0.0.1:{job_port}",
-                "--environment_type=EXTERNAL",
-                f"--environment_config=127.0.0.1:{pool_port}",
-            ],
-        )
-    finally:
-        for process, log in started:
-            process.kill()
-            process.wait()
-            log.close()
 
 
 def _tree_rss(processes: list[psutil.Process]) -> int:

@@ -7,89 +7,23 @@ summary table."""
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
-import time
 
 import annotationgen as ag
 import imagegen
 import pytest
 from conftest import REPO, convert
 from outputcheck import digest_from_shards
-
-PYTHON_DIR = os.path.dirname(sys.executable)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_for_port(port: int, process: subprocess.Popen, what: str) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"{what} exited with {process.returncode}")
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.2)
-    pytest.fail(f"{what} never listened on {port}")
+from portable_services import portable_services
 
 
 @pytest.fixture(scope="module")
 def portable(tmp_path_factory):
     """Beam's local job service and an SDK worker pool, as separate processes; the options that
-    point a run at them. The pool starts workers with `python` from PATH, so PATH leads with
-    this interpreter's folder."""
-    logs = tmp_path_factory.mktemp("portable")
-    job_port, pool_port = free_port(), free_port()
-    env = {**os.environ, "PATH": f"{PYTHON_DIR}{os.pathsep}{os.environ.get('PATH', '')}"}
-    services = [
-        (
-            [
-                sys.executable,
-                "-m",
-                "apache_beam.runners.portability.local_job_service_main",
-                "-p",
-                str(job_port),
-            ],
-            job_port,
-            "job service",
-        ),
-        (
-            [
-                sys.executable,
-                "-m",
-                "apache_beam.runners.worker.worker_pool_main",
-                "--service_port",
-                str(pool_port),
-            ],
-            pool_port,
-            "worker pool",
-        ),
-    ]
-    processes = []
-    try:
-        for command, port, what in services:
-            log = open(logs / f"{port}.log", "wb")  # noqa: SIM115  (closed with the process)
-            process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-            processes.append((process, log))
-            wait_for_port(port, process, what)
-        yield [
-            "--runner=PortableRunner",
-            f"--job_endpoint=127.0.0.1:{job_port}",
-            "--environment_type=EXTERNAL",
-            f"--environment_config=127.0.0.1:{pool_port}",
-        ]
-    finally:
-        for process, log in processes:
-            process.kill()
-            process.wait()
-            log.close()
+    point a run at them."""
+    with portable_services(str(tmp_path_factory.mktemp("portable"))) as (_, options):
+        yield options
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
