@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from beam_tfrecord.features.options import FeatureOptions
     from beam_tfrecord.images.options import ImageOptions
     from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
-    from beam_tfrecord.plan.source import SourceConfig
+    from beam_tfrecord.plan.source_config import SourceConfig
     from beam_tfrecord.plan.staging import StagedPlan
     from beam_tfrecord.read.examples import iter_examples
     from beam_tfrecord.read.files import class_names
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 # public name -> the module that defines it
 _EXPORTS = {
     "ConvertConfig": "config",
-    "SourceConfig": "plan.source",
+    "SourceConfig": "plan.source_config",
     "FeatureOptions": "features.options",
     "ImageOptions": "images.options",
     "IncompleteOutput": "write.outputs",
@@ -65,16 +65,16 @@ SUBMODULES = (
     "read",
     "compat",
     "config",
+    "config_base",
     "elements",
-    "failures",
     "gcs",
     "keys",
     "names",
     "pipeline",
     "progress",
     "runners",
-    "settings",
     "transforms",
+    "write_failures",
 )
 
 __all__ = [

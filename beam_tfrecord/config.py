@@ -13,12 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from beam_tfrecord.config_base import ConfigError, check_choice
 from beam_tfrecord.features.options import FeatureOptions
 from beam_tfrecord.gcs import GcsSettings
 from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.keys import SCHEMAS
-from beam_tfrecord.plan.source import LABEL_SOURCES, SourceConfig
-from beam_tfrecord.settings import ConfigError, check_choice
+from beam_tfrecord.plan.source_config import LABEL_SOURCES, SourceConfig
 
 __all__ = [
     "COMPRESSIONS",

@@ -38,7 +38,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import compat
-from beam_tfrecord.settings import ConfigError
+from beam_tfrecord.config_base import ConfigError
 
 if TYPE_CHECKING:
     from apache_beam.io.gcp.gcsio import GcsIO

@@ -22,15 +22,15 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import faults, gcs, runners
+from beam_tfrecord import fault_injection, gcs, runners
 from beam_tfrecord.config import ConvertConfig, SourceConfig, summary_options
+from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import ChangeLine, DroppedObjectLine, DuplicateGroup, FinalShard, RejectLine
 from beam_tfrecord.plan import bulk, staging
 from beam_tfrecord.plan.listing import InputFile, list_inputs
 from beam_tfrecord.plan.planner import LabelSource, make_plan, shard_tasks
 from beam_tfrecord.plan.sharding import ShardSettings
 from beam_tfrecord.plan.staging import StagedPlan
-from beam_tfrecord.settings import ConfigError
 from beam_tfrecord.transforms import (
     CHANGES,
     CONTENT,
@@ -49,8 +49,8 @@ from beam_tfrecord.transforms import (
 )
 from beam_tfrecord.write import outputs
 from beam_tfrecord.write import resume as resume_lib
-from beam_tfrecord.write.metadata import ObjectFiles, write_metadata
 from beam_tfrecord.write.shardwriter import remove_tree
+from beam_tfrecord.write.side_files import ObjectFiles, write_metadata
 from beam_tfrecord.write.summary import RunInfo, Summary, build_summary
 from beam_tfrecord.write.tally import Tally
 
@@ -95,7 +95,7 @@ def prepare(
         )
     shards = ShardSettings(config.num_shards, config.shard_size_mb, parallelism, round_robin)
     listing = list_inputs(source.input) if files is None else files
-    faults.pause_point("listed")
+    fault_injection.pause_point("listed")
     with bulk.cycles_paused():  # millions of objects in a detection run's plan: see plan.bulk
         return _plan_and_stage(listing, source, config, shards, label_source, overwrite, stage, resume)
 
@@ -146,7 +146,7 @@ def _plan_and_stage(
         if found.why:
             _LOGGER.info("not resuming an interrupted run (%s): starting clean", found.why)
     outputs.prepare_output(config.output, overwrite)
-    faults.pause_point("cleared")
+    fault_injection.pause_point("cleared")
     # Nothing to compare with (the usual case): each task is hashed as it is staged, so a
     # detection run's tasks are serialized once (1,000,000 objects with masks: 19 s each time).
     tasks_digest = resume_lib.TextDigest()

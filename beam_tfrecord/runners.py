@@ -27,7 +27,7 @@ from apache_beam.options.pipeline_options import (
     WorkerOptions,
 )
 
-from beam_tfrecord.settings import ConfigError
+from beam_tfrecord.config_base import ConfigError
 
 __all__ = [
     "DATAFLOW_RUNNERS",

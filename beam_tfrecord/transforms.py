@@ -23,7 +23,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.transforms.window import GlobalWindows
 
-from beam_tfrecord import failures, gcs, names
+from beam_tfrecord import gcs, names, write_failures
 from beam_tfrecord.elements import (
     ConvertedRecord,
     DuplicateGroup,
@@ -72,7 +72,7 @@ TALLIES = "tallies"
 _LOGGER = logging.getLogger(__name__)
 # A write failure's traceback, logged by Beam where the DoFn failed (a worker process among
 # them: workers import this module to unpickle its DoFns), is said in one line by the command.
-failures.quiet_write_failures()
+write_failures.quiet_write_failures()
 
 
 def count_outcome(outcome: ConvertedRecord | RejectLine) -> None:

@@ -27,8 +27,9 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
 from apache_beam.runners.runner import PipelineState
 
-from beam_tfrecord import compat, failures, gcs, runners
+from beam_tfrecord import compat, gcs, runners, write_failures
 from beam_tfrecord.config import ConvertConfig
+from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.features import models as feature_models
 from beam_tfrecord.features.options import ModelUnavailable
 from beam_tfrecord.images import quiet
@@ -36,7 +37,6 @@ from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
 from beam_tfrecord.plan import staging
 from beam_tfrecord.plan.listing import list_inputs
 from beam_tfrecord.plan.staging import StagedPlan
-from beam_tfrecord.settings import ConfigError
 from beam_tfrecord.write import outputs
 from beam_tfrecord.write.summary import RunInfo, read_summary
 from pipelines import dry_run
@@ -165,7 +165,7 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
     except (ConfigError, UsageError, ModelUnavailable) as error:
         print(f"error: {usage_text(error)}", file=sys.stderr)
         return 2
-    except failures.WriteFailed as failure:  # the plan could not be staged
+    except write_failures.WriteFailed as failure:  # the plan could not be staged
         print(f"error: {write_failed(failure, settings.config.output)}", file=sys.stderr)
         return 1
 
@@ -197,7 +197,7 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         printer = progress_dir if settings.progress else None
         state = execute(pipeline, local, settings.wait, printer, staged.inputs)
     except Exception as error:
-        failure = failures.find(error)
+        failure = write_failures.find(error)
         if failure is not None:  # a full disk, a quota, a permission: one line, and space freed
             print(f"error: {write_failed(failure, config.output)}", file=sys.stderr)
             return 1
@@ -237,7 +237,7 @@ def execute(
     return result.wait_until_finish()
 
 
-def write_failed(failure: failures.WriteFailed, output: str) -> str:
+def write_failed(failure: write_failures.WriteFailed, output: str) -> str:
     """One line for a file the run could not write: which and why, what was kept (no final
     shard is ever partial), the temporary files removed to free the space, and what to do."""
     freed = _remove_temporary_files(output)
@@ -249,7 +249,7 @@ def write_failed(failure: failures.WriteFailed, output: str) -> str:
         )
     else:
         kept = f"Nothing final was written to {output}"
-    if failures.is_full(failure):
+    if write_failures.is_full(failure):
         todo = "free space (or choose another --output), then run the same command again"
     elif failure.code in (errno.EACCES, errno.EPERM, errno.EROFS):
         todo = "make it writable, then run the same command again"
@@ -322,7 +322,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for ours in ("pipelines", "beam_tfrecord"):
         logging.getLogger(ours).setLevel(logging.INFO)
     compat.quiet_known_beam_noise()
-    failures.quiet_write_failures()
+    write_failures.quiet_write_failures()
     sys.exit(run(argv))
 
 

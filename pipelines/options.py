@@ -22,6 +22,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
 
 from beam_tfrecord import gcs, runners
 from beam_tfrecord.config import COMPRESSIONS, LABEL_SOURCES, SCHEMAS, SINKS, ConvertConfig, SourceConfig
+from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.features import options as feature_options
 from beam_tfrecord.features.options import FeatureOptions
 from beam_tfrecord.images.options import IMAGE_FORMATS, RESIZE_MODES, ImageOptions, parse_size
@@ -30,7 +31,6 @@ from beam_tfrecord.plan.columns import parse_extra_columns
 from beam_tfrecord.plan.planner import LabelSource, label_source_for
 from beam_tfrecord.plan.splits import parse_splits
 from beam_tfrecord.runners import read_threads
-from beam_tfrecord.settings import ConfigError
 from beam_tfrecord.write.outputs import OutputInUse
 
 __all__ = [

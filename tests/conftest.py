@@ -60,7 +60,7 @@ def plan_listing(listing, label_source, splits, *, num_shards=None, shard_size_m
     `group_pattern`, `extra_columns`, `stratify`, `dedupe`, ...)."""
     from beam_tfrecord.plan.planner import make_plan
     from beam_tfrecord.plan.sharding import ShardSettings
-    from beam_tfrecord.plan.source import SourceConfig
+    from beam_tfrecord.plan.source_config import SourceConfig
 
     needs = {"filename": {"label_pattern": "(.*)"}, "manifest": {"manifest": "manifest.csv"}}
     config = SourceConfig(

@@ -15,12 +15,12 @@ from pycocotools import mask as coco_mask
 
 from beam_tfrecord.elements import Polygon, RunLengths
 from beam_tfrecord.plan.annotations import rle
+from beam_tfrecord.plan.annotations.load import load_annotations
 from beam_tfrecord.plan.annotations.options import AnnotationOptions
 from beam_tfrecord.plan.annotations.paths import AnnotationPath, parse_annotation_paths
-from beam_tfrecord.plan.annotations.sources import load_annotations
 from beam_tfrecord.plan.listing import list_inputs
 from beam_tfrecord.plan.planner import make_plan
-from beam_tfrecord.plan.source import SourceConfig
+from beam_tfrecord.plan.source_config import SourceConfig
 
 
 def load(root, annotations_path=None, **kwargs):

@@ -13,7 +13,7 @@ import pytest
 from annotationgen import voc_xml
 from imagegen import jpeg, png, write_tree
 
-from beam_tfrecord.plan.annotations.sources import load_annotations
+from beam_tfrecord.plan.annotations.load import load_annotations
 from beam_tfrecord.plan.listing import list_inputs
 
 

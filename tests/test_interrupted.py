@@ -2,7 +2,7 @@
 are clearly named and removed by the next run, and a rerun writes the identical record set.
 
 Each killed run is a real `python -m pipelines.convert` process on the DirectRunner, stopped at a
-named point by the BEAM_TFRECORD_PAUSE_AT hook (beam_tfrecord/faults.py)."""
+named point by the BEAM_TFRECORD_PAUSE_AT hook (beam_tfrecord/fault_injection.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The shape of the library, guarded: the stages run plan -> images -> features -> write -> read, and
 a stage imports only the stages before it (read may use write's schema; write may never use read).
-The shared contracts (elements, names, keys, settings) and the cross-cutting helpers import no
+The shared contracts (elements, names, keys, config_base) and the cross-cutting helpers import no
 stage, and nothing in the library imports the command (`pipelines`). Imports inside functions and
 under TYPE_CHECKING count too: they are dependencies all the same."""
 
@@ -18,11 +18,11 @@ SHARED = (
     "elements",
     "names",
     "keys",
-    "settings",
-    "failures",
+    "config_base",
+    "write_failures",
     "gcs",
     "compat",
-    "faults",
+    "fault_injection",
     "progress",
     "runners",
 )

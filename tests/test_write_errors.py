@@ -1,6 +1,6 @@
 """A write that fails (a full disk, a quota, a permission) is one clear line: which file and why,
 what was kept, the temporary files removed so the space is free again, what to do; exit 1. The
-injected failure is the error a full disk raises (faults.fail_point); a real 3 MB filesystem
+injected failure is the error a full disk raises (fault_injection.fail_point); a real 3 MB filesystem
 proves the same where this machine lets a test mount one."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import sys
 import imagegen
 import pytest
 
-from beam_tfrecord import faults
-from beam_tfrecord.failures import WriteFailed, find
+from beam_tfrecord import fault_injection
 from beam_tfrecord.write import outputs
+from beam_tfrecord.write_failures import WriteFailed, find
 from pipelines.convert import run
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -36,7 +36,7 @@ def command(tree, out, *extra: str) -> list[str]:
 def test_a_full_disk_is_one_line_with_the_file_what_was_kept_and_what_to_do(
     tree, tmp_path, capsys, monkeypatch, point
 ):
-    monkeypatch.setattr(faults, "FAIL_AT", point)
+    monkeypatch.setattr(fault_injection, "FAIL_AT", point)
     out = tmp_path / "out"
     assert run(command(tree, out)) == 1
     (line,) = capsys.readouterr().err.strip().splitlines()
@@ -49,7 +49,7 @@ def test_a_full_disk_is_one_line_with_the_file_what_was_kept_and_what_to_do(
         assert outputs.existing_outputs(str(out)) == []
     else:  # the shards were in place: they stay, named as no finished output
         assert "without summary.json it is no finished output" in line and "--overwrite" in line
-    monkeypatch.setattr(faults, "FAIL_AT", None)
+    monkeypatch.setattr(fault_injection, "FAIL_AT", None)
     assert run(command(tree, out, "--overwrite")) == 0  # and then the same command completes
 
 
@@ -58,7 +58,7 @@ def test_a_failure_crossing_processes_is_found_in_the_runners_message():
         "/out/.temp-x/train-00000-of-00001.tfrecord.ab", "No space left on device", errno.ENOSPC
     )
     carried = RuntimeError(
-        f"beam_tfrecord.failures.WriteFailed: {failure} [while running 'Write/WriteShardFiles']"
+        f"beam_tfrecord.write_failures.WriteFailed: {failure} [while running 'Write/WriteShardFiles']"
     )
     found = find(carried)
     assert (found.path, found.reason, found.code) == (failure.path, failure.reason, errno.ENOSPC)

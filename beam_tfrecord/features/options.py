@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from beam_tfrecord.settings import ConfigError, check_choice
+from beam_tfrecord.config_base import ConfigError, check_choice
 
 __all__ = [
     "DTYPES",

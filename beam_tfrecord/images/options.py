@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from beam_tfrecord.settings import ConfigError, check_choice
+from beam_tfrecord.config_base import ConfigError, check_choice
 
 __all__ = [
     "DEFAULT_MAX_FILE_MB",

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.keys import reserved_names
-from beam_tfrecord.settings import ConfigError
 
 __all__ = [
     "COLUMN_TYPES",

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord.settings import ConfigError
+from beam_tfrecord.config_base import ConfigError
 
 __all__ = [
     "LABEL_MODES",

@@ -18,7 +18,7 @@ from apache_beam.io.filesystem import FileSystem
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import gcs
-from beam_tfrecord.settings import ConfigError
+from beam_tfrecord.config_base import ConfigError
 
 __all__ = ["InputFile", "list_inputs", "skip_reason", "split_input_spec", "walk_local"]
 

@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import (
     DroppedObjectLine,
     Extras,
@@ -28,13 +29,12 @@ from beam_tfrecord.plan import columns as columns_lib
 from beam_tfrecord.plan import dedupe as dedupe_lib
 from beam_tfrecord.plan import labels as labels_lib
 from beam_tfrecord.plan import splits as splits_lib
+from beam_tfrecord.plan.annotations.load import load_annotations
 from beam_tfrecord.plan.annotations.results import AnnotationSet
-from beam_tfrecord.plan.annotations.sources import load_annotations
 from beam_tfrecord.plan.columns import ExtraColumn
 from beam_tfrecord.plan.listing import InputFile, list_inputs, skip_reason
 from beam_tfrecord.plan.sharding import ShardSettings
-from beam_tfrecord.plan.source import SourceConfig
-from beam_tfrecord.settings import ConfigError
+from beam_tfrecord.plan.source_config import SourceConfig
 
 __all__ = [
     "GroupFacts",

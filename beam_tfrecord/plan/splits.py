@@ -9,7 +9,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 
-from beam_tfrecord.settings import ConfigError
+from beam_tfrecord.config_base import ConfigError
 
 __all__ = [
     "assign_splits",

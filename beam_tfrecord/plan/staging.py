@@ -26,7 +26,6 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord.elements import DroppedObjectLine, RejectLine, ShardTask
-from beam_tfrecord.failures import writing
 from beam_tfrecord.names import (
     PLAN_DIR,
     PLAN_DROPPED_OBJECTS_FILE,
@@ -39,7 +38,8 @@ from beam_tfrecord.names import (
 )
 from beam_tfrecord.plan import bulk
 from beam_tfrecord.plan.planner import Plan, shard_tasks
-from beam_tfrecord.plan.source import SourceConfig
+from beam_tfrecord.plan.source_config import SourceConfig
+from beam_tfrecord.write_failures import writing
 
 __all__ = [
     "PlanFacts",

@@ -14,8 +14,8 @@ import posixpath
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import gcs, names
+from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.names import METADATA_FILES, SUMMARY_FILE, TEMP_PREFIXES
-from beam_tfrecord.settings import ConfigError
 from beam_tfrecord.write.summary import Summary, SummaryError, read_summary
 
 _LOGGER = logging.getLogger(__name__)

@@ -31,9 +31,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import names
 from beam_tfrecord.elements import ChangeLine, DroppedObjectLine, RejectLine, WrittenShard
-from beam_tfrecord.failures import writing
 from beam_tfrecord.write.tally import Tally
 from beam_tfrecord.write.tfrecord_files import FramingError, index_records, iter_records
+from beam_tfrecord.write_failures import writing
 
 __all__ = [
     "ReadOutcome",

@@ -23,11 +23,11 @@ from typing import Any
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import faults, gcs, names
+from beam_tfrecord import fault_injection, gcs, names
 from beam_tfrecord.elements import FinalShard, ShardKey, WrittenShard
-from beam_tfrecord.failures import writing
 from beam_tfrecord.names import index_path
 from beam_tfrecord.write.tfrecord_files import format_index, write_record
+from beam_tfrecord.write_failures import writing
 
 __all__ = [
     "ShardFiles",
@@ -77,9 +77,9 @@ class ShardFiles:
             self._close_current()
             self._open(shard)
         with writing(self._path):
-            faults.fail_point("writing")
+            fault_injection.fail_point("writing")
             self._sizes.append(write_record(self._handle, example))
-        faults.pause_point("writing")
+        fault_injection.pause_point("writing")
 
     def close(self) -> list[WrittenShard]:
         """Close the open file; returns every shard written since the last call."""
@@ -182,7 +182,7 @@ def finalize_shards(
                     FileSystems.rename([index_path(shard.temp_path)], [index_path(final)])
                 FileSystems.rename([shard.temp_path], [final])
             finals.append(FinalShard(split, index, count, final, shard.records))
-            faults.pause_point("finalizing")
+            fault_injection.pause_point("finalizing")
     if chosen:
         raise RuntimeError(f"shards outside the plan were written: {sorted(chosen)}")
     return finals

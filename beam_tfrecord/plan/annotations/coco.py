@@ -37,7 +37,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord.elements import ImageAnnotations, Mask, ObjectBox, Polygon, RunLengths
 from beam_tfrecord.plan.annotations import rle as rle_lib
-from beam_tfrecord.plan.annotations.listed import Listed, describe_error, line_of, stem
+from beam_tfrecord.plan.annotations.catalog import Catalog, describe_error, line_of, stem
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ImageProblem, ObjectNote, UnmatchedEntry
 
@@ -53,7 +53,7 @@ class _Broken(Exception):
     """A file that is not a COCO instances file (bad JSON, or not COCO's shape)."""
 
 
-def discover(listed: Listed) -> list[str]:
+def discover(listed: Catalog) -> list[str]:
     """The instances files under the input: every `instances_*.json`, else every `.json` in an
     `annotations/` folder; relpaths, sorted."""
     files = listed.annotation_files
@@ -457,7 +457,7 @@ def _hints(source: AnnotationPath, display: str) -> list[str]:
 
 
 def load(
-    listed: Listed,
+    listed: Catalog,
     sources: Sequence[AnnotationPath],
     displays: Sequence[str],
     masks: bool = True,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from beam_tfrecord.config_base import ConfigError, check_choice
 from beam_tfrecord.elements import AnnotationKind
 from beam_tfrecord.plan.annotations.paths import AnnotationPath, parse_annotation_paths
-from beam_tfrecord.settings import ConfigError, check_choice
 
 __all__ = ["ANNOTATION_KINDS", "UNANNOTATED", "AnnotationOptions"]
 

@@ -25,7 +25,7 @@ import defusedxml
 import defusedxml.ElementTree
 
 from beam_tfrecord.elements import ImageAnnotations, ObjectBox
-from beam_tfrecord.plan.annotations.listed import MAX_IMAGE_ANNOTATION_BYTES, Listed, read_many, stem
+from beam_tfrecord.plan.annotations.catalog import MAX_IMAGE_ANNOTATION_BYTES, Catalog, read_many, stem
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ImageProblem, ObjectNote, UnmatchedEntry
 from beam_tfrecord.plan.listing import InputFile, list_inputs
@@ -167,7 +167,7 @@ def _standard(relpath: str) -> str | None:
     return None
 
 
-def load(listed: Listed, folder: AnnotationPath | None = None) -> AnnotationSet:
+def load(listed: Catalog, folder: AnnotationPath | None = None) -> AnnotationSet:
     """Every listed image's objects from its XML (see the module docstring for where it is)."""
     external = _external(folder) if folder is not None else []
     by_stem = {stem(f.relpath): f for f in external}
@@ -269,12 +269,12 @@ def load(listed: Listed, folder: AnnotationPath | None = None) -> AnnotationSet:
     )
 
 
-def _display(file: InputFile, listed: Listed) -> str:
+def _display(file: InputFile, listed: Catalog) -> str:
     """An XML as messages name it: its relpath under the input, else its path."""
     return file.relpath if listed.annotation_files.get(file.relpath) is file else file.path
 
 
-def _parse_all(files: Sequence[InputFile], listed: Listed) -> dict[str, _ParsedXml | _Rejected]:
+def _parse_all(files: Sequence[InputFile], listed: Catalog) -> dict[str, _ParsedXml | _Rejected]:
     """path -> parsed XML or why not, for distinct files (read in parallel from gs://)."""
     unique = list({f.path: f for f in files}.values())
     results: dict[str, _ParsedXml | _Rejected] = {}

@@ -27,9 +27,9 @@ from typing import Any
 import yaml
 
 from beam_tfrecord.elements import ImageAnnotations, ObjectBox, Polygon
-from beam_tfrecord.plan.annotations.listed import (
+from beam_tfrecord.plan.annotations.catalog import (
     MAX_IMAGE_ANNOTATION_BYTES,
-    Listed,
+    Catalog,
     describe_error,
     read_many,
     read_one,
@@ -53,7 +53,7 @@ class _Rejected(Exception):
     """A label file that cannot annotate its image: (reason, detail)."""
 
 
-def class_names(listed: Listed, names_path: AnnotationPath | None = None) -> tuple[dict[int, str], str]:
+def class_names(listed: Catalog, names_path: AnnotationPath | None = None) -> tuple[dict[int, str], str]:
     """Class index -> name, and the file they came from (its relpath, or its path when it is not
     under the input). ValueError naming the file (and line) when none is found or it is malformed."""
     if names_path is not None:
@@ -233,7 +233,7 @@ def _is_float(token: str) -> bool:
     return True
 
 
-def load(listed: Listed, names_path: AnnotationPath | None = None, masks: bool = True) -> AnnotationSet:
+def load(listed: Catalog, names_path: AnnotationPath | None = None, masks: bool = True) -> AnnotationSet:
     """Every listed image's objects from its label file (see the module docstring)."""
     names, names_file = class_names(listed, names_path)
     files = listed.annotation_files

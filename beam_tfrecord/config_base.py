@@ -2,7 +2,7 @@
 field in the library's own terms (`image.jpeg_quality`, `features.pooling`), so a user of the
 library reads about the fields they set and the command maps each name onto its option.
 
-Every settings class (`plan.source.SourceConfig`, `images.options.ImageOptions`,
+Every config class (`plan.source_config.SourceConfig`, `images.options.ImageOptions`,
 `features.options.FeatureOptions`, `config.ConvertConfig`) validates itself when made and says
 how summary.json records it (`summary_fields`), field by field.
 """

@@ -23,7 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord.elements import AnnotationKind
 from beam_tfrecord.plan.annotations import coco, voc, yolo
-from beam_tfrecord.plan.annotations.listed import Listed, partition
+from beam_tfrecord.plan.annotations.catalog import Catalog, partition
 from beam_tfrecord.plan.annotations.paths import AnnotationPath, parse_annotation_paths
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ObjectNote
 from beam_tfrecord.plan.listing import InputFile
@@ -86,7 +86,7 @@ def _exists(path: str) -> bool:
     return FileSystems.exists(path) if "://" in path else os.path.exists(path)
 
 
-def _coco(listed: Listed, paths: Sequence[AnnotationPath], masks: bool) -> AnnotationSet:
+def _coco(listed: Catalog, paths: Sequence[AnnotationPath], masks: bool) -> AnnotationSet:
     if not paths:
         found = coco.discover(listed)
         if not found:
@@ -102,7 +102,7 @@ def _coco(listed: Listed, paths: Sequence[AnnotationPath], masks: bool) -> Annot
     return coco.load(listed, paths, [_display(listed, path.path) for path in paths], masks)
 
 
-def _display(listed: Listed, path: str) -> str:
+def _display(listed: Catalog, path: str) -> str:
     """A given annotation file as messages name it: its relpath when it is under the input."""
     real = os.path.realpath(path) if "://" not in path else path
     for file in listed.annotation_files.values():
@@ -136,7 +136,7 @@ def _restrict(result: AnnotationSet, fixed: Sequence[str]) -> AnnotationSet:
     )
 
 
-def _sources(listed: Listed, result: AnnotationSet) -> dict[str, str]:
+def _sources(listed: Catalog, result: AnnotationSet) -> dict[str, str]:
     """Every listed annotation file -> what it is (a `skipped` line's detail)."""
     title = _TITLES[result.kind]
     return {

@@ -1,5 +1,6 @@
-"""A test hook to stop a run at a named point, so tests can kill it there (SIGKILL) and prove
-that an interrupted run never leaves output that looks complete.
+"""Test-only fault injection, inert in every real run: a hook that stops a run at a named point,
+so tests can kill it there (SIGKILL) and prove that an interrupted run never leaves output that
+looks complete, and one that fails a write there as a full disk does.
 
 Off unless BEAM_TFRECORD_PAUSE_AT names a point; then the run creates the file named by
 BEAM_TFRECORD_PAUSE_FILE when it gets there and sleeps until killed. Points, in run order:

@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from beam_tfrecord.config_base import ConfigError, check_choice
 from beam_tfrecord.plan.annotations.options import AnnotationOptions
 from beam_tfrecord.plan.columns import ExtraColumn, parse_extra_columns
 from beam_tfrecord.plan.labels import LABEL_MODES, compile_label_pattern
-from beam_tfrecord.settings import ConfigError, check_choice
 
 __all__ = ["LABEL_SOURCES", "LabelSourceName", "SourceConfig"]
 

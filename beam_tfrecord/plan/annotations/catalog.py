@@ -15,7 +15,7 @@ from beam_tfrecord.plan.listing import InputFile, skip_reason
 __all__ = [
     "ANNOTATION_EXTENSIONS",
     "MAX_IMAGE_ANNOTATION_BYTES",
-    "Listed",
+    "Catalog",
     "describe_error",
     "line_of",
     "partition",
@@ -50,7 +50,7 @@ def _parts(name: str) -> list[str]:
 
 
 @dataclass
-class Listed:
+class Catalog:
     """A listing split into candidate images and annotation files (hidden and clutter files are
     in neither: the planner skips them). Both keep the listing's order (sorted by relpath)."""
 
@@ -59,7 +59,7 @@ class Listed:
     _by_name: dict[str, list[str]] | None = field(default=None, repr=False)
 
     def matches(self, name: str) -> list[str]:
-        """Listed images that a file name written in an annotation may mean: the relpath itself,
+        """Catalog images that a file name written in an annotation may mean: the relpath itself,
         else every image whose path ends with the name's components (`x.jpg` matches
         `train/x.jpg`), or whose relpath the name ends with (`/data/coco/train/x.jpg` matches
         `train/x.jpg`), at component boundaries."""
@@ -82,8 +82,8 @@ class Listed:
         return found
 
 
-def partition(files: Sequence[InputFile]) -> Listed:
-    """Listed files -> candidate images and annotation files (by extension)."""
+def partition(files: Sequence[InputFile]) -> Catalog:
+    """Catalog files -> candidate images and annotation files (by extension)."""
     images: dict[str, InputFile] = {}
     annotation_files: dict[str, InputFile] = {}
     for file in files:
@@ -93,7 +93,7 @@ def partition(files: Sequence[InputFile]) -> Listed:
             annotation_files[file.relpath] = file
         else:
             images[file.relpath] = file
-    return Listed(images, annotation_files)
+    return Catalog(images, annotation_files)
 
 
 def describe_error(error: BaseException) -> str:

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import faults
+from beam_tfrecord import fault_injection
 from beam_tfrecord.elements import ChangeLine, DroppedObjectLine, DuplicateGroup, RejectLine
-from beam_tfrecord.failures import writing
 from beam_tfrecord.names import (
     ANNOTATIONS_UNMATCHED_FILE,
     CHANGES_FILE,
@@ -31,6 +30,7 @@ from beam_tfrecord.names import (
 )
 from beam_tfrecord.write.summary import Summary
 from beam_tfrecord.write.tfds_metadata import write_tfds_metadata
+from beam_tfrecord.write_failures import writing
 
 __all__ = ["ObjectFiles", "label_map", "write_metadata", "write_text"]
 
@@ -56,7 +56,7 @@ def label_map(class_names: Sequence[str]) -> str:
 
 def write_text(path: str, text: str) -> None:
     with writing(path), FileSystems.create(path) as handle:
-        faults.fail_point("metadata")
+        fault_injection.fail_point("metadata")
         handle.write(text.encode("utf-8"))
 
 
@@ -102,7 +102,7 @@ def write_metadata(
     with writing(FileSystems.join(output, TFDS_INFO_FILE)):
         tfds = write_tfds_metadata(output, summary, shard_lengths)
     summary = dataclasses.replace(summary, tfds_metadata=tfds)
-    faults.pause_point("metadata")
+    fault_injection.pause_point("metadata")
     # Written aside and renamed: a reader never sees a half-written completeness marker.
     temp = FileSystems.join(output, SUMMARY_TEMP_FILE)
     write_text(temp, summary.to_text())
