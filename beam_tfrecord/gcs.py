@@ -38,7 +38,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import compat
-from beam_tfrecord.config_base import ConfigError
+from beam_tfrecord.config_base import Config, ConfigError, setting
 
 if TYPE_CHECKING:
     from apache_beam.io.gcp.gcsio import GcsIO
@@ -71,7 +71,7 @@ DEFAULT_TIMEOUT_S = 5.0
 
 
 @dataclasses.dataclass(frozen=True)
-class GcsSettings:
+class GcsSettings(Config):
     """How long a gs:// request may wait for an answer before it is abandoned and retried.
 
     Args:
@@ -83,8 +83,17 @@ class GcsSettings:
         default. Beam's own requests keep Beam's retry, with the same deadline.
     """
 
-    timeout_s: float = DEFAULT_TIMEOUT_S
-    retry_deadline_s: float = 120.0
+    timeout_s: float = setting(
+        DEFAULT_TIMEOUT_S,
+        option="gcs_timeout_s",
+        group="storage",
+        label="GCS request time limit (seconds)",
+        kind=float,
+        record=None,
+        help="seconds a gs:// request may wait for a connection or the next part of its answer "
+        "before it is retried with backoff",
+    )
+    retry_deadline_s: float = setting(120.0, option=None, record=None)
 
     def retry(self) -> Any:
         """google-cloud-storage's default retry (timeouts, resets, 429 and 5xx, with exponential

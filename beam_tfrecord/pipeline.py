@@ -23,7 +23,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import fault_injection, gcs, runners
-from beam_tfrecord.config import ConvertConfig, SourceConfig, summary_options
+from beam_tfrecord.config import ConvertConfig, SourceConfig
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import ChangeLine, DroppedObjectLine, DuplicateGroup, FinalShard, RejectLine
 from beam_tfrecord.plan import bulk, staging
@@ -51,7 +51,7 @@ from beam_tfrecord.write import outputs
 from beam_tfrecord.write import resume as resume_lib
 from beam_tfrecord.write.shardwriter import remove_tree
 from beam_tfrecord.write.side_files import ObjectFiles, write_metadata
-from beam_tfrecord.write.summary import RunInfo, Summary, build_summary
+from beam_tfrecord.write.summary import RunInfo, RunOptions, Summary, build_summary
 from beam_tfrecord.write.tally import Tally
 
 __all__ = ["ImagesToTFRecords", "WriteMetadataFn", "prepare"]
@@ -167,7 +167,7 @@ def _fingerprint(
     settings that shape records and shards (not how many threads read), and the shard tasks as
     staged (with their objects in a detection run: `tasks_digest`, fed every task's text in
     order), then the plan's facts. Each is hashed a piece at a time, never held whole twice."""
-    settings = {**summary_options(source, config), "features": config.features}
+    settings = {**RunOptions.of(source, config).to_json(), "features": config.features}
     settings.pop("read_threads", None)
     listed = resume_lib.TextDigest()
     for f in listing:
@@ -175,7 +175,7 @@ def _fingerprint(
     return resume_lib.RunFingerprint(
         inputs=listed.hexdigest(),
         settings=resume_lib.RunFingerprint.digest(settings),
-        plan=tasks_digest.hexdigest(facts.__dict__),
+        plan=tasks_digest.hexdigest(facts.to_json()),
     )
 
 
@@ -212,7 +212,7 @@ class WriteMetadataFn(beam.DoFn):
         run = self.run
         if run is not None and run.started_at is not None:
             run = dataclasses.replace(run, wall_time_s=round(time.time() - run.started_at, 2))
-        options = {**facts.source, **summary_options(None, self.config)}
+        options = RunOptions.of(facts.source, self.config)
         staged = self.staged
         resumed = (
             {"shards": len(staged.finished), "records": staged.resumed_records} if staged.finished else None

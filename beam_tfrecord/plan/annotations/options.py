@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
-from beam_tfrecord.config_base import ConfigError, check_choice
+from beam_tfrecord.config_base import Config, ConfigError, check_choice, setting
 from beam_tfrecord.elements import AnnotationKind
 from beam_tfrecord.plan.annotations.paths import AnnotationPath, parse_annotation_paths
 
@@ -17,7 +17,7 @@ UNANNOTATED: tuple[str, ...] = get_args(UnannotatedName)
 
 
 @dataclass(frozen=True)
-class AnnotationOptions:
+class AnnotationOptions(Config):
     """Boxes (and masks) from an annotation source, instead of one label per image.
 
     Args:
@@ -31,10 +31,37 @@ class AnnotationOptions:
         drop it (an `unannotated` reject).
     """
 
-    kind: AnnotationKind
-    path: str | None = None
-    masks: bool = False
-    unannotated: UnannotatedName = "keep"
+    kind: AnnotationKind = setting(
+        option="annotations",
+        group="annotations",
+        label="Annotations",
+        record="annotations",
+        choices=ANNOTATION_KINDS,
+        help="boxes (and masks) per image from coco (instances JSON), voc (XML) or yolo (TXT) files",
+    )
+    path: str | None = setting(
+        None,
+        option="annotations_path",
+        group="annotations",
+        label="Annotations path",
+        record="annotations_path",
+        help="where they are when not in the format's place: COCO files (a.json,b.json or "
+        "train=a.json,validation=b.json), VOC's XML folder, YOLO's data.yaml",
+    )
+    masks: bool = setting(
+        False,
+        group="annotations",
+        label="Instance masks",
+        kind=bool,
+        help="store a PNG mask per object (COCO polygons and RLE, YOLO segmentation)",
+    )
+    unannotated: UnannotatedName = setting(
+        "keep",
+        group="annotations",
+        label="Unannotated images",
+        choices=UNANNOTATED,
+        help="an image no annotation names: keep it as a negative, or drop it (a reject)",
+    )
 
     def __post_init__(self) -> None:
         check_choice("annotations", self.kind, ANNOTATION_KINDS)
@@ -51,11 +78,3 @@ class AnnotationOptions:
     def split_names(self) -> tuple[str, ...]:
         """The splits the annotation files are given for (`train=a.json,...`), in order."""
         return tuple(dict.fromkeys(p.split for p in self.paths() if p.split is not None))
-
-    def summary_fields(self) -> dict[str, Any]:
-        return {
-            "annotations": self.kind,
-            "annotations_path": self.path,
-            "masks": self.masks,
-            "unannotated": self.unannotated,
-        }

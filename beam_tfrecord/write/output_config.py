@@ -1,0 +1,127 @@
+"""What comes out of a conversion: `ConvertConfig`, which holds the image stage's `ImageOptions`
+and the feature stage's `FeatureOptions`; each field declared once with its option
+(config_base.setting). The library takes these objects, never a command line; summary.json
+records them (`to_json`), so the metadata and the readers depend on the config, not on how it
+was made. Each class checks itself when made and raises `ConfigError` naming the field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+from beam_tfrecord.config_base import GCS_OBJECT, Config, ConfigError, check_choice, setting
+from beam_tfrecord.features.options import FeatureOptions
+from beam_tfrecord.gcs import GcsSettings
+from beam_tfrecord.images.options import ImageOptions
+from beam_tfrecord.keys import SCHEMAS
+
+__all__ = ["COMPRESSIONS", "SINKS", "ConvertConfig"]
+
+SchemaName = Literal["tfds", "simple"]
+CompressionName = Literal["none", "gzip"]
+# "paths": shards planned on paths, each written whole by one worker (no image bytes shuffled);
+# "beam": Beam's WriteToTFRecord per split (groups every record by shard: the bytes are shuffled).
+SinkName = Literal["paths", "beam"]
+COMPRESSIONS: tuple[str, ...] = get_args(CompressionName)
+SINKS: tuple[str, ...] = get_args(SinkName)
+
+
+@dataclass(frozen=True)
+class ConvertConfig(Config):
+    """What the records look like and where they go.
+
+    Args:
+      output: the folder for shards and metadata, local or gs://.
+      schema: the record keys: tfds (`image/encoded`, ...) or simple (`image_raw`, ...).
+      compression: none or gzip (`.tfrecord.gz`).
+      image: how the stored image may differ from the source (format, size, channels, limits).
+      features: the optional feature model; None for a plain conversion.
+      sink: paths (the default on every runner) or beam (WriteToTFRecord).
+      num_shards: shards per split; None derives them from `shard_size_mb` and the parallelism.
+      shard_size_mb: the target shard size when `num_shards` is None.
+      read_threads: threads that read and decode inside one shard task, to hide read latency
+        (remote storage); locally the runner's workers keep the cores busy.
+      gcs: the time limit of each gs:// request before it is retried (applied to every request
+        the run makes, Beam's included, in every process that runs a step of it).
+    """
+
+    output: str = setting(
+        group="output",
+        label="Output folder",
+        pattern=GCS_OBJECT,
+        help="where shards and metadata go; an earlier run's files there need --overwrite",
+    )
+    schema: SchemaName = setting(
+        "tfds",
+        group="output",
+        label="Feature schema",
+        choices=SCHEMAS,
+        help="the record keys: tfds (image/encoded, image/class/label, ...) or simple (image_raw, label)",
+    )
+    compression: CompressionName = setting(
+        "none",
+        group="output",
+        label="Compression",
+        choices=COMPRESSIONS,
+        help="gzip writes .tfrecord.gz shards (TFDS reads uncompressed ones only)",
+    )
+    image: ImageOptions = setting(factory=ImageOptions, nested=ImageOptions)
+    features: FeatureOptions | None = setting(
+        None,
+        nested=FeatureOptions,
+        needs=("feature_model", "model_path"),
+        needs_text="--feature_model or --model_path",
+        record_text=lambda features: {"features_only": bool(features and features.features_only)},
+    )
+    sink: SinkName = setting(
+        "paths",
+        group="output",
+        label="Sink",
+        choices=SINKS,
+        help="paths: each worker writes whole shards planned on paths; beam: Beam's WriteToTFRecord "
+        "(shuffles every record)",
+    )
+    num_shards: int | None = setting(
+        None,
+        group="splits and shards",
+        label="Shards per split",
+        kind=int,
+        minimum=1,
+        help="shards per split (default: from --shard_size_mb, at least one per worker)",
+    )
+    shard_size_mb: float = setting(
+        128.0,
+        group="splits and shards",
+        label="Target shard size (MB)",
+        kind=float,
+        help="target shard size when --num_shards is not given",
+    )
+    read_threads: int = setting(
+        1,
+        option="decode_threads",
+        option_default=None,
+        default_doc="local input: 2 in one in-process worker, 1 per worker process; gs:// input: 8",
+        group="storage",
+        label="Decode threads per shard writer",
+        kind=int,
+        minimum=1,
+        help="threads that read and decode inside one shard task (default: 8 for gs:// input; "
+        "locally 2 for one in-process worker, 1 per worker process)",
+    )
+    gcs: GcsSettings = setting(factory=GcsSettings, nested=GcsSettings)
+
+    def __post_init__(self) -> None:
+        check_choice("schema", self.schema, SCHEMAS)
+        check_choice("compression", self.compression, COMPRESSIONS)
+        check_choice("sink", self.sink, SINKS)
+        if self.num_shards is not None and self.num_shards < 1:
+            raise ConfigError("num_shards", "must be at least 1")
+        if not self.shard_size_mb > 0:
+            raise ConfigError("shard_size_mb", "must be positive")
+        if self.read_threads < 1:
+            raise ConfigError("read_threads", "must be at least 1")
+        if not self.gcs.timeout_s > 0:
+            raise ConfigError("gcs.timeout_s", "must be positive (seconds)")
+        if not self.gcs.retry_deadline_s > 0:
+            raise ConfigError("gcs.retry_deadline_s", "must be positive (seconds)")
