@@ -19,7 +19,7 @@ from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
 from beam_tfrecord.plan.staging import PlanFacts
 from beam_tfrecord.transforms import REJECTS, BuildRecordFn, ReadShardFn, TallyFn
-from beam_tfrecord.write.summary import build_summary
+from beam_tfrecord.write.summary import RunOptions, build_summary
 from beam_tfrecord.write.tally import Tally
 from pipelines.report import format_table
 
@@ -73,7 +73,7 @@ def test_summary_flags_an_inconsistent_count_and_empty_classes():
     tally = Tally()
     tally.records["train"] = 2
     tally.by_split_label[("train", "a")] = 2
-    summary = build_summary(facts, [], tally, [("/o/train-00000-of-00001.tfrecord", 99)], {})
+    summary = build_summary(facts, [], tally, [("/o/train-00000-of-00001.tfrecord", 99)], RunOptions())
     assert summary.consistent is False  # two inputs are neither records nor rejects
     assert "class 'b' has no valid image" in summary.warnings
     table = format_table(summary)
