@@ -17,7 +17,7 @@ from beam_tfrecord.config import ConvertConfig, SourceConfig
 from beam_tfrecord.elements import PlannedInput, RejectLine, ShardTask
 from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
-from beam_tfrecord.plan.staging import PlanFacts
+from beam_tfrecord.plan.staging import PlanFacts, StagedPlan
 from beam_tfrecord.transforms import REJECTS, BuildRecordFn, ReadShardFn, TallyFn
 from beam_tfrecord.write.summary import RunOptions, build_summary
 from beam_tfrecord.write.tally import Tally
@@ -39,14 +39,15 @@ def test_read_and_build_route_records_and_rejects(tmp_path):
         tmp_path,
         {"a/1.jpg": imagegen.jpeg(), "a/2.png": imagegen.rgba_png(), "a/3.jpg": b"", "a/4.jpg": b"x"},
     )
+    config = ConvertConfig(output=str(tmp_path / "out"), read_threads=2)
+    staged = StagedPlan(temp_dir=str(tmp_path / "out" / ".temp"), shard_counts={"train": 2}, inputs=5)
     with local_pipeline() as p:
         read = (
             p
             | beam.Create([task])
-            | "Read"
-            >> beam.ParDo(ReadShardFn(ImageOptions(), threads=2)).with_outputs(REJECTS, main="pending")
+            | "Read" >> beam.ParDo(ReadShardFn(config, staged)).with_outputs(REJECTS, main="pending")
         )
-        built = read.pending | "Build" >> beam.ParDo(BuildRecordFn("tfds")).with_outputs(
+        built = read.pending | "Build" >> beam.ParDo(BuildRecordFn(config)).with_outputs(
             REJECTS, main="records"
         )
         assert_that(
