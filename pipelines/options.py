@@ -82,6 +82,8 @@ class RunSettings:
     )
     resume: bool = setting(
         True,
+        details="start clean even when `--output` holds an interrupted run of the same command; by default "
+        "its finished shards are kept (see [Guarantees](guarantees.md))",
         negated=True,
         group="output",
         label="Start clean",
@@ -99,6 +101,8 @@ class RunSettings:
     )
     wait: bool = setting(
         True,
+        details="remote runners: return once the job is submitted instead of waiting to print the summary "
+        "(refused on a local runner, where it cannot apply)",
         negated=True,
         group="running",
         label="Do not wait",
@@ -108,6 +112,8 @@ class RunSettings:
     )
     dry_run_output: str = setting(
         "dataflow_job.json",
+        details="with Beam's own `--dry_run=true` and `--runner=DataflowRunner`: where the job translated "
+        "offline goes (see [Run on Dataflow](dataflow.md))",
         group="running",
         label="Dry run output",
         template=False,

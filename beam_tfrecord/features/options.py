@@ -103,6 +103,10 @@ class FeatureOptions(Config):
     # A Keras application (KERAS_NAMES), or torchvision:NAME / timm:NAME
     feature_model: str | None = setting(
         None,
+        details="store this backbone's output (no classifier) in every record: a Keras application "
+        "(`efficientnet_b0`, `resnet50`, `mobilenet_v2`), or `torchvision:NAME` / `timm:NAME` "
+        "(PyTorch, the `[torch]` extra); see [Feature model](features.md)",
+        default_doc="none",
         group="features",
         label="Feature model",
         record=None,
@@ -113,6 +117,8 @@ class FeatureOptions(Config):
     )
     model_weights: str = setting(
         "imagenet",
+        details="`imagenet` (Keras's or torch's cache only on local runs), `none` (random weights) or a "
+        "weights file, local or `gs://` (a `state_dict` for PyTorch)",
         group="features",
         label="Feature model weights",
         record=None,
@@ -123,6 +129,9 @@ class FeatureOptions(Config):
     # torch.export .pt2 file (local or gs://)
     model_path: str | None = setting(
         None,
+        details="instead of `--feature_model`, local or `gs://`: a `.keras`/`.h5` file or TensorFlow "
+        "SavedModel folder (Keras), an `.onnx` file (ONNX Runtime), a TorchScript `.pt`/`.pth` or "
+        "`torch.export` `.pt2` file (PyTorch)",
         group="features",
         label="Saved feature model",
         record=None,
@@ -131,6 +140,7 @@ class FeatureOptions(Config):
     )
     pooling: str = setting(
         "none",
+        details="`avg` or `max` over the spatial axes (EfficientNetB0: 1280 floats instead of 7x7x1280)",
         option="feature_pooling",
         group="features",
         label="Feature pooling",
@@ -140,6 +150,7 @@ class FeatureOptions(Config):
     )
     dtype: str = setting(
         "float32",
+        details="`float16` stores little-endian half floats as bytes, half the size",
         option="feature_dtype",
         group="features",
         label="Feature dtype",
@@ -167,6 +178,10 @@ class FeatureOptions(Config):
     )
     precision: str = setting(
         "float32",
+        details="`mixed`: a Keras `--feature_model` runs under Keras's `mixed_float16` policy (float16 "
+        "compute for GPU tensor cores, float32 weights), a PyTorch one under `torch.autocast` "
+        "(float16 on CUDA, bfloat16 on a CPU); features are stored as `--feature_dtype` either way; "
+        "not for `--model_path`",
         option="feature_precision",
         group="features",
         label="Feature model precision",
@@ -178,6 +193,9 @@ class FeatureOptions(Config):
     # 0: one model in every worker process; None: 1 on a machine with a GPU, else 0.
     model_copies: int | None = setting(
         None,
+        details="feature models per machine, shared by all its worker processes (RunInference's "
+        "`model_copies`); `0` loads one in every worker process; see [GPU](features.md#gpu)",
+        default_doc="1 on a machine with a GPU, else 0",
         group="features",
         label="Feature models per worker machine",
         kind=int,
@@ -189,6 +207,9 @@ class FeatureOptions(Config):
     # What a model_path model is fed (NORMALIZATIONS); named backbones apply their own.
     input_normalization: str = setting(
         "none",
+        details="what a `--model_path` model is fed: `none` (RGB float 0..255), `unit` (0..1) or `imagenet` "
+        "(0..1 less ImageNet's mean, over its std, per channel: what torchvision and timm weights "
+        "expect)",
         option="model_input_normalization",
         group="features",
         label="Model input normalization",
@@ -200,6 +221,9 @@ class FeatureOptions(Config):
     # an ONNX model with free spatial axes); must agree with a file that does.
     input_size: tuple[int, int] | None = setting(
         None,
+        details="`WIDTHxHEIGHT` a `--model_path` model is fed when its file fixes none (TorchScript always; "
+        "an ONNX model with free spatial axes)",
+        default_doc="from the model",
         option="model_input_size",
         group="features",
         label="Model input size",

@@ -42,6 +42,8 @@ class ImageOptions(Config):
 
     image_format: str = setting(
         "original",
+        details="keep source bytes when TensorFlow decodes them unchanged, else re-encode; `jpeg` or `png` "
+        "forces",
         group="images",
         label="Image format",
         choices=IMAGE_FORMATS,
@@ -57,6 +59,9 @@ class ImageOptions(Config):
     )
     resize: tuple[int, int] | None = setting(
         None,
+        details="`WIDTHxHEIGHT` (the reader's `image_size` is `(height, width)`); `crop` and `pad` keep the "
+        "aspect ratio",
+        default_doc="none",
         group="images",
         label="Resize",
         parse=lambda text: parse_size(text),
@@ -83,6 +88,8 @@ class ImageOptions(Config):
     )
     channels: int | None = setting(
         None,
+        details="`1` or `3` forces grayscale or RGB; grayscale stays grayscale otherwise",
+        default_doc="keep",
         group="images",
         label="Channels",
         kind=int,
@@ -91,6 +98,8 @@ class ImageOptions(Config):
     )
     max_file_mb: float = setting(
         DEFAULT_MAX_FILE_MB,
+        details="larger files are rejected `too_large` from their listed size, before they are read (each "
+        "input is read whole into memory)",
         group="images",
         label="Maximum file size (MB)",
         kind=float,

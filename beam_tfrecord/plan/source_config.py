@@ -53,6 +53,7 @@ class SourceConfig(Config):
     """
 
     input: str = setting(
+        details="a directory (recursive), a glob (`'data/*/*.jpg'`) or one file, local or `gs://`",
         group="input and labels",
         label="Input images",
         pattern=GCS_PATH,
@@ -60,6 +61,8 @@ class SourceConfig(Config):
     )
     label_source: LabelSourceName = setting(
         "folder",
+        details="`folder` (parent directory is the class), `filename` (with `--label_pattern`), `manifest` "
+        "(with `--manifest`), `none` (Beam's own `--labels` sets Dataflow job labels)",
         group="input and labels",
         label="Label source",
         choices=LABEL_SOURCES,
@@ -68,12 +71,16 @@ class SourceConfig(Config):
     )
     label_pattern: str | None = setting(
         None,
+        details="regex whose first group is the class, e.g. `'^(cat|dog)\\.'` for `cat.1999.jpg`",
         group="input and labels",
         label="File-name label pattern",
         help=r"regex whose group 1 is the class, for --label_source filename, e.g. '^(cat|dog)\.'",
     )
     manifest: str | None = setting(
         None,
+        details="CSV (with a header) or JSONL; a path-or-id column (`path`, `filename`, `file`, `image`, "
+        "`id`, `image_id`, `name`) and a label column (`label`, `class`, `category`, `class_name`, "
+        "`target`); ids may omit the extension; paths are relative to `--input`",
         group="input and labels",
         label="Label manifest",
         pattern=GCS_OBJECT,
@@ -82,6 +89,8 @@ class SourceConfig(Config):
     )
     class_names: tuple[str, ...] | None = setting(
         None,
+        details="`a,b,c` fixes label ids; other classes are rejected as `unknown_class`",
+        default_doc="sorted names",
         group="input and labels",
         label="Class names",
         parse=_names,
@@ -92,6 +101,8 @@ class SourceConfig(Config):
         help="comma-separated class names fixing the label ids (default: the sorted names found)",
     )
     splits: Mapping[str, float] = setting(
+        details="`NAME=FRACTION,...`; a file's split is a hash of its path relative to `--input` (or of its "
+        "group) and `--split_seed`",
         factory=lambda: {"train": 1.0},
         group="splits and shards",
         label="Splits",
@@ -110,6 +121,7 @@ class SourceConfig(Config):
     )
     stratify: bool = setting(
         False,
+        details="every class gets each split's exact share (adding files may then move others)",
         group="splits and shards",
         label="Stratify splits",
         kind=bool,
@@ -117,6 +129,10 @@ class SourceConfig(Config):
     )
     group_pattern: str | None = setting(
         None,
+        details="regex whose first group, searched in the path relative to `--input`, is the file's group: a "
+        "group is split as one, e.g. `'^(p\\d+)_'`; see [Splits that cannot "
+        "leak](usage.md#splits-that-cannot-leak)",
+        default_doc="none",
         group="splits and shards",
         label="Group pattern",
         help=r"regex whose group 1, searched in the path, is the file's group; a group is never "
@@ -124,6 +140,8 @@ class SourceConfig(Config):
     )
     manifest_path_column: str | None = setting(
         None,
+        details="name the manifest's path-or-id column, e.g. `id` for an `id,breed` header",
+        default_doc="the usual names",
         group="input and labels",
         label="Manifest path column",
         pattern="^[^,]+$",
@@ -131,6 +149,8 @@ class SourceConfig(Config):
     )
     manifest_label_column: str | None = setting(
         None,
+        details="name the manifest's label column, e.g. `breed` for an `id,breed` header",
+        default_doc="the usual names",
         group="input and labels",
         label="Manifest label column",
         pattern="^[^,]+$",
@@ -138,6 +158,11 @@ class SourceConfig(Config):
     )
     extra_columns: tuple[ExtraColumn, ...] = setting(
         (),
+        details="`NAME[:TYPE],...` manifest columns stored in every record; TYPE `str` (default), `int`, "
+        "`float`, `str_list`, `int_list`, `float_list` (a list is `|`-separated in CSV, an array in "
+        "JSONL); see [Manifests that carry more than a "
+        "label](usage.md#manifests-that-carry-more-than-a-label)",
+        default_doc="none",
         group="input and labels",
         label="Extra manifest columns",
         parse=parse_extra_columns,
@@ -150,6 +175,8 @@ class SourceConfig(Config):
     )
     multi_label: bool = setting(
         False,
+        details="a manifest label holds several classes (`cat|outdoor`, or a JSON array): stored as an int64 "
+        "list of ids",
         group="input and labels",
         label="Multi-label",
         kind=bool,
@@ -157,6 +184,8 @@ class SourceConfig(Config):
     )
     dedupe: bool = setting(
         False,
+        details="keep one copy of files with identical bytes (the smallest relative path); the others are "
+        "`duplicate` rejects",
         group="splits and shards",
         label="Drop exact duplicates",
         kind=bool,

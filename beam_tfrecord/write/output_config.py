@@ -54,6 +54,10 @@ class ConvertConfig(Config):
     )
     schema: SchemaName = setting(
         "tfds",
+        details="`tfds` keys (`image/encoded`, `image/format`, `image/height`, `image/width`, "
+        "`image/channels`, `image/class/label`, `image/class/text`, `image/filename`, "
+        "`image/key/sha256`) or `simple` (`image_raw`, `label`, `id`, `height`, `width`, `depth`, "
+        "`sha256`)",
         group="output",
         label="Feature schema",
         choices=SCHEMAS,
@@ -61,6 +65,7 @@ class ConvertConfig(Config):
     )
     compression: CompressionName = setting(
         "none",
+        details="`gzip` writes `.tfrecord.gz` (TFDS reads uncompressed shards only)",
         group="output",
         label="Compression",
         choices=COMPRESSIONS,
@@ -76,6 +81,8 @@ class ConvertConfig(Config):
     )
     sink: SinkName = setting(
         "paths",
+        details="`paths` (shards planned on paths, each written whole by one worker: no image bytes shuffled)"
+        " or `beam` (Beam's `WriteToTFRecord`, which shuffles every record once), on every runner",
         group="output",
         label="Sink",
         choices=SINKS,
@@ -84,6 +91,9 @@ class ConvertConfig(Config):
     )
     num_shards: int | None = setting(
         None,
+        details="shards per split (or `--shard_size_mb`, not both); a derived count grows to give every "
+        "worker a shard, down to shards of a quarter of the target",
+        default_doc="derived",
         group="splits and shards",
         label="Shards per split",
         kind=int,
@@ -99,6 +109,8 @@ class ConvertConfig(Config):
     )
     read_threads: int = setting(
         1,
+        details="threads that read and decode inside one shard task, to hide read latency; the parallelism "
+        "comes from the runner's workers",
         option="decode_threads",
         option_default=None,
         default_doc="local input: 2 in one in-process worker, 1 per worker process; gs:// input: 8",

@@ -32,6 +32,10 @@ class AnnotationOptions(Config):
     """
 
     kind: AnnotationKind = setting(
+        details="`coco`, `voc` or `yolo`: boxes (and masks) per image from those annotations instead of one "
+        "label per image: detection records with the Object Detection API's keys (`tfds` schema "
+        "only); see [Detection and segmentation](detection.md)",
+        default_doc="none",
         option="annotations",
         group="annotations",
         label="Annotations",
@@ -41,6 +45,11 @@ class AnnotationOptions(Config):
     )
     path: str | None = setting(
         None,
+        details="COCO instances files (`a.json,b.json`, or per split `train=a.json,validation=b.json`; "
+        "default: `instances_*.json` under `--input`), VOC's folder of XML files (default: "
+        "`Annotations/` beside `JPEGImages/`, or beside each image), YOLO's `data.yaml` or "
+        "`classes.txt`; local or `gs://`",
+        default_doc="the format's place",
         option="annotations_path",
         group="annotations",
         label="Annotations path",
@@ -50,6 +59,8 @@ class AnnotationOptions(Config):
     )
     masks: bool = setting(
         False,
+        details="store a PNG mask per object (COCO polygons and RLE, YOLO segmentation lines; an object "
+        "without one gets its filled box)",
         group="annotations",
         label="Instance masks",
         kind=bool,
@@ -57,6 +68,8 @@ class AnnotationOptions(Config):
     )
     unannotated: UnannotatedName = setting(
         "keep",
+        details="an image no annotation names: `keep` it as a negative (counted), or `drop` it (an "
+        "`unannotated` reject)",
         group="annotations",
         label="Unannotated images",
         choices=UNANNOTATED,
