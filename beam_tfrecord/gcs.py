@@ -179,18 +179,18 @@ def _anonymous_storage_client() -> Any:
     return storage.Client.create_anonymous_client()  # honours STORAGE_EMULATOR_HOST
 
 
-def read_bytes(path: str) -> bytes:
+def read_bytes(path: str, settings: GcsSettings | None = None) -> bytes:
     """A file's bytes as stored: never decompressed by extension (a `.gz` image stays its bytes).
 
     gs:// objects are read through this thread's reused client (`thread_client`), because
     `FileSystems.open` builds a new client per call, which costs CPU and a request (see the module
     docstring for the figures), in one request (Beam's reader asks for the object's metadata
-    first), limited and retried as `current_settings()` say. Other paths go through Beam's
-    filesystems.
+    first), limited and retried as `settings` say (the process's, `current_settings()`, when not
+    given). Other paths go through Beam's filesystems.
     """
     if path.startswith("gs://"):
         bucket, _, name = path[len("gs://") :].partition("/")
-        settings = _SETTINGS
+        settings = settings or _SETTINGS
         blob = thread_client().client.bucket(bucket).blob(name)
         # raw_download: the bytes as stored, never decompressed (gzip content-encoding included).
         return blob.download_as_bytes(raw_download=True, timeout=settings.timeout_s, retry=settings.retry())

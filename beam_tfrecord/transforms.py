@@ -140,7 +140,14 @@ class ReadShardFn(RunStepFn):
 
     def _prepare(self, work: tuple[Any, ShardKey, tuple[str, ...]]) -> PendingRecord | RejectLine:
         item, shard, class_names = work
-        return prepare_input(item, self.config.image, shard, class_names=class_names, masks=self.staged.masks)
+        return prepare_input(
+            item,
+            self.config.image,
+            shard,
+            class_names=class_names,
+            masks=self.staged.masks,
+            storage=self.config.gcs,
+        )
 
     def _outcomes(self, task: ShardTask) -> Iterator[PendingRecord | RejectLine]:
         """The task's inputs prepared in order: on the pool's threads when there is one."""
