@@ -23,7 +23,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.transforms.window import GlobalWindows
 
-from beam_tfrecord import gcs, names, write_failures
+from beam_tfrecord import compat, gcs, names, write_failures
 from beam_tfrecord.elements import (
     ConvertedRecord,
     DuplicateGroup,
@@ -79,8 +79,9 @@ class RunStepFn(beam.DoFn):
 
     `setup` prepares the worker process that runs it, once: the run's storage settings for the
     requests Beam's own filesystem makes there (it takes no per-call limit, so the limit is the
-    process's: gcs.use_settings), and a write failure's traceback, which Beam logs where the DoFn
-    failed, kept quiet (the command says it in one line). Nothing happens on import."""
+    process's: gcs.use_settings), a write failure's traceback, which Beam logs where the DoFn
+    failed, kept quiet (the command says it in one line), and Beam's known noise (compat) kept
+    off the terminal. Nothing happens on import."""
 
     def __init__(self, config: ConvertConfig, staged: StagedPlan) -> None:
         self.config = config
@@ -89,6 +90,7 @@ class RunStepFn(beam.DoFn):
     def setup(self) -> None:
         gcs.use_settings(self.config.gcs)
         write_failures.quiet_write_failures()
+        compat.quiet_known_beam_noise(logging.getLogger())
 
 
 def count_outcome(outcome: ConvertedRecord | RejectLine) -> None:
