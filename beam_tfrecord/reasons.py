@@ -14,6 +14,7 @@ checks it is.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -259,11 +260,13 @@ MASK_MALFORMED = _reason(
 RUN_WIDE: tuple[Reason, ...] = (FORMAT_FORCED, RESIZED, CHANNELS)
 
 
+@functools.cache
 def of_kind(kind: Kind) -> tuple[Reason, ...]:
-    """The reasons of one kind, in declaration order."""
+    """The reasons of one kind, in declaration order (asked per record: computed once)."""
     return tuple(reason for reason in _DECLARED.values() if reason.kind == kind)
 
 
+@functools.cache
 def codes(kind: Kind) -> tuple[str, ...]:
     """The codes of one kind, in declaration order (changes: the order changes.jsonl lists them)."""
     return tuple(reason.code for reason in of_kind(kind))

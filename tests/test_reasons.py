@@ -204,6 +204,17 @@ def test_change_reasons_keep_the_order_the_output_files_list_them_in():
     assert {reason.kind for reason in reasons.RUN_WIDE} == {"change"}
 
 
+def test_each_object_note_names_the_record_change_it_makes():
+    """One object's note (singular: `mask_malformed`) and its record's change (plural:
+    `masks_dropped`) are different reasons, and the docs say which makes which."""
+    from beam_tfrecord.images.placement import RECORD_CHANGES
+
+    assert set(RECORD_CHANGES) == set(reasons.codes("object_note"))
+    for note, change in RECORD_CHANGES.items():
+        assert reasons.get(change).kind == "change"
+        assert reasons.get(note).meaning.endswith(f"`{change}`"), note
+
+
 def test_counters_are_named_from_the_registry():
     assert reasons.counter_name("corrupt") == "rejected_corrupt"
     assert reasons.counter_name("skipped") == "rejected_skipped"
