@@ -72,6 +72,7 @@ SUBMODULES = (
     "names",
     "pipeline",
     "progress",
+    "reasons",
     "runners",
     "transforms",
     "write_failures",

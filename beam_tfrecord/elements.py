@@ -128,7 +128,7 @@ class ImageAnnotations:
       width, height: the size the source declares for the image (COCO, VOC), checked against the
         decoded image by the worker; None when the source does not say.
       split: the split the source assigns (a COCO file given per split), else None: hashed.
-      notes: what planning changed on its objects (`mask_dropped`), for changes.jsonl.
+      notes: what planning changed on its objects (`mask_malformed`), for changes.jsonl.
     """
 
     objects: tuple[ObjectBox, ...]
@@ -197,7 +197,7 @@ class StoredObject:
       is_crowd, difficult, truncated, pose: as the source says.
       mask_png: the instance mask (`geometry.encode_mask_png`), when masks were asked.
       source_ref: where the object comes from, for messages.
-      notes: `OBJECT_NOTES` codes, in that order.
+      notes: `reasons` object notes (`clipped`, ...), in their declared order.
     """
 
     xmin: float
@@ -218,7 +218,7 @@ class StoredObject:
 
 @dataclass(frozen=True, slots=True)
 class DroppedObject:
-    """An object that is not stored: `reason` is a `DROP_REASONS` code, `detail` is for people."""
+    """An object that is not stored: `reason` is a `reasons` drop code, `detail` is for people."""
 
     label: str
     reason: str
@@ -377,7 +377,7 @@ class ConvertedRecord(NamedTuple):
     content_sha256: str = ""  # sha256 of the source file: duplicates are counted by it
     feature_shape: tuple[int, ...] | None = None
     mode: str = ""  # the source's Pillow mode
-    changes: tuple[str, ...] = ()  # images.CHANGE_REASONS codes
+    changes: tuple[str, ...] = ()  # reasons' change codes
     # A detection run's: (class name, area in stored pixels) of each stored object (None in a
     # classification run), and the lines of the objects left out of the record.
     objects: tuple[tuple[str, float], ...] | None = None

@@ -23,7 +23,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.transforms.window import GlobalWindows
 
-from beam_tfrecord import compat, gcs, names, write_failures
+from beam_tfrecord import compat, gcs, names, reasons, write_failures
 from beam_tfrecord.elements import (
     ConvertedRecord,
     DuplicateGroup,
@@ -94,15 +94,16 @@ class RunStepFn(beam.DoFn):
 
 
 def count_outcome(outcome: ConvertedRecord | RejectLine) -> None:
-    """One Beam counter per outcome: records, reencoded, rejected_<reason>."""
+    """One Beam counter per outcome: records, reencoded, rejected_<reason>, changed_<reason>
+    (names from the reason registry)."""
     if isinstance(outcome, RejectLine):
-        Metrics.counter(NAMESPACE, f"rejected_{outcome.reason}").inc()
+        Metrics.counter(NAMESPACE, reasons.counter_name(outcome.reason)).inc()
         return
     Metrics.counter(NAMESPACE, "records").inc()
     if outcome.reencoded:
         Metrics.counter(NAMESPACE, "reencoded").inc()
-    for reason in outcome.changes:
-        Metrics.counter(NAMESPACE, f"changed_{reason}").inc()
+    for code in outcome.changes:
+        Metrics.counter(NAMESPACE, reasons.counter_name(code)).inc()
 
 
 class ReadShardFn(RunStepFn):
@@ -209,7 +210,7 @@ class BuildRecordFn(beam.DoFn):
         assert self.features is not None
         if isinstance(inference, str):
             return RejectLine(
-                pending.fields.relpath, "feature_failed", inference, objects=objects_of(pending)
+                pending.fields.relpath, reasons.FEATURE_FAILED.code, inference, objects=objects_of(pending)
             )
         return finish_record(
             self.schema,
@@ -238,7 +239,9 @@ def failed_batch_rejects(failed: tuple[list[PendingRecord], object]) -> Iterator
     batch, error = failed
     detail = describe_failure(error)
     for pending in batch:
-        reject = RejectLine(pending.fields.relpath, "inference_failed", detail, objects=objects_of(pending))
+        reject = RejectLine(
+            pending.fields.relpath, reasons.INFERENCE_FAILED.code, detail, objects=objects_of(pending)
+        )
         count_outcome(reject)
         yield reject
 

@@ -168,7 +168,7 @@ def test_dropped_objects_name_the_annotation_and_why(tmp_path):
         ("bad_object", "instances_x.json#annotation 5"),
     ]
     assert "category_id 42" in found.dropped[0].detail
-    assert [(n.reason, n.relpath) for n in found.changed] == [("mask_dropped", "a.jpg")] * 2
+    assert [(n.reason, n.relpath) for n in found.changed] == [("mask_malformed", "a.jpg")] * 2
     assert "polygon 0" in found.changed[0].detail
     assert found.changed[1].detail.endswith("#annotation 8: run lengths over 4x4, the image's 32x48")
     assert found.annotated_objects == len(annotations)
@@ -192,7 +192,7 @@ def test_each_planned_image_carries_the_changes_of_its_own_objects_and_no_others
     plan = make_plan(list_inputs(str(tmp_path)), source)
     notes = {item.relpath: item.annotations.notes for item in plan.inputs}
     changed = {f"{i}.jpg" for i in range(3, count + 1, 3)} | {"5.jpg"}
-    assert notes == {name: ("mask_dropped",) if name in changed else () for name in files}
+    assert notes == {name: ("mask_malformed",) if name in changed else () for name in files}
 
 
 def test_entries_naming_missing_files_or_unknown_images_are_listed_with_their_objects(tmp_path):

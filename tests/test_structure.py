@@ -1,6 +1,6 @@
 """The shape of the library, guarded: the stages run plan -> images -> features -> write -> read, and
 a stage imports only the stages before it (read may use write's schema; write may never use read).
-The shared contracts (elements, names, keys, config_base) and the cross-cutting helpers import no
+The shared contracts (elements, names, keys, config_base, reasons) and the cross-cutting helpers import no
 stage, and nothing in the library imports the command (`pipelines`). Imports inside functions and
 under TYPE_CHECKING count too: they are dependencies all the same."""
 
@@ -25,6 +25,7 @@ SHARED = (
     "fault_injection",
     "progress",
     "runners",
+    "reasons",
 )
 # The assembly on top: the typed settings of a whole run, the composite transform, the DoFns.
 ASSEMBLY = ("config", "pipeline", "transforms")

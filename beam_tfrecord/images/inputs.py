@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import TypeVar
 
-from beam_tfrecord import gcs
+from beam_tfrecord import gcs, reasons
 from beam_tfrecord.elements import (
     DroppedObject,
     PendingRecord,
@@ -21,7 +21,7 @@ from beam_tfrecord.elements import (
     ShardKey,
     StoredObject,
 )
-from beam_tfrecord.images.normalize import CHANGE_REASONS, EncodedImage, Reject, encode_for_tensorflow
+from beam_tfrecord.images.normalize import EncodedImage, Reject, encode_for_tensorflow
 from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.images.placement import RECORD_CHANGES, place_annotations, size_mismatch_detail
 
@@ -76,7 +76,7 @@ def prepare_input(
     try:
         data = read_bytes(item.path, limit, storage)
     except Exception as error:  # permissions, a file gone since listing, a flaky remote read
-        return RejectLine(item.relpath, "unreadable", f"{type(error).__name__}: {error}")
+        return RejectLine(item.relpath, reasons.UNREADABLE.code, f"{type(error).__name__}: {error}")
     if len(data) > limit:
         return _too_big(item.relpath, len(data), image_options)
     try:
@@ -90,7 +90,7 @@ def prepare_input(
         if isinstance(placed, RejectLine):
             return placed
         stored, dropped, notes = placed
-        changes = tuple(reason for reason in CHANGE_REASONS if reason in {*image.changes, *notes})
+        changes = tuple(code for code in reasons.codes("change") if code in {*image.changes, *notes})
     content_sha256 = hashlib.sha256(data).hexdigest()
     fields = RecordFields(
         encoded=image.data,
@@ -123,7 +123,9 @@ def _objects(
     placed = place_annotations(annotations, image.transform, masks=masks)
     if placed.frame is None:
         detail = size_mismatch_detail(annotations, image.transform)
-        return RejectLine(item.relpath, "annotation_size_mismatch", detail, objects=len(annotations.objects))
+        return RejectLine(
+            item.relpath, reasons.ANNOTATION_SIZE_MISMATCH.code, detail, objects=len(annotations.objects)
+        )
     ids = {name: index + 1 for index, name in enumerate(class_names)}
     stored, dropped = [], list(placed.dropped)
     for found in placed.objects:
@@ -131,18 +133,20 @@ def _objects(
             stored.append(dataclasses.replace(found, label_id=ids[found.label]))
         else:  # the planner drops unknown classes; a task without class names has none
             detail = f"class {found.label!r} is not among the class names"
-            dropped.append(DroppedObject(found.label, "unknown_category", detail, found.source_ref))
+            dropped.append(
+                DroppedObject(found.label, reasons.UNKNOWN_CATEGORY.code, detail, found.source_ref)
+            )
     notes = {RECORD_CHANGES[n] for o in stored for n in o.notes if n in RECORD_CHANGES}
     notes |= {RECORD_CHANGES[n] for n in annotations.notes if n in RECORD_CHANGES}
     if dropped:
-        notes.add("objects_dropped")
+        notes.add(reasons.OBJECTS_DROPPED.code)
     return tuple(stored), tuple(dropped), notes
 
 
 def _too_big(relpath: str, size: int, image_options: ImageOptions) -> RejectLine:
     """Known from the file's size alone: its bytes are never read."""
     detail = f"{size / 1e6:.1f} MB is over max_file_mb ({image_options.max_file_mb:g} MB)"
-    return RejectLine(relpath, "too_large", detail)
+    return RejectLine(relpath, reasons.TOO_LARGE.code, detail)
 
 
 def ordered_map(

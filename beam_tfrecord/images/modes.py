@@ -26,6 +26,8 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image, ImageCms
 
+from beam_tfrecord import reasons
+
 __all__ = ["KEPT_MODES", "mode_changes", "output_channels", "to_8bit_gray_or_rgb"]
 
 KEPT_MODES = ("L", "RGB")
@@ -37,18 +39,18 @@ GRAY_ALPHA_MODES = ("LA", "La")
 def mode_changes(image: Image.Image) -> list[str]:
     """The reasons (as `changes.jsonl` names them) that `to_8bit_gray_or_rgb` changes pixels."""
     mode = image.mode
-    reasons = []
+    found = []
     if mode == "CMYK":
-        reasons.append("cmyk")
+        found.append(reasons.CMYK.code)
     elif mode in (*SIXTEEN_BIT_MODES, "I", "F"):
-        reasons.append("high_bit_depth")
+        found.append(reasons.HIGH_BIT_DEPTH.code)
     elif mode in ("P", "PA"):
-        reasons.append("palette")
+        found.append(reasons.PALETTE.code)
     elif mode not in (*KEPT_MODES, *ALPHA_MODES):
-        reasons.append("mode")
+        found.append(reasons.MODE.code)
     if mode in ALPHA_MODES or "transparency" in image.info:
-        reasons.append("alpha_flattened")
-    return reasons
+        found.append(reasons.ALPHA_FLATTENED.code)
+    return found
 
 
 def output_channels(image: Image.Image) -> int:

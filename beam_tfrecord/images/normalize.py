@@ -16,14 +16,13 @@ from dataclasses import dataclass
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from beam_tfrecord import reasons
 from beam_tfrecord.images import formats, geometry, modes
 from beam_tfrecord.images.geometry import PixelTransform
 from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.images.quiet import Captured, captured_stderr, pillow_log
 
 __all__ = [
-    "CHANGE_REASONS",
-    "RUN_WIDE_REASONS",
     "EncodedImage",
     "Reject",
     "encode_for_tensorflow",
@@ -37,41 +36,21 @@ QUIET_FORMATS = ("JPEG", "PNG")
 ICON_FORMATS = ("ICO", "CUR", "ICNS")
 EXIF_ORIENTATION = 0x0112
 DEFAULT_OPTIONS = ImageOptions()  # keep the source bytes where TensorFlow decodes them
-# Why a stored image differs from its file, or its file from its name: changes.jsonl's reasons.
-CHANGE_REASONS: dict[str, str] = {
-    "format": "the source format is not one TensorFlow decodes as stored, so it is stored as JPEG or PNG",
-    "format_forced": "image_format asked for another format",
-    "wrong_extension": "the file's extension names another format (the bytes are kept if they can be)",
-    "cmyk": "CMYK converted to RGB",
-    "high_bit_depth": "16-bit, 32-bit or float pixels scaled to 8 bits",
-    "palette": "a palette expanded to RGB or grayscale",
-    "alpha_flattened": "transparency composited over white",
-    "mode": "another pixel mode (1-bit, LAB, YCbCr, ...) converted to grayscale or RGB",
-    "exif_rotation": "the EXIF orientation applied to the pixels",
-    "frames_dropped": "only the first frame (the largest size of an icon) kept",
-    "resized": "resized as the resize setting asks",
-    "channels": "converted to the channels setting's count",
-    "jpeg_end_missing": "a JPEG without its end marker, which TensorFlow refuses",
-    # A detection run's objects (dropped_objects.jsonl names each object left out).
-    "boxes_clipped": "an object's box passed the picture's edge and was clipped to it",
-    "boxes_cropped": "the crop of resize_mode cut part of an object's box away",
-    "masks_from_boxes": "masks were asked and an object has none: its filled box stands for it",
-    "masks_empty": "an object's mask has no pixel left in the stored image",
-    "masks_dropped": "an object's mask was malformed and left out (its box is kept)",
-    "objects_dropped": "objects of the image were left out of its record",
-}
-# Reasons an option gives every record: counted, but alone they do not make a changes.jsonl line
-# (with a resize every record would have one, and the file would say nothing).
-RUN_WIDE_REASONS = ("format_forced", "resized", "channels")
 
 
 class Reject(Exception):
-    """An input that cannot become a record; `reason` is a stable code, `detail` is for people."""
+    """An input that cannot become a record; `reason` is its stable code (a reasons.Reason's),
+    `detail` is for people."""
 
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
+    def __init__(self, reason: reasons.Reason, detail: str) -> None:
+        super().__init__(f"{reason.code}: {detail}")
+        self.registered = reason
+        self.reason = reason.code
         self.detail = detail
+
+    def with_detail(self, detail: str) -> Reject:
+        """The same reason, said with more (what the decoder printed)."""
+        return Reject(self.registered, detail)
 
 
 @dataclass(frozen=True)
@@ -86,7 +65,7 @@ class EncodedImage:
     source_format: str
     reencoded: bool
     mode: str = ""  # the source's Pillow mode
-    changes: tuple[str, ...] = ()  # CHANGE_REASONS codes, in that order
+    changes: tuple[str, ...] = ()  # change reason codes, in reasons.codes("change") order
     # What was done to the stored picture's geometry (boxes and masks follow it); never None
     # from encode_for_tensorflow: the identity when the bytes are kept.
     transform: PixelTransform | None = None
@@ -106,18 +85,18 @@ def encode_for_tensorflow(
             if not logged:
                 raise
             said = Captured("\n".join(logged)).summary()
-            raise Reject(reject.reason, f"{reject.detail} (Pillow: {said})") from None
+            raise reject.with_detail(f"{reject.detail} (Pillow: {said})") from None
 
 
 def _to_tensorflow(data: bytes, options: ImageOptions, name: str | None) -> EncodedImage:
     if not data:
-        raise Reject("empty", "the file has zero bytes")
+        raise Reject(reasons.EMPTY, "the file has zero bytes")
     image = _open(data)
     source_format = "JPEG" if image.format == "MPO" else image.format
     width, height = image.size
     if width * height > options.max_pixels:
         raise Reject(
-            "too_large",
+            reasons.TOO_LARGE,
             f"{width}x{height} = {width * height} pixels is over max_pixels ({options.max_pixels})",
         )
     if source_format == "PNG":
@@ -131,8 +110,8 @@ def _to_tensorflow(data: bytes, options: ImageOptions, name: str | None) -> Enco
         image.draft(image.mode, ((width + 7) // 8, (height + 7) // 8))
     _load(image, source_format)
     if name is not None and formats.wrong_extension(name, source_format) is not None:
-        changes.append("wrong_extension")
-    ordered = tuple(reason for reason in CHANGE_REASONS if reason in changes)
+        changes.append(reasons.WRONG_EXTENSION.code)
+    ordered = tuple(code for code in reasons.codes("change") if code in changes)
 
     if keep:
         return EncodedImage(
@@ -171,7 +150,7 @@ def _open(data: bytes) -> Image.Image:
     except UnidentifiedImageError:
         pass
     except Image.DecompressionBombError as error:
-        raise Reject("too_large", str(error)) from None
+        raise Reject(reasons.TOO_LARGE, str(error)) from None
     except Exception as error:  # a header Pillow recognised but could not parse
         raise _decoder_reject(error) from None
     raise _unopened_reject(data)
@@ -185,12 +164,14 @@ def _unopened_reject(data: bytes) -> Reject:
         other = None
     other = other or formats.sniff_format(data)
     if other in formats.REFUSED_FORMATS:
-        return Reject("unsupported_format", formats.REFUSED_FORMATS[other])
+        return Reject(reasons.UNSUPPORTED_FORMAT, formats.REFUSED_FORMATS[other])
     if other in formats.ACCEPTED_FORMATS:  # it starts like one, but its header cannot be parsed
-        return Reject("corrupt", f"the bytes start like {other}, but its header cannot be read (cut short?)")
+        return Reject(
+            reasons.CORRUPT, f"the bytes start like {other}, but its header cannot be read (cut short?)"
+        )
     if other is not None:
-        return Reject("unsupported_format", f"{other} images are not converted")
-    return Reject("not_an_image", "no image codec recognises the bytes")
+        return Reject(reasons.UNSUPPORTED_FORMAT, f"{other} images are not converted")
+    return Reject(reasons.NOT_AN_IMAGE, "no image codec recognises the bytes")
 
 
 def _frames_dropped(image: Image.Image) -> bool:
@@ -216,14 +197,14 @@ def _load(image: Image.Image, source_format: str) -> None:
         try:
             image.load()
         except Image.DecompressionBombError as error:
-            raise Reject("too_large", str(error)) from None
+            raise Reject(reasons.TOO_LARGE, str(error)) from None
         except Exception as error:
             failure = error
     if failure is None:
         return
     reject = _decoder_reject(failure)
     chatter = captured.summary() if captured is not None else ""  # filled in when the capture ended
-    raise Reject(reject.reason, f"{reject.detail} ({chatter})" if chatter else reject.detail)
+    raise reject.with_detail(f"{reject.detail} ({chatter})" if chatter else reject.detail)
 
 
 def _decoder_reject(error: Exception) -> Reject:
@@ -231,7 +212,7 @@ def _decoder_reject(error: Exception) -> Reject:
     message = str(error)
     lowered = message.lower()
     truncated = "truncated" in lowered or "premature end" in lowered or isinstance(error, EOFError)
-    return Reject("truncated" if truncated else "corrupt", f"{type(error).__name__}: {message}")
+    return Reject(reasons.TRUNCATED if truncated else reasons.CORRUPT, f"{type(error).__name__}: {message}")
 
 
 def _orientation(image: Image.Image) -> int:
@@ -255,11 +236,11 @@ def _check_png_chunks(data: bytes) -> None:
         kind = data[position + 4 : position + 8]
         (stored,) = struct.unpack_from(">I", data, end)
         if zlib.crc32(data[position + 4 : end]) != stored:
-            raise Reject("corrupt", f"PNG chunk {kind!r} at byte {position} fails its CRC check")
+            raise Reject(reasons.CORRUPT, f"PNG chunk {kind!r} at byte {position} fails its CRC check")
         if kind == b"IEND":
             return
         position = end + 4
-    raise Reject("truncated", f"PNG data ends at byte {len(data)}, before its IEND chunk")
+    raise Reject(reasons.TRUNCATED, f"PNG data ends at byte {len(data)}, before its IEND chunk")
 
 
 def _check_jpeg_segments(data: bytes) -> bool:
@@ -284,7 +265,9 @@ def _check_jpeg_segments(data: bytes) -> bool:
             return False
         length = int.from_bytes(data[position + 2 : position + 4])
         if length < 2 or position + 2 + length > size:
-            raise Reject("corrupt", f"JPEG segment 0xff{marker:02x} at byte {position} runs past the end")
+            raise Reject(
+                reasons.CORRUPT, f"JPEG segment 0xff{marker:02x} at byte {position} runs past the end"
+            )
         position += 2 + length
         if marker == 0xDA:  # a scan: entropy-coded data up to the next real marker
             found = _JPEG_NEXT_MARKER.search(data, position)
@@ -307,29 +290,29 @@ def _png_bit_depth(data: bytes) -> int:
 def _changes(
     data: bytes, image: Image.Image, source_format: str, ends: bool, options: ImageOptions
 ) -> list[str]:
-    """Why the source bytes cannot be stored as they are (CHANGE_REASONS codes); none when
+    """Why the source bytes cannot be stored as they are (change reason codes); none when
     TensorFlow decodes them to exactly the pixels wanted."""
     kind = source_format.lower()
-    reasons = modes.mode_changes(image)
+    found = modes.mode_changes(image)
     if kind not in ("jpeg", "png"):
-        reasons.append("format")
+        found.append(reasons.FORMAT.code)
     elif options.image_format not in ("original", kind):
-        reasons.append("format_forced")
+        found.append(reasons.FORMAT_FORCED.code)
     if not ends:
-        reasons.append("jpeg_end_missing")
+        found.append(reasons.JPEG_END_MISSING.code)
     if _frames_dropped(image):
-        reasons.append("frames_dropped")
+        found.append(reasons.FRAMES_DROPPED.code)
     if options.resize is not None:
-        reasons.append("resized")
+        found.append(reasons.RESIZED.code)
     if options.channels is not None and options.channels != modes.output_channels(image):
-        reasons.append("channels")
+        found.append(reasons.CHANNELS.code)
     if kind == "png" and _png_bit_depth(data) > 8:  # 16-bit RGB(A): Pillow already took 8 bits
-        reasons.append("high_bit_depth")
+        found.append(reasons.HIGH_BIT_DEPTH.code)
     elif kind == "png" and image.mode in modes.KEPT_MODES and _png_bit_depth(data) < 8:
-        reasons.append("mode")
+        found.append(reasons.MODE.code)
     if _orientation(image) != 1:
-        reasons.append("exif_rotation")
-    return reasons
+        found.append(reasons.EXIF_ROTATION.code)
+    return found
 
 
 def _normalize_pixels(image: Image.Image, options: ImageOptions) -> tuple[Image.Image, PixelTransform]:

@@ -3,7 +3,7 @@ it knows what was done to the pixels (`normalize.EncodedImage.transform`).
 
 Every object of the source ends as one `StoredObject` (box normalized to the stored image, area
 in its pixels, flags, optional mask PNG, notes on what changed) or one `DroppedObject` with a
-reason code (`DROP_REASONS`), so `annotated = stored + dropped` holds per image.
+reason code (a `reasons` drop), so `annotated = stored + dropped` holds per image.
 
 **Which frame the source drew in.** `ImageAnnotations` says its boxes are in the stored
 picture's frame (before the EXIF orientation). A source that declares the image's size tells us
@@ -40,14 +40,13 @@ from typing import Literal
 
 from PIL import Image
 
+from beam_tfrecord import reasons
 from beam_tfrecord.elements import DroppedObject, ImageAnnotations, ObjectBox, RunLengths, StoredObject
 from beam_tfrecord.images import geometry
 from beam_tfrecord.images.geometry import PixelTransform
 
 __all__ = [
     "CLIP_TOLERANCE_PX",
-    "DROP_REASONS",
-    "OBJECT_NOTES",
     "RECORD_CHANGES",
     "DroppedObject",
     "Frame",
@@ -60,30 +59,13 @@ __all__ = [
 
 Frame = Literal["stored", "upright"]
 
-# Why an object is not stored (the summary counts them; the worker names each one).
-DROP_REASONS: dict[str, str] = {
-    "size_mismatch": "the size the source declares for the image is neither its stored nor its upright size",
-    "invalid_box": "a box coordinate is not a finite number",
-    "zero_area": "the box has no width or no height (or a negative one)",
-    "outside_image": "the box lies wholly outside the picture",
-    "cropped_out": "the box lies wholly in the part of the picture that the crop of resize_mode removed",
-    "mask_invalid": "the mask's run lengths do not cover the picture exactly",
-    "mask_size_mismatch": "the mask's run lengths are for another size than the picture's",
-}
-# What changed on an object that is stored (changes.jsonl may name them).
-OBJECT_NOTES: dict[str, str] = {
-    "clipped": "the box passed the picture's edge and was clipped to it",
-    "cropped": "the crop of resize_mode cut part of the box away",
-    "mask_from_box": "masks were asked and the object has none: its box, filled, stands for it",
-    "mask_empty": "the object's mask has no pixel in the stored image",
-}
-# The record-level change (images.normalize.CHANGE_REASONS) each object note makes.
-RECORD_CHANGES = {
-    "clipped": "boxes_clipped",
-    "cropped": "boxes_cropped",
-    "mask_from_box": "masks_from_boxes",
-    "mask_empty": "masks_empty",
-    "mask_dropped": "masks_dropped",
+# The record-level change (changes.jsonl's, plural) each note on one object (singular) makes.
+RECORD_CHANGES: dict[str, str] = {
+    reasons.CLIPPED.code: reasons.BOXES_CLIPPED.code,
+    reasons.CROPPED.code: reasons.BOXES_CROPPED.code,
+    reasons.MASK_FROM_BOX.code: reasons.MASKS_FROM_BOXES.code,
+    reasons.MASK_EMPTY.code: reasons.MASKS_EMPTY.code,
+    reasons.MASK_MALFORMED.code: reasons.MASKS_DROPPED.code,
 }
 # An edge moved by less than this (in the source's or the stored image's pixels) is rounding.
 CLIP_TOLERANCE_PX = 0.5
@@ -141,7 +123,8 @@ def place_annotations(
     if frame is None:
         detail = size_mismatch_detail(annotations, transform)
         dropped = tuple(
-            DroppedObject(o.label, "size_mismatch", detail, o.source_ref) for o in annotations.objects
+            DroppedObject(o.label, reasons.SIZE_MISMATCH.code, detail, o.source_ref)
+            for o in annotations.objects
         )
         return PlacedAnnotations((), dropped, None)
     moved = transform if frame == "stored" else transform.upright()
@@ -159,23 +142,23 @@ def _place_object(
     """One object through clipping, the transform, the crop and (optionally) its mask."""
     width, height = transform.stored_width, transform.stored_height
 
-    def drop(reason: str, detail: str) -> DroppedObject:
-        return DroppedObject(item.label, reason, detail, item.source_ref)
+    def drop(reason: reasons.Reason, detail: str) -> DroppedObject:
+        return DroppedObject(item.label, reason.code, detail, item.source_ref)
 
     box = (item.xmin, item.ymin, item.xmax, item.ymax)
     if not all(math.isfinite(value) for value in box):
-        return drop("invalid_box", f"box {box}")
+        return drop(reasons.INVALID_BOX, f"box {box}")
     if normalized:
         box = (box[0] * width, box[1] * height, box[2] * width, box[3] * height)
     xmin, ymin, xmax, ymax = box
     if xmax <= xmin or ymax <= ymin:
-        return drop("zero_area", f"box {_pixels(box)} in a {width}x{height} picture")
+        return drop(reasons.ZERO_AREA, f"box {_pixels(box)} in a {width}x{height} picture")
     if xmax <= 0 or ymax <= 0 or xmin >= width or ymin >= height:
-        return drop("outside_image", f"box {_pixels(box)} in a {width}x{height} picture")
+        return drop(reasons.OUTSIDE_IMAGE, f"box {_pixels(box)} in a {width}x{height} picture")
     notes = []
     inside = (max(xmin, 0.0), max(ymin, 0.0), min(xmax, float(width)), min(ymax, float(height)))
     if _moved(box, inside):
-        notes.append("clipped")
+        notes.append(reasons.CLIPPED.code)
 
     mapped = transform.map_box(*inside)
     kept = (
@@ -185,23 +168,25 @@ def _place_object(
         min(mapped[3], float(transform.height)),
     )
     if kept[2] <= kept[0] or kept[3] <= kept[1]:
-        return drop("cropped_out", f"box {_pixels(box)}, outside the crop window {_pixels(transform.window)}")
+        return drop(
+            reasons.CROPPED_OUT, f"box {_pixels(box)}, outside the crop window {_pixels(transform.window)}"
+        )
     if _moved(mapped, kept):
-        notes.append("cropped")
+        notes.append(reasons.CROPPED.code)
 
     mask_png = None
     if masks:
         if isinstance(item.mask, RunLengths) and (item.mask.width, item.mask.height) != (width, height):
             detail = f"run lengths of {item.mask.width}x{item.mask.height} for a {width}x{height} picture"
-            return drop("mask_size_mismatch", detail)
+            return drop(reasons.MASK_SIZE_MISMATCH, detail)
         try:
             mask = _stored_mask(item, transform, normalized, kept)
         except ValueError as error:
-            return drop("mask_invalid", str(error))
+            return drop(reasons.MASK_INVALID, str(error))
         if item.mask is None:
-            notes.append("mask_from_box")
+            notes.append(reasons.MASK_FROM_BOX.code)
         elif mask.getbbox() is None:
-            notes.append("mask_empty")
+            notes.append(reasons.MASK_EMPTY.code)
         mask_png = geometry.encode_mask_png(mask)
 
     return StoredObject(
@@ -217,7 +202,7 @@ def _place_object(
         pose=item.pose,
         mask_png=mask_png,
         source_ref=item.source_ref,
-        notes=tuple(code for code in OBJECT_NOTES if code in notes),
+        notes=tuple(code for code in reasons.codes("object_note") if code in notes),
     )
 
 

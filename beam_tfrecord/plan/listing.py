@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from apache_beam.io.filesystem import FileSystem
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import gcs
+from beam_tfrecord import gcs, reasons
 from beam_tfrecord.config_base import ConfigError
 
 __all__ = ["InputFile", "list_inputs", "skip_reason", "split_input_spec", "walk_local"]
@@ -148,14 +148,24 @@ def walk_local(root: str) -> Iterator[Entry]:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as error:
             if directory != root:
-                yield directory, 0, ("unreadable", f"directory cannot be listed: {_describe(error)}"), 0.0
+                yield (
+                    directory,
+                    0,
+                    (reasons.UNREADABLE.code, f"directory cannot be listed: {_describe(error)}"),
+                    0.0,
+                )
                 continue
             raise ConfigError("input", f"{root} cannot be listed: {error}") from None
         for entry in entries:
             if _is_dir(entry):
                 real = os.path.realpath(entry.path)
                 if real in ancestors:
-                    yield entry.path, 0, ("skipped", f"symlink loop: leads back to {real}, not followed"), 0.0
+                    yield (
+                        entry.path,
+                        0,
+                        (reasons.SKIPPED.code, f"symlink loop: leads back to {real}, not followed"),
+                        0.0,
+                    )
                     continue
                 stack.append((entry.path, (*ancestors, real)))
             else:
@@ -178,10 +188,10 @@ def _entry(path: str) -> Iterator[Entry]:
             detail = f"broken symbolic link to {os.readlink(path)!r}"
         else:
             detail = _describe(error)
-        yield path, 0, ("unreadable", detail), 0.0
+        yield path, 0, (reasons.UNREADABLE.code, detail), 0.0
         return
     if not stat.S_ISREG(info.st_mode):  # a FIFO would block the reader forever
-        yield path, 0, ("unreadable", "not a regular file (FIFO, socket or device)"), 0.0
+        yield path, 0, (reasons.UNREADABLE.code, "not a regular file (FIFO, socket or device)"), 0.0
         return
     yield path, info.st_size, None, info.st_mtime
 

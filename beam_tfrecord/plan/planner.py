@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from beam_tfrecord import reasons
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import (
     DroppedObjectLine,
@@ -147,7 +148,7 @@ class Plan:
 
     @property
     def skipped(self) -> int:
-        return sum(1 for r in self.rejects if r.reason == "skipped")
+        return sum(1 for r in self.rejects if r.reason == reasons.SKIPPED.code)
 
     @property
     def input_count(self) -> int:
@@ -274,7 +275,7 @@ def _annotated_files(
         if reason is None and file.relpath in annotated.sources:
             reason = annotated.sources[file.relpath]
         if reason is not None:
-            rejects.append(RejectLine(file.relpath, "skipped", reason))
+            rejects.append(RejectLine(file.relpath, reasons.SKIPPED.code, reason))
         elif file.problem is not None:
             objects = len(annotated.images[file.relpath].objects) if file.relpath in annotated.images else 0
             rejects.append(RejectLine(file.relpath, *file.problem, objects=objects))
@@ -283,7 +284,7 @@ def _annotated_files(
             rejects.append(RejectLine(file.relpath, problem.reason, problem.detail, objects=problem.objects))
         elif drop_unannotated and file.relpath in annotated.unannotated:
             detail = "no annotation names this image, and unannotated images are dropped"
-            rejects.append(RejectLine(file.relpath, "unannotated", detail))
+            rejects.append(RejectLine(file.relpath, reasons.UNANNOTATED.code, detail))
         else:
             labeled.append((file, None))
     return labeled
@@ -348,7 +349,7 @@ def _labeled_files(
         if reason is None and label_source.is_manifest(file.path):
             reason = "the manifest file, not an image"
         if reason is not None:
-            rejects.append(RejectLine(file.relpath, "skipped", reason))
+            rejects.append(RejectLine(file.relpath, reasons.SKIPPED.code, reason))
             continue
         if file.problem is not None:  # known from the listing: a broken link, a loop, a FIFO
             rejects.append(RejectLine(file.relpath, *file.problem))
@@ -356,7 +357,7 @@ def _labeled_files(
         try:
             labeled.append((file, label_source.entry_of(file.relpath)))
         except labels_lib.Unlabeled as error:
-            rejects.append(RejectLine(file.relpath, "unlabeled", str(error)))
+            rejects.append(RejectLine(file.relpath, reasons.UNLABELED.code, str(error)))
     return labeled
 
 
@@ -381,7 +382,7 @@ def _known_classes(
             kept.append((file, entry))
         else:
             detail = f"class {unknown[0]!r} is not in class_names"
-            rejects.append(RejectLine(file.relpath, "unknown_class", detail))
+            rejects.append(RejectLine(file.relpath, reasons.UNKNOWN_CLASS.code, detail))
     return class_names, kept
 
 
@@ -402,7 +403,7 @@ def _typed_columns(
             )
             kept.append((file, entry))
         except columns_lib.BadValue as error:
-            rejects.append(RejectLine(file.relpath, "bad_manifest_value", str(error)))
+            rejects.append(RejectLine(file.relpath, reasons.BAD_MANIFEST_VALUE.code, str(error)))
     return extras, kept
 
 
@@ -411,7 +412,9 @@ def _without_copies(labeled: Labeled, rejects: list[RejectLine]) -> Labeled:
     hashes = dedupe_lib.content_hashes([f.path for f, _ in labeled])
     dropped = dedupe_lib.kept_copies((f.relpath, h) for (f, _), h in zip(labeled, hashes, strict=True))
     for relpath, kept_path in dropped.items():
-        rejects.append(RejectLine(relpath, "duplicate", f"same bytes as {kept_path}, which is kept"))
+        rejects.append(
+            RejectLine(relpath, reasons.DUPLICATE.code, f"same bytes as {kept_path}, which is kept")
+        )
     return [(f, entry) for f, entry in labeled if f.relpath not in dropped]
 
 

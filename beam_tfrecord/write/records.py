@@ -7,6 +7,7 @@ import hashlib
 
 import numpy as np
 
+from beam_tfrecord import reasons
 from beam_tfrecord.elements import (
     ChangeLine,
     ConvertedRecord,
@@ -17,7 +18,6 @@ from beam_tfrecord.elements import (
     ShardKey,
 )
 from beam_tfrecord.images.inputs import prepare_input
-from beam_tfrecord.images.normalize import RUN_WIDE_REASONS
 from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.write import schema as schema_lib
 
@@ -82,7 +82,7 @@ def objects_of(pending: PendingRecord) -> int:
 
 def change_line(record: ConvertedRecord) -> ChangeLine | None:
     """Its line of changes.jsonl: None when the file was stored as it is and named right, or
-    changed only by what an option asks of every record (`RUN_WIDE_REASONS`)."""
-    if not set(record.changes) - set(RUN_WIDE_REASONS):
+    changed only by what an option asks of every record (`reasons.RUN_WIDE`)."""
+    if not set(record.changes) - {reason.code for reason in reasons.RUN_WIDE}:
         return None
     return ChangeLine(record.relpath, record.source_format, record.mode, record.reencoded, record.changes)

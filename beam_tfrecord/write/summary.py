@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecord import reasons
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import DuplicateGroup, RejectLine
 from beam_tfrecord.features.options import FeatureOptions
-from beam_tfrecord.images.normalize import CHANGE_REASONS
 from beam_tfrecord.keys import FeatureLayout, RecordLayout, extra_key
 from beam_tfrecord.names import DUPLICATES_FILE, MANIFEST_UNMATCHED_FILE, SUMMARY_FILE
 from beam_tfrecord.plan import splits as splits_lib
@@ -195,9 +195,9 @@ def _objects(
     dropped = Counter(plan.dropped_per_reason) + Counter(tally.objects_dropped)
     rejected = tally.objects_rejected + sum(r.objects for r in planned_rejects)
     if rejected:
-        dropped["image_rejected"] += rejected
+        dropped[reasons.IMAGE_REJECTED.code] += rejected
     if plan.unmatched_objects:
-        dropped["no_image"] += plan.unmatched_objects
+        dropped[reasons.NO_IMAGE.code] += plan.unmatched_objects
     stored = sum(tally.objects_per_class.values())
     images: Counter = Counter()
     for (_, label), n in tally.by_split_label.items():
@@ -585,8 +585,8 @@ def build_summary(
 
     `options` are the run's settings; `run` says how it ran; `duplicates`
     are the groups of records with identical source bytes."""
-    skipped = sum(1 for r in planned_rejects if r.reason == "skipped")
-    planned = Counter(r.reason for r in planned_rejects if r.reason != "skipped")
+    skipped = sum(1 for r in planned_rejects if r.reason == reasons.SKIPPED.code)
+    planned = Counter(r.reason for r in planned_rejects if r.reason != reasons.SKIPPED.code)
     rejects = Counter(tally.rejects) + planned
     inputs = facts.listed - skipped
     records = sum(tally.records.values())
@@ -624,8 +624,8 @@ def build_summary(
         records_per_label={str(k): v for k, v in sorted(label_counts.items(), key=str)} if labeled else {},
         rejects_per_reason=dict(sorted(rejects.items())),
         reencoded=tally.reencoded,
-        changes_per_reason={r: tally.changes[r] for r in CHANGE_REASONS if tally.changes[r]},
-        frames_dropped=tally.changes["frames_dropped"],
+        changes_per_reason={r: tally.changes[r] for r in reasons.codes("change") if tally.changes[r]},
+        frames_dropped=tally.changes[reasons.FRAMES_DROPPED.code],
         duplicate_records=dupes["duplicate_records"],
         duplicate_groups=dupes["duplicate_groups"],
         cross_split_duplicates=dupes["cross_split_duplicates"],

@@ -57,7 +57,7 @@ class Tally:
     by_split_label: Counter = field(default_factory=Counter)  # (split, label) -> n
     rejects: Counter = field(default_factory=Counter)  # reason -> n
     source_formats: Counter = field(default_factory=Counter)
-    changes: Counter = field(default_factory=Counter)  # CHANGE_REASONS code -> records
+    changes: Counter = field(default_factory=Counter)  # change reason code -> records
     reencoded: int = 0
     heights: Counter = field(default_factory=Counter)
     widths: Counter = field(default_factory=Counter)

@@ -3,7 +3,7 @@ parsed and checked on the launcher; what every source gives is `beam_tfrecord.el
 `ImageAnnotations` (boxes in the stored picture's frame).
 
 Modules: `load` (`load_annotations`, the planner's
-entry point), `results` (what it returns: `AnnotationSet` and the reason codes), `paths`
+entry point), `results` (what it returns: `AnnotationSet` and its problem records), `paths`
 (`annotations_path` as written), `coco`, `voc`, `yolo` (the formats), `rle` (COCO's compressed
 masks), `catalog` (the listing as the parsers see it).
 """

@@ -35,6 +35,7 @@ from typing import Any, BinaryIO
 
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecord import reasons
 from beam_tfrecord.elements import ImageAnnotations, Mask, ObjectBox, Polygon, RunLengths
 from beam_tfrecord.plan.annotations import rle as rle_lib
 from beam_tfrecord.plan.annotations.catalog import Catalog, describe_error, line_of, stem
@@ -303,14 +304,17 @@ def _parse_image(entry: Any, index: int, result: _File) -> _Image | None:
     where = f"{result.display}#images[{index}]"
     if not isinstance(entry, dict):
         result.bad_entries.append(
-            UnmatchedEntry(where, "", "bad_entry", "an image entry that is not an object")
+            UnmatchedEntry(where, "", reasons.BAD_ENTRY.code, "an image entry that is not an object")
         )
         return None
     image_id, name = entry.get("id"), entry.get("file_name")
     if not _image_id(image_id):
         result.bad_entries.append(
             UnmatchedEntry(
-                where, str(name or ""), "bad_entry", f"image id {image_id!r} is not a number or name"
+                where,
+                str(name or ""),
+                reasons.BAD_ENTRY.code,
+                f"image id {image_id!r} is not a number or name",
             )
         )
         return None
@@ -340,7 +344,11 @@ def _parse_annotation(entry: Any, index: int, result: _File, masks: bool) -> Non
         what = "not an object" if not isinstance(entry, dict) else f"image_id {entry.get('image_id')!r}"
         result.bad_entries.append(
             UnmatchedEntry(
-                f"{result.display}#annotations[{index}]", "", "bad_entry", f"an annotation with {what}", 1
+                f"{result.display}#annotations[{index}]",
+                "",
+                reasons.BAD_ENTRY.code,
+                f"an annotation with {what}",
+                1,
             )
         )
         return
@@ -356,22 +364,22 @@ def _parse_annotation(entry: Any, index: int, result: _File, masks: bool) -> Non
         mask, change = _mask(segmentation, result.floats)
     if raw_box is not None:
         if not (isinstance(raw_box, list) and len(raw_box) == 4 and _numbers(raw_box)):
-            drop = ("bad_object", f"bbox {_short(raw_box)} is not [x, y, width, height]")
+            drop = (reasons.BAD_OBJECT.code, f"bbox {_short(raw_box)} is not [x, y, width, height]")
         elif raw_box[2] <= 0 or raw_box[3] <= 0:
-            drop = ("zero_area", f"bbox {_short(raw_box)} has no area")
+            drop = (reasons.ZERO_AREA.code, f"bbox {_short(raw_box)} has no area")
         else:
             x, y, width, height = (float(v) for v in raw_box)
             box = (x, y, x + width, y + height)
     else:
         box = _extent(mask)
         if box is None:
-            drop = ("bad_object", "no bbox, and no segmentation to take it from")
+            drop = (reasons.BAD_OBJECT.code, "no bbox, and no segmentation to take it from")
         elif not masks:
             mask = None
     if area is not None and not _number(area):
-        drop = drop or ("bad_object", f"area {_short(area)} is not a number")
+        drop = drop or (reasons.BAD_OBJECT.code, f"area {_short(area)} is not a number")
     if crowd not in (0, 1):
-        drop = drop or ("bad_object", f"iscrowd {_short(crowd)} is not 0 or 1")
+        drop = drop or (reasons.BAD_OBJECT.code, f"iscrowd {_short(crowd)} is not 0 or 1")
     if drop is not None:
         mask = change = None
     result.annotations[entry["image_id"]].append(
@@ -394,17 +402,23 @@ def _mask(segmentation: Any, floats: _Floats) -> tuple[Mask, tuple[str, str] | N
         return None, None
     if isinstance(segmentation, list):
         if set(map(type, segmentation)) != {list}:
-            return None, ("mask_dropped", "segmentation is neither polygons nor run lengths")
+            return None, (reasons.MASK_MALFORMED.code, "segmentation is neither polygons nor run lengths")
         polygons = []
         for index, ring in enumerate(segmentation):
             if len(ring) < 6 or len(ring) % 2 or not _numbers(ring):
-                return None, ("mask_dropped", f"polygon {index} is not x, y pairs of 3 points or more")
+                return None, (
+                    reasons.MASK_MALFORMED.code,
+                    f"polygon {index} is not x, y pairs of 3 points or more",
+                )
             polygons.append(Polygon(floats.shared(ring)))
         return tuple(polygons), None
     if isinstance(segmentation, dict):
         size, counts = segmentation.get("size"), segmentation.get("counts")
         if not (isinstance(size, list) and len(size) == 2 and all(_size(v) for v in size)):
-            return None, ("mask_dropped", f"run lengths with size {_short(size)}, not [height, width]")
+            return None, (
+                reasons.MASK_MALFORMED.code,
+                f"run lengths with size {_short(size)}, not [height, width]",
+            )
         height, width = size
         try:
             if isinstance(counts, str):
@@ -414,11 +428,14 @@ def _mask(segmentation: Any, floats: _Floats) -> tuple[Mask, tuple[str, str] | N
             else:
                 raise rle_lib.BadRunLengths("counts are neither a list of runs nor COCO's string")
         except rle_lib.BadRunLengths as error:
-            return None, ("mask_dropped", f"run lengths: {error}")
+            return None, (reasons.MASK_MALFORMED.code, f"run lengths: {error}")
         if sum(runs) != height * width:
-            return None, ("mask_dropped", f"run lengths cover {sum(runs)} pixels, not {height}x{width}")
+            return None, (
+                reasons.MASK_MALFORMED.code,
+                f"run lengths cover {sum(runs)} pixels, not {height}x{width}",
+            )
         return RunLengths(height, width, runs), None
-    return None, ("mask_dropped", "segmentation is neither polygons nor run lengths")
+    return None, (reasons.MASK_MALFORMED.code, "segmentation is neither polygons nor run lengths")
 
 
 def _extent(mask: Mask) -> tuple[float, float, float, float] | None:
@@ -490,7 +507,7 @@ def load(
             if not image.file_name:
                 objects = len(file.annotations.pop(image.id, ()))
                 unmatched.append(
-                    UnmatchedEntry(where, "", "bad_entry", "the image has no file_name", objects)
+                    UnmatchedEntry(where, "", reasons.BAD_ENTRY.code, "the image has no file_name", objects)
                 )
                 continue
             found = listed.matches(image.file_name)
@@ -507,7 +524,11 @@ def load(
             if not found:
                 unmatched.append(
                     UnmatchedEntry(
-                        where, image.file_name, "missing_image", "no listed file has this name", objects
+                        where,
+                        image.file_name,
+                        reasons.MISSING_IMAGE.code,
+                        "no listed file has this name",
+                        objects,
                     )
                 )
             elif len(found) > 1:
@@ -515,7 +536,7 @@ def load(
                     UnmatchedEntry(
                         where,
                         image.file_name,
-                        "ambiguous_image",
+                        reasons.AMBIGUOUS_IMAGE.code,
                         f"matches {len(found)} listed files: {', '.join(found[:5])}",
                         objects,
                     )
@@ -531,7 +552,7 @@ def load(
                     UnmatchedEntry(
                         f"{file.display}#annotation {raws[0].ref}",
                         "",
-                        "unknown_image",
+                        reasons.UNKNOWN_IMAGE.code,
                         f"image id {image_id} is not in {file.display}'s images",
                         len(raws),
                     )
@@ -548,7 +569,9 @@ def load(
         if entries and len(entries) > 1:
             where = " and ".join(f"{file.display}#image {image.id}" for file, image in entries)
             count = sum(len(file.annotations.get(image.id, ())) for file, image in entries)
-            problems.append(ImageProblem(relpath, "conflicting_annotations", f"annotated by {where}", count))
+            problems.append(
+                ImageProblem(relpath, reasons.CONFLICTING_ANNOTATIONS.code, f"annotated by {where}", count)
+            )
         elif entries:
             file, image = entries[0]
             images[relpath] = _annotations(relpath, file, image, categories, dropped, changed)
@@ -556,12 +579,12 @@ def load(
             problems.append(
                 ImageProblem(
                     relpath,
-                    "ambiguous_annotation",
+                    reasons.AMBIGUOUS_ANNOTATION.code,
                     f"{' and '.join(ambiguous[relpath])} could be this file or another listed one",
                 )
             )
         elif broken:
-            problems.append(ImageProblem(relpath, "bad_annotation", "; ".join(broken)))
+            problems.append(ImageProblem(relpath, reasons.BAD_ANNOTATION.code, "; ".join(broken)))
         else:
             unannotated.append(relpath)
             images[relpath] = ImageAnnotations((), stem(relpath))
@@ -605,7 +628,7 @@ def _annotations(
             dropped.append(
                 ObjectNote(
                     relpath,
-                    "unknown_category",
+                    reasons.UNKNOWN_CATEGORY.code,
                     f"{ref}: category_id {_short(raw.category)} is not in categories",
                 )
             )
@@ -615,7 +638,7 @@ def _annotations(
         if isinstance(mask, RunLengths) and None not in declared and (mask.height, mask.width) != declared:
             mask = None
             sizes = f"{raw.mask.height}x{raw.mask.width}, the image's {image.height}x{image.width}"
-            change = ("mask_dropped", f"run lengths over {sizes}")
+            change = (reasons.MASK_MALFORMED.code, f"run lengths over {sizes}")
         if change is not None:
             changed.append(ObjectNote(relpath, change[0], f"{ref}: {change[1]}"))
         xmin, ymin, xmax, ymax = raw.box

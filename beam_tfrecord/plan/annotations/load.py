@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecord import reasons
 from beam_tfrecord.elements import AnnotationKind
 from beam_tfrecord.plan.annotations import coco, voc, yolo
 from beam_tfrecord.plan.annotations.catalog import Catalog, partition
@@ -125,7 +126,7 @@ def _restrict(result: AnnotationSet, fixed: Sequence[str]) -> AnnotationSet:
         for obj in found.objects:
             if obj.label not in known:
                 detail = f"{obj.source_ref}: class {obj.label!r} is not in class_names"
-                dropped.append(ObjectNote(relpath, "unknown_category", detail))
+                dropped.append(ObjectNote(relpath, reasons.UNKNOWN_CATEGORY.code, detail))
         kept = tuple(obj for obj in found.objects if obj.label in known)
         images[relpath] = dataclasses.replace(found, objects=kept)
     return dataclasses.replace(

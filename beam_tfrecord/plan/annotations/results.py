@@ -1,8 +1,8 @@
 """What loading an annotation source gives the planner: every listed image's annotations, and
 every problem named with a reason, so nothing is lost without a word.
 
-Four kinds of problem, each with a short reason code and a detail that names the annotation file
-and the line or object:
+Four kinds of problem, each with a short reason code (declared in `beam_tfrecord.reasons`) and a
+detail that names the annotation file and the line or object:
 
 - `ImageProblem`: an image that cannot be annotated truthfully (its annotation file is malformed
   or unsafe, two entries claim it, or an entry could be for it or another). It becomes the image's
@@ -24,40 +24,11 @@ from dataclasses import asdict, dataclass, field
 from beam_tfrecord.elements import AnnotationKind, ImageAnnotations
 
 __all__ = [
-    "CHANGE_REASONS",
-    "DROP_REASONS",
-    "PROBLEM_REASONS",
-    "UNMATCHED_REASONS",
     "AnnotationSet",
     "ImageProblem",
     "ObjectNote",
     "UnmatchedEntry",
 ]
-
-# Reasons an image is rejected for its annotations (its reject line's `reason`).
-PROBLEM_REASONS = {
-    "bad_annotation": "its annotation file is malformed (the detail names the file and line)",
-    "unsafe_annotation": "its annotation XML declares entities or external references, never expanded",
-    "conflicting_annotations": "two annotation entries claim it",
-    "ambiguous_annotation": "an annotation entry could be for it or another listed file",
-}
-# Reasons an object is left out of its image at plan time.
-DROP_REASONS = {
-    "unknown_category": "its category is not among the class names",
-    "bad_object": "its box is missing or not numbers",
-    "zero_area": "its box has zero or negative width or height",
-}
-# Reasons an object is kept but changed at plan time.
-CHANGE_REASONS = {
-    "mask_dropped": "its mask is malformed; the box is kept without it",
-}
-# Reasons an annotation entry is not applied to any listed image.
-UNMATCHED_REASONS = {
-    "missing_image": "it names a file that is not listed",
-    "ambiguous_image": "its file name matches several listed files",
-    "unknown_image": "it names an image id its file does not list",
-    "bad_entry": "its image entry has no usable id or file name",
-}
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -89,7 +60,7 @@ class UnmatchedEntry:
       annotation: where it is: `instances.json#image 7`, `Annotations/x.xml`, `labels/x.txt`.
       name: the file it names, as written (COCO's `file_name`, VOC's `filename`), or the image
         path the annotation file's place implies.
-      reason: one of UNMATCHED_REASONS.
+      reason: a `reasons` unmatched code (`missing_image`, ...).
       detail: what a user needs to fix it.
       objects: how many objects it holds (so annotated objects can be accounted for).
     """

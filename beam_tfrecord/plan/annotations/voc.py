@@ -24,6 +24,7 @@ from xml.etree.ElementTree import Element, ParseError
 import defusedxml
 import defusedxml.ElementTree
 
+from beam_tfrecord import reasons
 from beam_tfrecord.elements import ImageAnnotations, ObjectBox
 from beam_tfrecord.plan.annotations.catalog import MAX_IMAGE_ANNOTATION_BYTES, Catalog, read_many, stem
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
@@ -59,15 +60,18 @@ def _parse_xml(data: bytes, display: str) -> _ParsedXml:
     try:
         root = defusedxml.ElementTree.fromstring(data)
     except defusedxml.DefusedXmlException as error:
-        raise _Rejected("unsafe_annotation", f"{display}: refused, {_unsafe(error)}") from None
+        raise _Rejected(reasons.UNSAFE_ANNOTATION.code, f"{display}: refused, {_unsafe(error)}") from None
     except ParseError as error:
         line, column = error.position[0], error.position[1] + 1  # expat counts columns from 0
         reason = str(error).split(":")[0]
         raise _Rejected(
-            "bad_annotation", f"{display} is not valid XML: {reason} at line {line} column {column}"
+            reasons.BAD_ANNOTATION.code,
+            f"{display} is not valid XML: {reason} at line {line} column {column}",
         ) from None
     if root.tag != "annotation":
-        raise _Rejected("bad_annotation", f"{display}: its root element is <{root.tag}>, not <annotation>")
+        raise _Rejected(
+            reasons.BAD_ANNOTATION.code, f"{display}: its root element is <{root.tag}>, not <annotation>"
+        )
     filename = (root.findtext("filename") or "").strip()
     width, height = _size(root)
     objects: list[ObjectBox] = []
@@ -115,16 +119,16 @@ def _flag(element: Element, name: str) -> bool:
     try:
         return float(text) != 0
     except ValueError:
-        raise _Rejected("bad_object", f"<{name}> {text!r} is not 0 or 1") from None
+        raise _Rejected(reasons.BAD_OBJECT.code, f"<{name}> {text!r} is not 0 or 1") from None
 
 
 def _object(element: Element, ref: str) -> ObjectBox:
     name = (element.findtext("name") or "").strip()
     if not name:
-        raise _Rejected("bad_object", "no <name>")
+        raise _Rejected(reasons.BAD_OBJECT.code, "no <name>")
     box = element.find("bndbox")
     if box is None:
-        raise _Rejected("bad_object", "no <bndbox>")
+        raise _Rejected(reasons.BAD_OBJECT.code, "no <bndbox>")
     values = []
     for corner in ("xmin", "ymin", "xmax", "ymax"):
         text = (box.findtext(corner) or "").strip()
@@ -133,11 +137,11 @@ def _object(element: Element, ref: str) -> ObjectBox:
         except ValueError:
             value = math.nan
         if not math.isfinite(value):
-            raise _Rejected("bad_object", f"<{corner}> {text!r} is not a number")
+            raise _Rejected(reasons.BAD_OBJECT.code, f"<{corner}> {text!r} is not a number")
         values.append(value)
     xmin, ymin, xmax, ymax = values
     if xmax <= xmin or ymax <= ymin:
-        raise _Rejected("zero_area", f"box {xmin:g},{ymin:g} to {xmax:g},{ymax:g} has no area")
+        raise _Rejected(reasons.ZERO_AREA.code, f"box {xmin:g},{ymin:g} to {xmax:g},{ymax:g} has no area")
     return ObjectBox(
         xmin,
         ymin,
@@ -188,7 +192,7 @@ def load(listed: Catalog, folder: AnnotationPath | None = None) -> AnnotationSet
                 used.update(f.path for f in named)
                 names = ", ".join(f.relpath for f in named[:5])
                 detail = f"annotations_path holds several XMLs for it: {names}"
-                problems.append(ImageProblem(relpath, "ambiguous_annotation", detail))
+                problems.append(ImageProblem(relpath, reasons.AMBIGUOUS_ANNOTATION.code, detail))
                 continue
             xml = named[0] if named else None
         if xml is None and (standard := _standard(relpath)) is not None:
@@ -212,7 +216,9 @@ def load(listed: Catalog, folder: AnnotationPath | None = None) -> AnnotationSet
             others = ", ".join(r for r in claimed[xml.path] if r != relpath)
             problems.append(
                 ImageProblem(
-                    relpath, "ambiguous_annotation", f"{_display(xml, listed)} could be for {others} too"
+                    relpath,
+                    reasons.AMBIGUOUS_ANNOTATION.code,
+                    f"{_display(xml, listed)} could be for {others} too",
                 )
             )
             del found[relpath]
@@ -247,12 +253,16 @@ def load(listed: Catalog, folder: AnnotationPath | None = None) -> AnnotationSet
         display = _display(file, listed)
         if isinstance(result, _Rejected):
             detail = f"no listed image has its stem, and it cannot be read: {result.args[1]}"
-            unmatched.append(UnmatchedEntry(display, "", "missing_image", detail))
+            unmatched.append(UnmatchedEntry(display, "", reasons.MISSING_IMAGE.code, detail))
         else:
             count = len(result.annotations.objects) + len(result.dropped)
             unmatched.append(
                 UnmatchedEntry(
-                    display, result.filename, "missing_image", "no listed image has its stem", count
+                    display,
+                    result.filename,
+                    reasons.MISSING_IMAGE.code,
+                    "no listed image has its stem",
+                    count,
                 )
             )
 
@@ -282,7 +292,7 @@ def _parse_all(files: Sequence[InputFile], listed: Catalog) -> dict[str, _Parsed
     for file in unique:
         if file.size > MAX_IMAGE_ANNOTATION_BYTES:
             results[file.path] = _Rejected(
-                "bad_annotation",
+                reasons.BAD_ANNOTATION.code,
                 f"{_display(file, listed)} is {file.size / 2**20:.0f} MiB: too large, not read",
             )
     by_path = {f.path: f for f in small}
@@ -290,7 +300,7 @@ def _parse_all(files: Sequence[InputFile], listed: Catalog) -> dict[str, _Parsed
         file = by_path[path]
         display = _display(file, listed)
         if data is None:
-            results[path] = _Rejected("bad_annotation", f"{display} {error}")
+            results[path] = _Rejected(reasons.BAD_ANNOTATION.code, f"{display} {error}")
             continue
         try:
             results[path] = _parse_xml(data, display)

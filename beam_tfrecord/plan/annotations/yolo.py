@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from beam_tfrecord import reasons
 from beam_tfrecord.elements import ImageAnnotations, ObjectBox, Polygon
 from beam_tfrecord.plan.annotations.catalog import (
     MAX_IMAGE_ANNOTATION_BYTES,
@@ -185,7 +186,7 @@ def _parse_txt(
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise _Rejected("bad_annotation", f"{display} is not UTF-8 text") from None
+        raise _Rejected(reasons.BAD_ANNOTATION.code, f"{display} is not UTF-8 text") from None
     objects: list[ObjectBox] = []
     dropped: list[tuple[str, str]] = []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -194,20 +195,24 @@ def _parse_txt(
             continue
         ref = f"{display}:{number}"
         if len(tokens) != 5 and (len(tokens) < 7 or len(tokens) % 2 == 0):
-            raise _Rejected("bad_annotation", f"{ref}: {len(tokens)} values; {_BOX_FORMAT}")
+            raise _Rejected(reasons.BAD_ANNOTATION.code, f"{ref}: {len(tokens)} values; {_BOX_FORMAT}")
         try:
             values = [float(token) for token in tokens]
         except ValueError:
             bad = next(t for t in tokens if not _is_float(t))
-            raise _Rejected("bad_annotation", f"{ref}: {bad!r} is not a number; {_BOX_FORMAT}") from None
+            raise _Rejected(
+                reasons.BAD_ANNOTATION.code, f"{ref}: {bad!r} is not a number; {_BOX_FORMAT}"
+            ) from None
         if not all(map(math.isfinite, values)):
             bad = next(t for t, v in zip(tokens, values, strict=True) if not math.isfinite(v))
-            raise _Rejected("bad_annotation", f"{ref}: {bad!r} is not a finite number")
+            raise _Rejected(reasons.BAD_ANNOTATION.code, f"{ref}: {bad!r} is not a finite number")
         if values[0] != int(values[0]):
-            raise _Rejected("bad_annotation", f"{ref}: class {tokens[0]!r} is not a class index")
+            raise _Rejected(reasons.BAD_ANNOTATION.code, f"{ref}: class {tokens[0]!r} is not a class index")
         index = int(values[0])
         if index not in names:
-            dropped.append(("unknown_category", f"{ref}: class {index} has no name (names: 0..{max(names)})"))
+            dropped.append(
+                (reasons.UNKNOWN_CATEGORY.code, f"{ref}: class {index} has no name (names: 0..{max(names)})")
+            )
             continue
         mask = None
         if len(tokens) == 5:
@@ -219,7 +224,7 @@ def _parse_txt(
             box = (min(xs), min(ys), max(xs), max(ys))
             mask = (Polygon(points),)
         if box[2] <= box[0] or box[3] <= box[1]:
-            dropped.append(("zero_area", f"{ref}: the box has no area"))
+            dropped.append((reasons.ZERO_AREA.code, f"{ref}: the box has no area"))
             continue
         objects.append(ObjectBox(*box, names[index], mask=mask, source_ref=ref))
     return objects, dropped
@@ -255,7 +260,7 @@ def load(listed: Catalog, names_path: AnnotationPath | None = None, masks: bool 
         if len(claimed[label_file.relpath]) > 1:
             others = ", ".join(r for r in claimed[label_file.relpath] if r != relpath)
             detail = f"{label_file.relpath} could be for {others} too"
-            problems.append(ImageProblem(relpath, "ambiguous_annotation", detail))
+            problems.append(ImageProblem(relpath, reasons.AMBIGUOUS_ANNOTATION.code, detail))
             continue
         result = parsed[label_file.relpath]
         if isinstance(result, _Rejected):
@@ -284,7 +289,10 @@ def load(listed: Catalog, names_path: AnnotationPath | None = None, masks: bool 
         if file.path not in by_path:  # too large to count its lines
             unmatched.append(
                 UnmatchedEntry(
-                    file.relpath, _image_of(file.relpath), "missing_image", "no listed image has its stem"
+                    file.relpath,
+                    _image_of(file.relpath),
+                    reasons.MISSING_IMAGE.code,
+                    "no listed image has its stem",
                 )
             )
     for path, data, error in read_many(list(by_path)):
@@ -292,7 +300,7 @@ def load(listed: Catalog, names_path: AnnotationPath | None = None, masks: bool 
         count = 0 if data is None else sum(1 for line in data.splitlines() if line.strip())
         detail = "no listed image has its stem" + (f"; it {error}" if error else "")
         unmatched.append(
-            UnmatchedEntry(file.relpath, _image_of(file.relpath), "missing_image", detail, count)
+            UnmatchedEntry(file.relpath, _image_of(file.relpath), reasons.MISSING_IMAGE.code, detail, count)
         )
 
     sources = {f.relpath: f"YOLO labels of {', '.join(claimed[f.relpath])}" for f in found.values()}
@@ -332,11 +340,11 @@ def _parse_all(
     for file in files:
         if file.size > MAX_IMAGE_ANNOTATION_BYTES:
             detail = f"{file.relpath} is {file.size / 2**20:.0f} MiB: too large, not read"
-            results[file.relpath] = _Rejected("bad_annotation", detail)
+            results[file.relpath] = _Rejected(reasons.BAD_ANNOTATION.code, detail)
     for path, data, error in read_many(list(small)):
         file = small[path]
         if data is None:
-            results[file.relpath] = _Rejected("bad_annotation", f"{file.relpath} {error}")
+            results[file.relpath] = _Rejected(reasons.BAD_ANNOTATION.code, f"{file.relpath} {error}")
             continue
         try:
             results[file.relpath] = _parse_txt(data, file.relpath, names)
