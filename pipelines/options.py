@@ -206,6 +206,11 @@ class ConvertOptions(PipelineOptions):
         )
         _add_flag(group, "--masks", "store a PNG mask per object (COCO polygons and RLE, YOLO segmentation)")
         add(
+            "--label_map",
+            help="an existing label_map.pbtxt or labels.txt whose class names and ids are kept; objects "
+            "of other classes are dropped (not with --class_names)",
+        )
+        add(
             "--unannotated",
             default=default_of(AnnotationOptions, "unannotated"),
             choices=UNANNOTATED,
@@ -551,13 +556,14 @@ def _annotation_options(ns: ConvertOptions) -> AnnotationOptions | None:
         given = {
             "annotations_path": ns.annotations_path is not None,
             "masks": ns.masks,
+            "label_map": ns.label_map is not None,
             "unannotated": ns.unannotated != default_of(AnnotationOptions, "unannotated"),
         }
         for name, is_given in given.items():
             if is_given:
                 raise UsageError(f"--{name} needs --annotations coco, voc or yolo")
         return None
-    return AnnotationOptions(ns.annotations, ns.annotations_path, ns.masks, ns.unannotated)
+    return AnnotationOptions(ns.annotations, ns.annotations_path, ns.masks, ns.unannotated, ns.label_map)
 
 
 def _label_source(source: SourceConfig, dry_run: bool) -> LabelSource:

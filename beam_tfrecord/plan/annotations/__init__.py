@@ -5,7 +5,8 @@ parsed and checked on the launcher; what every source gives is `beam_tfrecord.el
 Modules: `sources` (`load_annotations`, the planner's
 entry point), `results` (what it returns: `AnnotationSet` and the reason codes), `paths`
 (`annotations_path` as written), `coco`, `voc`, `yolo` (the formats), `rle` (COCO's compressed
-masks), `listed` (the listing as the parsers see it).
+masks), `listed` (the listing as the parsers see it), `label_map` (a given label map's names
+and ids).
 """
 
-__all__ = ["coco", "listed", "paths", "results", "rle", "sources", "voc", "yolo"]
+__all__ = ["coco", "label_map", "listed", "paths", "results", "rle", "sources", "voc", "yolo"]

@@ -29,12 +29,16 @@ class AnnotationOptions:
         an object without one gets its filled box).
       unannotated: an image no annotation names: keep it as a negative (no objects, counted), or
         drop it (an `unannotated` reject).
+      label_map: an existing label_map.pbtxt (the Object Detection API's) or labels.txt (this
+        project's) whose names and ids the run keeps (`label_map.read_label_map`); objects of
+        classes it lacks are dropped `unknown_category`. Local or gs://.
     """
 
     kind: AnnotationKind
     path: str | None = None
     masks: bool = False
     unannotated: UnannotatedName = "keep"
+    label_map: str | None = None
 
     def __post_init__(self) -> None:
         check_choice("annotations", self.kind, ANNOTATION_KINDS)
@@ -58,4 +62,5 @@ class AnnotationOptions:
             "annotations_path": self.path,
             "masks": self.masks,
             "unannotated": self.unannotated,
+            "label_map": self.label_map,
         }
