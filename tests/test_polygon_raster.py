@@ -1,7 +1,7 @@
-"""Polygon masks equal pycocotools' `annToMask` (`frPyObjects`, `merge`, `decode`) pixel for
-pixel: over many generated outlines shaped like COCO's (many points, two decimals, parts,
-slivers, outlines past the edge) and over hand-made hard cases, through the port
-(`polygon_raster`) and through `geometry.rasterize_mask`, which the pipeline calls."""
+"""Masks equal pycocotools' `annToMask` (`frPyObjects`, `merge`, `decode`) pixel for pixel: run
+lengths, and polygons over many generated outlines shaped like COCO's (many points, two
+decimals, parts, slivers, outlines past the edge) and over hand-made hard cases, through the
+port (`polygon_raster`) and through `geometry.rasterize_mask`, which the pipeline calls."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pycocotools import mask as coco_mask
 
-from beam_tfrecord.elements import Polygon
+from beam_tfrecord.elements import Polygon, RunLengths
 from beam_tfrecord.images import geometry
 from beam_tfrecord.images.polygon_raster import fill_polygons
+from beam_tfrecord.plan.annotations import rle
 
 
 def ann_to_mask(rings: list[list[float]], width: int, height: int) -> np.ndarray:
@@ -134,3 +135,17 @@ def test_yolo_fractions_fill_as_the_same_outline_in_pixels():
         [[f * (width if i % 2 == 0 else height) for i, f in enumerate(fractions)]], width, height
     )
     assert np.array_equal(np.asarray(image), expected) and expected.sum() > 500
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 24), st.integers(1, 24), st.integers(0, 2**32 - 1), st.floats(0, 1))
+def test_run_lengths_decode_as_pycocotools_decodes_them(width, height, seed, density):
+    """Crowd masks, compressed (COCO's string) or not (a list of counts), give annToMask's pixels."""
+    pixels = (np.random.default_rng(seed).random((height, width)) < density).astype(np.uint8)
+    encoded = coco_mask.encode(np.asfortranarray(pixels))
+    counts = rle.decode_counts(encoded["counts"].decode())
+    uncompressed = {"size": [height, width], "counts": list(counts)}
+    expected = coco_mask.decode(coco_mask.frPyObjects(uncompressed, height, width))
+    assert np.array_equal(expected, pixels)
+    image = geometry.rasterize_mask(RunLengths(height, width, counts), width, height)
+    assert np.array_equal(np.asarray(image), expected)
