@@ -170,3 +170,9 @@ def test_every_reader_gives_the_maps_ids_and_names(mapped_output):
     assert sorted(label for labels in seen for label in labels) == [4] * sum(
         o["category_id"] == SQUARE for objects in truth.values() for o in objects
     )
+
+
+def test_a_pbtxt_that_does_not_parse_is_refused_never_read_as_lines():
+    with pytest.raises(ValueError, match=r"is not a label_map\.pbtxt"):
+        parse_label_map("items {\n  id: 1\n  name: 'cat'\n}\n", "maps/label_map.pbtxt")
+    assert parse_label_map("item: { id: 3 name: 'cat' }").names == {3: "cat"}

@@ -31,7 +31,8 @@ __all__ = ["LabelMap", "is_unused", "parse_label_map", "read_label_map", "unused
 # More ids than any detection dataset's (Open Images: 601, LVIS: 1,203): a typo, not a map.
 MAX_ID = 100_000
 _UNUSED = re.compile(r"\(unused id (\d+)\)")
-_PBTXT = re.compile(r"\A(?:\s|#[^\n]*\n)*item\s*[{<]")
+_PBTXT = re.compile(r"\A(?:\s|#[^\n]*\n)*item\s*:?\s*[{<]")
+_PBTXT_SUFFIXES = (".pbtxt", ".pb.txt", ".prototxt")
 
 
 def unused_name(label_id: int) -> str:
@@ -128,9 +129,10 @@ def _labels_txt_items(text: str) -> list[tuple[int, str, str]]:
 
 
 def parse_label_map(text: str, path: str = "label_map") -> LabelMap:
-    """A label_map.pbtxt's or a labels.txt's text (told apart by an `item {` first) -> LabelMap.
-    ValueError (starting `label_map`) for a map that cannot give each object one id."""
-    pbtxt = _PBTXT.match(text) is not None
+    """A label_map.pbtxt's or a labels.txt's text (told apart by the name's `.pbtxt`, or an
+    `item {` first) -> LabelMap. ValueError (starting `label_map`) for a map that cannot give
+    each object one id."""
+    pbtxt = path.lower().endswith(_PBTXT_SUFFIXES) or _PBTXT.match(text) is not None
     items = _pbtxt_items(text, path) if pbtxt else _labels_txt_items(text)
     names: dict[int, str] = {}
     aliases: dict[str, str] = {}
