@@ -453,6 +453,9 @@ def _check(ns: ConvertOptions, dry_run: bool) -> RunSettings:
     if source_fields.get("manifest"):
         source_fields["manifest"] = _absolute(source_fields["manifest"])
     annotations = source_fields["annotations"]
+    if annotations is not None and annotations.label_map:
+        annotations = dataclasses.replace(annotations, label_map=_absolute(annotations.label_map))
+        source_fields["annotations"] = annotations
     if annotations is not None and annotations.split_names and not _given(ns, _option("splits")):
         # COCO files given per split: each holds its file's images; the fractions only share
         # out the images no file names.

@@ -174,6 +174,25 @@ def test_dropped_objects_name_the_annotation_and_why(tmp_path):
     assert found.annotated_objects == len(annotations)
 
 
+def test_parts_of_one_or_two_points_are_left_out_as_coco_fills_nothing_for_them(tmp_path):
+    """annToMask fills nothing for a part of 1 or 2 points after the first (and fails on one
+    first): the rest of the mask is kept; a mask of no fillable part is `mask_dropped`."""
+    ring = [2, 2, 9, 2, 9, 6]
+    annotations = [
+        box(1, 1, 18, [2, 2, 7, 4], segmentation=[ring, [3, 3, 8, 5], [4, 4]]),
+        box(2, 1, 18, [2, 2, 7, 4], segmentation=[[3, 3, 8, 5]]),
+    ]
+    write_tree(tmp_path, {"a.jpg": jpeg(), "instances_x.json": instances([image(1, "a.jpg")], annotations)})
+    found = load(tmp_path)
+    kept, no_mask = found.images["a.jpg"].objects
+    assert kept.mask == (Polygon(tuple(map(float, ring))),) and no_mask.mask is None
+    expected = coco_mask.decode(coco_mask.merge(coco_mask.frPyObjects([ring, [3, 3, 8, 5], [4, 4]], 32, 48)))
+    assert np.array_equal(coco_mask.decode(coco_mask.merge(coco_mask.frPyObjects([ring], 32, 48))), expected)
+    assert [(n.reason, n.detail.rsplit(": ", 1)[1]) for n in found.changed] == [
+        ("mask_malformed", "no polygon has 3 points or more")
+    ]
+
+
 def test_each_planned_image_carries_the_changes_of_its_own_objects_and_no_others(tmp_path):
     """The notes planning makes (a mask left out) go to the image whose object changed, sorted
     and once per reason, whatever the number of images (they are gathered in one pass, not looked

@@ -67,3 +67,26 @@ def test_every_format_reads_from_a_bucket(emulator, bucket):
 
     with pytest.raises(ValueError, match="does not exist"):
         load_annotations("coco", list_inputs(f"gs://{bucket}/coco"), f"gs://{bucket}/ann/missing.json")
+
+
+def test_a_label_map_reads_from_a_bucket(emulator, bucket):
+    emulator.upload_tree(
+        bucket,
+        "",
+        {
+            "YOLO/data.yaml": b"names: [cat, dog]\n",
+            "YOLO/images/a.jpg": jpeg(),
+            "YOLO/labels/a.txt": b"0 .5 .5 .2 .2\n1 .3 .3 .1 .1\n",
+            "maps/label_map.pbtxt": b"item {\n  id: 7\n  name: 'dog'\n}\n",
+        },
+    )
+    found = load_annotations(
+        "yolo", list_inputs(f"gs://{bucket}/YOLO"), label_map=f"gs://{bucket}/maps/label_map.pbtxt"
+    )
+    assert found.class_names[6] == "dog" and len(found.class_names) == 7
+    assert [obj.label for obj in found.images["images/a.jpg"].objects] == ["dog"]
+    assert [note.reason for note in found.dropped] == ["unknown_category"]
+    with pytest.raises(ValueError, match=r"^label_map gs://.*/maps/none.pbtxt cannot be read"):
+        load_annotations(
+            "yolo", list_inputs(f"gs://{bucket}/YOLO"), label_map=f"gs://{bucket}/maps/none.pbtxt"
+        )

@@ -63,6 +63,13 @@ def colour_box(pixels: np.ndarray) -> tuple[int, int, int, int]:
     return int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1
 
 
+def grown(pixels: np.ndarray) -> np.ndarray:
+    """The pixels and their 8 neighbours."""
+    padded = np.pad(pixels, 1)
+    rows, cols = pixels.shape
+    return np.any([padded[dy : dy + rows, dx : dx + cols] for dy in range(3) for dx in range(3)], axis=0)
+
+
 def stored_and_check(data: bytes, annotations: ImageAnnotations, options: ImageOptions | None = None):
     """Convert, place, decode; assert the stored box frames the colour and the mask covers it."""
     image = encode_for_tensorflow(data, options or ImageOptions())
@@ -83,7 +90,9 @@ def stored_and_check(data: bytes, annotations: ImageAnnotations, options: ImageO
     assert mask.shape == pixels.shape[:2] and set(np.unique(mask)) <= {0, 1}
     magenta = (pixels[..., 0] > 160) & (pixels[..., 1] < 100) & (pixels[..., 2] > 160)
     overlap = (magenta & (mask == 1)).sum()
-    assert overlap / magenta.sum() > 0.9 and overlap / mask.sum() > 0.75, (magenta.sum(), mask.sum(), overlap)
+    # The source mask is the colour's pixels exactly (COCO fills the pixels whose centres are
+    # inside); resampling moves either edge by up to a pixel (bicubic blur, nearest neighbour).
+    assert overlap and not (magenta & ~grown(mask == 1)).any() and not ((mask == 1) & ~grown(magenta)).any()
     return image, stored
 
 

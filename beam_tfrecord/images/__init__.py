@@ -6,9 +6,20 @@ Gives: a `PendingRecord` (the bytes to store and every fact about them) or a `Re
 
 Modules: `inputs` (read and validate one input), `normalize` (decode, EXIF, modes, resize,
 re-encode), `geometry` (what normalize did to the picture's geometry, and the same moves for
-boxes and masks), `placement` (an image's annotated objects placed in its stored image, or
-dropped with a reason), `formats` (which formats are accepted or refused), `modes` (every pixel
-mode to L or RGB), `quiet` (decoder chatter kept off the terminal).
+boxes and masks), `polygon_raster` (polygon masks filled as COCO fills them), `placement` (an
+image's annotated objects placed in its stored image, or dropped with a reason), `formats`
+(which formats are accepted or refused), `modes` (every pixel mode to L or RGB), `quiet`
+(decoder chatter kept off the terminal).
 """
 
-__all__ = ["formats", "geometry", "inputs", "modes", "normalize", "options", "placement", "quiet"]
+__all__ = [
+    "formats",
+    "geometry",
+    "inputs",
+    "modes",
+    "normalize",
+    "options",
+    "placement",
+    "polygon_raster",
+    "quiet",
+]

@@ -27,9 +27,10 @@ import io
 from dataclasses import dataclass, replace
 
 import numpy as np
-from PIL import Image, ImageDraw
+from PIL import Image
 
 from beam_tfrecord.elements import Polygon, RunLengths
+from beam_tfrecord.images.polygon_raster import fill_polygons
 
 __all__ = [
     "ORIENTATION_TRANSPOSE",
@@ -253,25 +254,18 @@ def rasterize_mask(
 ) -> Image.Image:
     """An instance's outlines or run lengths as a mode-L image of 0 and 1, `width` x `height`.
 
-    Polygons are filled with Pillow's ImageDraw (their union; an outline of fewer than three
-    points draws nothing). ImageDraw fills the pixels its outline touches, so a mask may reach
-    one pixel further right and down than pycocotools' raster of the same polygon. `normalized`
-    coordinates are fractions of the size (YOLO). Run lengths must be of this size: ValueError."""
+    Polygons are filled as COCO fills them (`polygon_raster`: pycocotools' `annToMask`, pixel
+    for pixel; their union; a ring of fewer than three points fills nothing). `normalized`
+    coordinates are fractions of the size (YOLO's segmentation lines, filled by the same rule).
+    Run lengths must be of this size: ValueError."""
     if isinstance(mask, RunLengths):
         if (mask.width, mask.height) != (width, height):
             raise ValueError(f"run lengths of {mask.width}x{mask.height} for a {width}x{height} picture")
         return Image.fromarray(decode_run_lengths(mask))
-    image = Image.new("L", (width, height), 0)
-    pen = ImageDraw.Draw(image)
-    scale_x, scale_y = (width, height) if normalized else (1, 1)
-    for polygon in mask:
-        points = polygon.points
-        if len(points) < 6:
-            continue
-        pen.polygon(
-            [(points[i] * scale_x, points[i + 1] * scale_y) for i in range(0, len(points) - 1, 2)], fill=1
-        )
-    return image
+    rings = [np.asarray(polygon.points, dtype=np.float64) for polygon in mask]
+    if normalized:
+        rings = [(ring.reshape(-1, 2) * (width, height)).ravel() for ring in rings]
+    return Image.fromarray(fill_polygons(rings, width, height))
 
 
 def decode_run_lengths(mask: RunLengths) -> np.ndarray:

@@ -249,13 +249,18 @@ def _annotations(files: Sequence[InputFile], source: SourceConfig) -> Annotation
         return None
     try:
         return load_annotations(
-            options.kind, files, options.paths(), class_names=source.class_names, masks=options.masks
+            options.kind,
+            files,
+            options.paths(),
+            class_names=source.class_names,
+            masks=options.masks,
+            label_map=options.label_map,
         )
     except ConfigError:
         raise
     except ValueError as error:  # the sources name the field their message starts with
         name, _, problem = str(error).partition(" ")
-        if name in ("annotations_path", "class_names"):
+        if name in ("annotations_path", "class_names", "label_map"):
             raise ConfigError(name, problem) from None
         raise ConfigError("annotations", f"({source.annotations.kind}): {error}") from None
 

@@ -232,6 +232,8 @@ class SourceConfig(Config):
                     f"{self.label_source} gives one label per image; with annotations the objects' "
                     "classes are the labels (leave label_source out)",
                 )
+            if self.annotations.label_map and self.class_names is not None:
+                raise ConfigError("label_map", "fixes the class names and their ids: leave class_names out")
             missing = [s for s in self.annotations.split_names if s not in self.splits]
             if missing:
                 raise ConfigError(

@@ -28,6 +28,7 @@ from beam_tfrecord.names import (
     SUMMARY_TEMP_FILE,
     TFDS_INFO_FILE,
 )
+from beam_tfrecord.plan.annotations.label_map import is_unused
 from beam_tfrecord.write.summary import Summary
 from beam_tfrecord.write.tfds_metadata import write_tfds_metadata
 from beam_tfrecord.write_failures import writing
@@ -46,10 +47,12 @@ class ObjectFiles:
 
 def label_map(class_names: Sequence[str]) -> str:
     """The Object Detection API's label map (`string_int_label_map.proto` as text): ids from 1,
-    0 being background, in labels.txt's order."""
+    0 being background, in labels.txt's order; the placeholders of a given label map's missing
+    ids are left out, so its ids come back as given."""
     items = (
         f"item {{\n  id: {i}\n  name: {json.dumps(name, ensure_ascii=False)}\n}}\n"
         for i, name in enumerate(class_names, 1)
+        if not is_unused(name)
     )
     return "".join(items)
 

@@ -405,12 +405,12 @@ def _mask(segmentation: Any, floats: _Floats) -> tuple[Mask, tuple[str, str] | N
             return None, (reasons.MASK_MALFORMED.code, "segmentation is neither polygons nor run lengths")
         polygons = []
         for index, ring in enumerate(segmentation):
-            if len(ring) < 6 or len(ring) % 2 or not _numbers(ring):
-                return None, (
-                    reasons.MASK_MALFORMED.code,
-                    f"polygon {index} is not x, y pairs of 3 points or more",
-                )
-            polygons.append(Polygon(floats.shared(ring)))
+            if len(ring) % 2 or not _numbers(ring):
+                return None, (reasons.MASK_MALFORMED.code, f"polygon {index} is not x, y pairs")
+            if len(ring) >= 6:  # a part of 1 or 2 points fills nothing in COCO's raster either
+                polygons.append(Polygon(floats.shared(ring)))
+        if not polygons:
+            return None, (reasons.MASK_MALFORMED.code, "no polygon has 3 points or more")
         return tuple(polygons), None
     if isinstance(segmentation, dict):
         size, counts = segmentation.get("size"), segmentation.get("counts")

@@ -25,6 +25,7 @@ from beam_tfrecord import reasons
 from beam_tfrecord.elements import AnnotationKind
 from beam_tfrecord.plan.annotations import coco, voc, yolo
 from beam_tfrecord.plan.annotations.catalog import Catalog, partition
+from beam_tfrecord.plan.annotations.label_map import read_label_map
 from beam_tfrecord.plan.annotations.paths import AnnotationPath, parse_annotation_paths
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ObjectNote
 from beam_tfrecord.plan.listing import InputFile
@@ -42,6 +43,7 @@ def load_annotations(
     *,
     class_names: Sequence[str] | None = None,
     masks: bool = True,
+    label_map: str | None = None,
 ) -> AnnotationSet:
     """Read `kind`'s annotations for the listed `files`.
 
@@ -55,11 +57,15 @@ def load_annotations(
       class_names: a fixed label order; objects of other classes are dropped `unknown_category`.
       masks: keep segmentation (polygons, run lengths); False leaves every mask out, which is
         most of a COCO file's memory.
+      label_map: a label_map.pbtxt or labels.txt whose classes and ids are kept (instead of
+        `class_names`): objects match its names or display names; others are `unknown_category`.
 
     Raises ValueError, naming the field or file, for what no image can be planned without: an
     unknown kind, an annotations_path that does not exist, no COCO file or YOLO class names
     found, YOLO names that do not parse, COCO files that name one category id differently.
     """
+    if class_names and label_map:
+        raise ValueError("label_map fixes the class names and their ids: leave class_names out")
     if kind not in ANNOTATION_KINDS:
         raise ValueError(f"annotations must be one of {', '.join(ANNOTATION_KINDS)}, not {kind!r}")
     paths = (
@@ -78,7 +84,10 @@ def load_annotations(
             raise ValueError(f"annotations_path: {_TITLES[kind]} takes one path, without a split")
         only = paths[0] if paths else None
         result = voc.load(listed, only) if kind == "voc" else yolo.load(listed, only, masks)
-    if class_names:
+    if label_map:
+        known = read_label_map(label_map)
+        result = _restrict(_renamed(result, known.aliases), known.class_names, f"the label map {known.path}")
+    elif class_names:
         result = _restrict(result, class_names)
     return dataclasses.replace(result, sources=_sources(listed, result))
 
@@ -113,7 +122,20 @@ def _display(listed: Catalog, path: str) -> str:
     return path
 
 
-def _restrict(result: AnnotationSet, fixed: Sequence[str]) -> AnnotationSet:
+def _renamed(result: AnnotationSet, aliases: dict[str, str]) -> AnnotationSet:
+    """Objects named by a label map's other name (its `name` where the class is its
+    `display_name`) carry the class name."""
+    images = dict(result.images)
+    for relpath, found in result.images.items():
+        if any(aliases.get(obj.label, obj.label) != obj.label for obj in found.objects):
+            objects = tuple(
+                dataclasses.replace(obj, label=aliases.get(obj.label, obj.label)) for obj in found.objects
+            )
+            images[relpath] = dataclasses.replace(found, objects=objects)
+    return dataclasses.replace(result, images=images)
+
+
+def _restrict(result: AnnotationSet, fixed: Sequence[str], where: str = "class_names") -> AnnotationSet:
     """`fixed` as the label order: objects of any other class are dropped `unknown_category`."""
     if len(set(fixed)) != len(fixed):
         raise ValueError("class_names lists a class twice")
@@ -125,7 +147,7 @@ def _restrict(result: AnnotationSet, fixed: Sequence[str]) -> AnnotationSet:
             continue
         for obj in found.objects:
             if obj.label not in known:
-                detail = f"{obj.source_ref}: class {obj.label!r} is not in class_names"
+                detail = f"{obj.source_ref}: class {obj.label!r} is not in {where}"
                 dropped.append(ObjectNote(relpath, reasons.UNKNOWN_CATEGORY.code, detail))
         kept = tuple(obj for obj in found.objects if obj.label in known)
         images[relpath] = dataclasses.replace(found, objects=kept)

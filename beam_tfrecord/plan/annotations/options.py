@@ -29,6 +29,9 @@ class AnnotationOptions(Config):
         an object without one gets its filled box).
       unannotated: an image no annotation names: keep it as a negative (no objects, counted), or
         drop it (an `unannotated` reject).
+      label_map: an existing label_map.pbtxt (the Object Detection API's) or labels.txt (this
+        project's) whose names and ids the run keeps (`label_map.read_label_map`); objects of
+        classes it lacks are dropped `unknown_category`. Local or gs://.
     """
 
     kind: AnnotationKind = setting(
@@ -74,6 +77,16 @@ class AnnotationOptions(Config):
         label="Unannotated images",
         choices=UNANNOTATED,
         help="an image no annotation names: keep it as a negative, or drop it (a reject)",
+    )
+    label_map: str | None = setting(
+        None,
+        details="an existing Object Detection API `label_map.pbtxt`, or a run's `labels.txt`, whose class "
+        "names and ids the records keep (ids may have gaps); objects of other classes are dropped as "
+        "`unknown_category`; not with `--class_names`; local or `gs://`",
+        default_doc="the classes found",
+        group="annotations",
+        label="Label map",
+        help="an existing label_map.pbtxt or labels.txt whose class names and ids are kept",
     )
 
     def __post_init__(self) -> None:
