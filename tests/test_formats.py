@@ -21,8 +21,9 @@ from beam_tfrecord import reasons
 from beam_tfrecord.images import formats, modes
 from beam_tfrecord.images.normalize import Reject, encode_for_tensorflow
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-REASONS_PAGE = (Path(__file__).resolve().parent.parent / "docs" / "reasons.md").read_text(encoding="utf-8")
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+REASONS_PAGE = (DOCS / "reasons.md").read_text(encoding="utf-8")
+USAGE_PAGE = (DOCS / "usage.md").read_text(encoding="utf-8")
 FILES = imagegen.every_format()
 LOSSY_MEAN_ERROR = 4.0  # a lossy source re-encoded at quality 95, decoded by another decoder
 
@@ -187,15 +188,15 @@ def test_a_file_named_as_another_format_is_named_in_the_changes():
         assert encode_for_tensorflow(FILES["jpeg.jpg"], name=right).changes == ()
 
 
-def test_every_change_reason_is_documented_where_the_readme_points():
+def test_every_change_reason_is_documented_where_the_usage_page_points():
     section = REASONS_PAGE.split('<a id="change"></a>', 1)[1].split("<a id=", 1)[0]
     for code in reasons.codes("change"):
         assert f"| `{code}` |" in section, code
-    assert "(docs/reasons.md#change)" in README
+    assert "(reasons.md#change)" in USAGE_PAGE
 
 
-def test_every_format_is_in_the_readme_table():
-    section = README.split("### What happens to each input", 1)[1].split("\n## ", 1)[0]
+def test_every_format_is_in_the_usage_pages_table():
+    section = USAGE_PAGE.split("## What happens to each input", 1)[1].split("\n## ", 1)[0]
     for name in (*formats.ACCEPTED_FORMATS, *formats.REFUSED_FORMATS):
         assert name in section, name
 
