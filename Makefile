@@ -7,7 +7,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test test-torch lint format proto clean
+.PHONY: demo test test-torch lint format proto docs clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-dev-nodeps.txt setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,13 @@ format: $(VENV)/.installed
 
 proto: $(VENV)/.installed
 	$(PY) -m grpc_tools.protoc --proto_path=. --descriptor_set_out=beam_tfrecord/write/example.binpb beam_tfrecord/write/example.proto
+
+# The generated views of the declarations: docs/options.md's table and deploy/metadata.json (from the
+# options' declarations on the config fields) and docs/reasons.md (from beam_tfrecord/reasons.py);
+# tests fail when they differ from what this writes.
+docs: $(VENV)/.installed
+	$(PY) -m pipelines.option_docs --write
+	$(PY) -m beam_tfrecord.reasons > docs/reasons.md
 
 clean:
 	rm -rf $(VENV) output
