@@ -20,7 +20,9 @@ from PIL import Image
 from beam_tfrecord.images import formats, modes
 from beam_tfrecord.images.normalize import CHANGE_REASONS, Reject, encode_for_tensorflow
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+REASONS_PAGE = (DOCS / "reasons.md").read_text(encoding="utf-8")
+USAGE_PAGE = (DOCS / "usage.md").read_text(encoding="utf-8")
 FILES = imagegen.every_format()
 LOSSY_MEAN_ERROR = 4.0  # a lossy source re-encoded at quality 95, decoded by another decoder
 
@@ -185,13 +187,13 @@ def test_a_file_named_as_another_format_is_named_in_the_changes():
         assert encode_for_tensorflow(FILES["jpeg.jpg"], name=right).changes == ()
 
 
-def test_every_change_reason_is_documented_in_the_readme():
+def test_every_change_reason_is_documented_in_the_reasons_page():
     for reason in CHANGE_REASONS:
-        assert f"`{reason}`" in README
+        assert f"`{reason}`" in REASONS_PAGE
 
 
-def test_every_format_is_in_the_readme_table():
-    section = README.split("### What happens to each input", 1)[1].split("\n## ", 1)[0]
+def test_every_format_is_in_the_usage_pages_table():
+    section = USAGE_PAGE.split("## What happens to each input", 1)[1].split("\n## ", 1)[0]
     for name in (*formats.ACCEPTED_FORMATS, *formats.REFUSED_FORMATS):
         assert name in section, name
 

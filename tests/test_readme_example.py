@@ -1,23 +1,30 @@
-"""The README's Keras and iter_examples examples, run as written on a few generated records (of
-several sizes), so they cannot rot; tests/test_torch.py runs the PyTorch one where torch is installed."""
+"""The Keras and iter_examples examples of the README and docs/ pages, run as written on a few
+generated records (of several sizes), so they cannot rot; tests/test_torch.py runs the PyTorch one
+where torch is installed."""
 
 from __future__ import annotations
 
-import os
 import re
+from pathlib import Path
 
 from conftest import convert
 
-README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+OPTIONS_PAGE = ROOT / "docs" / "options.md"
 
 
 def readme_block(name: str) -> str:
-    """The python block that follows `<!-- example: NAME -->` in the README."""
-    with open(README, encoding="utf-8") as handle:
-        text = handle.read()
-    match = re.search(rf"<!-- example: {name} -->\n```python\n(.*?)```", text, re.DOTALL)
-    assert match, f"README has no '{name}' example"
-    return match.group(1)
+    """The python block that follows `<!-- example: NAME -->` in the README or a docs/ page."""
+    found = [
+        match.group(1)
+        for page in PAGES
+        for match in re.finditer(
+            rf"<!-- example: {name} -->\n```python\n(.*?)```", page.read_text(encoding="utf-8"), re.DOTALL
+        )
+    ]
+    assert len(found) == 1, f"{len(found)} '{name}' examples in the README and docs/ (one expected)"
+    return found[0]
 
 
 def test_readme_keras_examples_train_one_epoch(pets_tree, tmp_path):
@@ -33,6 +40,11 @@ def test_readme_keras_examples_train_one_epoch(pets_tree, tmp_path):
     assert len(namespace["history"].history["loss"]) == 1
     exec(readme_block("iter-examples"), namespace)  # the last record of worker 0 of 2
     assert namespace["pixels"].shape == (64, 64, 3) and namespace["label"] in (0, 1)
+    front_door = readme_block("reading")  # the README's own, on the same records
+    assert front_door.count('"output"') == 2
+    exec(front_door.replace('"output"', repr(str(out))), namespace)
+    images, _ = next(iter(namespace["train"]))
+    assert images.shape[1:] == (96, 96, 3) and namespace["encoded"][:2] == b"\xff\xd8"
 
 
 def test_readme_library_example_converts_in_a_users_pipeline(pets_tree, tmp_path):
@@ -78,10 +90,10 @@ def test_readme_multi_label_example_trains_with_binary_cross_entropy(tmp_path):
     assert namespace["captions"].shape == (8,) and namespace["tags"].shape[0] == 8
 
 
-def test_readme_options_table_names_every_option():
+def test_options_page_names_every_option():
     from pipelines.options import our_option_names
 
-    with open(README, encoding="utf-8") as handle:
+    with open(OPTIONS_PAGE, encoding="utf-8") as handle:
         table = [line for line in handle if line.startswith("| `--")]
     missing = [
         name for name in our_option_names() if not any(re.search(rf"`--{name}[` ]", row) for row in table)

@@ -1,5 +1,5 @@
-"""The bundled detection sample (sample/detection/) is what its generator writes, and the README's
-commands for it run as they stand: each tree's records, rejects and objects are what its known
+"""The bundled detection sample (sample/detection/) is what its generator writes, and the commands
+docs/detection.md gives for it run as they stand: each tree's records, rejects and objects are what its known
 problems should give."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ PREFIX = ".venv/bin/python -m pipelines.convert --input sample/detection/"
 
 
 def readme_commands() -> dict[str, list[str]]:
-    """format -> the README's command line for its sample tree, without the interpreter."""
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as handle:
+    """format -> docs/detection.md's command line for its sample tree, without the interpreter."""
+    with open(os.path.join(ROOT, "docs", "detection.md"), encoding="utf-8") as handle:
         lines = [line.strip() for line in handle if line.strip().startswith(PREFIX)]
     commands = {}
     for line in lines:
@@ -54,7 +54,7 @@ EXPECTED = {
 
 
 @pytest.mark.parametrize("kind", sorted(EXPECTED))
-def test_the_readmes_command_converts_each_sample_tree(kind, tmp_path, monkeypatch):
+def test_the_docs_command_converts_each_sample_tree(kind, tmp_path, monkeypatch):
     argv = readme_commands()[kind]
     assert argv[:2] == ["--input", f"sample/detection/{kind}"]
     output = tmp_path / "out"

@@ -1,0 +1,475 @@
+"""The README and the docs/ pages: every shell command they show runs as written (or is proved
+where it cannot run here), and every relative link and `#anchor` resolves.
+
+Each ```sh / ```bash / ```console block runs in a fresh folder holding what its commands name: the
+bundled sample, `setup.py`, `deploy/`, and small trees generated under the names the text uses
+(PetImages, photos, coco2017, VOC2012), with `.venv/bin/python` this interpreter. The `export`s of
+a page's earlier blocks come first, as in the one shell a reader types them into. What cannot run
+here is proved another way:
+- a benchmark (minutes of machine time): every option the command passes is the script's own
+  (`--help`) or a pipeline option;
+- a deploy/ script: run with PRINT_ONLY=1 (its checks run, docker and gcloud do not), and the
+  Dataflow command a page says it prints is the one it prints;
+- `make demo` runs the Makefile's recipe and prints the README's demo output (timings aside);
+  `make test` is the suite this test belongs to: its recipe runs ruff and pytest;
+- a command that needs a Google Cloud project, a GPU machine, Java or the network: SKIPPED,
+  each named with why.
+Two stand-ins, both named in REWRITES: the feature example's weights file (an absolute path
+outside the project) is a generated EfficientNetB0 file, and the GCS emulator's port is a free one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import annotationgen
+import imagegen
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+SHELLS = {"sh", "bash", "console"}
+# What a block's folder links from the project: what its commands name, and what a Dataflow dry
+# run's --setup_file=./setup.py packs.
+LINKED = ("sample", "setup.py", "deploy", "beam_tfrecord", "pipelines", "pyproject.toml")
+LINKED += (
+    "requirements.txt",
+    "requirements-dev.txt",
+    "requirements-dev-nodeps.txt",
+    "requirements-torch.txt",
+)
+
+# Commands that need what this machine lacks, each named by how it starts, with why.
+SKIPPED = {
+    "gcloud auth login": "signs in to Google Cloud: needs an account and a browser",
+    "gcloud config set project": "sets the reader's Google Cloud project",
+    "gcloud services enable": "enables APIs in a Google Cloud project",
+    "gcloud storage buckets create": "creates a bucket in a Google Cloud project",
+    "gcloud storage cp -r PetImages": "uploads to a real bucket",
+    "gcloud dataflow jobs list": "lists the jobs of a Google Cloud project",
+    "gcloud dataflow metrics list": "reads a running Dataflow job's counters",
+    "gcloud storage cat": "reads a real bucket",
+    ".venv/bin/python -m pipelines.convert --input gs://BUCKET/images": (
+        "BUCKET is the reader's bucket; the emulator block on the same page runs this command on "
+        "gs://my-bucket"
+    ),
+    ".venv/bin/python -m pipelines.convert --runner=FlinkRunner": (
+        "Beam's FlinkRunner downloads a job server jar at run time (Java and the network); "
+        "tests/test_portable.py runs the portable protocol it speaks"
+    ),
+    ".venv/bin/python -m pipelines.convert --runner=SparkRunner": "as FlinkRunner: a jar, Java, the network",
+    "benchmarks/device_wheels.sh": "downloads Python 3.12 wheels from PyPI for the GPU machine",
+    "python3 -m pip install -q --no-index": "installs those wheels on the GPU machine itself",
+    "git worktree add /tmp/old": "checks out an old commit outside the project for a benchmark's baseline",
+}
+MAX_SKIPPED = 15
+
+# Text of a block replaced before it runs: a path outside the project, a fixed port.
+REWRITES = {"/models/efficientnetb0_notop.h5": "models/efficientnetb0_notop.h5"}
+EMULATOR_PORT = "9023"
+
+
+@dataclass(frozen=True)
+class Block:
+    """One shell code block of a page: where it is, and its text."""
+
+    page: str
+    line: int
+    text: str
+
+    @property
+    def commands(self) -> list[str]:
+        return split_commands(self.text)
+
+
+def shell_blocks(page: Path) -> list[Block]:
+    """The page's ```sh, ```bash and ```console blocks, in order."""
+    blocks, lines, fence, start = [], page.read_text(encoding="utf-8").split("\n"), None, 0
+    for number, line in enumerate(lines, 1):
+        opening = re.match(r"^```(\w*)\s*$", line)
+        if fence is None and opening:
+            fence, start = opening.group(1), number
+        elif fence is not None and line.startswith("```"):
+            if fence in SHELLS:
+                text = "\n".join(lines[start : number - 1])
+                blocks.append(Block(str(page.relative_to(ROOT)), start, text))
+            fence = None
+    return blocks
+
+
+def split_commands(text: str) -> list[str]:
+    """The block's commands: continuation lines joined, a here-document kept with its command,
+    comment lines and a console's `$ ` prompt dropped."""
+    commands, lines, index = [], text.split("\n"), 0
+    while index < len(lines):
+        command = re.sub(r"^\$ ", "", lines[index].strip())
+        index += 1
+        if not command or command.startswith("#"):
+            continue
+        while command.endswith("\\") and index < len(lines):
+            command = command[:-1].rstrip() + " " + lines[index].strip()
+            index += 1
+        heredoc = re.search(r"<<-?'?(\w+)'?", command)
+        if heredoc:
+            body = []
+            while index < len(lines) and lines[index].strip() != heredoc.group(1):
+                body.append(lines[index])
+                index += 1
+            index += 1
+            command = "\n".join([command, *body, heredoc.group(1)])
+        commands.append(command)
+    return commands
+
+
+def skip_reason(command: str) -> str | None:
+    return next((why for start, why in SKIPPED.items() if command.startswith(start)), None)
+
+
+def kind(command: str) -> str:
+    """How a command is run or proved here (see the module's docstring)."""
+    bare = re.sub(r"\s+#.*$", "", command.split("\n")[0])
+    if skip_reason(command):
+        return "skip"
+    if re.fullmatch(r"make (demo|test)", bare):
+        return "make"
+    if re.match(r"(\.venv/bin/python|python3) benchmarks/\w+\.py(\s|$)", bare):
+        return "benchmark"
+    if re.fullmatch(r"(export )?(\w+=\S*\s*)+|for \w+ in [^;]*; do|done", bare):
+        return "shell"
+    if re.search(r"(^|\s)deploy/\w+\.sh\b", bare):
+        return "deploy"
+    if (
+        bare.startswith(".venv/bin/python -m pipelines.convert --runner=DataflowRunner ")
+        and "--dry_run" not in bare
+    ):
+        return "printed"  # the job a deploy script submits: it must print this command
+    if re.match(
+        r"\.venv/bin/python (-m (pipelines\.convert|pipelines\.inspect|gcp_storage_emulator)\b|- <<)", bare
+    ):
+        return "run"
+    return "unknown"
+
+
+ALL_BLOCKS = [block for page in PAGES for block in shell_blocks(page)]
+
+
+def prelude(block: Block) -> list[str]:
+    """The `export`s of the page's earlier blocks: the same shell session as the reader's."""
+    earlier = [b for b in ALL_BLOCKS if b.page == block.page and b.line < block.line]
+    return [c for b in earlier for c in b.commands if c.startswith("export ") and kind(c) == "shell"]
+
+
+def distinct_blocks() -> list[tuple[Block, list[str]]]:
+    """Each block once, with every place it is shown (the README repeats a few of the pages')."""
+    seen: dict[tuple[str, tuple[str, ...]], tuple[Block, list[str]]] = {}
+    for block in ALL_BLOCKS:
+        key = (block.text, tuple(prelude(block)))
+        seen.setdefault(key, (block, []))[1].append(f"{block.page}:{block.line}")
+    return list(seen.values())
+
+
+DISTINCT = distinct_blocks()
+
+
+# ---- what the commands name, generated small ---------------------------------------------
+
+
+def make_inputs(text: str, folder: Path, weights: Path) -> None:
+    """The trees and files a block's commands name, built as those datasets are laid out."""
+    for name in LINKED:
+        (folder / name).symlink_to(ROOT / name)
+    python = folder / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+    python.chmod(0o755)
+    (folder / ".venv" / ".installed").touch()  # the Makefile's stamp: the venv is there
+    if "PetImages" in text:
+        files = {
+            f"{c}/{c.lower()}.{i}.jpg": imagegen.jpeg(40, 30, seed=i + 7 * len(c))
+            for c in ("Cat", "Dog")
+            for i in range(5)
+        }
+        imagegen.write_tree(folder / "PetImages", files)
+    if "--input photos" in text and "--label_source manifest" in text:
+        ids = range(10)
+        imagegen.write_tree(
+            folder / "photos", {f"p{i:03d}_0.jpg": imagegen.jpeg(16, 12, seed=i) for i in ids}
+        )
+        rows = [
+            f"p{i:03d}_0,{'cat|outdoor' if i % 2 else 'cat'},photo {i},0.{i},{'wall|sun' if i % 3 else ''}"
+            for i in ids
+        ]
+        (folder / "photos" / "labels.csv").write_text(
+            "id,breed,caption,score,tags\n" + "\n".join(rows) + "\n"
+        )
+    elif "--input photos" in text:
+        files = {
+            f"{'cat' if i % 2 else 'dog'}/p{i:03d}_{j}.jpg": imagegen.jpeg(16, 12, seed=10 * i + j)
+            for i in range(8)
+            for j in range(3)
+        }
+        files["dog/duplicate.jpg"] = files["cat/p001_0.jpg"]  # for --dedupe
+        imagegen.write_tree(folder / "photos", files)
+    if "--input coco2017" in text:
+        files, per_split = {}, {}
+        for split, folder_name in (("train", "train2017"), ("val", "val2017")):
+            images, boxes = [], []
+            for i in range(4):
+                image_id = len(files) + 1
+                files[f"{folder_name}/{image_id:012d}.jpg"] = imagegen.jpeg(48, 32, seed=image_id)
+                images.append(annotationgen.image(image_id, f"{image_id:012d}.jpg"))
+                boxes.append(annotationgen.box(image_id, image_id, (17, 18)[i % 2], [4, 4, 20, 16]))
+            per_split[f"annotations/instances_{split}2017.json"] = annotationgen.instances(images, boxes)
+        imagegen.write_tree(folder / "coco2017", {**files, **per_split})
+    if "--input VOC2012" in text:
+        files = {}
+        for i in range(6):
+            files[f"JPEGImages/2012_{i:06d}.jpg"] = imagegen.jpeg(48, 32, seed=i)
+            objects = [(("cat", "dog")[i % 2], (4, 4, 30, 20), "")]
+            files[f"Annotations/2012_{i:06d}.xml"] = annotationgen.voc_xml(f"2012_{i:06d}.jpg", objects)
+        imagegen.write_tree(folder / "VOC2012", files)
+    if any(path in text for path in REWRITES):
+        (folder / "models").mkdir()
+        (folder / "models" / weights.name).symlink_to(weights)
+
+
+@pytest.fixture(scope="module")
+def efficientnet_weights(tmp_path_factory) -> Path:
+    """A file in the format of Keras's efficientnetb0_notop.h5 (random weights: no download)."""
+    path = tmp_path_factory.mktemp("models") / "efficientnetb0_notop.h5"
+    make = (
+        "import keras, sys; "
+        "keras.applications.EfficientNetB0(include_top=False, weights=None).save(sys.argv[1])"
+    )
+    done = subprocess.run([sys.executable, "-c", make, str(path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return path
+
+
+def environment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("STORAGE_EMULATOR_HOST", "PYTHON")}
+    env.update(PYTHONPATH=str(ROOT), PRINT_ONLY="1")  # deploy/ scripts print, never submit
+    return env
+
+
+def free_port() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return str(probe.getsockname()[1])
+
+
+def script(commands: list[str]) -> str:
+    """A bash script of the commands; a started emulator is waited for (as a person typing the
+    next line would) and stopped at the end."""
+    lines = ["set -e", "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT"]
+    for command in commands:
+        lines.append(command)
+        if "gcp_storage_emulator start" in command:
+            port = re.search(r"--port=(\d+)", command).group(1)
+            wait = (
+                "import socket, time\nfor _ in range(300):\n"
+                f"  try: socket.create_connection(('127.0.0.1', {port}), 1); break\n"
+                "  except OSError: time.sleep(0.1)"
+            )
+            lines.append(f".venv/bin/python -c {shlex.quote(wait)}")
+    return "\n".join(lines) + "\n"
+
+
+def run_script(commands: list[str], folder: Path) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        ["bash", "-c", script(commands)],
+        cwd=folder,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+# ---- the proofs ----------------------------------------------------------------------------
+
+
+def check_benchmark(command: str) -> None:
+    """Every option the command passes is the script's own or a pipeline option."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    import pipelines.options  # noqa: F401  (registers our options beside Beam's)
+
+    argv = shlex.split(re.sub(r"\s+#.*$", "", command))
+    path = ROOT / argv[1]
+    assert path.is_file(), argv[1]
+    done = subprocess.run([sys.executable, str(path), "--help"], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    pipeline_options = set(PipelineOptions([]).get_all_options())
+    for token in argv[2:]:
+        if token.startswith("--"):
+            name = token[2:].split("=", 1)[0]
+            assert f"--{name}" in done.stdout or name in pipeline_options, f"{argv[1]} takes no --{name}"
+
+
+def demo_block() -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## What the demo shows", 1)[1]
+    return re.search(r"\n```\n(.*?)```", section, re.DOTALL).group(1)
+
+
+def without_timings(text: str) -> str:
+    return re.sub(r"wall time +[\d.]+ s \(\d+ inputs/s\)", "wall time", text).strip()
+
+
+def check_make(command: str, folder: Path) -> None:
+    target = command.split()[1]
+    make = ["make", "-s", "-f", str(ROOT / "Makefile"), target, "VENV=.venv"]
+    if target == "test":  # the suite this test is part of: its recipe, not a second run
+        recipe = subprocess.run([*make, "-n"], cwd=folder, capture_output=True, text=True, env=environment())
+        assert recipe.returncode == 0 and "-m ruff check ." in recipe.stdout and "-m pytest" in recipe.stdout
+        return
+    done = subprocess.run(make, cwd=folder, capture_output=True, text=True, env=environment(), timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert without_timings(done.stderr + done.stdout) == without_timings(demo_block())
+
+
+def check_printed(command: str, block: Block, folder: Path) -> None:
+    """The page's deploy/run_job.sh block before this one prints exactly this command."""
+    earlier = [b for b in ALL_BLOCKS if b.page == block.page and b.line < block.line]
+    (submit,) = [b for b in earlier if "deploy/run_job.sh" in b.text][-1:]
+    done = run_script([*prelude(submit), *submit.commands], folder)
+    printed = [shlex.split(line[2:]) for line in done.stdout.splitlines() if line.startswith("+ ")]
+    assert shlex.split(command) in printed, done.stdout
+
+
+def check_outcome(text: str, folder: Path, output: str) -> None:
+    """What a reader of the block would look at, beyond exit 0."""
+    import json
+
+    def summary(path: str) -> dict:
+        return json.loads((folder / path / "summary.json").read_text())
+
+    if "--group_pattern" in text:
+        groups = summary("out")["groups"]
+        assert (groups["groups"], groups["grouped_files"], groups["without_group"]) == (8, 24, 0)
+        rejects = (folder / "out" / "rejects.jsonl").read_text()
+        assert '"path": "dog/duplicate.jpg", "reason": "duplicate"' in rejects
+    if "--extra_columns" in text:
+        assert [c["name"] for c in summary("out")["extra_columns"]] == ["caption", "score", "tags"]
+    if "--input coco2017" in text:
+        assert set(summary("out/coco2017")["splits"]) == {"train", "validation"}
+    if "--feature_model" in text:
+        assert summary("pets-features")["features"]["shape"] == [1280]
+    if "--dry_run=true" in text:
+        assert (folder / "dataflow_job.json").is_file()
+    if "gcp_storage_emulator" in text:  # "prints the same table as make demo"
+        table = [line for line in demo_block().splitlines() if not line.startswith(("INFO", "wall time"))]
+        assert all(line in output for line in table), output
+
+
+@pytest.mark.parametrize("block, shown", DISTINCT, ids=[f"{b.page}:{b.line}" for b, _ in DISTINCT])
+def test_every_command_runs_as_shown(block, shown, tmp_path, request):
+    commands = [*prelude(block), *block.commands]
+    kinds = {command: kind(command) for command in commands}
+    unknown = [command for command, found in kinds.items() if found == "unknown"]
+    assert not unknown, f"{shown}: no way to run or prove {unknown}: add one to tests/test_docs.py"
+    if all(kinds[c] in ("skip", "shell") for c in block.commands):
+        pytest.skip(
+            "; ".join(f"{c.split(chr(10))[0]}: {skip_reason(c)}" for c in block.commands if skip_reason(c))
+        )
+    text = block.text
+    weights = request.getfixturevalue("efficientnet_weights") if any(p in text for p in REWRITES) else None
+    make_inputs(text, tmp_path, weights or tmp_path)
+    for command, found in kinds.items():
+        if found == "benchmark":
+            check_benchmark(command)
+        elif found == "make":
+            check_make(command, tmp_path)
+        elif found == "printed":
+            check_printed(command, block, tmp_path)
+    runnable = [c for c in commands if kinds[c] in ("run", "deploy", "shell")]
+    if any(kinds[c] in ("run", "deploy") for c in runnable):
+        port = free_port()
+        rewritten = []
+        for command in runnable:
+            for old, new in REWRITES.items():
+                command = command.replace(old, new)
+            rewritten.append(
+                command.replace(f":{EMULATOR_PORT}", f":{port}").replace(f"={EMULATOR_PORT}", f"={port}")
+            )
+        done = run_script(rewritten, tmp_path)
+        check_outcome(text, tmp_path, done.stdout + done.stderr)
+
+
+def test_the_skip_list_is_small_and_names_only_commands_shown():
+    shown = [command for block in ALL_BLOCKS for command in block.commands]
+    assert len(SKIPPED) <= MAX_SKIPPED
+    for start in SKIPPED:
+        assert any(command.startswith(start) for command in shown), f"no page shows {start!r} any more"
+
+
+# ---- links ---------------------------------------------------------------------------------
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"`", "", heading.strip().lstrip("#").strip().lower())
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    found, counts, fence = set(), {}, False
+    for line in page.read_text(encoding="utf-8").split("\n"):
+        if line.startswith("```"):
+            fence = not fence
+        elif not fence and re.match(r"#{1,6} ", line):
+            base = slug(line)
+            count = counts.get(base, 0)
+            counts[base] = count + 1
+            found.add(base if count == 0 else f"{base}-{count}")
+    return found
+
+
+def links(page: Path) -> list[tuple[int, str]]:
+    """(line, target) of every markdown link and image outside code."""
+    found, fence = [], False
+    for number, line in enumerate(page.read_text(encoding="utf-8").split("\n"), 1):
+        if line.startswith("```"):
+            fence = not fence
+            continue
+        if fence:
+            continue
+        prose = re.sub(r"`[^`]*`", "", line)
+        found += [(number, target) for target in re.findall(r"\]\(([^)\s]+)\)", prose)]
+    return found
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_every_relative_link_and_anchor_resolves(page):
+    broken = []
+    for number, target in links(page):
+        if re.match(r"[a-z]+:", target):  # https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        file = (page.parent / path).resolve() if path else page
+        if not file.exists():
+            broken.append(f"{page.name}:{number}: {target} (no such file)")
+        elif anchor and (file.suffix != ".md" or anchor not in anchors(file)):
+            broken.append(f"{page.name}:{number}: {target} (no such heading)")
+    assert not broken, "\n".join(broken)
+
+
+def test_the_readme_is_a_front_door_and_every_page_says_what_it_covers():
+    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) < 300
+    readme_links = {target.partition("#")[0] for _, target in links(ROOT / "README.md")}
+    for page in PAGES[1:]:
+        assert f"docs/{page.name}" in readme_links, f"the README does not link {page.name}"
+        title, blank, summary = page.read_text(encoding="utf-8").split("\n")[:3]
+        assert (
+            title.startswith("# ") and blank == "" and summary and not summary.startswith(("#", "|", "```"))
+        ), page.name
