@@ -66,7 +66,7 @@ EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 # fs.gs.http.connect-timeout and fs.gs.http.read-timeout), which also retries what times out.
 # GCS answers a read in tens of milliseconds, and says 429 or 503 when it is busy rather than
 # keep silent; a request that hears nothing for 5 s is stalled, and a new one is cheaper than
-# waiting. Four stalls among 100 downloads add 22 s with it, 242 s with 60 s (README, Guarantees).
+# waiting. Four stalls among 100 downloads add 22 s with it, 242 s with 60 s (docs/guarantees.md).
 DEFAULT_TIMEOUT_S = 5.0
 
 

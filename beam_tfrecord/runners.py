@@ -3,7 +3,7 @@ calls for: parallelism comes from the runner, never from a pool of our own.
 
 Locally that is Beam's FnApiRunner (what the DirectRunner picks for a batch job, named directly
 so Beam 2.77 does not first try to download and start Prism) with `multi_processing` workers,
-one per core. Measured on the 32,000-image benchmark (README, Performance), Beam's workers are
+one per core. Measured on the 32,000-image benchmark (docs/performance.md), Beam's workers are
 as fast as the process pool this project used to keep inside one DoFn, with less memory.
 
 Any other runner is named as Beam names it: one of `StandardOptions.ALL_KNOWN_RUNNERS` by its

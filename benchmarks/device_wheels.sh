@@ -15,7 +15,7 @@
 # minor above Beam's pin; 16 MB that would not fit). TensorFlow does not fit at all (about 600 MB
 # and CUDA 12 libraries; the image has CUDA 13), so a Keras feature model cannot run there; a
 # PyTorch one (--feature_model torchvision:NAME, benchmarks/gpu_model.py and features.py) runs on
-# the image's own torch and torchvision, which these wheels leave alone (README, GPU).
+# the image's own torch and torchvision, which these wheels leave alone (docs/features.md, GPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

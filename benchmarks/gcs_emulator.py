@@ -9,7 +9,7 @@ Reads are measured two ways at each thread count: `new_client_per_open` is Beam'
 is `records.read_bytes`, which keeps one per thread (`gcs.thread_client`). `--latency_ms` puts
 tests/gcsemulator.py's PermissionProxy in front of the emulator for the reads only, delaying every
 HTTP request: a `records.read_bytes` read is one request (it was two, the object's metadata then its
-bytes, when the README's figures were taken), Beam's reader two, and each new client adds one more
+bytes, when docs/gcs.md's figures were taken), Beam's reader two, and each new client adds one more
 in a background thread (google-cloud-storage 3.x fetches a bucket's metadata once per client).
 The emulator serves one request at a time and neither it nor the proxy keeps connections alive, so
 these figures leave out what a reused client saves on real GCS in TCP and TLS handshakes.

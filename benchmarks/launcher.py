@@ -8,7 +8,7 @@ Each size runs in a fresh process (so peak RSS is that run's): a listing of N fi
 class folders (paths of about 60 bytes, 110 KB each, as ImageNet's), planned with splits
 train=0.8,validation=0.2 for a Dataflow-like parallelism of 40, staged to a local temporary
 folder, then `ImagesToTFRecords` applied to a pipeline and translated to its portable proto,
-which is what a runner receives. Listing a real bucket is not included (see README, GCS).
+which is what a runner receives. Listing a real bucket is not included (see docs/gcs.md).
 """
 
 from __future__ import annotations

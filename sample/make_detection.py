@@ -1,6 +1,7 @@
 """Writes sample/detection/: the same eight pictures of squares and triangles as a COCO, a Pascal
-VOC and a YOLO dataset, each in its format's standard layout, so the README's detection commands
-run as they stand. Each tree also holds what real datasets hold and the converter must name:
+VOC and a YOLO dataset, each in its format's standard layout, so the detection commands of the
+README and docs/detection.md run as they stand. Each tree also holds what real datasets hold and
+the converter must name:
 
 - COCO: an annotation of an unknown category (dropped, `unknown_category`), a box partly outside
   the picture (clipped), an entry for a file that is not there (`annotations_without_image.jsonl`)

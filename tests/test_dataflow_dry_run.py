@@ -97,7 +97,7 @@ def leaf_names(pipeline_text: str) -> set[str]:
     ],
 )
 def test_dry_run_translates_the_whole_job(pets_tree, tmp_path, monkeypatch, name, delivery):
-    monkeypatch.chdir(__file__.rsplit("/tests/", 1)[0])  # --setup_file ./setup.py as in the README
+    monkeypatch.chdir(__file__.rsplit("/tests/", 1)[0])  # --setup_file ./setup.py as in docs/dataflow.md
     extra, steps = PIPELINES[name]
     code, job, pipeline_text = dry_run(pets_tree, tmp_path, *extra, *CODE_DELIVERY[delivery])
     assert code == 0

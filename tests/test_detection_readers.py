@@ -1,4 +1,4 @@
-"""Each reader hands a detection run's objects out in its framework's convention (README,
+"""Each reader hands a detection run's objects out in its framework's convention (docs/detection.md,
 "Reading detection records"): load_dataset as KerasHub's detectors take them, iter_examples as
 NumPy, TorchImages as torchvision's targets (its NumPy half here; tests/test_torch.py runs the
 dataset), and the contact sheet draws them. Checked against the source annotations of a

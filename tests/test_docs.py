@@ -10,11 +10,13 @@ here is proved another way:
   (`--help`) or a pipeline option;
 - a deploy/ script: run with PRINT_ONLY=1 (its checks run, docker and gcloud do not), and the
   Dataflow command a page says it prints is the one it prints;
+- a conversion of sample/detection/: tests/test_sample_detection.py runs that very command and
+  checks what it writes (it runs here too when a later command of the block reads its output);
 - `make demo` runs the Makefile's recipe and prints the README's demo output (timings aside);
   `make test` is the suite this test belongs to: its recipe runs ruff and pytest;
 - a command that needs a Google Cloud project, a GPU machine, Java or the network: SKIPPED,
   each named with why.
-Two stand-ins, both named in REWRITES: the feature example's weights file (an absolute path
+Two stand-ins (REWRITES, EMULATOR_PORT): the feature example's weights file (an absolute path
 outside the project) is a generated EfficientNetB0 file, and the GCS emulator's port is a free one.
 """
 
@@ -32,6 +34,8 @@ from pathlib import Path
 import annotationgen
 import imagegen
 import pytest
+from test_sample_detection import PREFIX as SAMPLE_PREFIX
+from test_sample_detection import readme_commands as sample_commands
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -145,6 +149,8 @@ def kind(command: str) -> str:
         return "shell"
     if re.search(r"(^|\s)deploy/\w+\.sh\b", bare):
         return "deploy"
+    if bare.startswith(SAMPLE_PREFIX):
+        return "sample"  # tests/test_sample_detection.py runs it and checks what it writes
     if (
         bare.startswith(".venv/bin/python -m pipelines.convert --runner=DataflowRunner ")
         and "--dry_run" not in bare
@@ -176,6 +182,7 @@ def distinct_blocks() -> list[tuple[Block, list[str]]]:
 
 
 DISTINCT = distinct_blocks()
+RAN: set[tuple[str, ...]] = set()  # the command lists that ran and passed in this session
 
 
 # ---- what the commands name, generated small ---------------------------------------------
@@ -333,9 +340,12 @@ def check_make(command: str, folder: Path) -> None:
         recipe = subprocess.run([*make, "-n"], cwd=folder, capture_output=True, text=True, env=environment())
         assert recipe.returncode == 0 and "-m ruff check ." in recipe.stdout and "-m pytest" in recipe.stdout
         return
+    if (command,) in RAN:  # shown on two pages
+        return
     done = subprocess.run(make, cwd=folder, capture_output=True, text=True, env=environment(), timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert without_timings(done.stderr + done.stdout) == without_timings(demo_block())
+    RAN.add((command,))
 
 
 def check_printed(command: str, block: Block, folder: Path) -> None:
@@ -392,8 +402,24 @@ def test_every_command_runs_as_shown(block, shown, tmp_path, request):
             check_make(command, tmp_path)
         elif found == "printed":
             check_printed(command, block, tmp_path)
-    runnable = [c for c in commands if kinds[c] in ("run", "deploy", "shell")]
-    if any(kinds[c] in ("run", "deploy") for c in runnable):
+        elif found == "sample":
+            argv = shlex.split(command)[3:]
+            assert sample_commands()[argv[1].split("/")[2]] == argv, (
+                "not the command test_sample_detection runs"
+            )
+    # A sample conversion runs here too only when a later command reads its output (inspect).
+    outputs = {
+        c: shlex.split(c)[shlex.split(c).index("--output") + 1] for c in commands if kinds[c] == "sample"
+    }
+    later = {c: " ".join(commands[i + 1 :]) for i, c in enumerate(commands)}
+    runnable = [
+        c
+        for c in commands
+        if kinds[c] in ("run", "deploy", "shell") or (kinds[c] == "sample" and f" {outputs[c]} " in later[c])
+    ]
+    if tuple(runnable) in RAN:  # the README repeats a page's block: it ran once
+        return
+    if any(kinds[c] in ("run", "deploy", "sample") for c in runnable):
         port = free_port()
         rewritten = []
         for command in runnable:
@@ -404,6 +430,7 @@ def test_every_command_runs_as_shown(block, shown, tmp_path, request):
             )
         done = run_script(rewritten, tmp_path)
         check_outcome(text, tmp_path, done.stdout + done.stderr)
+        RAN.add(tuple(runnable))
 
 
 def test_the_skip_list_is_small_and_names_only_commands_shown():

@@ -129,7 +129,7 @@ def replaced(path: Path, data: bytes) -> Callable[[], None]:
 
 
 def check_consistent(outcome: ConvertedRecord | RejectLine, data: bytes) -> None:
-    """README's promise: a record of exactly the bytes read (`image/key/sha256`), or a reject."""
+    """docs/guarantees.md's promise: a record of exactly the bytes read (`image/key/sha256`), or a reject."""
     if isinstance(outcome, RejectLine):
         assert outcome.reason in DECODE_REJECTS and outcome.detail, outcome
         return

@@ -1,5 +1,5 @@
 """100,000 small files: listing and planning hold paths and sizes only, so memory stays small.
-Slow (it writes 100k files); run with `pytest -m slow`. The figure is in the README."""
+Slow (it writes 100k files); run with `pytest -m slow`. The figure is in docs/guarantees.md."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Every Pillow pixel mode to 8-bit grayscale (L) or RGB, the two that JPEG and PNG store and
-`tf.io.decode_image` returns, by one documented mapping (the README's table repeats it).
+`tf.io.decode_image` returns, by one documented mapping (docs/usage.md's table repeats it).
 
 Values are scaled, never clipped: a 16-bit, 32-bit or float picture keeps its whole range.
 

@@ -6,7 +6,7 @@ is kept must be known before any shard is written (a shard is streamed as it is 
 deciding it from the whole listing makes the choice independent of listing order, runner and
 sharding: the copy with the smallest relative path is kept. Each file is read where the
 launcher runs and only its 64-character hash is kept, so no image byte moves between workers.
-The cost is one more read of every input (see the README's figure); on gs:// that read goes
+The cost is one more read of every input (see docs/usage.md's figure); on gs:// that read goes
 through the launcher's network, which is what would make a distributed pass (hash per shard
 task, group by hash) worth its second pipeline stage at the scale of millions of objects.
 """
