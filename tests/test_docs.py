@@ -450,13 +450,12 @@ def slug(heading: str) -> str:
 
 
 def anchors(page: Path) -> set[str]:
-    """Every heading's anchor, and every explicit `<a id="...">` (the generated reasons page's)."""
-    found, counts, fence = set(), {}, False
-    for line in page.read_text(encoding="utf-8").split("\n"):
+    """Its headings' anchors, and those an HTML `<a id=...>` or `<a name=...>` sets."""
+    text = page.read_text(encoding="utf-8")
+    found, counts, fence = set(re.findall(r'<a (?:id|name)="([^"]+)"', text)), {}, False
+    for line in text.split("\n"):
         if line.startswith("```"):
             fence = not fence
-        elif not fence and (explicit := re.match(r'<a id="([^"]+)"></a>', line)):
-            found.add(explicit[1])
         elif not fence and re.match(r"#{1,6} ", line):
             base = slug(line)
             count = counts.get(base, 0)
@@ -499,7 +498,6 @@ def test_the_readme_is_a_front_door_and_every_page_says_what_it_covers():
     readme_links = {target.partition("#")[0] for _, target in links(ROOT / "README.md")}
     for page in PAGES[1:]:
         assert f"docs/{page.name}" in readme_links, f"the README does not link {page.name}"
-        title, blank, summary = page.read_text(encoding="utf-8").split("\n")[:3]
-        assert (
-            title.startswith("# ") and blank == "" and summary and not summary.startswith(("#", "|", "```"))
-        ), page.name
+        title, *rest = page.read_text(encoding="utf-8").split("\n")
+        summary = next(line for line in rest if line.strip() and not line.startswith("<!--"))
+        assert title.startswith("# ") and not summary.startswith(("#", "|", "```", "<")), page.name

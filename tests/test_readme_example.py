@@ -11,7 +11,6 @@ from conftest import convert
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-OPTIONS_PAGE = ROOT / "docs" / "options.md"
 
 
 def readme_block(name: str) -> str:
@@ -88,14 +87,3 @@ def test_readme_multi_label_example_trains_with_binary_cross_entropy(tmp_path):
     assert len(namespace["history"].history["loss"]) == 1
     assert namespace["model"].output_shape == (None, 2)
     assert namespace["captions"].shape == (8,) and namespace["tags"].shape[0] == 8
-
-
-def test_options_page_names_every_option():
-    from pipelines.options import our_option_names
-
-    with open(OPTIONS_PAGE, encoding="utf-8") as handle:
-        table = [line for line in handle if line.startswith("| `--")]
-    missing = [
-        name for name in our_option_names() if not any(re.search(rf"`--{name}[` ]", row) for row in table)
-    ]
-    assert not missing
