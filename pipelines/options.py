@@ -205,6 +205,11 @@ class ConvertOptions(PipelineOptions):
             "files (a.json,b.json or train=a.json,validation=b.json), VOC's XML folder, YOLO's data.yaml",
         )
         _add_flag(group, "--masks", "store a PNG mask per object (COCO polygons and RLE, YOLO segmentation)")
+        _add_flag(
+            group,
+            "--allow_unmatched_annotations",
+            "go on when most pictures have no annotation or most annotations name no picture (a warning)",
+        )
         add(
             "--unannotated",
             default=default_of(AnnotationOptions, "unannotated"),
@@ -552,12 +557,15 @@ def _annotation_options(ns: ConvertOptions) -> AnnotationOptions | None:
             "annotations_path": ns.annotations_path is not None,
             "masks": ns.masks,
             "unannotated": ns.unannotated != default_of(AnnotationOptions, "unannotated"),
+            "allow_unmatched_annotations": ns.allow_unmatched_annotations,
         }
         for name, is_given in given.items():
             if is_given:
                 raise UsageError(f"--{name} needs --annotations coco, voc or yolo")
         return None
-    return AnnotationOptions(ns.annotations, ns.annotations_path, ns.masks, ns.unannotated)
+    return AnnotationOptions(
+        ns.annotations, ns.annotations_path, ns.masks, ns.unannotated, ns.allow_unmatched_annotations
+    )
 
 
 def _label_source(source: SourceConfig, dry_run: bool) -> LabelSource:

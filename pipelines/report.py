@@ -19,7 +19,10 @@ def _share(split: SplitSummary, stratified: bool) -> str:
 
 def _object_rows(objects: ObjectSummary) -> list[tuple[str, str]]:
     """A detection run's objects: where they went, per class, per image, by size."""
-    rows = [("objects", f"{objects.annotated} annotated: {objects.stored} stored, {objects.dropped} dropped")]
+    rows = [("annotations", objects.found_at)] if objects.found_at else []
+    rows.append(
+        ("objects", f"{objects.annotated} annotated: {objects.stored} stored, {objects.dropped} dropped")
+    )
     rows += [(f"  {reason}", str(n)) for reason, n in objects.dropped_per_reason.items()]
     rows.append(("objects per class", "objects in images"))
     rows += [(f"  {name}", f"{n['objects']} in {n['images']}") for name, n in objects.per_class.items()]

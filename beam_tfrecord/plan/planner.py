@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import logging
 import os
 import posixpath
 import re
@@ -30,6 +31,12 @@ from beam_tfrecord.plan import dedupe as dedupe_lib
 from beam_tfrecord.plan import labels as labels_lib
 from beam_tfrecord.plan import splits as splits_lib
 from beam_tfrecord.plan.annotations.load import load_annotations
+from beam_tfrecord.plan.annotations.matching import (
+    MatchCounts,
+    MostlyUnmatched,
+    NothingMatched,
+    check_matches,
+)
 from beam_tfrecord.plan.annotations.results import AnnotationSet
 from beam_tfrecord.plan.columns import ExtraColumn
 from beam_tfrecord.plan.listing import InputFile, list_inputs, skip_reason
@@ -46,6 +53,8 @@ __all__ = [
     "plan_inputs",
     "shard_tasks",
 ]
+
+_LOGGER = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -131,6 +140,8 @@ class ObjectFacts:
     dropped: tuple[DroppedObjectLine, ...] = ()
     unmatched: tuple[str, ...] = ()
     unmatched_objects: int = 0
+    found_at: str = ""  # where the annotations were found, and how many pictures they matched
+    warnings: tuple[str, ...] = ()  # for the summary's warnings
 
 
 @dataclass
@@ -242,14 +253,19 @@ def _make_plan(
 
 
 def _annotations(files: Sequence[InputFile], source: SourceConfig) -> AnnotationSet | None:
-    """The annotation source's say on every listed file (None: not a detection run)."""
+    """The annotation source's say on every listed file (None: not a detection run); a source
+    that matches none of the pictures, or (unless allowed) few of them, fails here, before any
+    work (plan.annotations.matching)."""
     options = source.annotations
     if options is None:
         return None
     try:
-        return load_annotations(
+        found = load_annotations(
             options.kind, files, options.paths(), class_names=source.class_names, masks=options.masks
         )
+        warning = check_matches(found, options.allow_unmatched_annotations)
+    except (NothingMatched, MostlyUnmatched) as error:
+        raise ConfigError("annotations", f"{options.kind}: {error}") from None
     except ConfigError:
         raise
     except ValueError as error:  # the sources name the field their message starts with
@@ -257,6 +273,12 @@ def _annotations(files: Sequence[InputFile], source: SourceConfig) -> Annotation
         if name in ("annotations_path", "class_names"):
             raise ConfigError(name, problem) from None
         raise ConfigError("annotations", f"({source.annotations.kind}): {error}") from None
+    counts = MatchCounts.of(found)
+    _LOGGER.info("%s; %s", found.found_at, counts.describe())
+    if warning:
+        _LOGGER.warning("%s", warning)
+        found = dataclasses.replace(found, warnings=(*found.warnings, warning))
+    return found
 
 
 def _annotated_files(
@@ -334,6 +356,8 @@ def _object_facts(annotated: AnnotationSet, source: SourceConfig) -> ObjectFacts
         dropped=dropped,
         unmatched=tuple(u.to_json() for u in annotated.unmatched),
         unmatched_objects=sum(u.objects for u in annotated.unmatched),
+        found_at=f"{annotated.found_at}; {MatchCounts.of(annotated).describe()}",
+        warnings=annotated.warnings,
     )
 
 

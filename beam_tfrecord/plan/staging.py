@@ -85,6 +85,8 @@ class PlanFacts:
                 "unmatched_entries": len(found.unmatched),
                 "unmatched_objects": found.unmatched_objects,
                 "dropped_per_reason": dict(sorted(Counter(d.reason for d in found.dropped).items())),
+                "found_at": found.found_at,
+                "warnings": list(found.warnings),
             }
         return cls(
             plan.listed,

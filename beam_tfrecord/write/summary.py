@@ -161,6 +161,7 @@ class ObjectSummary:
     per_image: dict[str, Any] = field(default_factory=dict)  # mean, max, histogram of objects per record
     sizes: dict[str, int] = field(default_factory=dict)  # COCO's small, medium, large (stored pixels)
     class_ids: str = "from 1 (0 is background), as label_map.pbtxt; labels.txt line i is id i + 1"
+    found_at: str = ""  # where the annotations were found, and how many pictures they matched
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ObjectSummary:
@@ -213,6 +214,7 @@ def _objects(
         },
         per_image=_per_image(tally.objects_per_image),
         sizes={name: tally.object_sizes[name] for name, _ in SIZE_BUCKETS},
+        found_at=plan.get("found_at", ""),
     )
 
 
@@ -502,6 +504,7 @@ def _warnings(
     grouping = facts.grouping or {}
     if grouping.get("source") and not grouping.get("groups"):
         warnings.append(f"no file has a group ({grouping['source']}): every file was split on its own")
+    warnings += (facts.objects or {}).get("warnings", [])
     return warnings
 
 

@@ -29,12 +29,16 @@ class AnnotationOptions:
         an object without one gets its filled box).
       unannotated: an image no annotation names: keep it as a negative (no objects, counted), or
         drop it (an `unannotated` reject).
+      allow_unmatched_annotations: go on when most pictures have no annotation or most
+        annotation entries name no picture (the run then ends with a warning); without it such a
+        run fails at plan time. A run where nothing matches always fails.
     """
 
     kind: AnnotationKind
     path: str | None = None
     masks: bool = False
     unannotated: UnannotatedName = "keep"
+    allow_unmatched_annotations: bool = False
 
     def __post_init__(self) -> None:
         check_choice("annotations", self.kind, ANNOTATION_KINDS)
@@ -58,4 +62,5 @@ class AnnotationOptions:
             "annotations_path": self.path,
             "masks": self.masks,
             "unannotated": self.unannotated,
+            "allow_unmatched_annotations": self.allow_unmatched_annotations,
         }

@@ -121,6 +121,10 @@ class AnnotationSet:
       dropped, changed: objects left out or kept changed at plan time, in listing order.
       split_names: the splits annotation files were given for (COCO `train=a.json,...`), in the
         order given; each image's split is `images[relpath].split`.
+      found_at: where the annotations were found, in words (the run's first lines say it).
+      found_instead: other formats' annotation files under the input, as a hint for a run that
+        matched nothing ("" when none).
+      warnings: what the run should end by saying (a poor match allowed on purpose).
     """
 
     kind: AnnotationKind
@@ -133,6 +137,9 @@ class AnnotationSet:
     dropped: tuple[ObjectNote, ...] = ()
     changed: tuple[ObjectNote, ...] = ()
     split_names: tuple[str, ...] = ()
+    found_at: str = ""
+    found_instead: str = ""
+    warnings: tuple[str, ...] = ()
 
     def label_ids(self) -> dict[str, int]:
         """Class name -> label id, counting from 0 in `class_names` order."""
