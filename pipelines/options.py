@@ -563,8 +563,14 @@ def _annotation_options(ns: ConvertOptions) -> AnnotationOptions | None:
             if is_given:
                 raise UsageError(f"--{name} needs --annotations coco, voc or yolo")
         return None
+    splits_given = ns.splits != _splits_text(default_of(SourceConfig, "splits"))
     return AnnotationOptions(
-        ns.annotations, ns.annotations_path, ns.masks, ns.unannotated, ns.allow_unmatched_annotations
+        ns.annotations,
+        ns.annotations_path,
+        ns.masks,
+        ns.unannotated,
+        ns.allow_unmatched_annotations,
+        declared_splits=not splits_given,
     )
 
 

@@ -97,7 +97,9 @@ def test_annotation_files_are_sources_never_inputs(coco_tree):
         "annotations/instances_train2017.json",
         "annotations/captions_train2017.json",
     }
-    assert found.sources["annotations/instances_train2017.json"] == "COCO instances file, read"
+    assert (
+        found.sources["annotations/instances_train2017.json"] == "COCO instances file of split train, read"
+    )  # its name declares it
     assert "not read" in found.sources["annotations/captions_train2017.json"]
     assert not set(found.sources) & set(found.images)
 

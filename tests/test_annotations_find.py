@@ -183,3 +183,89 @@ def test_the_command_fails_in_one_line_and_logs_where_it_found_them(tmp_path, ca
     assert result["objects"]["stored"] == sum(truth.values())
     assert "6 of 6 pictures" in result["objects"]["found_at"]
     assert [r for r in rejects(tmp_path / "out") if r["reason"] != "skipped"] == []
+
+
+def splits_of(found) -> dict[str, str]:
+    return {item.relpath: item.split for item in found.inputs}
+
+
+@pytest.mark.parametrize("image_list", [False, True])
+def test_ultralytics_splits_come_from_data_yaml(tmp_path, image_list):
+    truth = ultralytics_tree(tmp_path, image_list=image_list)
+    found = plan(tmp_path, "yolo")
+    assert splits_of(found) == {r: "train" if "/train/" in r else "validation" for r in truth}
+    assert found.splits == {"train": 4 / 6, "validation": 2 / 6}
+    assert found.objects.split_source.startswith("declared by") and "data.yaml" in found.objects.split_source
+    # From one split's folder, its pictures keep their split.
+    assert set(splits_of(plan(tmp_path / "images" / "val", "yolo")).values()) == {"validation"}
+
+
+def test_voc_splits_come_from_imagesets_and_conflicts_are_rejected(tmp_path):
+    truth = voc_devkit(tmp_path)
+    ids = [r.split("/")[-1][:-4] for r in truth]
+    found = plan(tmp_path, "voc")
+    assert splits_of(found) == {r: "train" if i < 4 else "validation" for i, r in enumerate(truth)}
+    sets = tmp_path / "VOC2012" / "ImageSets" / "Main"
+    (sets / "val.txt").write_text(f"{ids[3]}\n{ids[4]}\n")  # ids[3] in train too; ids[5] in none
+    found = plan(tmp_path, "voc")
+    reasons = {r.path: r.reason for r in found.rejects if r.reason != "skipped"}
+    assert reasons == {
+        f"VOC2012/JPEGImages/{ids[3]}.jpg": "conflicting_split",
+        f"VOC2012/JPEGImages/{ids[5]}.jpg": "undeclared_split",
+    }
+    assert "1 pictures are in none of the declared splits" in found.objects.warnings[0]
+    (sets / "train.txt").unlink()
+    (sets / "val.txt").unlink()  # trainval.txt alone: every picture in train
+    assert set(splits_of(plan(tmp_path, "voc")).values()) == {"train"}
+
+
+def test_coco_splits_come_from_file_names(tmp_path):
+    truth = coco2017(tmp_path / "coco")
+    found = plan(tmp_path / "coco", "coco")
+    assert splits_of(found) == {r: "train" if r.startswith("train2017/") else "validation" for r in truth}
+    truth = roboflow_coco(tmp_path / "rf")
+    expected = {"train": "train", "valid": "validation", "test": "test"}
+    assert splits_of(plan(tmp_path / "rf", "coco")) == {r: expected[r.split("/")[0]] for r in truth}
+
+
+def test_splits_given_override_the_declared_ones(tmp_path):
+    ultralytics_tree(tmp_path)
+    source = SourceConfig(
+        str(tmp_path),
+        splits={"train": 0.5, "test": 0.5},
+        annotations=AnnotationOptions("yolo", declared_splits=False),
+    )
+    found = make_plan(list_inputs(str(tmp_path)), source)
+    assert found.splits == {"train": 0.5, "test": 0.5}
+    assert found.objects.split_source.startswith("hash (--splits overrides the splits declared by")
+
+
+def test_the_command_keeps_the_declared_splits_and_says_so(tmp_path, capsys):
+    truth = ultralytics_tree(tmp_path / "ds")
+    assert convert(tmp_path / "ds" / "images", tmp_path / "out", "--annotations", "yolo") == 0
+    table = capsys.readouterr().out
+    result = summary(tmp_path / "out")
+    assert {name: split["records"] for name, split in result["splits"].items()} == {
+        "train": 4,
+        "validation": 2,
+    }
+    assert result["split_method"].startswith("declared by") and "declared by" in table
+    assert result["objects"]["stored"] == sum(truth.values())
+
+
+def test_an_ultralytics_tree_in_a_bucket_from_its_images_folder(tmp_path):
+    from gcsemulator import EMULATOR_ENV, Emulator
+
+    truth = ultralytics_tree(tmp_path)
+    tree = {str(p.relative_to(tmp_path)): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    with Emulator() as emulator, pytest.MonkeyPatch.context() as patch:
+        patch.setenv(EMULATOR_ENV, emulator.url)
+        emulator.client().create_bucket("ultralytics")
+        emulator.upload_tree("ultralytics", "ds", tree)
+        found = plan("gs://ultralytics/ds/images", "yolo")
+        assert stored(found) == under(truth, "images")
+        assert splits_of(found) == {
+            r: "train" if r.startswith("train/") else "validation" for r in under(truth, "images")
+        }
+        found = plan("gs://ultralytics/ds/images/train", "yolo", "gs://ultralytics/ds/labels/train")
+        assert stored(found) == under(truth, "images/train")

@@ -87,6 +87,7 @@ class PlanFacts:
                 "dropped_per_reason": dict(sorted(Counter(d.reason for d in found.dropped).items())),
                 "found_at": found.found_at,
                 "warnings": list(found.warnings),
+                "split_source": found.split_source,
             }
         return cls(
             plan.listed,

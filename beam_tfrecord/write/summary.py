@@ -276,7 +276,7 @@ class Summary:
     duplicate_groups: int = 0
     cross_split_duplicates: int = 0
     duplicates_file: str = DUPLICATES_FILE
-    split_method: str = "hash"  # hash | stratified
+    split_method: str = "hash"  # hash | stratified | declared by ... (a detection dataset's own)
     groups: GroupSummary = field(default_factory=GroupSummary)
     multi_label: bool = False
     extra_columns: list[ExtraColumnSummary] = field(default_factory=list)
@@ -473,7 +473,8 @@ def _warnings(
 ) -> list[str]:
     """What a user should know before training on the output."""
     warnings = []
-    if not stratified and len(splits) > 1 and records:
+    declared = str((facts.objects or {}).get("split_source", "")).startswith("declared")
+    if not stratified and not declared and len(splits) > 1 and records:
         name, split = max(splits.items(), key=lambda item: abs(item[1].share - item[1].fraction))
         if abs(split.share - split.fraction) > SHARE_WARNING:
             warnings.append(
@@ -593,7 +594,7 @@ def build_summary(
         duplicate_groups=dupes["duplicate_groups"],
         cross_split_duplicates=dupes["cross_split_duplicates"],
         duplicates_file=DUPLICATES_FILE,
-        split_method="stratified" if stratified else "hash",
+        split_method=(facts.objects or {}).get("split_source") or ("stratified" if stratified else "hash"),
         groups=GroupSummary(**_fields_from(GroupSummary, facts.grouping or {})),
         multi_label=bool(options.get("multi_label")),
         extra_columns=columns,

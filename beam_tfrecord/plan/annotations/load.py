@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord.elements import AnnotationKind, ImageAnnotations
-from beam_tfrecord.plan.annotations import coco, voc, yolo
+from beam_tfrecord.plan.annotations import coco, declared, voc, yolo
 from beam_tfrecord.plan.annotations.catalog import Catalog, partition, stem
 from beam_tfrecord.plan.annotations.locate import Located, locate
 from beam_tfrecord.plan.annotations.matching import found_instead
@@ -82,6 +82,7 @@ def load_annotations(
         only = located.paths[0] if located.paths else None
         result = voc.load(catalog, only) if kind == "voc" else _yolo(catalog, only, masks)
     result = located.back(result)
+    result = _with_declared_splits(kind, result, located, paths)
     if class_names:
         result = _restrict(result, class_names)
     return dataclasses.replace(
@@ -127,12 +128,41 @@ def _coco(listed: Catalog, paths: Sequence[AnnotationPath], masks: bool) -> Anno
             # Nothing to read: every picture unannotated, which the planner refuses in one line.
             images = {relpath: ImageAnnotations((), stem(relpath)) for relpath in listed.images}
             return AnnotationSet("coco", (), images, unannotated=frozenset(listed.images))
-        paths = [AnnotationPath(listed.annotation_files[relpath].path) for relpath in found]
-        return coco.load(listed, paths, found, masks)
+        paths = [AnnotationPath(listed.annotation_files[r].path, declared.coco_split(r)) for r in found]
+        result = coco.load(listed, paths, found, masks)
+        return dataclasses.replace(result, split_names=())  # declared, not given: see below
     for path in paths:
         if os.path.isdir(path.path):
             raise ValueError(f"annotations_path {path.path} is a folder; name the COCO instances files in it")
     return coco.load(listed, paths, [_display(listed, path.path) for path in paths], masks)
+
+
+def _with_declared_splits(
+    kind: AnnotationKind, result: AnnotationSet, located: Located, paths: Sequence[AnnotationPath]
+) -> AnnotationSet:
+    """The splits the dataset declares (plan.annotations.declared), kept beside the images'
+    annotations; COCO files found (not given per split) declare theirs by name."""
+    if kind == "voc":
+        return dataclasses.replace(result, declared=declared.voc_splits(located))
+    if kind == "yolo":
+        given = paths[0].path if paths else None
+        return dataclasses.replace(result, declared=declared.yolo_splits(located, located.catalog, given))
+    if paths:  # given files: `train=a.json` holds its images in that split, as before
+        return result
+    claims = {r: found.split for r, found in result.images.items() if found.split}
+    if not claims:
+        return result
+    images = {
+        r: dataclasses.replace(found, split=None) if found.split else found
+        for r, found in result.images.items()
+    }
+    names = declared.SPLIT_ORDER
+    source = "COCO instances files named by split (instances_<split>*.json, <split>/_annotations.coco.json)"
+    return dataclasses.replace(
+        result,
+        images=images,
+        declared=declared.DeclaredSplits(source, tuple(n for n in names if n in claims.values()), claims),
+    )
 
 
 def _yolo(listed: Catalog, names: AnnotationPath | None, masks: bool) -> AnnotationSet:

@@ -32,6 +32,9 @@ class AnnotationOptions:
       allow_unmatched_annotations: go on when most pictures have no annotation or most
         annotation entries name no picture (the run then ends with a warning); without it such a
         run fails at plan time. A run where nothing matches always fails.
+      declared_splits: keep the splits the dataset declares (data.yaml, VOC's ImageSets, COCO
+        files named by split) instead of `splits`' fractions; the command sets it off when
+        `--splits` is given.
     """
 
     kind: AnnotationKind
@@ -39,6 +42,7 @@ class AnnotationOptions:
     masks: bool = False
     unannotated: UnannotatedName = "keep"
     allow_unmatched_annotations: bool = False
+    declared_splits: bool = True
 
     def __post_init__(self) -> None:
         check_choice("annotations", self.kind, ANNOTATION_KINDS)

@@ -20,8 +20,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from beam_tfrecord.elements import AnnotationKind, ImageAnnotations
+
+if TYPE_CHECKING:
+    from beam_tfrecord.plan.annotations.declared import DeclaredSplits
 
 __all__ = [
     "CHANGE_REASONS",
@@ -40,6 +44,9 @@ PROBLEM_REASONS = {
     "unsafe_annotation": "its annotation XML declares entities or external references, never expanded",
     "conflicting_annotations": "two annotation entries claim it",
     "ambiguous_annotation": "an annotation entry could be for it or another listed file",
+    # With the dataset's own splits (no `splits` given): never in two splits, never guessed.
+    "conflicting_split": "two of the splits the dataset declares claim it",
+    "undeclared_split": "none of the splits the dataset declares names it",
 }
 # Reasons an object is left out of its image at plan time.
 DROP_REASONS = {
@@ -125,6 +132,8 @@ class AnnotationSet:
       found_instead: other formats' annotation files under the input, as a hint for a run that
         matched nothing ("" when none).
       warnings: what the run should end by saying (a poor match allowed on purpose).
+      declared: the splits the dataset declares for itself (data.yaml, ImageSets, COCO file
+        names), which a run without `splits` keeps.
     """
 
     kind: AnnotationKind
@@ -140,6 +149,7 @@ class AnnotationSet:
     found_at: str = ""
     found_instead: str = ""
     warnings: tuple[str, ...] = ()
+    declared: DeclaredSplits | None = None
 
     def label_ids(self) -> dict[str, int]:
         """Class name -> label id, counting from 0 in `class_names` order."""
