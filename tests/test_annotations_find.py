@@ -29,6 +29,7 @@ def plan(input_dir, kind: str, path: str | None = None, **options):
 def stored(found) -> dict[str, int]:
     """relpath -> objects planned for it; every other listed file must be a `skipped` sidecar."""
     assert [r.reason for r in found.rejects if r.reason != "skipped"] == []
+    assert found.objects.unmatched == ()  # no annotation file left without its picture
     return {item.relpath: len(item.annotations.objects) for item in found.inputs}
 
 
@@ -134,7 +135,10 @@ def test_another_datasets_instances_file_matches_nothing(tmp_path):
 
 def test_voc_on_a_coco_tree_says_what_it_found_instead(tmp_path):
     coco2017(tmp_path)
-    with pytest.raises(ConfigError, match=r"found no annotation file.*pass --annotations coco"):
+    with pytest.raises(
+        ConfigError,
+        match=r"found no annotation file; looked for Annotations/ beside JPEGImages/.*--annotations coco",
+    ):
         plan(tmp_path, "voc")
 
 

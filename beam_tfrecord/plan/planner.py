@@ -369,7 +369,7 @@ def _used_declared_splits(annotated: AnnotationSet | None, source: SourceConfig)
         _LOGGER.info("splits %s override the splits declared by %s", dict(source.splits), declared.source)
         return None
     _LOGGER.info(
-        "splits %s, as declared by %s (splits would override them)",
+        "splits %s, as declared by %s (given splits would override them)",
         ", ".join(declared.names),
         declared.source,
     )

@@ -107,6 +107,7 @@ def _found_at(
 ) -> str:
     """Where the annotations were found, for the run's first lines and a failure's."""
     title = _TITLES[kind]
+    read = [r for r, what in result.sources.items() if "read" in what and "not read" not in what]
     if located.beside:
         shown = ", ".join(located.beside[:3]) + (
             f" and {len(located.beside) - 3} more" if len(located.beside) > 3 else ""
@@ -115,8 +116,9 @@ def _found_at(
     elif paths:
         where = ", ".join(p.path for p in paths)
     else:
-        where = "under --input"
-    read = [r for r, what in result.sources.items() if "read" in what and "not read" not in what]
+        return f"{title} annotations under --input" + (
+            f"; class names from {read[0]}" if kind == "yolo" and read else ""
+        )
     names = f"; class names from {read[0]}" if kind == "yolo" and read else ""
     return f"{title} annotations in {where}{names}"
 

@@ -128,17 +128,22 @@ def _list(folder: str, keep: tuple[str, ...] = tuple(ANNOTATION_EXTENSIONS)) -> 
 
 
 def _rerooted(catalog: Catalog, prefix: str, beside: dict[str, InputFile]) -> Catalog:
-    images = {prefix + relpath: file for relpath, file in catalog.images.items()}
-    annotation_files = {prefix + relpath: file for relpath, file in catalog.annotation_files.items()}
+    """The catalog seen from the root: every file's relpath is its key (the parsers name files
+    by their relpath)."""
+    images = {prefix + r: dataclasses.replace(f, relpath=prefix + r) for r, f in catalog.images.items()}
+    annotation_files = {
+        prefix + r: dataclasses.replace(f, relpath=prefix + r) for r, f in catalog.annotation_files.items()
+    }
     for relpath, file in beside.items():
         annotation_files.setdefault(relpath, file)
     return Catalog(images, annotation_files)
 
 
 def _under(root: str, folder: str, files: Sequence[InputFile]) -> dict[str, InputFile]:
-    """Files listed from `folder`, keyed by their path under `root`."""
+    """Files listed from `folder`, keyed (and named) by their path under `root`."""
     head = relative_to(folder, root) or ""
-    return {join(head, f.relpath) if head else f.relpath: f for f in files}
+    keyed = {join(head, f.relpath) if head else f.relpath: f for f in files}
+    return {key: dataclasses.replace(f, relpath=key) for key, f in keyed.items()}
 
 
 def locate(
@@ -176,7 +181,9 @@ def _yolo(base: str, catalog: Catalog, paths: tuple[AnnotationPath, ...]) -> Loc
             beside |= _names_files(root)
         else:  # no common dataset root: the images as `images/`, the labels as `labels/`
             root, prefix = posixpath.dirname(labels), "images/"
-            beside = {f"labels/{f.relpath}": f for f in found}
+            beside = {
+                f"labels/{f.relpath}": dataclasses.replace(f, relpath=f"labels/{f.relpath}") for f in found
+            }
             index = _component(base, ("images",))
             beside |= _names_files("/".join(base.split("/")[:index]) if index else posixpath.dirname(base))
         return Located(_rerooted(catalog, prefix, beside), prefix, root, (labels,), names)

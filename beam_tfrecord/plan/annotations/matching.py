@@ -27,6 +27,11 @@ __all__ = [
 ]
 
 ALLOW_OPTION = "allow_unmatched_annotations"
+LOOKED_FOR = {
+    "coco": "instances_*.json or _annotations.coco.json under --input, or beside it",
+    "voc": "Annotations/ beside JPEGImages/, annotations/ beside images/, an XML beside each picture",
+    "yolo": "labels/ mirroring images/ (Ultralytics' rule, beside --input too), a .txt beside each picture",
+}
 
 
 class NothingMatched(ValueError):
@@ -98,7 +103,7 @@ def check_matches(result: AnnotationSet, allow_unmatched: bool) -> str | None:
                 result.found_instead.lstrip("; ")
                 or "name the folder (or file) that holds them with annotations_path"
             )
-            looked = f"found no annotation file ({result.found_at})"
+            looked = f"found no annotation file; looked for {LOOKED_FOR[result.kind]}"
         else:
             fix = (
                 "point --input at the folder that holds the pictures the annotations name, "
