@@ -202,7 +202,8 @@ class ConvertOptions(PipelineOptions):
         add(
             "--annotations_path",
             help="where the annotations are when not in the format's standard place: COCO instances "
-            "files (a.json,b.json or train=a.json,validation=b.json), VOC's XML folder, YOLO's data.yaml",
+            "files (a.json,b.json or train=a.json,validation=b.json), VOC's XML folder, YOLO's data.yaml "
+            "or labels folder",
         )
         _add_flag(group, "--masks", "store a PNG mask per object (COCO polygons and RLE, YOLO segmentation)")
         _add_flag(

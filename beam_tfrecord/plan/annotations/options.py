@@ -24,7 +24,9 @@ class AnnotationOptions:
       kind: coco (instances JSON files), voc (one XML per image) or yolo (one TXT per image).
       path: where the annotations are when not in the format's standard place: COCO's instances
         files (`a.json,b.json`, or per split: `train=a.json,validation=b.json`), VOC's folder of
-        XML files, YOLO's data.yaml or classes.txt; local or gs://.
+        XML files (or one XML), YOLO's data.yaml, classes.txt or labels folder; local or gs://.
+        Left out, each format's own place is found from the input, or beside it when the input is
+        the dataset's images folder or one split's (plan.annotations.locate).
       masks: store one PNG mask per object (COCO polygons and RLE, YOLO's segmentation lines;
         an object without one gets its filled box).
       unannotated: an image no annotation names: keep it as a negative (no objects, counted), or
