@@ -293,3 +293,22 @@ def coco2017(root) -> dict[str, int]:
             json.dumps({"info": {}, "images": images, "annotations": captions}).encode()
         )
     return truth
+
+
+def roboflow_yolo(root) -> dict[str, int]:
+    """A Roboflow YOLO export: `{train,valid,test}/{images,labels}/` and a `data.yaml` at the root
+    whose folders start with `../` (Ultralytics drops it when it leads nowhere)."""
+    import pathlib
+
+    root = pathlib.Path(root)
+    truth = {}
+    for split, count, seed in (("train", 3, 90), ("valid", 2, 95), ("test", 1, 99)):
+        for relpath, objects in _pictures(root, f"{split}/images", count, seed):
+            label = root / split / "labels" / (pathlib.PurePosixPath(relpath).stem + ".txt")
+            label.parent.mkdir(parents=True, exist_ok=True)
+            label.write_bytes(_yolo_lines(objects))
+            truth[relpath] = objects
+    (root / "data.yaml").write_text(
+        "train: ../train/images\nval: ../valid/images\ntest: ../test/images\n\nnc: 2\nnames: ['cat', 'dog']\n"
+    )
+    return truth

@@ -9,7 +9,15 @@ export, a VOC devkit and COCO 2017 with its captions files beside the instances 
 from __future__ import annotations
 
 import pytest
-from annotationgen import coco2017, instances, labelimg_pair, roboflow_coco, ultralytics_tree, voc_devkit
+from annotationgen import (
+    coco2017,
+    instances,
+    labelimg_pair,
+    roboflow_coco,
+    roboflow_yolo,
+    ultralytics_tree,
+    voc_devkit,
+)
 from conftest import convert
 from imagegen import jpeg, write_tree
 from outputcheck import rejects, summary
@@ -202,6 +210,17 @@ def test_ultralytics_splits_come_from_data_yaml(tmp_path, image_list):
     assert found.objects.split_source.startswith("declared by") and "data.yaml" in found.objects.split_source
     # From one split's folder, its pictures keep their split.
     assert set(splits_of(plan(tmp_path / "images" / "val", "yolo")).values()) == {"validation"}
+
+
+@pytest.mark.parametrize("folder", ["", "valid", "valid/images"])
+def test_roboflow_yolo_export_with_its_dotdot_folders(tmp_path, folder):
+    truth = roboflow_yolo(tmp_path)
+    found = plan(tmp_path / folder, "yolo")
+    assert stored(found) == under(truth, folder)
+    expected = {"train": "train", "valid": "validation", "test": "test"}
+    assert splits_of(found) == {
+        r[len(folder) :].lstrip("/"): expected[r.split("/")[0]] for r in truth if r.startswith(folder)
+    }
 
 
 def test_voc_splits_come_from_imagesets_and_conflicts_are_rejected(tmp_path):

@@ -82,7 +82,7 @@ def load_annotations(
         only = located.paths[0] if located.paths else None
         result = voc.load(catalog, only) if kind == "voc" else _yolo(catalog, only, masks)
     result = located.back(result)
-    result = _with_declared_splits(kind, result, located, paths)
+    result = _with_declared_splits(kind, result, located, located.paths if kind == "yolo" else paths)
     if class_names:
         result = _restrict(result, class_names)
     return dataclasses.replace(

@@ -26,9 +26,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import yaml
+
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.plan.annotations import coco
-from beam_tfrecord.plan.annotations.catalog import ANNOTATION_EXTENSIONS, Catalog
+from beam_tfrecord.plan.annotations.catalog import ANNOTATION_EXTENSIONS, Catalog, read_one
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ImageProblem, ObjectNote
 from beam_tfrecord.plan.listing import InputFile, list_inputs
@@ -168,6 +170,42 @@ def _component(base: str, names: Sequence[str]) -> int | None:
 
 
 def _yolo(base: str, catalog: Catalog, paths: tuple[AnnotationPath, ...]) -> Located:
+    located = _yolo_labels(base, catalog, paths)
+    if located.paths or any(_is_names_file(r) for r in located.catalog.annotation_files):
+        return located
+    # No names under the input: the dataset's data.yaml a level or two up (a Roboflow export's
+    # is beside its split folders), named as if given.
+    for folder in _parents(located.root or base)[:2]:
+        found = sorted(
+            (f for f in _names_files(folder).values() if _has_names(f)),
+            key=lambda f: (not f.relpath.lower().endswith(YAMLS), f.relpath),
+        )
+        if found:
+            return dataclasses.replace(located, paths=(AnnotationPath(found[0].path),))
+    return located
+
+
+YAMLS = (".yaml", ".yml")
+
+
+def _has_names(file: InputFile) -> bool:
+    """A classes.txt, or a YAML file with `names` (never another project's YAML above the input)."""
+    if not file.relpath.lower().endswith(YAMLS):
+        return True
+    if file.size > 4 * 2**20:
+        return False
+    try:
+        document = yaml.safe_load(read_one(file.path).decode("utf-8-sig"))
+    except Exception:  # not this dataset's names file
+        return False
+    return isinstance(document, dict) and "names" in document
+
+
+def _is_names_file(relpath: str) -> bool:
+    return relpath.lower().endswith(YAMLS) or posixpath.basename(relpath).lower() == "classes.txt"
+
+
+def _yolo_labels(base: str, catalog: Catalog, paths: tuple[AnnotationPath, ...]) -> Located:
     folders = [p for p in paths if _is_folder(p.path)]
     names = tuple(p for p in paths if p not in folders)
     if folders:  # the labels folder, named
