@@ -57,9 +57,15 @@ def load_annotations(
       masks: keep segmentation (polygons, run lengths); False leaves every mask out, which is
         most of a COCO file's memory.
 
+    Where the annotations are is found from the input as each format's tools find it, beside
+    the input too (plan.annotations.locate); what the dataset declares of its splits is in
+    `declared` (plan.annotations.declared). No annotation file at all gives every image
+    unannotated: the planner's match check (plan.annotations.matching) refuses that in one line.
+
     Raises ValueError, naming the field or file, for what no image can be planned without: an
-    unknown kind, an annotations_path that does not exist, no COCO file or YOLO class names
-    found, YOLO names that do not parse, COCO files that name one category id differently.
+    unknown kind, an annotations_path that does not exist, a COCO file of another task
+    (captions, keypoints, panoptic, results, an image list), YOLO names that do not parse or are
+    missing beside label files, COCO files that name one category id differently.
     """
     if kind not in ANNOTATION_KINDS:
         raise ValueError(f"annotations must be one of {', '.join(ANNOTATION_KINDS)}, not {kind!r}")
@@ -106,21 +112,17 @@ def _found_at(
     kind: AnnotationKind, located: Located, paths: Sequence[AnnotationPath], result: AnnotationSet
 ) -> str:
     """Where the annotations were found, for the run's first lines and a failure's."""
-    title = _TITLES[kind]
-    read = [r for r, what in result.sources.items() if "read" in what and "not read" not in what]
     if located.beside:
-        shown = ", ".join(located.beside[:3]) + (
-            f" and {len(located.beside) - 3} more" if len(located.beside) > 3 else ""
-        )
-        where = f"{shown} (beside --input; dataset root {located.root})"
+        shown = ", ".join(located.beside[:3])
+        more = f" and {len(located.beside) - 3} more" if len(located.beside) > 3 else ""
+        where = f"in {shown}{more} (beside --input; dataset root {located.root})"
     elif paths:
-        where = ", ".join(p.path for p in paths)
+        where = f"in {', '.join(p.path for p in paths)}"
     else:
-        return f"{title} annotations under --input" + (
-            f"; class names from {read[0]}" if kind == "yolo" and read else ""
-        )
-    names = f"; class names from {read[0]}" if kind == "yolo" and read else ""
-    return f"{title} annotations in {where}{names}"
+        where = "under --input"
+    read = [r for r, what in result.sources.items() if what == yolo.NAMES_READ]
+    names = located.paths[0].path if kind == "yolo" and located.paths else read[0] if read else ""
+    return f"{_TITLES[kind]} annotations {where}" + (f"; class names from {names}" if names else "")
 
 
 def _coco(listed: Catalog, paths: Sequence[AnnotationPath], masks: bool) -> AnnotationSet:

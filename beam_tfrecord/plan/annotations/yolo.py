@@ -47,6 +47,7 @@ CLASSES_TXT = "classes.txt"
 MAX_NAMES_BYTES = 4 * 2**20
 LABELS_DIR = "labels"
 NAMES_NOT_FOUND = "YOLO class names not found"
+NAMES_READ = "YOLO class names, read"
 _BOX_FORMAT = "expected 'class cx cy w h' or a polygon 'class x1 y1 x2 y2 x3 y3 ...'"
 
 
@@ -298,7 +299,7 @@ def load(listed: Catalog, names_path: AnnotationPath | None = None, masks: bool 
 
     sources = {f.relpath: f"YOLO labels of {', '.join(claimed[f.relpath])}" for f in found.values()}
     if names_file in files:
-        sources[names_file] = "YOLO class names, read"
+        sources[names_file] = NAMES_READ
     return AnnotationSet(
         kind="yolo",
         class_names=tuple(names[index] for index in sorted(names)),
