@@ -101,6 +101,31 @@ def test_coco2017_from_root_or_a_split_folder(tmp_path, folder):
     assert stored(plan(tmp_path / folder, "coco")) == under(truth, folder)
 
 
+@pytest.mark.parametrize("folder", ["images", "images/val2017"])
+def test_coco_with_an_images_folder_finds_annotations_two_levels_up(tmp_path, folder):
+    truth = coco2017(tmp_path)
+    (tmp_path / "images").mkdir()
+    for split in ("train2017", "val2017"):
+        (tmp_path / split).rename(tmp_path / "images" / split)
+    truth = {f"images/{r}": n for r, n in truth.items()}
+    found = plan(tmp_path / folder, "coco")
+    assert stored(found) == under(truth, folder)
+    assert set(splits_of(found).values()) == (
+        {"validation"} if folder.endswith("val2017") else {"train", "validation"}
+    )
+
+
+def test_voc_annotations_path_as_a_folder_or_one_file(tmp_path):
+    truth = voc_devkit(tmp_path)
+    images = tmp_path / "VOC2012" / "JPEGImages"
+    annotations = tmp_path / "VOC2012" / "Annotations"
+    assert stored(plan(images, "voc", str(annotations))) == under(truth, "VOC2012/JPEGImages")
+    first = sorted(truth)[0]
+    xml = annotations / (first.split("/")[-1][:-4] + ".xml")
+    found = plan(images / first.split("/")[-1], "voc", str(xml))
+    assert stored(found) == {first.split("/")[-1]: truth[first]}
+
+
 @pytest.mark.parametrize(
     ("name", "text", "says"),
     [

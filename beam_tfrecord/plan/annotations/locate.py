@@ -253,6 +253,8 @@ def _voc(base: str, catalog: Catalog, paths: tuple[AnnotationPath, ...]) -> Loca
     parts = base.split("/")
     root, prefix = "/".join(parts[:index]), "/".join(parts[index:]) + "/"
     folders = ("Annotations",) if parts[index] == "JPEGImages" else ("annotations", "Annotations")
+    if paths:  # annotations_path says where the XMLs are: only the split lists are looked for
+        folders = ()
     beside: dict[str, InputFile] = {}
     looked = []
     for name in folders:
