@@ -1,17 +1,51 @@
-"""What every typed setting shares: the one error a setting that cannot work raises, named by its
-field in the library's own terms (`image.jpeg_quality`, `features.pooling`), so a user of the
-library reads about the fields they set and the command maps each name onto its option.
+"""What every config class shares: the one declaration of each setting, and the one error a setting
+that cannot work raises.
 
-Every config class (`plan.source_config.SourceConfig`, `images.options.ImageOptions`,
-`features.options.FeatureOptions`, `config.ConvertConfig`) validates itself when made and says
-how summary.json records it (`summary_fields`), field by field.
+A setting is declared once, on its config dataclass's field, with `setting(...)`: its default, its
+help, its group and, where they differ from the field's, its option name and how its value is
+written as text. Every view comes from that declaration: the command's options and `--help`
+(`pipelines/options.py`), the Flex Template's parameters (`deploy/metadata.json`), the options
+table of `docs/options.md`, the option names in error messages, and summary.json's `options`
+(`Config.to_json` / `from_json`). Adding a setting is one field.
+
+Errors name the field in the library's own terms (`image.jpeg_quality`, `features.pooling`), so a
+user of the library reads about the fields they set, and the command maps each onto its option.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import dataclasses
+from collections.abc import Callable, Collection, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
-__all__ = ["ConfigError", "check_choice"]
+__all__ = [
+    "GCS_OBJECT",
+    "GCS_PATH",
+    "GROUPS",
+    "Config",
+    "ConfigError",
+    "Declared",
+    "Setting",
+    "check_choice",
+    "declared",
+    "setting",
+]
+
+# A gs:// object or folder, as a Flex Template parameter that names one must be written.
+GCS_OBJECT = "^gs://[a-z0-9][-_.a-z0-9]{1,220}[a-z0-9]/.+$"
+GCS_PATH = "^gs://[a-z0-9][-_.a-z0-9]{1,220}[a-z0-9](/.*)?$"
+# The groups options are shown in (`--help`, docs/options.md), in this order.
+GROUPS = (
+    "input and labels",
+    "annotations",
+    "images",
+    "features",
+    "splits and shards",
+    "output",
+    "storage",
+    "running",
+)
 
 
 class ConfigError(ValueError):
@@ -31,3 +65,181 @@ class ConfigError(ValueError):
 def check_choice(name: str, value: object, choices: Collection[object]) -> None:
     if value not in choices:
         raise ConfigError(name, f"must be one of {', '.join(map(str, choices))}, not {value!r}")
+
+
+class _Unset:
+    """No option default declared: the option defaults to the field's default."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+_UNSET = _Unset()
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting's declaration, beside its default on the config field (see `setting`).
+
+    Args:
+      help: one line for `--help` and the Flex Template's parameter.
+      group: one of GROUPS.
+      label: a few words naming it (the Flex Template parameter's label).
+      option: the command's option when it is not the field's name (`feature_pooling` for
+        FeatureOptions.pooling); None: no option sets it (the library's alone).
+      details: more for docs/options.md, when one line is not enough.
+      choices: the values it takes.
+      option_default: the option's default where it is not the field's (None: the command
+        works it out, e.g. read_threads from the input and the workers).
+      default_doc: the default as docs/options.md says it, where the value alone says too little.
+      kind: the option's type: str, int, float or bool (a flag: `--name` or `--name=true|false`).
+      minimum: an int option's least value (for the template's pattern).
+      parse: the option's text -> the field's value (`"224x224"` -> (224, 224)); None: as parsed.
+      text: the field's value -> the option's text (the default shown, the inverse of `parse`).
+      negated: a flag `--no_NAME` that sets the field to False (resume, progress, wait).
+      pattern: the template's regular expression, where choices and kind give none.
+      template: whether the Flex Template offers it.
+      record: summary.json's key for it (default: the field's name); None: not recorded.
+      record_text: the field's value -> what summary.json holds, where that is not the value.
+      record_value: what summary.json holds -> the field's value, the inverse of `record_text`.
+      nested: the config class the field holds (its settings are options of their own).
+      needs: a nested optional config's fields, one of which makes it (the others need it).
+      needs_text: what the others' message asks for (`--annotations coco, voc or yolo`).
+    """
+
+    help: str = ""
+    group: str = ""
+    label: str = ""
+    option: str | None = ""
+    details: str = ""
+    choices: tuple[Any, ...] | None = None
+    option_default: Any = _UNSET
+    default_doc: str = ""
+    kind: type = str
+    minimum: int | None = None
+    parse: Callable[[Any], Any] | None = None
+    text: Callable[[Any], str] | None = None
+    negated: bool = False
+    pattern: str | None = None
+    template: bool = True
+    record: str | None = ""
+    record_text: Callable[[Any], Any] | None = None
+    record_value: Callable[[Any], Any] | None = None
+    nested: type | None = None
+    needs: tuple[str, ...] = ()
+    needs_text: str = ""
+
+
+_KEY = "beam_tfrecord.setting"
+_T = TypeVar("_T")
+
+
+def setting(
+    default: Any = dataclasses.MISSING, *, factory: Callable[[], Any] | None = None, **spec: Any
+) -> Any:
+    """A config field declared with everything the command, the docs, the template and
+    summary.json need to know of it (the keywords are `Setting`'s)."""
+    metadata = {_KEY: Setting(**spec)}
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A declared field of a config class: its name, its declaration and its default."""
+
+    name: str
+    spec: Setting
+    field: dataclasses.Field
+
+    @property
+    def option(self) -> str | None:
+        """The command's option (without `--`), or None when only the library sets it."""
+        if self.spec.option is None or self.spec.nested is not None:
+            return None
+        return self.spec.option or (f"no_{self.name}" if self.spec.negated else self.name)
+
+    @property
+    def default(self) -> Any:
+        if self.field.default is not dataclasses.MISSING:
+            return self.field.default
+        if self.field.default_factory is not dataclasses.MISSING:
+            return self.field.default_factory()
+        return None
+
+    @property
+    def option_default(self) -> Any:
+        """What the option defaults to: the field's default unless the declaration says otherwise."""
+        if self.spec.option_default is not _UNSET:
+            return self.spec.option_default
+        return self.default
+
+    @property
+    def record_key(self) -> str | None:
+        return None if self.spec.record is None else self.spec.record or self.name
+
+    def as_text(self, value: Any) -> Any:
+        """A value as the option writes it (the default `--help` shows)."""
+        if value is None or self.spec.text is None:
+            return value
+        return self.spec.text(value)
+
+
+def declared(cls: type) -> Iterator[Declared]:
+    """The fields of a config class declared with `setting`, in their order."""
+    for item in dataclasses.fields(cls):
+        spec = item.metadata.get(_KEY)
+        if spec is not None:
+            yield Declared(item.name, spec, item)
+
+
+class Config:
+    """What every config dataclass has: summary.json's record of it, from its declarations.
+
+    `to_json` gives each recorded field under its key (a nested config's fields in its place);
+    `from_json` makes the config back from that record, taking each field's default where a
+    record of an earlier version lacks it."""
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        for item in declared(type(self)):
+            value = getattr(self, item.name)
+            if item.spec.nested is not None:
+                data.update(_nested_json(item, value))
+            elif item.record_key is not None:
+                data[item.record_key] = (
+                    item.spec.record_text(value) if value is not None and item.spec.record_text else value
+                )
+        return data
+
+    @classmethod
+    def from_json(cls: type[_T], data: Mapping[str, Any]) -> _T:
+        values: dict[str, Any] = {}
+        for item in declared(cls):
+            if item.spec.nested is not None:
+                nested = item.spec.nested
+                keys = {d.record_key for d in declared(nested)}
+                if item.spec.needs and not any(data.get(k) for k in keys & _need_keys(item)):
+                    values[item.name] = None
+                else:
+                    values[item.name] = nested.from_json(data)  # type: ignore[attr-defined]
+            elif item.record_key is not None and item.record_key in data:
+                value = data[item.record_key]
+                if value is not None and item.spec.record_value is not None:
+                    value = item.spec.record_value(value)
+                values[item.name] = value
+        return cls(**values)
+
+
+def _need_keys(item: Declared) -> set[str | None]:
+    assert item.spec.nested is not None
+    return {d.record_key for d in declared(item.spec.nested) if d.name in item.spec.needs}
+
+
+def _nested_json(item: Declared, value: Any) -> dict[str, Any]:
+    """A nested config's record: its own fields in place; an absent optional one records nothing
+    but what its `record_text` says (features: only whether the image was dropped)."""
+    if item.spec.record_text is not None:
+        return item.spec.record_text(value)
+    return value.to_json() if value is not None else {}

@@ -38,7 +38,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import compat
-from beam_tfrecord.config_base import ConfigError
+from beam_tfrecord.config_base import Config, ConfigError, setting
 
 if TYPE_CHECKING:
     from apache_beam.io.gcp.gcsio import GcsIO
@@ -71,7 +71,7 @@ DEFAULT_TIMEOUT_S = 5.0
 
 
 @dataclasses.dataclass(frozen=True)
-class GcsSettings:
+class GcsSettings(Config):
     """How long a gs:// request may wait for an answer before it is abandoned and retried.
 
     Args:
@@ -83,8 +83,20 @@ class GcsSettings:
         default. Beam's own requests keep Beam's retry, with the same deadline.
     """
 
-    timeout_s: float = DEFAULT_TIMEOUT_S
-    retry_deadline_s: float = 120.0
+    timeout_s: float = setting(
+        DEFAULT_TIMEOUT_S,
+        details="seconds a `gs://` request (a read, a listing page, a write, a copy) may wait for a "
+        "connection or for the next part of its answer before it is abandoned and retried with "
+        "backoff",
+        option="gcs_timeout_s",
+        group="storage",
+        label="GCS request time limit (seconds)",
+        kind=float,
+        record=None,
+        help="seconds a gs:// request may wait for a connection or the next part of its answer "
+        "before it is retried with backoff",
+    )
+    retry_deadline_s: float = setting(120.0, option=None, record=None)
 
     def retry(self) -> Any:
         """google-cloud-storage's default retry (timeouts, resets, 429 and 5xx, with exponential
@@ -167,18 +179,18 @@ def _anonymous_storage_client() -> Any:
     return storage.Client.create_anonymous_client()  # honours STORAGE_EMULATOR_HOST
 
 
-def read_bytes(path: str) -> bytes:
+def read_bytes(path: str, settings: GcsSettings | None = None) -> bytes:
     """A file's bytes as stored: never decompressed by extension (a `.gz` image stays its bytes).
 
     gs:// objects are read through this thread's reused client (`thread_client`), because
     `FileSystems.open` builds a new client per call, which costs CPU and a request (see the module
     docstring for the figures), in one request (Beam's reader asks for the object's metadata
-    first), limited and retried as `current_settings()` say. Other paths go through Beam's
-    filesystems.
+    first), limited and retried as `settings` say (the process's, `current_settings()`, when not
+    given). Other paths go through Beam's filesystems.
     """
     if path.startswith("gs://"):
         bucket, _, name = path[len("gs://") :].partition("/")
-        settings = _SETTINGS
+        settings = settings or _SETTINGS
         blob = thread_client().client.bucket(bucket).blob(name)
         # raw_download: the bytes as stored, never decompressed (gzip content-encoding included).
         return blob.download_as_bytes(raw_download=True, timeout=settings.timeout_s, retry=settings.retry())

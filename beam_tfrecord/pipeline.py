@@ -23,7 +23,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import fault_injection, gcs, runners
-from beam_tfrecord.config import ConvertConfig, SourceConfig, summary_options
+from beam_tfrecord.config import ConvertConfig, SourceConfig
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import ChangeLine, DroppedObjectLine, DuplicateGroup, FinalShard, RejectLine
 from beam_tfrecord.plan import bulk, staging
@@ -43,6 +43,7 @@ from beam_tfrecord.transforms import (
     LoadFinishedFn,
     MergeTallies,
     ReadShardFn,
+    RunStepFn,
     TallyFn,
     content_key,
     make_sink,
@@ -51,7 +52,7 @@ from beam_tfrecord.write import outputs
 from beam_tfrecord.write import resume as resume_lib
 from beam_tfrecord.write.shardwriter import remove_tree
 from beam_tfrecord.write.side_files import ObjectFiles, write_metadata
-from beam_tfrecord.write.summary import RunInfo, Summary, build_summary
+from beam_tfrecord.write.summary import RunInfo, RunOptions, Summary, build_summary
 from beam_tfrecord.write.tally import Tally
 
 __all__ = ["ImagesToTFRecords", "WriteMetadataFn", "prepare"]
@@ -167,7 +168,7 @@ def _fingerprint(
     settings that shape records and shards (not how many threads read), and the shard tasks as
     staged (with their objects in a detection run: `tasks_digest`, fed every task's text in
     order), then the plan's facts. Each is hashed a piece at a time, never held whole twice."""
-    settings = {**summary_options(source, config), "features": config.features}
+    settings = {**RunOptions.of(source, config).to_json(), "features": config.features}
     settings.pop("read_threads", None)
     listed = resume_lib.TextDigest()
     for f in listing:
@@ -175,21 +176,17 @@ def _fingerprint(
     return resume_lib.RunFingerprint(
         inputs=listed.hexdigest(),
         settings=resume_lib.RunFingerprint.digest(settings),
-        plan=tasks_digest.hexdigest(facts.__dict__),
+        plan=tasks_digest.hexdigest(facts.to_json()),
     )
 
 
-class WriteMetadataFn(beam.DoFn):
+class WriteMetadataFn(RunStepFn):
     """Runs once, after every shard is final: labels.txt, rejects.jsonl, changes.jsonl, TFDS's
     files, then summary.json; then removes the run's temporary folder (the staged plan)."""
 
-    def __init__(self, staged: StagedPlan, config: ConvertConfig, run: RunInfo | None) -> None:
-        self.staged = staged
-        self.config = config
+    def __init__(self, config: ConvertConfig, staged: StagedPlan, run: RunInfo | None) -> None:
+        super().__init__(config, staged)
         self.run = run
-
-    def setup(self) -> None:
-        gcs.use_settings(self.config.gcs)
 
     def process(
         self,
@@ -212,7 +209,7 @@ class WriteMetadataFn(beam.DoFn):
         run = self.run
         if run is not None and run.started_at is not None:
             run = dataclasses.replace(run, wall_time_s=round(time.time() - run.started_at, 2))
-        options = {**facts.source, **summary_options(None, self.config)}
+        options = RunOptions.of(facts.source, self.config)
         staged = self.staged
         resumed = (
             {"shards": len(staged.finished), "records": staged.resumed_records} if staged.finished else None
@@ -244,32 +241,18 @@ class WriteMetadataFn(beam.DoFn):
         return ObjectFiles([*planned, *dropped], staging.load_unmatched(plan_dir))
 
 
-class ListShardPlansFn(beam.DoFn):
+class ListShardPlansFn(RunStepFn):
     """Plan folder -> its staged shard plans, in name order, but those an interrupted run
     finished; the shard counts are its display data, so Dataflow's UI and a dry run's graph show
     how many tasks the workers share."""
 
-    def __init__(
-        self,
-        shard_counts: Mapping[str, int],
-        finished: Sequence[str] = (),
-        gcs_settings: gcs.GcsSettings | None = None,
-    ) -> None:
-        self.shard_counts = dict(shard_counts)
-        self.finished = frozenset(finished)
-        self.gcs_settings = gcs_settings
-
-    def setup(self) -> None:
-        if self.gcs_settings is not None:
-            gcs.use_settings(self.gcs_settings)
-
     def process(self, plan_dir: str) -> Iterator[str]:
         for path in staging.list_task_files(plan_dir):
-            if posixpath.basename(path).removesuffix(".json") not in self.finished:
+            if posixpath.basename(path).removesuffix(".json") not in self.staged.finished:
                 yield path
 
     def display_data(self) -> dict[str, Any]:
-        return {"shard_tasks": staging.describe(self.shard_counts)}
+        return {"shard_tasks": staging.describe(self.staged.shard_counts)}
 
 
 class ImagesToTFRecords(beam.PTransform):
@@ -307,23 +290,18 @@ class ImagesToTFRecords(beam.PTransform):
         runner = type(root.pipeline.runner)
         runners.check_runner(f"{runner.__module__}.{runner.__qualname__}")  # before it fails mid-run
         config, staged = self.config, self.staged
-        # Where each task leaves its done files, so a rerun keeps what it finished (paths sink).
-        done_dir = staged.temp_dir if config.sink == "paths" else None
         # ShardTask: one output shard and its inputs' paths. The Reshuffle spreads the tasks
         # (file names, never image bytes) over the workers; a fused Create would keep them on one.
         tasks = (
             root
             | "Start" >> beam.Create([staged.plan_dir])
-            | "ListShardPlans"
-            >> beam.ParDo(ListShardPlansFn(staged.shard_counts, staged.finished, config.gcs))
+            | "ListShardPlans" >> beam.ParDo(ListShardPlansFn(config, staged))
             | "SpreadShards" >> beam.Reshuffle()
             | "LoadShardPlan" >> beam.Map(staging.load_task)
         )
         # PendingRecord: one validated image, in shard order | RejectLine.
         read = tasks | "ReadValidate" >> beam.ParDo(
-            ReadShardFn(
-                config.image, config.read_threads, self.progress_dir, staged.masks, done_dir, config.gcs
-            )
+            ReadShardFn(config, staged, self.progress_dir)
         ).with_outputs(REJECTS, main="pending")
         rejects = [read[REJECTS]]
         resumed = None
@@ -332,9 +310,9 @@ class ImagesToTFRecords(beam.PTransform):
                 root
                 | "Finished" >> beam.Create([None])
                 | "LoadFinished"
-                >> beam.ParDo(
-                    LoadFinishedFn(staged.temp_dir, staged.finished, config.output, config.compression)
-                ).with_outputs(TALLIES, REJECTS, CHANGES, DROPPED, CONTENT, main="shards")
+                >> beam.ParDo(LoadFinishedFn(config, staged)).with_outputs(
+                    TALLIES, REJECTS, CHANGES, DROPPED, CONTENT, main="shards"
+                )
             )
             rejects.append(resumed[REJECTS])
         pending = read.pending
@@ -344,20 +322,12 @@ class ImagesToTFRecords(beam.PTransform):
             rejects.append(failed)
         # ConvertedRecord: the serialized tf.train.Example and the facts the summary needs;
         # ChangeLine (tag CHANGES): why a record's image differs from its file.
-        built = pending | "BuildRecords" >> beam.ParDo(
-            BuildRecordFn(config.schema, config.features)
-        ).with_outputs(REJECTS, CHANGES, DROPPED, main="records")
+        built = pending | "BuildRecords" >> beam.ParDo(BuildRecordFn(config)).with_outputs(
+            REJECTS, CHANGES, DROPPED, main="records"
+        )
         rejects.append(built[REJECTS])
         all_rejects = tuple(rejects) | "AllRejects" >> beam.Flatten()
-        sink = make_sink(
-            config.sink,
-            config.output,
-            staged.temp_dir,
-            config.compression,
-            staged.shard_counts,
-            resumed.shards if resumed is not None else None,
-            config.gcs,
-        )
+        sink = make_sink(config, staged, resumed.shards if resumed is not None else None)
         # FinalShard: each shard under its final name with its record count; Tally of records.
         finals, record_tallies = built.records | "Write" >> sink
         # DuplicateGroup: records whose source bytes are identical (hashes and paths grouped).
@@ -380,7 +350,7 @@ class ImagesToTFRecords(beam.PTransform):
             | "Once" >> beam.Create([None])
             | "WriteMetadata"
             >> beam.ParDo(
-                WriteMetadataFn(staged, config, self.run_info),
+                WriteMetadataFn(config, staged, self.run_info),
                 tally=beam.pvalue.AsSingleton(tally),
                 rejects=beam.pvalue.AsList(all_rejects),
                 finals=beam.pvalue.AsList(finals),

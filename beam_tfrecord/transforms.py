@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +23,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.transforms.window import GlobalWindows
 
-from beam_tfrecord import gcs, names, write_failures
+from beam_tfrecord import compat, gcs, names, write_failures
 from beam_tfrecord.elements import (
     ConvertedRecord,
     DuplicateGroup,
@@ -36,8 +36,9 @@ from beam_tfrecord.elements import (
 )
 from beam_tfrecord.features.options import FeatureOptions
 from beam_tfrecord.images.inputs import ordered_submit, prepare_input
-from beam_tfrecord.images.options import ImageOptions
+from beam_tfrecord.plan.staging import StagedPlan
 from beam_tfrecord.write import resume, shardwriter
+from beam_tfrecord.write.output_config import ConvertConfig
 from beam_tfrecord.write.records import change_line, finish_record, objects_of
 from beam_tfrecord.write.shardwriter import ShardFiles
 from beam_tfrecord.write.tally import Tally, without_pixels
@@ -56,6 +57,7 @@ __all__ = [
     "MergeTallies",
     "PlannedShardSink",
     "ReadShardFn",
+    "RunStepFn",
     "TFRecordSplitsSink",
     "TallyFn",
     "count_outcome",
@@ -70,9 +72,25 @@ DROPPED = "dropped"
 CONTENT = "content"
 TALLIES = "tallies"
 _LOGGER = logging.getLogger(__name__)
-# A write failure's traceback, logged by Beam where the DoFn failed (a worker process among
-# them: workers import this module to unpickle its DoFns), is said in one line by the command.
-write_failures.quiet_write_failures()
+
+
+class RunStepFn(beam.DoFn):
+    """A step of a run, holding the run's config and its staged plan (not loose values).
+
+    `setup` prepares the worker process that runs it, once: the run's storage settings for the
+    requests Beam's own filesystem makes there (it takes no per-call limit, so the limit is the
+    process's: gcs.use_settings), a write failure's traceback, which Beam logs where the DoFn
+    failed, kept quiet (the command says it in one line), and Beam's known noise (compat) kept
+    off the terminal. Nothing happens on import."""
+
+    def __init__(self, config: ConvertConfig, staged: StagedPlan) -> None:
+        self.config = config
+        self.staged = staged
+
+    def setup(self) -> None:
+        gcs.use_settings(self.config.gcs)
+        write_failures.quiet_write_failures()
+        compat.quiet_known_beam_noise(logging.getLogger())
 
 
 def count_outcome(outcome: ConvertedRecord | RejectLine) -> None:
@@ -87,42 +105,35 @@ def count_outcome(outcome: ConvertedRecord | RejectLine) -> None:
         Metrics.counter(NAMESPACE, f"changed_{reason}").inc()
 
 
-class ReadShardFn(beam.DoFn):
-    """Adapts `prepare_input` to a shard task: its inputs are read and validated in order on a
-    few threads (reads wait on disk or network); rejects go to a tagged output at once.
+class ReadShardFn(RunStepFn):
+    """Adapts `prepare_input` to a shard task: its inputs are read and validated in order on the
+    config's read threads (reads wait on disk or network); rejects go to a tagged output at once.
 
     Also feeds the local progress line (files in `progress_dir`, one count per input read), and,
-    given the run's temporary folder, leaves each task's reader's done file there once every
-    input of it went downstream (write.resume).
+    on the paths sink, leaves each task's reader's done file in the run's temporary folder once
+    every input of it went downstream (write.resume).
     """
 
-    def __init__(
-        self,
-        image_options: ImageOptions,
-        threads: int,
-        progress_dir: str | None = None,
-        masks: bool = False,
-        temp_dir: str | None = None,
-        gcs_settings: gcs.GcsSettings | None = None,
-    ) -> None:
-        self.image_options = image_options
-        self.threads = threads
+    def __init__(self, config: ConvertConfig, staged: StagedPlan, progress_dir: str | None = None) -> None:
+        super().__init__(config, staged)
         self.progress_dir = progress_dir
-        self.masks = masks  # a detection run stores instance masks
-        self.temp_dir = temp_dir
-        self.gcs_settings = gcs_settings  # become the worker process's (gcs.use_settings)
         self._progress: Any = None
         self._pool: ThreadPoolExecutor | None = None
 
+    @property
+    def _done_dir(self) -> str | None:
+        """Where each task leaves its done file, so a rerun keeps what it finished (paths sink)."""
+        return self.staged.temp_dir if self.config.sink == "paths" else None
+
     def setup(self) -> None:
-        if self.gcs_settings is not None:
-            gcs.use_settings(self.gcs_settings)
+        super().setup()
         if self.progress_dir:
             from beam_tfrecord.progress import ProgressCounter
 
             self._progress = ProgressCounter(self.progress_dir)
-        if self.threads > 1:  # one pool per worker: its threads keep their GCS clients (gcs.py)
-            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="read")
+        threads = self.config.read_threads
+        if threads > 1:  # one pool per worker: its threads keep their GCS clients (gcs.py)
+            self._pool = ThreadPoolExecutor(threads, thread_name_prefix="read")
 
     def teardown(self) -> None:
         if self._pool is not None:
@@ -131,7 +142,14 @@ class ReadShardFn(beam.DoFn):
 
     def _prepare(self, work: tuple[Any, ShardKey, tuple[str, ...]]) -> PendingRecord | RejectLine:
         item, shard, class_names = work
-        return prepare_input(item, self.image_options, shard, class_names=class_names, masks=self.masks)
+        return prepare_input(
+            item,
+            self.config.image,
+            shard,
+            class_names=class_names,
+            masks=self.staged.masks,
+            storage=self.config.gcs,
+        )
 
     def _outcomes(self, task: ShardTask) -> Iterator[PendingRecord | RejectLine]:
         """The task's inputs prepared in order: on the pool's threads when there is one."""
@@ -139,7 +157,7 @@ class ReadShardFn(beam.DoFn):
         work = ((item, shard, task.class_names) for item in task.inputs)
         if self._pool is None:
             return map(self._prepare, work)
-        return ordered_submit(self._pool, self._prepare, work, 2 * self.threads)
+        return ordered_submit(self._pool, self._prepare, work, 2 * self.config.read_threads)
 
     def process(self, task: ShardTask) -> Iterator[PendingRecord | TaggedOutput]:
         rejects: list[RejectLine] = []
@@ -152,8 +170,8 @@ class ReadShardFn(beam.DoFn):
                 yield TaggedOutput(REJECTS, outcome)
             else:
                 yield outcome
-        if self.temp_dir is not None:  # every input of the task has gone downstream
-            done = resume.done_path(self.temp_dir, resume.task_name(task.split, task.index), "read")
+        if self._done_dir is not None:  # every input of the task has gone downstream
+            done = resume.done_path(self._done_dir, resume.task_name(task.split, task.index), "read")
             resume.write_json(done, resume.ReadOutcome(len(task.inputs), rejects).to_json())
 
     def finish_bundle(self) -> None:
@@ -167,9 +185,9 @@ class BuildRecordFn(beam.DoFn):
     A record stored unlike its file also gives its line of changes.jsonl (tag CHANGES), and each
     object a detection record leaves out its line of dropped_objects.jsonl (tag DROPPED)."""
 
-    def __init__(self, schema: str, features: FeatureOptions | None = None) -> None:
-        self.schema = schema
-        self.features = features
+    def __init__(self, config: ConvertConfig) -> None:
+        self.schema = config.schema
+        self.features = config.features
 
     def process(self, element: PendingRecord | PredictionResult) -> Iterator[ConvertedRecord | TaggedOutput]:
         if isinstance(element, PendingRecord):
@@ -274,24 +292,19 @@ class DuplicateGroups(beam.PTransform):
         return keys | "ByContent" >> beam.GroupByKey() | "Copies" >> beam.FlatMap(copies_of)
 
 
-class LoadFinishedFn(beam.DoFn):
+class LoadFinishedFn(RunStepFn):
     """An interrupted run's finished shard tasks (write.resume), read back on a rerun: each one's
     temporary (or already final) shard, and everything the summary counts of it, on the outputs
     the tasks would have given: tallies, rejects, changes, dropped objects, content keys."""
 
-    def __init__(self, temp_dir: str, finished: Sequence[str], output: str, compression: str) -> None:
-        self.temp_dir = temp_dir
-        self.finished = tuple(finished)
-        self.output = output
-        self.compression = compression
-
     def process(self, _: None) -> Iterator[WrittenShard | TaggedOutput]:
-        for task in self.finished:
-            read = resume.read_outcomes(self.temp_dir, [task])[task]
+        temp_dir, output, compression = self.staged.temp_dir, self.config.output, self.config.compression
+        for task in self.staged.finished:
+            read = resume.read_outcomes(temp_dir, [task])[task]
             tally = Tally()
             for reject in read.rejects:
                 yield TaggedOutput(REJECTS, reject)
-            written = resume.load_written(self.temp_dir, task, self.output, self.compression)
+            written = resume.load_written(temp_dir, task, output, compression)
             if written is not None:  # (the rejects are tallied with every other reject)
                 tally.merge(written.tally)
                 yield written.shard
@@ -330,27 +343,21 @@ class MergeTallies(TallyFn):
         return total.merge(tally)
 
 
-class WriteShardFilesFn(beam.DoFn):
+class WriteShardFilesFn(RunStepFn):
     """Adapts `ShardFiles`: streams each record into its shard's temporary file; at the end of
     the bundle emits the written shards and one Tally of what it wrote ("tallies"). Each shard,
     once closed, leaves its writer's done file beside the plan (write.resume): its tally and
     lines, so a rerun can keep it."""
 
-    def __init__(self, temp_dir: str, compression: str, gcs_settings: gcs.GcsSettings | None = None) -> None:
-        self.temp_dir = temp_dir
-        self.compression = compression
-        self.gcs_settings = gcs_settings
+    def __init__(self, config: ConvertConfig, staged: StagedPlan) -> None:
+        super().__init__(config, staged)
         self._files: ShardFiles | None = None
         self._tally = Tally()
         self._ledger: dict[tuple[str, int], resume.ShardOutcome] = {}
 
-    def setup(self) -> None:
-        if self.gcs_settings is not None:
-            gcs.use_settings(self.gcs_settings)
-
     def start_bundle(self) -> None:
         self.teardown()  # a failed bundle's open file, if the runner reuses this instance
-        self._files = ShardFiles(self.temp_dir, self.compression, on_close=self._shard_done)
+        self._files = ShardFiles(self.staged.temp_dir, self.config.compression, on_close=self._shard_done)
         self._tally = Tally()
         self._ledger = {}
 
@@ -373,7 +380,7 @@ class WriteShardFilesFn(beam.DoFn):
         """A shard is closed and indexed: its writer's done file, with everything counted of it."""
         ledger = self._ledger.pop((shard.split, shard.index))
         ledger.shard, ledger.bytes = shard, size
-        done = resume.done_path(self.temp_dir, resume.task_name(shard.split, shard.index), "written")
+        done = resume.done_path(self.staged.temp_dir, resume.task_name(shard.split, shard.index), "written")
         resume.write_json(done, ledger.to_json())
 
     def teardown(self) -> None:
@@ -391,27 +398,14 @@ class WriteShardFilesFn(beam.DoFn):
         yield TaggedOutput(TALLIES, GlobalWindows.windowed_value(self._tally))
 
 
-class FinalizeShardsFn(beam.DoFn):
+class FinalizeShardsFn(RunStepFn):
     """Runs once, after every shard task: renames the temporary shards into place."""
 
-    def __init__(
-        self,
-        output: str,
-        compression: str,
-        shard_counts: Mapping[str, int],
-        gcs_settings: gcs.GcsSettings | None = None,
-    ) -> None:
-        self.output = output
-        self.compression = compression
-        self.shard_counts = dict(shard_counts)
-        self.gcs_settings = gcs_settings
-
-    def setup(self) -> None:
-        if self.gcs_settings is not None:
-            gcs.use_settings(self.gcs_settings)
-
     def process(self, _: None, written: list[WrittenShard]) -> Iterator[FinalShard]:
-        yield from shardwriter.finalize_shards(written, self.output, self.compression, self.shard_counts)
+        config = self.config
+        yield from shardwriter.finalize_shards(
+            written, config.output, config.compression, self.staged.shard_counts
+        )
 
 
 class PlannedShardSink(beam.PTransform):
@@ -423,25 +417,16 @@ class PlannedShardSink(beam.PTransform):
     """
 
     def __init__(
-        self,
-        output: str,
-        temp_dir: str,
-        compression: str,
-        shard_counts: Mapping[str, int],
-        resumed: beam.PCollection | None = None,
-        gcs_settings: gcs.GcsSettings | None = None,
+        self, config: ConvertConfig, staged: StagedPlan, resumed: beam.PCollection | None = None
     ) -> None:
         super().__init__()
-        self.output = output
-        self.temp_dir = temp_dir
-        self.compression = compression
-        self.shard_counts = dict(shard_counts)
+        self.config = config
+        self.staged = staged
         self.resumed = resumed
-        self.gcs_settings = gcs_settings
 
     def expand(self, records: beam.PCollection[ConvertedRecord]) -> tuple[beam.PCollection, beam.PCollection]:
         written = records | "WriteShardFiles" >> beam.ParDo(
-            WriteShardFilesFn(self.temp_dir, self.compression, self.gcs_settings)
+            WriteShardFilesFn(self.config, self.staged)
         ).with_outputs(TALLIES, main="written")
         shards = written.written
         if self.resumed is not None:
@@ -450,10 +435,7 @@ class PlannedShardSink(beam.PTransform):
             records.pipeline
             | "Once" >> beam.Create([None])
             | "Finalize"
-            >> beam.ParDo(
-                FinalizeShardsFn(self.output, self.compression, self.shard_counts, self.gcs_settings),
-                written=beam.pvalue.AsList(shards),
-            )
+            >> beam.ParDo(FinalizeShardsFn(self.config, self.staged), written=beam.pvalue.AsList(shards))
         )
         return finals, written[TALLIES]
 
@@ -485,11 +467,11 @@ class TFRecordSplitsSink(beam.PTransform):
     once the shards are in place (`index_final_shard`), which also writes each `.idx`.
     """
 
-    def __init__(self, output: str, shard_counts: Mapping[str, int], compression: str = "none") -> None:
+    def __init__(self, config: ConvertConfig, staged: StagedPlan) -> None:
         super().__init__()
-        self.output = output
-        self.shard_counts = dict(shard_counts)
-        self.compression = compression
+        self.output = config.output
+        self.shard_counts = dict(staged.shard_counts)
+        self.compression = config.compression
 
     def expand(self, records: beam.PCollection[ConvertedRecord]) -> tuple[beam.PCollection, beam.PCollection]:
         splits = list(self.shard_counts)
@@ -522,18 +504,12 @@ class TFRecordSplitsSink(beam.PTransform):
 
 
 def make_sink(
-    kind: str,
-    output: str,
-    temp_dir: str,
-    compression: str,
-    shard_counts: Mapping[str, int],
-    resumed: beam.PCollection | None = None,
-    gcs_settings: gcs.GcsSettings | None = None,
+    config: ConvertConfig, staged: StagedPlan, resumed: beam.PCollection | None = None
 ) -> beam.PTransform:
     """The sink object a config names: `paths` (default) or `beam` (which never resumes, and whose
     steps are Beam's: they use the gs:// settings of the worker process they run in)."""
-    if kind == "paths":
-        return PlannedShardSink(output, temp_dir, compression, shard_counts, resumed, gcs_settings)
-    if kind == "beam":
-        return TFRecordSplitsSink(output, shard_counts, compression)
-    raise ValueError(f"sink must be paths or beam, not {kind!r}")
+    if config.sink == "paths":
+        return PlannedShardSink(config, staged, resumed)
+    if config.sink == "beam":
+        return TFRecordSplitsSink(config, staged)
+    raise ValueError(f"sink must be paths or beam, not {config.sink!r}")

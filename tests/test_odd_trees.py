@@ -94,7 +94,7 @@ def rewritten_midway(path: Path, after: int, rewrite: Callable[[], None], seen: 
     the rest through the same descriptor. Unbuffered, so nothing read ahead hides the rewrite.
     Every byte string it returns is kept in `seen`."""
 
-    def read_bytes(name: str, limit: int | None = None) -> bytes:
+    def read_bytes(name: str, limit: int | None = None, storage: object = None) -> bytes:
         assert name == str(path)
         with open(name, "rb", buffering=0) as handle:
             first = handle.read(after)

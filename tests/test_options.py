@@ -64,18 +64,38 @@ def test_beams_job_labels_option_is_beams():
     assert options.view_as(ConvertOptions).label_source == "filename"
 
 
-def test_help_shows_ours_and_beams():
+def _help(flag: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "pipelines.convert", "--help"],
+        [sys.executable, "-m", "pipelines.convert", flag],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_help_is_the_converters_options_by_group_then_where_beams_are():
+    text = _help("--help")
+    lines = text.splitlines()
+    assert len(lines) < 150
+    headings = [line for line in lines if line.endswith(":") and not line.startswith(" ")]
+    assert headings[0] == "input and labels:" and "storage:" in headings
+    first_option = next(line for line in lines if line.startswith("  --"))
+    assert first_option.split()[0] == "--input"
+    for option in our_option_names():
+        assert f"--{option}" in text, option
+    assert "--runner" in lines[-3] + lines[-2] + lines[-1] and "--help_beam" in text
+    assert "--direct_num_workers" in text and "--temp_location" in text
+    assert "--dataflow_service_options" not in text  # Beam's long list is --help_beam's
+
+
+def test_help_beam_lists_beams_options_and_ours():
+    text = _help("--help_beam")
     for option in ("--label_source", "--splits", "--sink", "--runner", "--direct_num_workers", "--labels"):
-        assert option in done.stdout, option
-    assert "beam-tfrecord" in done.stdout
+        assert option in text, option
+    assert "beam-tfrecord: input and labels" in text
 
 
 @pytest.mark.parametrize(

@@ -17,9 +17,9 @@ from beam_tfrecord.config import ConvertConfig, SourceConfig
 from beam_tfrecord.elements import PlannedInput, RejectLine, ShardTask
 from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
-from beam_tfrecord.plan.staging import PlanFacts
+from beam_tfrecord.plan.staging import PlanFacts, StagedPlan
 from beam_tfrecord.transforms import REJECTS, BuildRecordFn, ReadShardFn, TallyFn
-from beam_tfrecord.write.summary import build_summary
+from beam_tfrecord.write.summary import RunOptions, build_summary
 from beam_tfrecord.write.tally import Tally
 from pipelines.report import format_table
 
@@ -39,14 +39,15 @@ def test_read_and_build_route_records_and_rejects(tmp_path):
         tmp_path,
         {"a/1.jpg": imagegen.jpeg(), "a/2.png": imagegen.rgba_png(), "a/3.jpg": b"", "a/4.jpg": b"x"},
     )
+    config = ConvertConfig(output=str(tmp_path / "out"), read_threads=2)
+    staged = StagedPlan(temp_dir=str(tmp_path / "out" / ".temp"), shard_counts={"train": 2}, inputs=5)
     with local_pipeline() as p:
         read = (
             p
             | beam.Create([task])
-            | "Read"
-            >> beam.ParDo(ReadShardFn(ImageOptions(), threads=2)).with_outputs(REJECTS, main="pending")
+            | "Read" >> beam.ParDo(ReadShardFn(config, staged)).with_outputs(REJECTS, main="pending")
         )
-        built = read.pending | "Build" >> beam.ParDo(BuildRecordFn("tfds")).with_outputs(
+        built = read.pending | "Build" >> beam.ParDo(BuildRecordFn(config)).with_outputs(
             REJECTS, main="records"
         )
         assert_that(
@@ -73,7 +74,7 @@ def test_summary_flags_an_inconsistent_count_and_empty_classes():
     tally = Tally()
     tally.records["train"] = 2
     tally.by_split_label[("train", "a")] = 2
-    summary = build_summary(facts, [], tally, [("/o/train-00000-of-00001.tfrecord", 99)], {})
+    summary = build_summary(facts, [], tally, [("/o/train-00000-of-00001.tfrecord", 99)], RunOptions())
     assert summary.consistent is False  # two inputs are neither records nor rejects
     assert "class 'b' has no valid image" in summary.warnings
     table = format_table(summary)

@@ -17,10 +17,6 @@ from beam_tfrecord.features.options import FeatureOptions
 
 __all__ = ["FeatureModelHandler"]
 
-# Beam warns at every memory reading of RunInference here (see compat); in workers too, as
-# they import this module to unpickle the handler.
-compat.quiet_known_beam_noise(logging.getLogger())
-
 
 class FeatureModelHandler(ModelHandler[Any, PredictionResult, LoadedModel]):
     """RunInference handler for every feature model (Keras, ONNX, PyTorch: features/models.py).
@@ -55,6 +51,9 @@ class FeatureModelHandler(ModelHandler[Any, PredictionResult, LoadedModel]):
         return max(self._copies(), 1)
 
     def load_model(self) -> LoadedModel:
+        # Beam warns at every memory reading of RunInference (see compat), in the process that
+        # holds the model too: quieted there, as the run's other steps quiet their workers.
+        compat.quiet_known_beam_noise(logging.getLogger())
         return models.load_model(self.options)
 
     def run_inference(

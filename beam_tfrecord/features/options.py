@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from beam_tfrecord.config_base import ConfigError, check_choice
+from beam_tfrecord.config_base import GCS_OBJECT, Config, ConfigError, check_choice, setting
+from beam_tfrecord.images.options import format_size, parse_size
 
 __all__ = [
     "DTYPES",
@@ -88,29 +89,150 @@ def normalization_constants(name: str) -> tuple[float, tuple[float, ...], tuple[
     raise ValueError(f"normalization must be one of {NORMALIZATIONS}, not {name!r}")
 
 
+def _height_width(text: str) -> tuple[int, int]:
+    """WIDTHxHEIGHT, as the option is written (and --resize) -> (height, width), the fields' order."""
+    width, height = parse_size(text)
+    return height, width
+
+
 @dataclass(frozen=True)
-class FeatureOptions:
-    """Which model computes the features and how they are stored."""
+class FeatureOptions(Config):
+    """Which model computes the features and how they are stored (summary.json's `features`
+    section records them: `write.summary.FeatureSummary`)."""
 
     # A Keras application (KERAS_NAMES), or torchvision:NAME / timm:NAME
-    feature_model: str | None = None
-    model_weights: str = "imagenet"  # imagenet | none | a weights file (local or gs://)
+    feature_model: str | None = setting(
+        None,
+        details="store this backbone's output (no classifier) in every record: a Keras application "
+        "(`efficientnet_b0`, `resnet50`, `mobilenet_v2`), or `torchvision:NAME` / `timm:NAME` "
+        "(PyTorch, the `[torch]` extra); see [Feature model](features.md)",
+        default_doc="none",
+        group="features",
+        label="Feature model",
+        record=None,
+        pattern="^(" + "|".join(KERAS_NAMES) + "|(torchvision|timm):[A-Za-z0-9_.]+)$",
+        help="store this backbone's features in every record: "
+        + ", ".join(KERAS_NAMES)
+        + " (Keras), torchvision:NAME or timm:NAME (PyTorch)",
+    )
+    model_weights: str = setting(
+        "imagenet",
+        details="`imagenet` (Keras's or torch's cache only on local runs), `none` (random weights) or a "
+        "weights file, local or `gs://` (a `state_dict` for PyTorch)",
+        group="features",
+        label="Feature model weights",
+        record=None,
+        pattern="^(imagenet|none|gs://[a-z0-9][-_.a-z0-9]{1,220}[a-z0-9]/.+)$",
+        help="imagenet, none (random) or a weights file (local or gs://; a state_dict for PyTorch)",
+    )
     # A .keras/.h5 file, a SavedModel folder, an .onnx file, a TorchScript .pt/.pth or a
     # torch.export .pt2 file (local or gs://)
-    model_path: str | None = None
-    pooling: str = "none"  # none | avg | max over the spatial axes
-    dtype: str = "float32"  # float32 (FloatList) | float16 (bytes)
-    features_only: bool = False  # drop the encoded image from the record
-    batch_size: int = 32
-    precision: str = "float32"  # float32 | mixed (feature_model only)
+    model_path: str | None = setting(
+        None,
+        details="instead of `--feature_model`, local or `gs://`: a `.keras`/`.h5` file or TensorFlow "
+        "SavedModel folder (Keras), an `.onnx` file (ONNX Runtime), a TorchScript `.pt`/`.pth` or "
+        "`torch.export` `.pt2` file (PyTorch)",
+        group="features",
+        label="Saved feature model",
+        record=None,
+        pattern=GCS_OBJECT,
+        help="a model file whose output is stored: .keras/.h5/SavedModel, .onnx, .pt/.pth or .pt2",
+    )
+    pooling: str = setting(
+        "none",
+        details="`avg` or `max` over the spatial axes (EfficientNetB0: 1280 floats instead of 7x7x1280)",
+        option="feature_pooling",
+        group="features",
+        label="Feature pooling",
+        record=None,
+        choices=POOLINGS,
+        help="pool the spatial axes",
+    )
+    dtype: str = setting(
+        "float32",
+        details="`float16` stores little-endian half floats as bytes, half the size",
+        option="feature_dtype",
+        group="features",
+        label="Feature dtype",
+        record=None,
+        choices=DTYPES,
+        help="float16 is stored as bytes",
+    )
+    features_only: bool = setting(
+        False,
+        group="features",
+        label="Features only",
+        kind=bool,
+        record=None,
+        help="drop the encoded image from feature records",
+    )
+    batch_size: int = setting(
+        32,
+        option="inference_batch_size",
+        group="features",
+        label="Inference batch size",
+        kind=int,
+        minimum=1,
+        record=None,
+        help="images per model call",
+    )
+    precision: str = setting(
+        "float32",
+        details="`mixed`: a Keras `--feature_model` runs under Keras's `mixed_float16` policy (float16 "
+        "compute for GPU tensor cores, float32 weights), a PyTorch one under `torch.autocast` "
+        "(float16 on CUDA, bfloat16 on a CPU); features are stored as `--feature_dtype` either way; "
+        "not for `--model_path`",
+        option="feature_precision",
+        group="features",
+        label="Feature model precision",
+        record=None,
+        choices=PRECISIONS,
+        help="mixed: --feature_model runs in mixed precision (GPU tensor cores)",
+    )
     # Models per machine, shared by all its worker processes (RunInference's model_copies);
     # 0: one model in every worker process; None: 1 on a machine with a GPU, else 0.
-    model_copies: int | None = None
+    model_copies: int | None = setting(
+        None,
+        details="feature models per machine, shared by all its worker processes (RunInference's "
+        "`model_copies`); `0` loads one in every worker process; see [GPU](features.md#gpu)",
+        default_doc="1 on a machine with a GPU, else 0",
+        group="features",
+        label="Feature models per worker machine",
+        kind=int,
+        minimum=0,
+        record=None,
+        help="models per machine, shared by its worker processes; 0: one per process "
+        "(default: 1 with a GPU, else 0)",
+    )
     # What a model_path model is fed (NORMALIZATIONS); named backbones apply their own.
-    input_normalization: str = "none"
+    input_normalization: str = setting(
+        "none",
+        details="what a `--model_path` model is fed: `none` (RGB float 0..255), `unit` (0..1) or `imagenet` "
+        "(0..1 less ImageNet's mean, over its std, per channel: what torchvision and timm weights "
+        "expect)",
+        option="model_input_normalization",
+        group="features",
+        label="Model input normalization",
+        record=None,
+        choices=NORMALIZATIONS,
+        help="what a --model_path model is fed: none (RGB 0..255), unit (0..1) or imagenet",
+    )
     # (height, width) fed to a model_path model whose file does not fix it (TorchScript, or
     # an ONNX model with free spatial axes); must agree with a file that does.
-    input_size: tuple[int, int] | None = None
+    input_size: tuple[int, int] | None = setting(
+        None,
+        details="`WIDTHxHEIGHT` a `--model_path` model is fed when its file fixes none (TorchScript always; "
+        "an ONNX model with free spatial axes)",
+        default_doc="from the model",
+        option="model_input_size",
+        group="features",
+        label="Model input size",
+        record=None,
+        parse=_height_width,
+        text=lambda size: format_size((size[1], size[0])),
+        pattern="^[1-9][0-9]*x[1-9][0-9]*$",
+        help="WIDTHxHEIGHT a --model_path model is fed when its file fixes none",
+    )
 
     @property
     def framework(self) -> str:

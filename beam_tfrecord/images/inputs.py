@@ -31,7 +31,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def read_bytes(path: str, limit: int | None = None) -> bytes:
+def read_bytes(path: str, limit: int | None = None, storage: gcs.GcsSettings | None = None) -> bytes:
     """The file's bytes as stored: no decompression by extension (a `.gz` image stays bytes).
 
     A local path is opened directly (Beam's LocalFileSystem does the same after a lookup that
@@ -40,6 +40,7 @@ def read_bytes(path: str, limit: int | None = None) -> bytes:
 
     At most `limit` + 1 bytes are read from a local file, so one that grew past the limit since
     it was listed costs no more memory than the limit (remote sizes come from the listing).
+    `storage` limits and retries a gs:// read (default: the process's settings).
     """
     if "://" not in path:
         with open(path, "rb") as handle:
@@ -51,7 +52,7 @@ def read_bytes(path: str, limit: int | None = None) -> bytes:
             if size < len(data) <= limit:
                 data += handle.read(limit + 1 - len(data))
             return data
-    return gcs.read_bytes(path)
+    return gcs.read_bytes(path, storage)
 
 
 def prepare_input(
@@ -61,17 +62,19 @@ def prepare_input(
     *,
     class_names: Sequence[str] = (),
     masks: bool = False,
+    storage: gcs.GcsSettings | None = None,
 ) -> PendingRecord | RejectLine:
     """Read, validate and normalize one planned input: everything but the serialization.
 
     `shard` is the output shard its record goes to (default: the only shard of its split). In a
     detection run (`item.annotations`) its objects follow the pixels (`placement`), get their ids
-    from `class_names` (from 1: 0 is background) and, with `masks`, one mask PNG each."""
+    from `class_names` (from 1: 0 is background) and, with `masks`, one mask PNG each. `storage`:
+    how long a gs:// read may wait (the run's settings, passed by the worker that reads)."""
     limit = image_options.max_file_bytes
     if item.size > limit:
         return _too_big(item.relpath, item.size, image_options)
     try:
-        data = read_bytes(item.path, limit)
+        data = read_bytes(item.path, limit, storage)
     except Exception as error:  # permissions, a file gone since listing, a flaky remote read
         return RejectLine(item.relpath, "unreadable", f"{type(error).__name__}: {error}")
     if len(data) > limit:

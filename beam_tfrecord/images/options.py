@@ -4,9 +4,8 @@ themselves when made."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from beam_tfrecord.config_base import ConfigError, check_choice
+from beam_tfrecord.config_base import Config, ConfigError, check_choice, setting
 
 __all__ = [
     "DEFAULT_MAX_FILE_MB",
@@ -27,7 +26,7 @@ RESIZE_MODES = ("stretch", "crop", "pad")
 
 
 @dataclass(frozen=True)
-class ImageOptions:
+class ImageOptions(Config):
     """How the stored image may differ from the source; the defaults keep source bytes.
 
     Args:
@@ -41,13 +40,71 @@ class ImageOptions:
       max_file_mb: larger files are rejected `too_large` from their listed size, before reading.
     """
 
-    image_format: str = "original"
-    jpeg_quality: int = 95
-    resize: tuple[int, int] | None = None
-    resize_mode: str = "stretch"
-    max_pixels: int = DEFAULT_MAX_PIXELS
-    channels: int | None = None
-    max_file_mb: float = DEFAULT_MAX_FILE_MB
+    image_format: str = setting(
+        "original",
+        details="keep source bytes when TensorFlow decodes them unchanged, else re-encode; `jpeg` or `png` "
+        "forces",
+        group="images",
+        label="Image format",
+        choices=IMAGE_FORMATS,
+        help="original keeps the source bytes when TensorFlow decodes them; jpeg or png re-encode all",
+    )
+    jpeg_quality: int = setting(
+        95,
+        group="images",
+        label="JPEG quality",
+        kind=int,
+        pattern="^([1-9]|[1-9][0-9]|100)$",
+        help="1..100, for images re-encoded as JPEG",
+    )
+    resize: tuple[int, int] | None = setting(
+        None,
+        details="`WIDTHxHEIGHT` (the reader's `image_size` is `(height, width)`); `crop` and `pad` keep the "
+        "aspect ratio",
+        default_doc="none",
+        group="images",
+        label="Resize",
+        parse=lambda text: parse_size(text),
+        text=lambda size: format_size(size),
+        record_text=lambda size: format_size(size),
+        record_value=lambda text: parse_size(text),
+        pattern="^[1-9][0-9]*x[1-9][0-9]*$",
+        help="WIDTHxHEIGHT every image is resized to, e.g. 224x224",
+    )
+    resize_mode: str = setting(
+        "stretch",
+        group="images",
+        label="Resize mode",
+        choices=RESIZE_MODES,
+        help="stretch, crop (centred, keeps the aspect ratio) or pad (centred, black borders)",
+    )
+    max_pixels: int = setting(
+        DEFAULT_MAX_PIXELS,
+        group="images",
+        label="Maximum pixels",
+        kind=int,
+        minimum=1,
+        help="reject larger images as too_large, from the header, before decoding",
+    )
+    channels: int | None = setting(
+        None,
+        details="`1` or `3` forces grayscale or RGB; grayscale stays grayscale otherwise",
+        default_doc="keep",
+        group="images",
+        label="Channels",
+        kind=int,
+        choices=(1, 3),
+        help="force grayscale (1) or RGB (3); by default grayscale stays grayscale",
+    )
+    max_file_mb: float = setting(
+        DEFAULT_MAX_FILE_MB,
+        details="larger files are rejected `too_large` from their listed size, before they are read (each "
+        "input is read whole into memory)",
+        group="images",
+        label="Maximum file size (MB)",
+        kind=float,
+        help="reject larger files as too_large from their listed size, before reading them",
+    )
 
     def __post_init__(self) -> None:
         check_choice("image_format", self.image_format, IMAGE_FORMATS)
@@ -65,18 +122,6 @@ class ImageOptions:
     @property
     def max_file_bytes(self) -> int:
         return int(self.max_file_mb * 1_000_000)
-
-    def summary_fields(self) -> dict[str, Any]:
-        """How summary.json's `options` record these settings (a size as `WxH`)."""
-        return {
-            "image_format": self.image_format,
-            "jpeg_quality": self.jpeg_quality,
-            "resize": format_size(self.resize) if self.resize is not None else None,
-            "resize_mode": self.resize_mode,
-            "max_pixels": self.max_pixels,
-            "channels": self.channels,
-            "max_file_mb": self.max_file_mb,
-        }
 
 
 def parse_size(text: str) -> tuple[int, int]:

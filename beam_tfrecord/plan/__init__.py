@@ -20,7 +20,7 @@ __all__ = [
     "listing",
     "planner",
     "sharding",
-    "source",
+    "source_config",
     "splits",
     "staging",
 ]

@@ -5,22 +5,29 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
-from beam_tfrecord.config_base import ConfigError, check_choice
+from beam_tfrecord.config_base import GCS_OBJECT, GCS_PATH, Config, ConfigError, check_choice, setting
 from beam_tfrecord.plan.annotations.options import AnnotationOptions
-from beam_tfrecord.plan.columns import ExtraColumn, parse_extra_columns
+from beam_tfrecord.plan.columns import COLUMN_TYPES, ExtraColumn, parse_extra_columns
 from beam_tfrecord.plan.labels import LABEL_MODES, compile_label_pattern
+from beam_tfrecord.plan.splits import format_splits, parse_splits
 
 __all__ = ["LABEL_SOURCES", "LabelSourceName", "SourceConfig"]
 
 LabelSourceName = Literal["folder", "filename", "manifest", "none"]
 LABEL_SOURCES: tuple[str, ...] = LABEL_MODES
+_COLUMN = "[a-z][a-z0-9_]*(:(" + "|".join(COLUMN_TYPES) + "))?"
+
+
+def _names(text: str) -> tuple[str, ...]:
+    """`cat, dog` -> ("cat", "dog"): --class_names as written."""
+    return tuple(name.strip() for name in text.split(",") if name.strip())
 
 
 @dataclass(frozen=True)
-class SourceConfig:
+class SourceConfig(Config):
     """What goes in: where the images are, where their classes come from, how they split.
 
     Args:
@@ -45,21 +52,151 @@ class SourceConfig:
         segmentation run); the classes are the annotations', and `class_names` fixes their order.
     """
 
-    input: str
-    label_source: LabelSourceName = "folder"
-    label_pattern: str | None = None
-    manifest: str | None = None
-    class_names: tuple[str, ...] | None = None
-    splits: Mapping[str, float] = field(default_factory=lambda: {"train": 1.0})
-    split_seed: int = 0
-    stratify: bool = False
-    group_pattern: str | None = None
-    manifest_path_column: str | None = None
-    manifest_label_column: str | None = None
-    extra_columns: tuple[ExtraColumn, ...] = ()
-    multi_label: bool = False
-    dedupe: bool = False
-    annotations: AnnotationOptions | None = None
+    input: str = setting(
+        details="a directory (recursive), a glob (`'data/*/*.jpg'`) or one file, local or `gs://`",
+        group="input and labels",
+        label="Input images",
+        pattern=GCS_PATH,
+        help="a directory (recursive), a glob ('data/*/*.jpg') or one file; local or gs://",
+    )
+    label_source: LabelSourceName = setting(
+        "folder",
+        details="`folder` (parent directory is the class), `filename` (with `--label_pattern`), `manifest` "
+        "(with `--manifest`), `none` (Beam's own `--labels` sets Dataflow job labels)",
+        group="input and labels",
+        label="Label source",
+        choices=LABEL_SOURCES,
+        help="folder (the parent folder is the class), filename (--label_pattern), manifest "
+        "(--manifest) or none (Beam's --labels are Dataflow job labels)",
+    )
+    label_pattern: str | None = setting(
+        None,
+        details="regex whose first group is the class, e.g. `'^(cat|dog)\\.'` for `cat.1999.jpg`",
+        group="input and labels",
+        label="File-name label pattern",
+        help=r"regex whose group 1 is the class, for --label_source filename, e.g. '^(cat|dog)\.'",
+    )
+    manifest: str | None = setting(
+        None,
+        details="CSV (with a header) or JSONL; a path-or-id column (`path`, `filename`, `file`, `image`, "
+        "`id`, `image_id`, `name`) and a label column (`label`, `class`, `category`, `class_name`, "
+        "`target`); ids may omit the extension; paths are relative to `--input`",
+        group="input and labels",
+        label="Label manifest",
+        pattern=GCS_OBJECT,
+        help="CSV (with a header) or JSONL of path-or-id and label, for --label_source manifest; "
+        "paths relative to --input",
+    )
+    class_names: tuple[str, ...] | None = setting(
+        None,
+        details="`a,b,c` fixes label ids; other classes are rejected as `unknown_class`",
+        default_doc="sorted names",
+        group="input and labels",
+        label="Class names",
+        parse=_names,
+        text=",".join,
+        record_text=list,
+        record_value=tuple,
+        pattern="^[^,]+(,[^,]+)*$",
+        help="comma-separated class names fixing the label ids (default: the sorted names found)",
+    )
+    splits: Mapping[str, float] = setting(
+        details="`NAME=FRACTION,...`; a file's split is a hash of its path relative to `--input` (or of its "
+        "group) and `--split_seed`",
+        factory=lambda: {"train": 1.0},
+        group="splits and shards",
+        label="Splits",
+        parse=parse_splits,
+        text=format_splits,
+        record_text=dict,
+        pattern="^[A-Za-z0-9_-]+=[0-9]*[.]?[0-9]+(,[A-Za-z0-9_-]+=[0-9]*[.]?[0-9]+)*$",
+        help="NAME=FRACTION,... e.g. train=0.8,validation=0.2",
+    )
+    split_seed: int = setting(
+        0,
+        group="splits and shards",
+        label="Split seed",
+        kind=int,
+        help="seed of the path hash that assigns splits",
+    )
+    stratify: bool = setting(
+        False,
+        details="every class gets each split's exact share (adding files may then move others)",
+        group="splits and shards",
+        label="Stratify splits",
+        kind=bool,
+        help="give every class each split's exact share",
+    )
+    group_pattern: str | None = setting(
+        None,
+        details="regex whose first group, searched in the path relative to `--input`, is the file's group: a "
+        "group is split as one, e.g. `'^(p\\d+)_'`; see [Splits that cannot "
+        "leak](usage.md#splits-that-cannot-leak)",
+        default_doc="none",
+        group="splits and shards",
+        label="Group pattern",
+        help=r"regex whose group 1, searched in the path, is the file's group; a group is never "
+        r"split, e.g. '^(p\d+)_'",
+    )
+    manifest_path_column: str | None = setting(
+        None,
+        details="name the manifest's path-or-id column, e.g. `id` for an `id,breed` header",
+        default_doc="the usual names",
+        group="input and labels",
+        label="Manifest path column",
+        pattern="^[^,]+$",
+        help="the --manifest column of paths or ids (default: path, filename, file, image, id, ...)",
+    )
+    manifest_label_column: str | None = setting(
+        None,
+        details="name the manifest's label column, e.g. `breed` for an `id,breed` header",
+        default_doc="the usual names",
+        group="input and labels",
+        label="Manifest label column",
+        pattern="^[^,]+$",
+        help="the --manifest column of classes (default: label, class, category, ...)",
+    )
+    extra_columns: tuple[ExtraColumn, ...] = setting(
+        (),
+        details="`NAME[:TYPE],...` manifest columns stored in every record; TYPE `str` (default), `int`, "
+        "`float`, `str_list`, `int_list`, `float_list` (a list is `|`-separated in CSV, an array in "
+        "JSONL); see [Manifests that carry more than a "
+        "label](usage.md#manifests-that-carry-more-than-a-label)",
+        default_doc="none",
+        group="input and labels",
+        label="Extra manifest columns",
+        parse=parse_extra_columns,
+        text=lambda columns: ",".join(map(str, columns)),
+        record_text=lambda columns: [str(column) for column in columns],
+        record_value=lambda texts: parse_extra_columns(",".join(texts)) if texts else (),
+        pattern=f"^{_COLUMN}(,{_COLUMN})*$",
+        help="NAME[:TYPE],... manifest columns stored in every record; TYPE str (default), int, "
+        "float, str_list, int_list or float_list",
+    )
+    multi_label: bool = setting(
+        False,
+        details="a manifest label holds several classes (`cat|outdoor`, or a JSON array): stored as an int64 "
+        "list of ids",
+        group="input and labels",
+        label="Multi-label",
+        kind=bool,
+        help="a manifest label holds several classes (cat|outdoor, or a JSON array)",
+    )
+    dedupe: bool = setting(
+        False,
+        details="keep one copy of files with identical bytes (the smallest relative path); the others are "
+        "`duplicate` rejects",
+        group="splits and shards",
+        label="Drop exact duplicates",
+        kind=bool,
+        help="keep one copy of identical files (the smallest path; the others are duplicate rejects)",
+    )
+    annotations: AnnotationOptions | None = setting(
+        None,
+        nested=AnnotationOptions,
+        needs=("kind",),
+        needs_text="--annotations coco, voc or yolo",
+    )
 
     def __post_init__(self) -> None:
         check_choice("label_source", self.label_source, LABEL_SOURCES)
@@ -105,24 +242,3 @@ class SourceConfig:
     def image_labels(self) -> bool:
         """Whether each image gets one label (or several): not in a detection run."""
         return self.annotations is None and self.label_source != "none"
-
-    def summary_fields(self) -> dict[str, Any]:
-        """How summary.json's `options` record these settings, field by field (a column as
-        `name:type`, as extra_columns is written)."""
-        return {
-            "input": self.input,
-            "label_source": self.label_source,
-            "label_pattern": self.label_pattern,
-            "manifest": self.manifest,
-            "class_names": list(self.class_names) if self.class_names is not None else None,
-            "splits": dict(self.splits),
-            "split_seed": self.split_seed,
-            "stratify": self.stratify,
-            "group_pattern": self.group_pattern,
-            "manifest_path_column": self.manifest_path_column,
-            "manifest_label_column": self.manifest_label_column,
-            "extra_columns": [str(column) for column in self.extra_columns],
-            "multi_label": self.multi_label,
-            "dedupe": self.dedupe,
-            **(self.annotations.summary_fields() if self.annotations is not None else {}),
-        }

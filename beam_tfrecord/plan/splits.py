@@ -14,6 +14,7 @@ from beam_tfrecord.config_base import ConfigError
 __all__ = [
     "assign_splits",
     "expected_deviation",
+    "format_splits",
     "group_of",
     "parse_splits",
     "path_hash",
@@ -44,6 +45,11 @@ def parse_splits(text: str) -> dict[str, float]:
     if not math.isclose(sum(splits.values()), 1.0, abs_tol=1e-6):
         raise ConfigError("splits", f"fractions must sum to 1, not {sum(splits.values()):g}")
     return splits
+
+
+def format_splits(splits: Mapping[str, float]) -> str:
+    """{"train": 0.8, "validation": 0.2} -> `train=0.8,validation=0.2`, the inverse of `parse_splits`."""
+    return ",".join(f"{name}={fraction:g}" for name, fraction in splits.items())
 
 
 def path_hash(relpath: str, seed: int) -> float:

@@ -37,12 +37,13 @@ from beam_tfrecord.names import (
     task_file_name,
 )
 from beam_tfrecord.plan import bulk
-from beam_tfrecord.plan.planner import Plan, shard_tasks
+from beam_tfrecord.plan.planner import GroupFacts, ObjectFacts, Plan, shard_tasks
 from beam_tfrecord.plan.source_config import SourceConfig
 from beam_tfrecord.write_failures import writing
 
 __all__ = [
     "PlanFacts",
+    "PlannedObjects",
     "StagedPlan",
     "list_task_files",
     "load_facts",
@@ -59,45 +60,85 @@ STAGING_THREADS = 16
 
 
 @dataclass(frozen=True)
+class PlannedObjects:
+    """What planning learnt of a detection run's objects, for the summary: how many were
+    annotated, the entries and objects that name no listed image, and the objects dropped while
+    planning per reason (their lines are staged beside the facts, as are the unmatched entries);
+    where the annotations were found, the warnings planning leaves, and where the splits came
+    from."""
+
+    kind: str
+    masks: bool
+    annotated: int
+    unmatched_entries: int = 0
+    unmatched_objects: int = 0
+    dropped_per_reason: dict[str, int] = field(default_factory=dict)
+    found_at: str = ""  # where the annotations were found, and how many pictures they matched
+    warnings: list[str] = field(default_factory=list)  # for the summary's warnings
+    split_source: str = ""  # where the splits came from, when the dataset declares its own
+
+    @classmethod
+    def of(cls, found: ObjectFacts) -> PlannedObjects:
+        dropped = dict(sorted(Counter(d.reason for d in found.dropped).items()))
+        return cls(
+            found.kind,
+            found.masks,
+            found.annotated,
+            len(found.unmatched),
+            found.unmatched_objects,
+            dropped,
+            found.found_at,
+            list(found.warnings),
+            found.split_source,
+        )
+
+
+@dataclass(frozen=True)
 class PlanFacts:
-    """What the metadata step needs of the plan besides its rejects; small whatever the input."""
+    """What the metadata step needs of the plan besides its rejects; small whatever the input.
+    Staged as facts.json (`to_json`), read back whole (`from_json`)."""
 
     listed: int
     class_names: list[str] | None
     splits: dict[str, float]
     shard_counts: dict[str, int]
     manifest_unmatched: list[str] = field(default_factory=list)
-    source: dict[str, Any] = field(default_factory=dict)  # the SourceConfig, for summary.json
-    grouping: dict[str, Any] = field(default_factory=dict)  # plan.GroupFacts, for summary.json
-    # A detection run's: kind, masks, annotated, unmatched_objects and the objects dropped while
-    # planning per reason (their lines are staged beside, as are the unmatched entries).
-    objects: dict[str, Any] | None = None
+    source: SourceConfig | None = None  # the settings the plan was made from
+    grouping: GroupFacts = field(default_factory=GroupFacts)
+    objects: PlannedObjects | None = None  # a detection run's
 
     @classmethod
     def of(cls, plan: Plan, source: SourceConfig | None = None) -> PlanFacts:
-        objects = None
-        if plan.objects is not None:
-            found = plan.objects
-            objects = {
-                "kind": found.kind,
-                "masks": found.masks,
-                "annotated": found.annotated,
-                "unmatched_entries": len(found.unmatched),
-                "unmatched_objects": found.unmatched_objects,
-                "dropped_per_reason": dict(sorted(Counter(d.reason for d in found.dropped).items())),
-                "found_at": found.found_at,
-                "warnings": list(found.warnings),
-                "split_source": found.split_source,
-            }
+        objects = PlannedObjects.of(plan.objects) if plan.objects is not None else None
         return cls(
             plan.listed,
             plan.class_names,
             dict(plan.splits),
             dict(plan.shard_counts),
             plan.manifest_unmatched,
-            source.summary_fields() if source is not None else {},
-            dataclasses.asdict(plan.grouping),
+            source,
+            plan.grouping,
             objects,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["source"] = self.source.to_json() if self.source is not None else None
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PlanFacts:
+        source = data.get("source")
+        objects = data.get("objects")
+        return cls(
+            data["listed"],
+            data["class_names"],
+            data["splits"],
+            data["shard_counts"],
+            data.get("manifest_unmatched", []),
+            SourceConfig.from_json(source) if source else None,
+            GroupFacts(**(data.get("grouping") or {})),
+            PlannedObjects(**objects) if objects else None,
         )
 
 
@@ -207,7 +248,7 @@ def _stage(
         _write(FileSystems.join(base, PLAN_DROPPED_OBJECTS_FILE), dropped.encode())
         unmatched = "".join(line + "\n" for line in plan.objects.unmatched)
         _write(FileSystems.join(base, PLAN_UNMATCHED_FILE), unmatched.encode())
-    _write(FileSystems.join(base, PLAN_FACTS_FILE), json.dumps(PlanFacts.of(plan, source).__dict__).encode())
+    _write(FileSystems.join(base, PLAN_FACTS_FILE), json.dumps(PlanFacts.of(plan, source).to_json()).encode())
     return staged
 
 
@@ -223,7 +264,7 @@ def load_task(path: str) -> ShardTask:
 
 
 def load_facts(plan_dir: str) -> PlanFacts:
-    return PlanFacts(**json.loads(_read(FileSystems.join(plan_dir, PLAN_FACTS_FILE))))
+    return PlanFacts.from_json(json.loads(_read(FileSystems.join(plan_dir, PLAN_FACTS_FILE))))
 
 
 def load_planned_rejects(plan_dir: str) -> list[RejectLine]:

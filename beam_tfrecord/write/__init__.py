@@ -8,17 +8,19 @@ and, last, summary.json (the completeness marker).
 Modules: `schema` (the record keys and the matching parse spec), `messages` and `example.proto`
 (the Example messages), `tfrecord_files` (TFRecord framing), `records` (a validated image to its record),
 `shardwriter` (temp-then-rename shards), `tally` (the run's counts), `summary` (summary.json
-as a typed object, and how it is built), `metadata` (the side files, summary.json last),
-`tfds_metadata` (TFDS's files), `outputs` (the output folder's guard and completeness check).
+as a typed object, and how it is built), `side_files` (the side files, summary.json last),
+`tfds_metadata` (TFDS's files), `outputs` (the output folder's guard and completeness check),
+`output_config` (ConvertConfig: what the records look like and where they go).
 """
 
 __all__ = [
     "messages",
-    "metadata",
+    "output_config",
     "outputs",
     "records",
     "schema",
     "shardwriter",
+    "side_files",
     "summary",
     "tally",
     "tfds_metadata",

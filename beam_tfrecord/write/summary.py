@@ -21,12 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import DuplicateGroup, RejectLine
 from beam_tfrecord.features.options import FeatureOptions
 from beam_tfrecord.images.normalize import CHANGE_REASONS
 from beam_tfrecord.keys import FeatureLayout, RecordLayout, extra_key
 from beam_tfrecord.names import DUPLICATES_FILE, MANIFEST_UNMATCHED_FILE, SUMMARY_FILE
 from beam_tfrecord.plan import splits as splits_lib
+from beam_tfrecord.plan.source_config import SourceConfig
+from beam_tfrecord.write.output_config import ConvertConfig
 from beam_tfrecord.write.tally import DIGEST_METHOD, SIZE_BUCKETS, Tally
 
 if TYPE_CHECKING:
@@ -38,6 +41,7 @@ __all__ = [
     "GroupSummary",
     "ObjectSummary",
     "RunInfo",
+    "RunOptions",
     "SizeRange",
     "SplitSummary",
     "Summary",
@@ -189,33 +193,66 @@ def _objects(
     plan = facts.objects
     if plan is None:
         return None
-    dropped = Counter(plan.get("dropped_per_reason", {})) + Counter(tally.objects_dropped)
+    dropped = Counter(plan.dropped_per_reason) + Counter(tally.objects_dropped)
     rejected = tally.objects_rejected + sum(r.objects for r in planned_rejects)
     if rejected:
         dropped["image_rejected"] += rejected
-    if plan.get("unmatched_objects"):
-        dropped["no_image"] += plan["unmatched_objects"]
+    if plan.unmatched_objects:
+        dropped["no_image"] += plan.unmatched_objects
     stored = sum(tally.objects_per_class.values())
     images: Counter = Counter()
     for (_, label), n in tally.by_split_label.items():
         images[label] += n
     return ObjectSummary(
-        kind=plan["kind"],
-        masks=bool(plan["masks"]),
-        annotated=plan["annotated"],
+        kind=plan.kind,
+        masks=bool(plan.masks),
+        annotated=plan.annotated,
         stored=stored,
         dropped=sum(dropped.values()),
-        consistent=plan["annotated"] == stored + sum(dropped.values()),
+        consistent=plan.annotated == stored + sum(dropped.values()),
         dropped_per_reason=dict(sorted(dropped.items())),
-        unmatched_entries=plan.get("unmatched_entries", 0),
+        unmatched_entries=plan.unmatched_entries,
         negatives=tally.objects_per_image.get(0, 0),
         per_class={
             name: {"objects": tally.objects_per_class[name], "images": images[name]} for name in class_names
         },
         per_image=_per_image(tally.objects_per_image),
         sizes={name: tally.object_sizes[name] for name, _ in SIZE_BUCKETS},
-        found_at=plan.get("found_at", ""),
+        found_at=plan.found_at,
     )
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """summary.json's `options`: the source's settings, then the output's, as each config records
+    them (`Config.to_json`); read back into the configs (`from_json`), an earlier version's record
+    taking defaults for what it lacks. `features_only` is kept as recorded: the feature model's
+    other settings are the `features` section's."""
+
+    source: SourceConfig | None = None
+    output: ConvertConfig | None = None
+    features_only: bool = False
+
+    @classmethod
+    def of(cls, source: SourceConfig | None, output: ConvertConfig | None) -> RunOptions:
+        features = output.features if output is not None else None
+        return cls(source, output, bool(features and features.features_only))
+
+    def to_json(self) -> dict[str, Any]:
+        data = {
+            **(self.source.to_json() if self.source is not None else {}),
+            **(self.output.to_json() if self.output is not None else {}),
+        }
+        if self.output is not None:
+            data["features_only"] = self.features_only
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunOptions:
+        """The configs back from the record (None for one it does not hold)."""
+        source = SourceConfig.from_json(data) if "input" in data else None
+        output = ConvertConfig.from_json(data) if "output" in data else None
+        return cls(source, output, bool(data.get("features_only")))
 
 
 @dataclass
@@ -292,25 +329,24 @@ class Summary:
     objects: ObjectSummary | None = None  # a detection run's
     # A rerun that kept an interrupted run's finished shard tasks: how many, and their records.
     resumed: dict[str, int] | None = None
-    # The settings, as each config records them (SourceConfig / ConvertConfig.summary_fields).
-    options: dict[str, Any] = field(default_factory=dict)
+    # The settings, as each config records them.
+    options: RunOptions = field(default_factory=RunOptions)
     run: RunInfo | None = None
     tfds_metadata: TfdsMetadataInfo | None = None
 
     # What readers need of the settings.
     @property
     def schema(self) -> str:
-        return str(self.options.get("schema", "tfds"))
+        return self.options.output.schema if self.options.output is not None else "tfds"
 
     @property
     def compression(self) -> str:
-        return str(self.options.get("compression", "none"))
+        return self.options.output.compression if self.options.output is not None else "none"
 
     @property
     def forced_channels(self) -> int | None:
         """The channel count the run forced (`ImageOptions.channels`), if it did."""
-        channels = self.options.get("channels")
-        return int(channels) if channels is not None else None
+        return self.options.output.image.channels if self.options.output is not None else None
 
     @property
     def labeled(self) -> bool:
@@ -344,6 +380,8 @@ class Summary:
             value = getattr(self, item.name)
             if item.name == "run":
                 data.update(value.to_json() if value is not None else {})
+            elif item.name == "options":
+                data[item.name] = value.to_json()
             elif item.name in ("features", "objects", "resumed", "tfds_metadata") and value is None:
                 continue
             elif isinstance(value, TfdsMetadataInfo):
@@ -383,6 +421,7 @@ class Summary:
                 values["tfds_metadata"] = TfdsMetadataInfo(
                     **_fields_from(TfdsMetadataInfo, data["tfds_metadata"])
                 )
+            values["options"] = RunOptions.from_json(data.get("options") or {})
             run = _fields_from(RunInfo, data)
             values["run"] = RunInfo(**run) if run else None
             values.setdefault("inputs_listed", data["inputs"])
@@ -390,7 +429,7 @@ class Summary:
             values.setdefault("rejects", 0)
             values.setdefault("consistent", data["inputs"] == data["records"] + values["rejects"])
             return cls(**values)
-        except (TypeError, AttributeError, KeyError) as error:
+        except (TypeError, AttributeError, KeyError, ConfigError) as error:
             raise SummaryError(
                 f"{where} cannot be read as a summary: {type(error).__name__}: {error}"
             ) from None
@@ -438,9 +477,9 @@ def _splits(
     for path, size in sorted(shard_files):
         split = posixpath.basename(path).split("-", 1)[0]
         shards.setdefault(split, []).append((posixpath.basename(path), size))
-    grouping = facts.grouping or {}
+    grouping = facts.grouping
     # What a hash split draws: each group once, each file of no group once.
-    units = grouping["groups"] + grouping["without_group"] if grouping.get("source") else records
+    units = grouping.groups + grouping.without_group if grouping.source else records
     splits = {}
     for name in facts.splits:
         per_label = {
@@ -473,7 +512,7 @@ def _warnings(
 ) -> list[str]:
     """What a user should know before training on the output."""
     warnings = []
-    declared = str((facts.objects or {}).get("split_source", "")).startswith("declared")
+    declared = facts.objects is not None and facts.objects.split_source.startswith("declared")
     if not stratified and not declared and len(splits) > 1 and records:
         name, split = max(splits.items(), key=lambda item: abs(item[1].share - item[1].fraction))
         if abs(split.share - split.fraction) > SHARE_WARNING:
@@ -502,10 +541,11 @@ def _warnings(
             f"{dupes['cross_split_duplicates']} records have the same bytes as a record in another "
             f"split: the splits leak (see {DUPLICATES_FILE}; dedupe keeps one copy)"
         )
-    grouping = facts.grouping or {}
-    if grouping.get("source") and not grouping.get("groups"):
-        warnings.append(f"no file has a group ({grouping['source']}): every file was split on its own")
-    warnings += (facts.objects or {}).get("warnings", [])
+    grouping = facts.grouping
+    if grouping.source and not grouping.groups:
+        warnings.append(f"no file has a group ({grouping.source}): every file was split on its own")
+    if facts.objects is not None:
+        warnings += facts.objects.warnings
     return warnings
 
 
@@ -538,7 +578,7 @@ def build_summary(
     planned_rejects: Sequence[RejectLine],
     tally: Tally,
     shard_files: Iterable[tuple[str, int]],
-    options: Mapping[str, Any],
+    options: RunOptions,
     run: RunInfo | None = None,
     features: FeatureOptions | None = None,
     duplicates: Sequence[DuplicateGroup] = (),
@@ -548,7 +588,7 @@ def build_summary(
     rest and the shard files (path, size) in place: counts per split, label and reason, and the
     nothing-lost check.
 
-    `options` are the settings (config.summary_options); `run` says how it ran; `duplicates`
+    `options` are the run's settings; `run` says how it ran; `duplicates`
     are the groups of records with identical source bytes."""
     skipped = sum(1 for r in planned_rejects if r.reason == "skipped")
     planned = Counter(r.reason for r in planned_rejects if r.reason != "skipped")
@@ -556,17 +596,18 @@ def build_summary(
     inputs = facts.listed - skipped
     records = sum(tally.records.values())
     rejected = sum(rejects.values())
-    stratified = bool(options.get("stratify"))
+    source = options.source
+    stratified = bool(source and source.stratify)
     splits = _splits(facts, tally, shard_files, records, stratified)
     label_counts: Counter = Counter()
     for (_, label), n in tally.by_split_label.items():
         label_counts[label] += n
     dupes = duplicate_counts(duplicates)
     warnings = _warnings(facts, splits, label_counts, records, stratified, dupes)
-    schema = str(options.get("schema", "tfds"))
+    schema = options.output.schema if options.output is not None else "tfds"
     columns = [
-        ExtraColumnSummary(*text.split(":", 1), extra_key(schema, text.split(":", 1)[0]))
-        for text in options.get("extra_columns") or []
+        ExtraColumnSummary(c.name, c.type, extra_key(schema, c.name))
+        for c in (source.extra_columns if source else ())
     ]
     feature_info = _feature_summary(features, tally.feature_shapes, warnings)
     labeled = facts.class_names is not None
@@ -594,9 +635,10 @@ def build_summary(
         duplicate_groups=dupes["duplicate_groups"],
         cross_split_duplicates=dupes["cross_split_duplicates"],
         duplicates_file=DUPLICATES_FILE,
-        split_method=(facts.objects or {}).get("split_source") or ("stratified" if stratified else "hash"),
-        groups=GroupSummary(**_fields_from(GroupSummary, facts.grouping or {})),
-        multi_label=bool(options.get("multi_label")),
+        split_method=(facts.objects.split_source if facts.objects is not None else "")
+        or ("stratified" if stratified else "hash"),
+        groups=GroupSummary(**dataclasses.asdict(facts.grouping)),
+        multi_label=bool(source and source.multi_label),
         extra_columns=columns,
         digest_method=DIGEST_METHOD,
         source_formats=dict(sorted(tally.source_formats.items())),
@@ -609,6 +651,6 @@ def build_summary(
         features=feature_info,
         objects=objects,
         resumed=dict(resumed) if resumed else None,
-        options=dict(options),
+        options=options,
         run=run,
     )

@@ -183,4 +183,5 @@ def _source(summary: Summary) -> str:
     """Where the images came from, for TFDS's description."""
     if summary.run is not None and summary.run.input:
         return summary.run.input
-    return str(summary.options.get("input", "unknown"))
+    source = summary.options.source
+    return source.input if source is not None else "unknown"

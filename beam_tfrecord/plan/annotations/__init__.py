@@ -2,10 +2,25 @@
 parsed and checked on the launcher; what every source gives is `beam_tfrecord.elements`'s
 `ImageAnnotations` (boxes in the stored picture's frame).
 
-Modules: `sources` (`load_annotations`, the planner's
+Modules: `load` (`load_annotations`, the planner's
 entry point), `results` (what it returns: `AnnotationSet` and the reason codes), `paths`
 (`annotations_path` as written), `coco`, `voc`, `yolo` (the formats), `rle` (COCO's compressed
-masks), `listed` (the listing as the parsers see it).
+masks), `catalog` (the listing as the parsers see it), `locate` (where each format's files are,
+beside the input too), `declared` (the splits a dataset declares), `matching` (the plan-time
+check that the annotations match the pictures).
 """
 
-__all__ = ["coco", "listed", "paths", "results", "rle", "sources", "voc", "yolo"]
+__all__ = [
+    "catalog",
+    "coco",
+    "declared",
+    "load",
+    "locate",
+    "matching",
+    "options",
+    "paths",
+    "results",
+    "rle",
+    "voc",
+    "yolo",
+]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
-from beam_tfrecord.config_base import ConfigError, check_choice
+from beam_tfrecord.config_base import Config, ConfigError, check_choice, setting
 from beam_tfrecord.elements import AnnotationKind
 from beam_tfrecord.plan.annotations.paths import AnnotationPath, parse_annotation_paths
 
@@ -17,7 +17,7 @@ UNANNOTATED: tuple[str, ...] = get_args(UnannotatedName)
 
 
 @dataclass(frozen=True)
-class AnnotationOptions:
+class AnnotationOptions(Config):
     """Boxes (and masks) from an annotation source, instead of one label per image.
 
     Args:
@@ -39,12 +39,63 @@ class AnnotationOptions:
         `--splits` is given.
     """
 
-    kind: AnnotationKind
-    path: str | None = None
-    masks: bool = False
-    unannotated: UnannotatedName = "keep"
-    allow_unmatched_annotations: bool = False
-    declared_splits: bool = True
+    kind: AnnotationKind = setting(
+        details="`coco`, `voc` or `yolo`: boxes (and masks) per image from those annotations instead of one "
+        "label per image: detection records with the Object Detection API's keys (`tfds` schema "
+        "only); see [Detection and segmentation](detection.md)",
+        default_doc="none",
+        option="annotations",
+        group="annotations",
+        label="Annotations",
+        record="annotations",
+        choices=ANNOTATION_KINDS,
+        help="boxes (and masks) per image from coco (instances JSON), voc (XML) or yolo (TXT) files",
+    )
+    path: str | None = setting(
+        None,
+        details="COCO instances files (`a.json,b.json`, or per split `train=a.json,validation=b.json`; "
+        "default: `instances_*.json` under `--input` or beside it), VOC's folder of XML files or one "
+        "XML (default: `Annotations/` beside `JPEGImages/`, `annotations/` beside `images/`, or beside "
+        "each image), YOLO's `data.yaml`, `classes.txt` or labels folder (default: Ultralytics' "
+        "`images/` -> `labels/`); local or `gs://`",
+        default_doc="the format's place",
+        option="annotations_path",
+        group="annotations",
+        label="Annotations path",
+        record="annotations_path",
+        help="where they are when not in the format's place: COCO files (a.json,b.json or "
+        "train=a.json,validation=b.json), VOC's XML folder, YOLO's data.yaml or labels folder",
+    )
+    masks: bool = setting(
+        False,
+        details="store a PNG mask per object (COCO polygons and RLE, YOLO segmentation lines; an object "
+        "without one gets its filled box)",
+        group="annotations",
+        label="Instance masks",
+        kind=bool,
+        help="store a PNG mask per object (COCO polygons and RLE, YOLO segmentation)",
+    )
+    unannotated: UnannotatedName = setting(
+        "keep",
+        details="an image no annotation names: `keep` it as a negative (counted), or `drop` it (an "
+        "`unannotated` reject)",
+        group="annotations",
+        label="Unannotated images",
+        choices=UNANNOTATED,
+        help="an image no annotation names: keep it as a negative, or drop it (a reject)",
+    )
+    allow_unmatched_annotations: bool = setting(
+        False,
+        details="go on when most pictures have no annotation or most annotation entries name no picture "
+        "(the run ends with a warning that gives the counts); without it such a run stops before the "
+        "pipeline (exit 2). A run where no picture matches any annotation always stops",
+        group="annotations",
+        label="Allow unmatched annotations",
+        kind=bool,
+        help="go on when most pictures have no annotation or most annotations name no picture (a warning)",
+    )
+    # Not an option: the command sets it off when --splits is given.
+    declared_splits: bool = setting(True, option=None)
 
     def __post_init__(self) -> None:
         check_choice("annotations", self.kind, ANNOTATION_KINDS)
@@ -61,12 +112,3 @@ class AnnotationOptions:
     def split_names(self) -> tuple[str, ...]:
         """The splits the annotation files are given for (`train=a.json,...`), in order."""
         return tuple(dict.fromkeys(p.split for p in self.paths() if p.split is not None))
-
-    def summary_fields(self) -> dict[str, Any]:
-        return {
-            "annotations": self.kind,
-            "annotations_path": self.path,
-            "masks": self.masks,
-            "unannotated": self.unannotated,
-            "allow_unmatched_annotations": self.allow_unmatched_annotations,
-        }
