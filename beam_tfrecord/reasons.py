@@ -146,6 +146,9 @@ CONFLICTING_ANNOTATIONS = _reason(
 AMBIGUOUS_ANNOTATION = _reason(
     "ambiguous_annotation", "reject", "an annotation entry could be for the image or another listed file"
 )
+# With the dataset's own splits (no `splits` given): never in two splits, never guessed.
+CONFLICTING_SPLIT = _reason("conflicting_split", "reject", "two of the splits the dataset declares claim it")
+UNDECLARED_SPLIT = _reason("undeclared_split", "reject", "none of the splits the dataset declares names it")
 ANNOTATION_SIZE_MISMATCH = _reason(
     "annotation_size_mismatch",
     "reject",

@@ -121,8 +121,11 @@ def run_info(
     )
 
 
-def log_plan(staged: StagedPlan, splits: dict[str, float], info: RunInfo) -> None:
-    """One line on what will run, counting inputs as the final table does."""
+def log_plan(staged: StagedPlan, splits: dict[str, float | str], info: RunInfo) -> None:
+    """One line on what will run, counting inputs as the final table does (a detection dataset's
+    own splits, when kept, are the ones planned, not --splits')."""
+    if set(splits) != set(staged.shard_counts):
+        splits = dict.fromkeys(staged.shard_counts, "declared")
     _LOGGER.info(
         "%d inputs (%d more skipped): %d to read, %d rejected from the listing; splits %s; shards %s",
         staged.input_count,

@@ -461,6 +461,8 @@ def _check(ns: ConvertOptions, dry_run: bool) -> RunSettings:
         # out the images no file names.
         named = annotations.split_names
         source_fields["splits"] = {name: 1 / len(named) for name in named}
+    if annotations is not None and _given(ns, _option("splits")):  # --splits overrides the dataset's own
+        source_fields["annotations"] = dataclasses.replace(annotations, declared_splits=False)
     source = SourceConfig(**source_fields)
     if ns.decode_threads is None:  # pipelines.convert sets it again once the workers are chosen
         config_fields["read_threads"] = read_threads(source_input, None)

@@ -9,9 +9,11 @@ from beam_tfrecord.write.summary import ObjectSummary, SplitSummary, Summary
 __all__ = ["format_table"]
 
 
-def _share(split: SplitSummary, stratified: bool) -> str:
+def _share(split: SplitSummary, stratified: bool, declared: bool = False) -> str:
     """`18.7% of records (asked 20.0%, hash: ±6.5%)`: how far a split is from its share."""
     asked = f"asked {100 * split.fraction:.1f}%"
+    if declared:
+        return f"{100 * split.share:.1f}% of records (declared by the dataset)"
     if stratified:
         return f"{100 * split.share:.1f}% of records ({asked}, stratified)"
     return f"{100 * split.share:.1f}% of records ({asked}, hash: ±{100 * split.expected_deviation:.1f}%)"
@@ -19,7 +21,10 @@ def _share(split: SplitSummary, stratified: bool) -> str:
 
 def _object_rows(objects: ObjectSummary) -> list[tuple[str, str]]:
     """A detection run's objects: where they went, per class, per image, by size."""
-    rows = [("objects", f"{objects.annotated} annotated: {objects.stored} stored, {objects.dropped} dropped")]
+    rows = [("annotations", objects.found_at)] if objects.found_at else []
+    rows.append(
+        ("objects", f"{objects.annotated} annotated: {objects.stored} stored, {objects.dropped} dropped")
+    )
     rows += [(f"  {reason}", str(n)) for reason, n in objects.dropped_per_reason.items()]
     rows.append(("objects per class", "objects in images"))
     rows += [(f"  {name}", f"{n['objects']} in {n['images']}") for name, n in objects.per_class.items()]
@@ -44,10 +49,12 @@ def format_table(summary: Summary) -> str:
     for name, split in summary.splits.items():
         line = f"{split.records} records in {split.shards} shards, {split.bytes / 1e6:.1f} MB"
         if several:
-            line += f"; {_share(split, summary.stratified)}"
+            line += f"; {_share(split, summary.stratified, summary.split_method.startswith('declared'))}"
         rows.append((f"split {name}", line))
         for label, n in split.labels.items():
             rows.append((f"  {label}", str(n)))
+    if summary.split_method not in ("hash", "stratified"):
+        rows.append(("splits", summary.split_method))
     groups = summary.groups
     if groups.source:
         rows.append(

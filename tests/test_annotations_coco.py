@@ -97,7 +97,9 @@ def test_annotation_files_are_sources_never_inputs(coco_tree):
         "annotations/instances_train2017.json",
         "annotations/captions_train2017.json",
     }
-    assert found.sources["annotations/instances_train2017.json"] == "COCO instances file, read"
+    assert (
+        found.sources["annotations/instances_train2017.json"] == "COCO instances file of split train, read"
+    )  # its name declares it
     assert "not read" in found.sources["annotations/captions_train2017.json"]
     assert not set(found.sources) & set(found.images)
 
@@ -332,7 +334,7 @@ def test_a_truncated_file_rejects_only_the_images_it_could_concern(tmp_path):
         (b'{"images": [], "categories": [{"id": 1}]}', "no name"),
         (b'{"images": []} x', "more after"),
         (b'\xff\xfe{"images": []}', "not UTF-8"),
-        (b"[1, 2]", "expected '{'"),
+        (b'"x"', "expected '{'"),  # a list is a results file: refused, see test_annotations_find.py
     ],
 )
 def test_a_malformed_file_rejects_every_image_with_what_is_wrong(tmp_path, text, says):
@@ -403,8 +405,11 @@ def test_key_order_and_layout_do_not_change_what_is_read(tmp_path):
 
 def test_nothing_to_read_stops_the_run(tmp_path):
     write_tree(tmp_path, {"a.jpg": jpeg()})
-    with pytest.raises(ValueError, match="no COCO instances file"):
-        load(tmp_path)
+    source = SourceConfig(str(tmp_path), annotations=AnnotationOptions("coco"))
+    with pytest.raises(
+        ValueError, match="none of the 1 pictures matches an annotation: found no annotation file"
+    ):
+        make_plan(list_inputs(str(tmp_path)), source)
     with pytest.raises(ValueError, match="does not exist"):
         load(tmp_path, str(tmp_path / "nowhere.json"))
     with pytest.raises(ValueError, match="is a folder; name the COCO instances files in it"):

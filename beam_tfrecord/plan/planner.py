@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import logging
 import os
 import posixpath
 import re
@@ -30,7 +31,14 @@ from beam_tfrecord.plan import columns as columns_lib
 from beam_tfrecord.plan import dedupe as dedupe_lib
 from beam_tfrecord.plan import labels as labels_lib
 from beam_tfrecord.plan import splits as splits_lib
+from beam_tfrecord.plan.annotations.declared import DeclaredSplits
 from beam_tfrecord.plan.annotations.load import load_annotations
+from beam_tfrecord.plan.annotations.matching import (
+    MatchCounts,
+    MostlyUnmatched,
+    NothingMatched,
+    check_matches,
+)
 from beam_tfrecord.plan.annotations.results import AnnotationSet
 from beam_tfrecord.plan.columns import ExtraColumn
 from beam_tfrecord.plan.listing import InputFile, list_inputs, skip_reason
@@ -47,6 +55,8 @@ __all__ = [
     "plan_inputs",
     "shard_tasks",
 ]
+
+_LOGGER = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -132,6 +142,9 @@ class ObjectFacts:
     dropped: tuple[DroppedObjectLine, ...] = ()
     unmatched: tuple[str, ...] = ()
     unmatched_objects: int = 0
+    found_at: str = ""  # where the annotations were found, and how many pictures they matched
+    warnings: tuple[str, ...] = ()  # for the summary's warnings
+    split_source: str = ""  # where the splits came from, when the dataset declares its own
 
 
 @dataclass
@@ -189,12 +202,15 @@ def _make_plan(
 ) -> Plan:
     rejects: list[RejectLine] = []
     annotated = _annotations(files, source)
+    declared = _used_declared_splits(annotated, source)
     if annotated is None:
         labeled = _labeled_files(files, label_source, rejects)
         class_names, labeled = _known_classes(labeled, label_source, source.class_names, rejects)
     else:
         labeled = _annotated_files(files, annotated, source, rejects)
         class_names = list(annotated.class_names)
+        if declared is not None:
+            labeled = _in_declared_splits(labeled, annotated, declared, rejects)
     extras, labeled = _typed_columns(labeled, source.extra_columns, rejects)
     if source.dedupe:
         labeled = _without_copies(labeled, rejects)
@@ -205,14 +221,20 @@ def _make_plan(
     )
     groups, grouping = _groups(labeled, group_pattern, label_source)
     strata = _object_strata(annotated) if annotated is not None else None
-    split_by_path = splits_lib.assign_splits(
-        ((f.relpath, strata(f.relpath) if strata else _stratum(entry)) for f, entry in labeled),
-        dict(source.splits),
-        source.split_seed,
-        source.stratify,
-        groups,
-    )
-    if annotated is not None:  # a COCO file given for a split holds its images there
+    splits = dict(source.splits)
+    if declared is not None:  # the dataset's own splits, each holding its share of the pictures
+        split_by_path = {f.relpath: declared.split_of[f.relpath] for f, _ in labeled}
+        counts = Counter(split_by_path.values())
+        splits = {name: counts[name] / max(1, len(labeled)) for name in declared.names}
+    else:
+        split_by_path = splits_lib.assign_splits(
+            ((f.relpath, strata(f.relpath) if strata else _stratum(entry)) for f, entry in labeled),
+            splits,
+            source.split_seed,
+            source.stratify,
+            groups,
+        )
+    if annotated is not None and source.annotations.split_names:  # a COCO file given per split
         split_by_path.update({f.relpath: s for f, _ in labeled if (s := annotated.split_of(f.relpath))})
     ids = {name: i for i, name in enumerate(class_names or [])}
     notes = _notes_by_image(annotated) if annotated is not None else {}
@@ -233,22 +255,24 @@ def _make_plan(
         inputs=inputs,
         rejects=sorted(rejects),
         class_names=class_names,
-        splits=dict(source.splits),
-        shard_counts=_shard_counts(inputs, source.splits, shards),
+        splits=splits,
+        shard_counts=_shard_counts(inputs, splits, shards),
         listed=len(files),
         manifest_unmatched=label_source.manifest.unmatched() if label_source.manifest else [],
         grouping=grouping,
-        objects=_object_facts(annotated, source) if annotated is not None else None,
+        objects=_object_facts(annotated, source, declared, rejects) if annotated is not None else None,
     )
 
 
 def _annotations(files: Sequence[InputFile], source: SourceConfig) -> AnnotationSet | None:
-    """The annotation source's say on every listed file (None: not a detection run)."""
+    """The annotation source's say on every listed file (None: not a detection run); a source
+    that matches none of the pictures, or (unless allowed) few of them, fails here, before any
+    work (plan.annotations.matching)."""
     options = source.annotations
     if options is None:
         return None
     try:
-        return load_annotations(
+        found = load_annotations(
             options.kind,
             files,
             options.paths(),
@@ -256,6 +280,9 @@ def _annotations(files: Sequence[InputFile], source: SourceConfig) -> Annotation
             masks=options.masks,
             label_map=options.label_map,
         )
+        warning = check_matches(found, options.allow_unmatched_annotations)
+    except (NothingMatched, MostlyUnmatched) as error:
+        raise ConfigError("annotations", f"{options.kind}: {error}") from None
     except ConfigError:
         raise
     except ValueError as error:  # the sources name the field their message starts with
@@ -263,6 +290,12 @@ def _annotations(files: Sequence[InputFile], source: SourceConfig) -> Annotation
         if name in ("annotations_path", "class_names", "label_map"):
             raise ConfigError(name, problem) from None
         raise ConfigError("annotations", f"({source.annotations.kind}): {error}") from None
+    counts = MatchCounts.of(found)
+    _LOGGER.info("%s; %s", found.found_at, counts.describe())
+    if warning:
+        _LOGGER.warning("%s", warning)
+        found = dataclasses.replace(found, warnings=(*found.warnings, warning))
+    return found
 
 
 def _annotated_files(
@@ -330,8 +363,65 @@ def _object_strata(annotated: AnnotationSet) -> Callable[[str], str]:
     return stratum
 
 
-def _object_facts(annotated: AnnotationSet, source: SourceConfig) -> ObjectFacts:
+def _used_declared_splits(annotated: AnnotationSet | None, source: SourceConfig) -> DeclaredSplits | None:
+    """The dataset's own splits when this run keeps them (no `splits` given, none per COCO file);
+    the log says which it is, and when `splits` overrides them."""
+    if annotated is None or annotated.declared is None or source.annotations is None:
+        return None
+    declared = annotated.declared
+    if source.annotations.split_names:
+        return None
+    if not source.annotations.declared_splits:
+        _LOGGER.info("splits %s override the splits declared by %s", dict(source.splits), declared.source)
+        return None
+    _LOGGER.info(
+        "splits %s, as declared by %s (given splits would override them)",
+        ", ".join(declared.names),
+        declared.source,
+    )
+    return declared
+
+
+def _in_declared_splits(
+    labeled: Labeled, annotated: AnnotationSet, declared: DeclaredSplits, rejects: list[RejectLine]
+) -> Labeled:
+    """The pictures one declared split holds; one that two claim is a `conflicting_split` reject,
+    one that none names an `undeclared_split` reject (never guessed into a split)."""
+    kept: Labeled = []
+    for file, entry in labeled:
+        found = annotated.images.get(file.relpath)
+        objects = len(found.objects) if found is not None else 0
+        if file.relpath in declared.conflicts:
+            detail = f"claimed by {declared.conflicts[file.relpath]}"
+            rejects.append(RejectLine(file.relpath, reasons.CONFLICTING_SPLIT.code, detail, objects=objects))
+        elif file.relpath not in declared.split_of:
+            detail = f"no split of {declared.source} names it"
+            rejects.append(RejectLine(file.relpath, reasons.UNDECLARED_SPLIT.code, detail, objects=objects))
+        else:
+            kept.append((file, entry))
+    return kept
+
+
+def _object_facts(
+    annotated: AnnotationSet,
+    source: SourceConfig,
+    declared: DeclaredSplits | None,
+    rejects: Sequence[RejectLine],
+) -> ObjectFacts:
     assert source.annotations is not None
+    warnings = list(annotated.warnings)
+    left_out = sorted(r.path for r in rejects if r.reason == reasons.UNDECLARED_SPLIT.code)
+    if left_out:
+        warnings.append(
+            f"{len(left_out)} pictures are in none of the declared splits (undeclared_split rejects, "
+            f"e.g. {left_out[0]}); --splits hashes every picture instead"
+        )
+    if declared is not None:
+        split_source = f"declared by {declared.source}"
+    elif annotated.declared is not None and not source.annotations.split_names:
+        split_source = f"hash (--splits overrides the splits declared by {annotated.declared.source})"
+    else:
+        split_source = ""
     dropped = tuple(DroppedObjectLine(n.relpath, n.reason, n.detail) for n in annotated.dropped)
     return ObjectFacts(
         kind=annotated.kind,
@@ -340,6 +430,9 @@ def _object_facts(annotated: AnnotationSet, source: SourceConfig) -> ObjectFacts
         dropped=dropped,
         unmatched=tuple(u.to_json() for u in annotated.unmatched),
         unmatched_objects=sum(u.objects for u in annotated.unmatched),
+        found_at=f"{annotated.found_at}; {MatchCounts.of(annotated).describe()}",
+        warnings=tuple(warnings),
+        split_source=split_source,
     )
 
 

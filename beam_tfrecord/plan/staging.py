@@ -63,7 +63,9 @@ STAGING_THREADS = 16
 class PlannedObjects:
     """What planning learnt of a detection run's objects, for the summary: how many were
     annotated, the entries and objects that name no listed image, and the objects dropped while
-    planning per reason (their lines are staged beside the facts, as are the unmatched entries)."""
+    planning per reason (their lines are staged beside the facts, as are the unmatched entries);
+    where the annotations were found, the warnings planning leaves, and where the splits came
+    from."""
 
     kind: str
     masks: bool
@@ -71,12 +73,23 @@ class PlannedObjects:
     unmatched_entries: int = 0
     unmatched_objects: int = 0
     dropped_per_reason: dict[str, int] = field(default_factory=dict)
+    found_at: str = ""  # where the annotations were found, and how many pictures they matched
+    warnings: list[str] = field(default_factory=list)  # for the summary's warnings
+    split_source: str = ""  # where the splits came from, when the dataset declares its own
 
     @classmethod
     def of(cls, found: ObjectFacts) -> PlannedObjects:
         dropped = dict(sorted(Counter(d.reason for d in found.dropped).items()))
         return cls(
-            found.kind, found.masks, found.annotated, len(found.unmatched), found.unmatched_objects, dropped
+            found.kind,
+            found.masks,
+            found.annotated,
+            len(found.unmatched),
+            found.unmatched_objects,
+            dropped,
+            found.found_at,
+            list(found.warnings),
+            found.split_source,
         )
 
 

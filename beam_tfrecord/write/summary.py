@@ -165,6 +165,7 @@ class ObjectSummary:
     per_image: dict[str, Any] = field(default_factory=dict)  # mean, max, histogram of objects per record
     sizes: dict[str, int] = field(default_factory=dict)  # COCO's small, medium, large (stored pixels)
     class_ids: str = "from 1 (0 is background), as label_map.pbtxt; labels.txt line i is id i + 1"
+    found_at: str = ""  # where the annotations were found, and how many pictures they matched
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ObjectSummary:
@@ -217,6 +218,7 @@ def _objects(
         },
         per_image=_per_image(tally.objects_per_image),
         sizes={name: tally.object_sizes[name] for name, _ in SIZE_BUCKETS},
+        found_at=plan.found_at,
     )
 
 
@@ -311,7 +313,7 @@ class Summary:
     duplicate_groups: int = 0
     cross_split_duplicates: int = 0
     duplicates_file: str = DUPLICATES_FILE
-    split_method: str = "hash"  # hash | stratified
+    split_method: str = "hash"  # hash | stratified | declared by ... (a detection dataset's own)
     groups: GroupSummary = field(default_factory=GroupSummary)
     multi_label: bool = False
     extra_columns: list[ExtraColumnSummary] = field(default_factory=list)
@@ -510,7 +512,8 @@ def _warnings(
 ) -> list[str]:
     """What a user should know before training on the output."""
     warnings = []
-    if not stratified and len(splits) > 1 and records:
+    declared = facts.objects is not None and facts.objects.split_source.startswith("declared")
+    if not stratified and not declared and len(splits) > 1 and records:
         name, split = max(splits.items(), key=lambda item: abs(item[1].share - item[1].fraction))
         if abs(split.share - split.fraction) > SHARE_WARNING:
             warnings.append(
@@ -541,6 +544,8 @@ def _warnings(
     grouping = facts.grouping
     if grouping.source and not grouping.groups:
         warnings.append(f"no file has a group ({grouping.source}): every file was split on its own")
+    if facts.objects is not None:
+        warnings += facts.objects.warnings
     return warnings
 
 
@@ -630,7 +635,8 @@ def build_summary(
         duplicate_groups=dupes["duplicate_groups"],
         cross_split_duplicates=dupes["cross_split_duplicates"],
         duplicates_file=DUPLICATES_FILE,
-        split_method="stratified" if stratified else "hash",
+        split_method=(facts.objects.split_source if facts.objects is not None else "")
+        or ("stratified" if stratified else "hash"),
         groups=GroupSummary(**dataclasses.asdict(facts.grouping)),
         multi_label=bool(source and source.multi_label),
         extra_columns=columns,

@@ -5,8 +5,23 @@ parsed and checked on the launcher; what every source gives is `beam_tfrecord.el
 Modules: `load` (`load_annotations`, the planner's
 entry point), `results` (what it returns: `AnnotationSet` and its problem records), `paths`
 (`annotations_path` as written), `coco`, `voc`, `yolo` (the formats), `rle` (COCO's compressed
-masks), `catalog` (the listing as the parsers see it), `label_map` (a given label map's names
-and ids).
+masks), `catalog` (the listing as the parsers see it), `locate` (where each format's files are,
+beside the input too), `declared` (the splits a dataset declares), `matching` (the plan-time
+check that the annotations match the pictures), `label_map` (a given label map's names and ids).
 """
 
-__all__ = ["catalog", "coco", "label_map", "load", "options", "paths", "results", "rle", "voc", "yolo"]
+__all__ = [
+    "catalog",
+    "coco",
+    "declared",
+    "label_map",
+    "load",
+    "locate",
+    "matching",
+    "options",
+    "paths",
+    "results",
+    "rle",
+    "voc",
+    "yolo",
+]

@@ -26,7 +26,7 @@ __all__ = [
 
 # A listed file with one of these extensions is never an input in an annotation run: it is an
 # annotation source (read or not), and becomes a `skipped` line naming what it is.
-ANNOTATION_EXTENSIONS = frozenset({".json", ".xml", ".txt", ".yaml", ".yml"})
+ANNOTATION_EXTENSIONS = frozenset({".json", ".xml", ".txt", ".yaml", ".yml", ".pbtxt"})
 # A per-image annotation file (a VOC XML, a YOLO .txt) larger than this rejects its image unread:
 # VOC's largest XML is under 10 KB and a YOLO file of 500 polygons of 100 points about 1 MB, so
 # only a hostile or mistaken file reaches it, and the launcher never holds one whole.

@@ -45,7 +45,8 @@ from beam_tfrecord.plan.annotations.results import AnnotationSet, ImageProblem, 
 __all__ = ["discover", "load"]
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
-_INSTANCES = re.compile(r"^instances_.*\.json$", re.IGNORECASE)
+_INSTANCES = re.compile(r"^(instances_.*|_annotations\.coco)\.json$", re.IGNORECASE)
+ROBOFLOW_NAME = "_annotations.coco.json"  # one per split folder, beside its images
 
 ImageId = int | str
 
@@ -54,9 +55,17 @@ class _Broken(Exception):
     """A file that is not a COCO instances file (bad JSON, or not COCO's shape)."""
 
 
+class _NotInstances(_Broken):
+    """A well-formed COCO file of another kind (captions, keypoints, panoptic, results, an image
+    list): the run is refused, never turned into images without objects."""
+
+
+_PASS = "pass the instances_*.json file beside it (--annotations_path, or leave it out to find it)"
+
+
 def discover(listed: Catalog) -> list[str]:
-    """The instances files under the input: every `instances_*.json`, else every `.json` in an
-    `annotations/` folder; relpaths, sorted."""
+    """The instances files under the input: every `instances_*.json` (and Roboflow's
+    `_annotations.coco.json`), else every `.json` in an `annotations/` folder; relpaths, sorted."""
     files = listed.annotation_files
     found = [r for r in files if _INSTANCES.match(posixpath.basename(r))]
     if not found:
@@ -269,8 +278,13 @@ def _parse_file(handle: BinaryIO, source: AnnotationPath, display: str, masks: b
     stream = _Stream(handle)
     seen: set[str] = set()
     image_index: dict[ImageId, int] = {}
-    if not stream.peek():
+    first = stream.peek()
+    if not first:
         raise _Broken("is empty")
+    if first == "[":
+        raise _NotInstances(
+            f"is a list: a COCO results file (detections a model made), not an instances file; {_PASS}"
+        )
     for key in stream.members():
         if key in seen:
             raise _Broken(f"has {key!r} twice")
@@ -295,6 +309,11 @@ def _parse_file(handle: BinaryIO, source: AnnotationPath, display: str, masks: b
     stream.end()
     if "images" not in seen:
         raise _Broken("has no 'images' list: not a COCO instances file")
+    if "annotations" not in seen:
+        raise _NotInstances(
+            "has no 'annotations' list: an image list (as image_info_test2017.json), "
+            f"not an instances file; {_PASS}"
+        )
     if "categories" not in seen and result.annotations:
         raise _Broken("has annotations but no 'categories' list")
     return result
@@ -339,7 +358,23 @@ def _parse_categories(value: Any) -> dict[ImageId, str]:
     return categories
 
 
+def _not_instances(entry: dict) -> str | None:
+    """What a COCO file of another task holds, from one annotation without a box: captions,
+    keypoints only, or panoptic segments (None: an instances annotation)."""
+    if "bbox" in entry or "segmentation" in entry:
+        return None
+    if "caption" in entry:
+        return "a COCO captions file (captions, no boxes)"
+    if "segments_info" in entry:
+        return "a COCO panoptic file (segments_info over PNG masks, no boxes here)"
+    if "keypoints" in entry:
+        return "a COCO keypoints file whose annotations have keypoints only, no boxes"
+    return None
+
+
 def _parse_annotation(entry: Any, index: int, result: _File, masks: bool) -> None:
+    if isinstance(entry, dict) and (other := _not_instances(entry)) is not None:
+        raise _NotInstances(f"is {other}, not an instances file; {_PASS}")
     if not isinstance(entry, dict) or not _image_id(entry.get("image_id")):
         what = "not an object" if not isinstance(entry, dict) else f"image_id {entry.get('image_id')!r}"
         result.bad_entries.append(
@@ -459,6 +494,8 @@ def _read(source: AnnotationPath, display: str, masks: bool) -> _File:
     try:
         with FileSystems.open(source.path) as handle:  # a .gz file is read through gzip
             return _parse_file(handle, source, display, masks)
+    except _NotInstances as error:
+        raise ValueError(f"{display} {error}") from None
     except _Broken as error:
         return _File(source, display, broken=f"{display} {error}")
     except Exception as error:  # any storage error, at open or mid-read

@@ -22,10 +22,12 @@ from collections.abc import Sequence
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import reasons
-from beam_tfrecord.elements import AnnotationKind
-from beam_tfrecord.plan.annotations import coco, voc, yolo
-from beam_tfrecord.plan.annotations.catalog import Catalog, partition
+from beam_tfrecord.elements import AnnotationKind, ImageAnnotations
+from beam_tfrecord.plan.annotations import coco, declared, voc, yolo
+from beam_tfrecord.plan.annotations.catalog import Catalog, partition, stem
 from beam_tfrecord.plan.annotations.label_map import read_label_map
+from beam_tfrecord.plan.annotations.locate import Located, locate
+from beam_tfrecord.plan.annotations.matching import found_instead
 from beam_tfrecord.plan.annotations.paths import AnnotationPath, parse_annotation_paths
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ObjectNote
 from beam_tfrecord.plan.listing import InputFile
@@ -60,9 +62,15 @@ def load_annotations(
       label_map: a label_map.pbtxt or labels.txt whose classes and ids are kept (instead of
         `class_names`): objects match its names or display names; others are `unknown_category`.
 
+    Where the annotations are is found from the input as each format's tools find it, beside
+    the input too (plan.annotations.locate); what the dataset declares of its splits is in
+    `declared` (plan.annotations.declared). No annotation file at all gives every image
+    unannotated: the planner's match check (plan.annotations.matching) refuses that in one line.
+
     Raises ValueError, naming the field or file, for what no image can be planned without: an
-    unknown kind, an annotations_path that does not exist, no COCO file or YOLO class names
-    found, YOLO names that do not parse, COCO files that name one category id differently.
+    unknown kind, an annotations_path that does not exist, a COCO file of another task
+    (captions, keypoints, panoptic, results, an image list), YOLO names that do not parse or are
+    missing beside label files, COCO files that name one category id differently.
     """
     if class_names and label_map:
         raise ValueError("label_map fixes the class names and their ids: leave class_names out")
@@ -76,40 +84,112 @@ def load_annotations(
     for path in paths:
         if not _exists(path.path):
             raise ValueError(f"annotations_path {path.path} does not exist")
+    if kind != "coco" and (len(paths) > 1 or any(p.split for p in paths)):
+        raise ValueError(f"annotations_path: {_TITLES[kind]} takes one path, without a split")
     listed = partition(files)
+    located = locate(kind, files, listed, paths)
+    catalog = located.catalog
     if kind == "coco":
-        result = _coco(listed, paths, masks)
+        result = _coco(catalog, located.paths, masks)
     else:
-        if len(paths) > 1 or any(p.split for p in paths):
-            raise ValueError(f"annotations_path: {_TITLES[kind]} takes one path, without a split")
-        only = paths[0] if paths else None
-        result = voc.load(listed, only) if kind == "voc" else yolo.load(listed, only, masks)
+        only = located.paths[0] if located.paths else None
+        result = voc.load(catalog, only) if kind == "voc" else _yolo(catalog, only, masks)
+    result = located.back(result)
+    result = _with_declared_splits(kind, result, located, located.paths if kind == "yolo" else paths)
     if label_map:
         known = read_label_map(label_map)
         result = _restrict(_renamed(result, known.aliases), known.class_names, f"the label map {known.path}")
     elif class_names:
         result = _restrict(result, class_names)
-    return dataclasses.replace(result, sources=_sources(listed, result))
+    return dataclasses.replace(
+        result,
+        sources=_sources(listed, result),
+        found_at=_found_at(kind, located, paths, result),
+        found_instead=found_instead(listed.annotation_files, kind),
+    )
 
 
 def _exists(path: str) -> bool:
-    return FileSystems.exists(path) if "://" in path else os.path.exists(path)
+    if "://" not in path:
+        return os.path.exists(path)
+    # GCS has no folders: a labels folder exists when some object is under it.
+    return FileSystems.exists(path) or bool(
+        FileSystems.match([path.rstrip("/") + "/*"], [1])[0].metadata_list
+    )
+
+
+def _found_at(
+    kind: AnnotationKind, located: Located, paths: Sequence[AnnotationPath], result: AnnotationSet
+) -> str:
+    """Where the annotations were found, for the run's first lines and a failure's."""
+    if located.beside:
+        shown = ", ".join(located.beside[:3])
+        more = f" and {len(located.beside) - 3} more" if len(located.beside) > 3 else ""
+        where = f"in {shown}{more} (beside --input; dataset root {located.root})"
+    elif paths:
+        where = f"in {', '.join(p.path for p in paths)}"
+    else:
+        where = "under --input"
+    read = [r for r, what in result.sources.items() if what == yolo.NAMES_READ]
+    names = located.paths[0].path if kind == "yolo" and located.paths else read[0] if read else ""
+    return f"{_TITLES[kind]} annotations {where}" + (f"; class names from {names}" if names else "")
 
 
 def _coco(listed: Catalog, paths: Sequence[AnnotationPath], masks: bool) -> AnnotationSet:
     if not paths:
         found = coco.discover(listed)
         if not found:
-            raise ValueError(
-                "no COCO instances file under the input (instances_*.json, or a .json in an "
-                "annotations/ folder); name it with annotations_path"
-            )
-        paths = [AnnotationPath(listed.annotation_files[relpath].path) for relpath in found]
-        return coco.load(listed, paths, found, masks)
+            # Nothing to read: every picture unannotated, which the planner refuses in one line.
+            images = {relpath: ImageAnnotations((), stem(relpath)) for relpath in listed.images}
+            return AnnotationSet("coco", (), images, unannotated=frozenset(listed.images))
+        paths = [AnnotationPath(listed.annotation_files[r].path, declared.coco_split(r)) for r in found]
+        result = coco.load(listed, paths, found, masks)
+        return dataclasses.replace(result, split_names=())  # declared, not given: see below
     for path in paths:
         if os.path.isdir(path.path):
             raise ValueError(f"annotations_path {path.path} is a folder; name the COCO instances files in it")
     return coco.load(listed, paths, [_display(listed, path.path) for path in paths], masks)
+
+
+def _with_declared_splits(
+    kind: AnnotationKind, result: AnnotationSet, located: Located, paths: Sequence[AnnotationPath]
+) -> AnnotationSet:
+    """The splits the dataset declares (plan.annotations.declared), kept beside the images'
+    annotations; COCO files found (not given per split) declare theirs by name."""
+    if kind == "voc":
+        return dataclasses.replace(result, declared=declared.voc_splits(located))
+    if kind == "yolo":
+        given = paths[0].path if paths else None
+        return dataclasses.replace(result, declared=declared.yolo_splits(located, located.catalog, given))
+    if paths:  # given files: `train=a.json` holds its images in that split, as before
+        return result
+    claims = {r: found.split for r, found in result.images.items() if found.split}
+    if not claims:
+        return result
+    images = {
+        r: dataclasses.replace(found, split=None) if found.split else found
+        for r, found in result.images.items()
+    }
+    names = declared.SPLIT_ORDER
+    source = "COCO instances files named by split (instances_<split>*.json, <split>/_annotations.coco.json)"
+    return dataclasses.replace(
+        result,
+        images=images,
+        declared=declared.DeclaredSplits(source, tuple(n for n in names if n in claims.values()), claims),
+    )
+
+
+def _yolo(listed: Catalog, names: AnnotationPath | None, masks: bool) -> AnnotationSet:
+    """YOLO's labels; a tree with neither class names nor label files is one that nothing
+    matches (the planner says so, with what is there instead), not a missing names file."""
+    try:
+        return yolo.load(listed, names, masks)
+    except ValueError as error:
+        labelled = any(yolo.is_label_file(r) for r in listed.annotation_files)
+        if names is not None or labelled or not str(error).startswith(yolo.NAMES_NOT_FOUND):
+            raise
+        images = {relpath: ImageAnnotations((), stem(relpath)) for relpath in listed.images}
+        return AnnotationSet("yolo", (), images, unannotated=frozenset(listed.images))
 
 
 def _display(listed: Catalog, path: str) -> str:
@@ -164,6 +244,23 @@ def _sources(listed: Catalog, result: AnnotationSet) -> dict[str, str]:
     title = _TITLES[result.kind]
     return {
         relpath: result.sources.get(relpath)
-        or f"a {posixpath.splitext(relpath)[1].lower()} file, not an image (not read by this {title} run)"
+        or f"{sidecar_kind(relpath)}, not an image (not read by this {title} run)"
         for relpath in listed.annotation_files
     }
+
+
+def sidecar_kind(relpath: str) -> str:
+    """What a file kept beside a dataset's pictures is, by its name and place."""
+    name = posixpath.basename(relpath).lower()
+    parts = relpath.split("/")
+    if name.endswith(".pbtxt"):
+        return "a label map (Object Detection API pbtxt)"
+    if name.endswith((".yaml", ".yml")):
+        return "a YOLO dataset file (data.yaml)" if name.startswith("data") else "a YAML file"
+    if name == "classes.txt":
+        return "a class names list (classes.txt)"
+    if "ImageSets" in parts[:-1]:
+        return "a Pascal VOC split list (ImageSets)"
+    if name.endswith(".json"):
+        return "a JSON file"
+    return f"a {posixpath.splitext(name)[1]} file"

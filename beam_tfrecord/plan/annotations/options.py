@@ -24,7 +24,9 @@ class AnnotationOptions(Config):
       kind: coco (instances JSON files), voc (one XML per image) or yolo (one TXT per image).
       path: where the annotations are when not in the format's standard place: COCO's instances
         files (`a.json,b.json`, or per split: `train=a.json,validation=b.json`), VOC's folder of
-        XML files, YOLO's data.yaml or classes.txt; local or gs://.
+        XML files (or one XML), YOLO's data.yaml, classes.txt or labels folder; local or gs://.
+        Left out, each format's own place is found from the input, or beside it when the input is
+        the dataset's images folder or one split's (plan.annotations.locate).
       masks: store one PNG mask per object (COCO polygons and RLE, YOLO's segmentation lines;
         an object without one gets its filled box).
       unannotated: an image no annotation names: keep it as a negative (no objects, counted), or
@@ -32,6 +34,12 @@ class AnnotationOptions(Config):
       label_map: an existing label_map.pbtxt (the Object Detection API's) or labels.txt (this
         project's) whose names and ids the run keeps (`label_map.read_label_map`); objects of
         classes it lacks are dropped `unknown_category`. Local or gs://.
+      allow_unmatched_annotations: go on when most pictures have no annotation or most
+        annotation entries name no picture (the run then ends with a warning); without it such a
+        run fails at plan time. A run where nothing matches always fails.
+      declared_splits: keep the splits the dataset declares (data.yaml, VOC's ImageSets, COCO
+        files named by split) instead of `splits`' fractions; the command sets it off when
+        `--splits` is given.
     """
 
     kind: AnnotationKind = setting(
@@ -49,16 +57,17 @@ class AnnotationOptions(Config):
     path: str | None = setting(
         None,
         details="COCO instances files (`a.json,b.json`, or per split `train=a.json,validation=b.json`; "
-        "default: `instances_*.json` under `--input`), VOC's folder of XML files (default: "
-        "`Annotations/` beside `JPEGImages/`, or beside each image), YOLO's `data.yaml` or "
-        "`classes.txt`; local or `gs://`",
+        "default: `instances_*.json` under `--input` or beside it), VOC's folder of XML files or one "
+        "XML (default: `Annotations/` beside `JPEGImages/`, `annotations/` beside `images/`, or beside "
+        "each image), YOLO's `data.yaml`, `classes.txt` or labels folder (default: Ultralytics' "
+        "`images/` -> `labels/`); local or `gs://`",
         default_doc="the format's place",
         option="annotations_path",
         group="annotations",
         label="Annotations path",
         record="annotations_path",
         help="where they are when not in the format's place: COCO files (a.json,b.json or "
-        "train=a.json,validation=b.json), VOC's XML folder, YOLO's data.yaml",
+        "train=a.json,validation=b.json), VOC's XML folder, YOLO's data.yaml or labels folder",
     )
     masks: bool = setting(
         False,
@@ -88,6 +97,18 @@ class AnnotationOptions(Config):
         label="Label map",
         help="an existing label_map.pbtxt or labels.txt whose class names and ids are kept",
     )
+    allow_unmatched_annotations: bool = setting(
+        False,
+        details="go on when most pictures have no annotation or most annotation entries name no picture "
+        "(the run ends with a warning that gives the counts); without it such a run stops before the "
+        "pipeline (exit 2). A run where no picture matches any annotation always stops",
+        group="annotations",
+        label="Allow unmatched annotations",
+        kind=bool,
+        help="go on when most pictures have no annotation or most annotations name no picture (a warning)",
+    )
+    # Not an option: the command sets it off when --splits is given.
+    declared_splits: bool = setting(True, option=None)
 
     def __post_init__(self) -> None:
         check_choice("annotations", self.kind, ANNOTATION_KINDS)

@@ -20,8 +20,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from beam_tfrecord.elements import AnnotationKind, ImageAnnotations
+
+if TYPE_CHECKING:
+    from beam_tfrecord.plan.annotations.declared import DeclaredSplits
 
 __all__ = [
     "AnnotationSet",
@@ -92,6 +96,12 @@ class AnnotationSet:
       dropped, changed: objects left out or kept changed at plan time, in listing order.
       split_names: the splits annotation files were given for (COCO `train=a.json,...`), in the
         order given; each image's split is `images[relpath].split`.
+      found_at: where the annotations were found, in words (the run's first lines say it).
+      found_instead: other formats' annotation files under the input, as a hint for a run that
+        matched nothing ("" when none).
+      warnings: what the run should end by saying (a poor match allowed on purpose).
+      declared: the splits the dataset declares for itself (data.yaml, ImageSets, COCO file
+        names), which a run without `splits` keeps.
     """
 
     kind: AnnotationKind
@@ -104,6 +114,10 @@ class AnnotationSet:
     dropped: tuple[ObjectNote, ...] = ()
     changed: tuple[ObjectNote, ...] = ()
     split_names: tuple[str, ...] = ()
+    found_at: str = ""
+    found_instead: str = ""
+    warnings: tuple[str, ...] = ()
+    declared: DeclaredSplits | None = None
 
     def label_ids(self) -> dict[str, int]:
         """Class name -> label id, counting from 0 in `class_names` order."""

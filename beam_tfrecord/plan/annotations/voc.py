@@ -2,9 +2,10 @@
 
 An image's XML is, in this order: under `annotations_path` (same relative stem, the stem below
 `JPEGImages/`, or a unique file name stem), in the standard tree (`Annotations/x.xml` for
-`JPEGImages/x.jpg`), or beside the image (`x.xml`). Boxes are kept as written: VOC's own
-files count pixels from 1, and the TensorFlow Object Detection API's `create_pascal_tf_record.py`
-and the Model Garden read them unshifted, as this does, so records match theirs.
+`JPEGImages/x.jpg`, `annotations/x.xml` for `images/x.jpg`), or beside the image (`x.xml`).
+Boxes are kept as written: VOC's own files count pixels from 1, and the TensorFlow Object
+Detection API's `create_pascal_tf_record.py` and the Model Garden read them unshifted, as this
+does, so records match theirs.
 
 The XML is untrusted: `defusedxml` parses it, refusing any entity declaration (a billion laughs
 or an external entity is an `unsafe_annotation` reject for its image, nothing expanded) and never
@@ -35,6 +36,9 @@ __all__ = ["load"]
 
 STANDARD_IMAGES = "JPEGImages"
 STANDARD_ANNOTATIONS = "Annotations"
+# Image folder -> annotation folders beside it: VOC's devkit, and the `images/` +
+# `annotations/` pair of LabelImg, Roboflow and Kaggle exports.
+ANNOTATION_FOLDERS = {STANDARD_IMAGES: (STANDARD_ANNOTATIONS,), "images": ("annotations", "Annotations")}
 _TRUE = {"1", "true", "yes"}
 _FALSE = {"0", "false", "no", ""}
 
@@ -162,13 +166,17 @@ def _external(folder: AnnotationPath) -> list[InputFile]:
         raise ValueError(f"annotations_path {folder.path} does not exist or holds no files") from None
 
 
-def _standard(relpath: str) -> str | None:
-    """`VOC2012/JPEGImages/x.jpg` -> `VOC2012/Annotations/x.xml` (the last `JPEGImages`)."""
+def _standard(relpath: str) -> list[str]:
+    """`VOC2012/JPEGImages/x.jpg` -> `VOC2012/Annotations/x.xml` (the last `JPEGImages`), and
+    `ds/images/x.jpg` -> `ds/annotations/x.xml` (or `Annotations/`)."""
     parts = stem(relpath).split("/")
     for index in range(len(parts) - 2, -1, -1):
-        if parts[index] == STANDARD_IMAGES:
-            return "/".join([*parts[:index], STANDARD_ANNOTATIONS, *parts[index + 1 :]]) + ".xml"
-    return None
+        if parts[index] in ANNOTATION_FOLDERS:
+            return [
+                "/".join([*parts[:index], folder, *parts[index + 1 :]]) + ".xml"
+                for folder in ANNOTATION_FOLDERS[parts[index]]
+            ]
+    return []
 
 
 def load(listed: Catalog, folder: AnnotationPath | None = None) -> AnnotationSet:
@@ -195,8 +203,8 @@ def load(listed: Catalog, folder: AnnotationPath | None = None) -> AnnotationSet
                 problems.append(ImageProblem(relpath, reasons.AMBIGUOUS_ANNOTATION.code, detail))
                 continue
             xml = named[0] if named else None
-        if xml is None and (standard := _standard(relpath)) is not None:
-            xml = annotation_files.get(standard)
+        for candidate in _standard(relpath) if xml is None else ():
+            xml = xml or annotation_files.get(candidate)
         if xml is None:
             xml = annotation_files.get(image_stem + ".xml")
         if xml is not None:

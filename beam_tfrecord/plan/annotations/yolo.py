@@ -40,13 +40,15 @@ from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ImageProblem, ObjectNote, UnmatchedEntry
 from beam_tfrecord.plan.listing import InputFile
 
-__all__ = ["class_names", "load"]
+__all__ = ["class_names", "is_label_file", "load"]
 
 YAML_EXTENSIONS = (".yaml", ".yml")
 CLASSES_TXT = "classes.txt"
 # A names file of 100,000 classes is about 2 MB; a larger file is a mistake or hostile.
 MAX_NAMES_BYTES = 4 * 2**20
 LABELS_DIR = "labels"
+NAMES_NOT_FOUND = "YOLO class names not found"
+NAMES_READ = "YOLO class names, read"
 _BOX_FORMAT = "expected 'class cx cy w h' or a polygon 'class x1 y1 x2 y2 x3 y3 ...'"
 
 
@@ -80,7 +82,7 @@ def class_names(listed: Catalog, names_path: AnnotationPath | None = None) -> tu
     if texts:
         return _names_from(_read_names(files[texts[0]].path, texts[0]), texts[0]), texts[0]
     raise ValueError(
-        "YOLO class names not found: no YAML file with 'names' (data.yaml) and no classes.txt under the "
+        f"{NAMES_NOT_FOUND}: no YAML file with 'names' (data.yaml) and no classes.txt under the "
         "input; name one with annotations_path"
     )
 
@@ -305,7 +307,7 @@ def load(listed: Catalog, names_path: AnnotationPath | None = None, masks: bool 
 
     sources = {f.relpath: f"YOLO labels of {', '.join(claimed[f.relpath])}" for f in found.values()}
     if names_file in files:
-        sources[names_file] = "YOLO class names, read"
+        sources[names_file] = NAMES_READ
     return AnnotationSet(
         kind="yolo",
         class_names=tuple(names[index] for index in sorted(names)),
@@ -316,6 +318,11 @@ def load(listed: Catalog, names_path: AnnotationPath | None = None, masks: bool 
         unmatched=tuple(unmatched),
         dropped=tuple(dropped),
     )
+
+
+def is_label_file(relpath: str) -> bool:
+    """A `.txt` in a `labels/` folder: where Ultralytics keeps an image's label file."""
+    return relpath.lower().endswith(".txt") and LABELS_DIR in relpath.split("/")[:-1]
 
 
 def _image_of(label_relpath: str) -> str:
