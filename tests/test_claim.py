@@ -343,3 +343,20 @@ def test_two_gcs_runs_the_second_is_refused_and_the_first_finishes_as_a_lone_run
 
     assert digests(summary_of(out)) == digests(summary_of(lone))
     assert claims.read_claim(out) is None
+
+
+def test_a_claim_handed_to_a_remote_job_holds_until_the_job_writes_its_summary(tmp_path):
+    """`--no_wait` (or Ctrl-C while waiting): the launcher leaves the claim to the job, which no
+    one renews; time never frees it, the job's summary.json does."""
+    out = tmp_path / "out"
+    claim = claims.take_claim(str(out), claims.ClaimTiming(stale_after_s=0.5))
+    claim.set_job("2026-11-25_01_02_03-123")
+    claim.hand_over()
+    claim.release()  # the launcher's exit: a handed-over claim stays
+    time.sleep(1)  # past the stale time: no matter for a detached claim
+    with pytest.raises(claims.ClaimHeld, match="job 2026-11-25_01_02_03-123, submitted without waiting"):
+        claims.take_claim(str(out), claims.ClaimTiming(stale_after_s=0.5))
+    (out / names.SUMMARY_FILE).write_text("{}")  # the job finished
+    with claims.take_claim(str(out)) as taken:
+        assert taken.took_over.job_id == "2026-11-25_01_02_03-123" and taken.took_over.detached
+        assert taken.took_over_why.startswith("its job wrote summary.json at ")

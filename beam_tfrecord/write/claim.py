@@ -348,26 +348,28 @@ class _GcsStore(_Store):
     def _blob(self) -> Any:
         return gcs.thread_client().client.bucket(self.bucket).blob(self.name)
 
-    def _call(self, method: Callable[..., Any], **kwargs: Any) -> Any:
+    def _call(self, method: Callable[..., Any], *expected: int, **kwargs: Any) -> Any:
+        """`method` with the run's time limit and retry; an error whose status is one of
+        `expected` is raised as it is, any other as the one-line StorageError."""
         settings = gcs.current_settings()
         try:
             return method(timeout=settings.timeout_s, retry=settings.retry(), **kwargs)
         except Exception as error:
-            if _status(error) == 412:
+            if _status(error) in expected:
                 raise
-            raise gcs.StorageError.of("output", self.path, error) from None
+            raise gcs.StorageError.of("output", self.output, error) from None
 
     def read(self) -> tuple[ClaimRecord, Any] | None:
         for _ in range(5):  # rewritten between its metadata and its bytes: read again
             blob = self._blob()
             try:
-                blob.reload(timeout=gcs.current_settings().timeout_s, retry=gcs.current_settings().retry())
+                self._call(blob.reload, 404)
             except Exception as error:
                 if _status(error) == 404:
                     return None
-                raise gcs.StorageError.of("output", self.path, error) from None
+                raise
             try:
-                data = self._call(blob.download_as_bytes, if_generation_match=blob.generation)
+                data = self._call(blob.download_as_bytes, 404, 412, if_generation_match=blob.generation)
             except Exception as error:
                 if _status(error) in (404, 412):
                     continue
@@ -380,6 +382,7 @@ class _GcsStore(_Store):
         try:
             self._call(
                 blob.upload_from_string,
+                412,
                 data=record.to_bytes(),
                 content_type="application/json",
                 if_generation_match=generation,
@@ -408,7 +411,7 @@ class _GcsStore(_Store):
     def delete(self, generation: Any, run_id: str) -> None:
         blob = self._blob()
         try:
-            self._call(blob.delete, if_generation_match=generation)
+            self._call(blob.delete, 404, 412, if_generation_match=generation)
         except Exception as error:
             if _status(error) not in (404, 412):  # gone, or another run's now: not ours to delete
                 raise
