@@ -172,6 +172,13 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
     except claims.ClaimHeld as busy:
         print(f"error: {busy}", file=sys.stderr)
         return EXIT_CLAIMED
+    except write_failures.WriteFailed as failure:  # the claim itself: nothing else was touched
+        print(
+            f"error: could not claim {settings.config.output}: could not write {failure.path}: "
+            f"{failure.reason}. Nothing was written; make it writable (or free space), then run again",
+            file=sys.stderr,
+        )
+        return 1
     except (ConfigError, UsageError, ModelUnavailable) as error:
         print(f"error: {usage_text(error)}", file=sys.stderr)
         return 2

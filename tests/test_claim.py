@@ -29,7 +29,7 @@ from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.pipeline import prepare
 from beam_tfrecord.write import claim as claims
 from beam_tfrecord.write import outputs
-from pipelines.convert import EXIT_CLAIMED
+from pipelines.convert import EXIT_CLAIMED, run
 
 ARGS = ("--splits", "train=0.5,test=0.5", "--num_shards", "2", "--no_progress")
 
@@ -360,3 +360,15 @@ def test_a_claim_handed_to_a_remote_job_holds_until_the_job_writes_its_summary(t
     with claims.take_claim(str(out)) as taken:
         assert taken.took_over.job_id == "2026-11-25_01_02_03-123" and taken.took_over.detached
         assert taken.took_over_why.startswith("its job wrote summary.json at ")
+
+
+def test_an_output_where_no_claim_can_be_written_is_one_line(tree, tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    out = blocker / "out"
+    assert run(["--input", str(tree), "--output", str(out), *ARGS]) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == (
+        f"error: could not claim {out}: could not write {out}/{names.CLAIM_FILE}: Not a directory. "
+        "Nothing was written; make it writable (or free space), then run again"
+    )

@@ -47,6 +47,7 @@ from typing import Any
 from beam_tfrecord import gcs
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.names import CLAIM_FILE, SUMMARY_FILE
+from beam_tfrecord.write_failures import writing
 
 __all__ = [
     "STALE_ENV",
@@ -265,14 +266,20 @@ class _LocalStore(_Store):
             return None
 
     def create(self, record: ClaimRecord) -> tuple[bool, Any]:
-        if not os.path.isdir(self.output):
-            os.makedirs(self.output, exist_ok=True)
-            self.made_folder = True
         # Written whole beside it, then linked into place: a link, like O_EXCL, fails when the
         # name exists, and no reader ever sees a half-written claim.
         temporary = self._beside(record)
-        with open(temporary, "wb") as handle:
-            handle.write(record.to_bytes())
+        with writing(self.path):  # a folder that cannot be written: one line (WriteFailed)
+            if not os.path.isdir(self.output):
+                os.makedirs(self.output, exist_ok=True)
+                self.made_folder = True
+            try:
+                with open(temporary, "wb") as handle:
+                    handle.write(record.to_bytes())
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.remove(temporary)
+                raise
         try:
             os.link(temporary, self.path)
         except FileExistsError:
