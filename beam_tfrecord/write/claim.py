@@ -4,18 +4,19 @@ touched, renewed while the run lives and released when it ends.
 Two runs into one output at once lose work: a second run with `overwrite` deletes the first's
 staged plan while its workers read it, and one without takes the live run's temporary folder for
 a killed run's and "resumes" it. So a run first creates `names.CLAIM_FILE` in the output, only if
-it is absent: locally an exclusive create (written beside it, then `os.link`ed into place, which like `O_EXCL`
-fails when the name exists, so no reader sees half a claim); on gs:// an upload with
-google-cloud-storage's `if_generation_match=0` precondition, which GCS refuses (412) when the
-object exists. The claim names the run, host, process, start time and, once known, the job id.
+it is absent: locally an exclusive create (written beside it, then `os.link`ed into place, which
+like `O_EXCL` fails when the name exists, and no reader sees half a claim); on gs:// an upload
+with google-cloud-storage's `if_generation_match=0` precondition, which GCS refuses (412) when
+the object exists. The claim names the run, host, process, start time and, once known, the job id.
 
 A claim found there is the live run's unless it is dead, which the next run can tell offline:
   - written on this host by a process that is gone (its pid missing, or reused by a process that
     started later), or
   - not renewed for longer than `ClaimTiming.stale_after_s` (120 s by default: four heartbeats
     of 30 s), from any host.
-A dead claim is taken over (on gs://, an upload that matches the dead claim's generation, so
-only one of two reruns wins), and the log says whose it was.
+A dead claim is taken over, and the log says whose it was: on gs:// by an upload that matches
+the dead claim's generation; locally by renaming it aside (one rename wins) and creating ours. Of
+two reruns taking over one dead claim, one wins either way.
 
 A claim with a job id marked `detached` (a remote job submitted without waiting, or one whose
 launcher stopped waiting) is never judged dead by time, because no launcher renews it while the
@@ -150,7 +151,7 @@ class ClaimRecord:
             return cls("unknown", "unknown host", 0, 0.0, 0.0)
 
     def describe(self) -> str:
-        """`run 1a2b on host h (pid 42), started 2026-01-02 03:04:05 UTC, Dataflow job j`."""
+        """`run 1a2b on host h (pid 42), started 2026-01-02 03:04:05 UTC, job j`."""
         job = f", job {self.job_id}" if self.job_id else ""
         return f"run {self.run_id} on host {self.host} (pid {self.pid}), started {_utc(self.started_at)}{job}"
 
