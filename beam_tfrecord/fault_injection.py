@@ -3,7 +3,9 @@ so tests can kill it there (SIGKILL) and prove that an interrupted run never lea
 looks complete, and one that fails a write there as a full disk does.
 
 Off unless BEAM_TFRECORD_PAUSE_AT names a point; then the run creates the file named by
-BEAM_TFRECORD_PAUSE_FILE when it gets there and sleeps until killed. Points, in run order:
+BEAM_TFRECORD_PAUSE_FILE when it gets there and sleeps until killed, or, when
+BEAM_TFRECORD_RESUME_FILE names a file, until that file exists (then it goes on: a test holds a
+live run there while it starts another). Points, in run order:
 `listed`, `cleared` (earlier output removed), `writing` (a temporary shard half written),
 `finalizing` (one shard renamed into place, the others not yet), `metadata` (labels and
 rejects written, summary.json not yet).
@@ -37,4 +39,9 @@ def pause_point(name: str) -> None:
     if marker:
         with open(marker, "w") as handle:
             handle.write(name)
-    time.sleep(3600)
+    resume = os.environ.get("BEAM_TFRECORD_RESUME_FILE")
+    deadline = time.monotonic() + 3600
+    while time.monotonic() < deadline:
+        if resume and os.path.exists(resume):
+            return
+        time.sleep(0.05)

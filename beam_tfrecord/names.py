@@ -13,7 +13,8 @@ An output folder after a run:
     contact_sheet.png, label_histogram.png            drawn by `python -m pipelines.inspect`
 
 and while it runs, `.temp-beam-tfrecord-<run id>/` (the staged plan under `plan/`, the paths
-sink's temporary shards beside it) or Beam's `beam-temp-*` (the beam sink).
+sink's temporary shards beside it) or Beam's `beam-temp-*` (the beam sink), and the run's claim
+on the folder, `.beam-tfrecord-claim.json` (write.claim): neither an output nor temporary.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ __all__ = [
     "ANNOTATIONS_UNMATCHED_FILE",
     "BEAM_TEMP_PREFIX",
     "CHANGES_FILE",
+    "CLAIM_FILE",
     "CONTACT_SHEET_FILE",
     "DROPPED_OBJECTS_FILE",
     "DUPLICATES_FILE",
@@ -111,6 +113,10 @@ TEMP_PREFIX = ".temp-beam-tfrecord-"
 BEAM_TEMP_PREFIX = "beam-temp-"
 TEMP_PREFIXES = (TEMP_PREFIX, BEAM_TEMP_PREFIX)
 SUMMARY_TEMP_FILE = f"{TEMP_PREFIX}{SUMMARY_FILE}"
+
+# One run at a time per output (write.claim): created before anything there is touched, removed
+# at the end. Matches no temporary prefix, so no run sweeps a live run's claim.
+CLAIM_FILE = ".beam-tfrecord-claim.json"
 
 # The staged plan, under the temporary folder: PLAN_DIR/{facts.json, rejects.jsonl, shards/*.json}.
 PLAN_DIR = "plan"

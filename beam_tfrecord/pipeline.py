@@ -2,9 +2,10 @@
 
     source = SourceConfig(input="gs://bucket/images", splits={"train": 0.8, "validation": 0.2})
     config = ConvertConfig(output="gs://bucket/out", schema="simple", compression="gzip")
-    staged = prepare(source, config)           # list, plan, stage the plan under the output
-    with beam.Pipeline(options=options) as pipeline:
-        _ = pipeline | ImagesToTFRecords(staged, config)
+    with claim_output(config.output) as claim:  # one writer per output (write.claim)
+        staged = prepare(source, config, claim=claim)  # list, plan, stage the plan under the output
+        with beam.Pipeline(options=options) as pipeline:
+            _ = pipeline | ImagesToTFRecords(staged, config)
 
 One flow on every runner: plan -> read and validate -> (feature model) -> build -> a sink.
 """
@@ -50,6 +51,7 @@ from beam_tfrecord.transforms import (
 )
 from beam_tfrecord.write import outputs
 from beam_tfrecord.write import resume as resume_lib
+from beam_tfrecord.write.claim import Claim
 from beam_tfrecord.write.shardwriter import remove_tree
 from beam_tfrecord.write.side_files import ObjectFiles, write_metadata
 from beam_tfrecord.write.summary import RunInfo, RunOptions, Summary, build_summary
@@ -71,6 +73,7 @@ def prepare(
     files: Sequence[InputFile] | None = None,
     stage: bool = True,
     resume: bool = True,
+    claim: Claim | None = None,
 ) -> StagedPlan:
     """Everything before the pipeline: list and plan the inputs, clear the output (an earlier
     run's files need `overwrite`), and stage the plan under the output.
@@ -86,8 +89,16 @@ def prepare(
     settings and shard tasks: `write.resume.RunFingerprint`), keep the shard tasks it finished
     and stage nothing new; any other interrupted run is removed, and the log says why it could
     not be resumed. The paths sink only (Beam's WriteToTFRecord keeps nothing of a killed run).
+
+    `claim`: this run's claim on the output (`write.claim.claim_output`), checked to be held and
+    to name `config.output` before anything there is read or cleared. The caller takes it, not
+    `prepare`, because it must outlive `prepare`: it covers the pipeline's run, which ends where
+    only the caller knows. Without one nothing stops another run writing the same output.
     """
     gcs.use_settings(config.gcs)
+    if claim is not None and (not claim.held or claim.output != config.output):
+        what = "no longer held" if not claim.held else f"on {claim.output}, not on this output"
+        raise ConfigError("output", f"{config.output}: the claim passed to prepare is {what}")
     if source.annotations is not None and config.schema != "tfds":
         raise ConfigError(
             "schema",

@@ -6,6 +6,7 @@ With no arguments it converts the bundled sample (sample/shapes) into ./output.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import logging
@@ -20,7 +21,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -37,6 +38,7 @@ from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
 from beam_tfrecord.plan import staging
 from beam_tfrecord.plan.listing import list_inputs
 from beam_tfrecord.plan.staging import StagedPlan
+from beam_tfrecord.write import claim as claims
 from beam_tfrecord.write import outputs
 from beam_tfrecord.write.summary import RunInfo, read_summary
 from pipelines import dry_run
@@ -52,16 +54,18 @@ from pipelines.options import (
 )
 from pipelines.report import format_table
 
-__all__ = ["main", "report", "run"]
+__all__ = ["EXIT_CLAIMED", "main", "report", "run"]
 
 _LOGGER = logging.getLogger("pipelines.convert")
 
 
+# sysexits.h's EX_TEMPFAIL ("try again later"): another run is writing --output right now.
+EXIT_CLAIMED = 75
 CLEAN_RERUN = "the next run of the same command resumes it, keeping every shard finished so far"
 
 
 def plan_run(
-    settings: RunSettings, options: PipelineOptions, given: set[str]
+    settings: RunSettings, options: PipelineOptions, given: set[str], claim: claims.Claim | None = None
 ) -> tuple[StagedPlan, ConvertConfig]:
     """List the input, choose the local workers and their read threads (both depend on its
     size), then `prepare` the run (plan, clear the output, stage the plan; a dry run writes
@@ -85,6 +89,7 @@ def plan_run(
         files=files,
         stage=not settings.dry_run,
         resume=settings.resume,
+        claim=claim,
     )
     return staged, config
 
@@ -147,9 +152,11 @@ def log_plan(staged: StagedPlan, splits: dict[str, float | str], info: RunInfo) 
 
 def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> int:
     """Run one conversion; returns the process exit code (0 when at least one record is written
-    and every input is accounted for, 2 for a usage error; under `main`, Ctrl-C exits 130)."""
+    and every input is accounted for, 2 for a usage error, EXIT_CLAIMED when another run is
+    writing --output; under `main`, Ctrl-C exits 130)."""
     started = time.time()
     argv = list(sys.argv[1:] if argv is None else argv)
+    held = contextlib.ExitStack()  # this run's claim on --output, released however the run ends
     try:
         options = parse_options(argv)
         settings = check_options(options)
@@ -162,9 +169,67 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         check_remote_run(settings, options, local)
         if settings.config.features is not None:
             feature_models.check_model(settings.config.features, local)
+        # One writer per output, before the listing and before anything under it is touched; a
+        # dry run writes nothing, so it takes none.
+        claim = None if settings.dry_run else held.enter_context(claim_output(settings.config.output))
+    except claims.ClaimHeld as busy:
+        print(f"error: {busy}", file=sys.stderr)
+        return EXIT_CLAIMED
+    except write_failures.WriteFailed as failure:  # the claim itself: nothing else was touched
+        print(
+            f"error: could not claim {settings.config.output}: could not write {failure.path}: "
+            f"{failure.reason}. Nothing was written; make it writable (or free space), then run again",
+            file=sys.stderr,
+        )
+        return 1
+    except (ConfigError, UsageError, ModelUnavailable) as error:
+        print(f"error: {usage_text(error)}", file=sys.stderr)
+        return 2
+    with held:
+        try:
+            return _run_claimed(settings, options, given, local, started, save_main_session, claim)
+        finally:
+            interrupts.set_cleanup(None)
+
+
+@contextlib.contextmanager
+def claim_output(output: str) -> Iterator[claims.Claim]:
+    """The library's claim, renewed while the run lives; released on Ctrl-C too (os._exit skips
+    every `with`); a run whose claim another run took over stops at once."""
+    with claims.claim_output(output, claims.timing_from_environment(), on_lost=_claim_lost) as claim:
+        interrupts.set_cleanup(claim.release)
+        yield claim
+
+
+def _claim_lost(claim: claims.Claim) -> None:
+    """Another run took this run's claim for a dead one's (this run stalled past the stale time):
+    two would write one output, so this one stops, from the heartbeat's thread."""
+    holder = claim.lost_to.describe() if claim.lost_to is not None else "another run"
+    line = (
+        f"error: this run's claim on {claim.output} was taken over by {holder}, after it went "
+        f"unrenewed for more than {claim.timing.stale_after_s:g} s; this run stopped so that one run "
+        "writes there (a remote job of this run goes on: cancel it)"
+    )
+    if interrupts.watching():
+        interrupts.stop(line, 1)
+    else:
+        _LOGGER.error(line)
+
+
+def _run_claimed(
+    settings: RunSettings,
+    options: PipelineOptions,
+    given: set[str],
+    local: bool,
+    started: float,
+    save_main_session: bool,
+    claim: claims.Claim | None,
+) -> int:
+    """`run`, once the output is this run's (or a dry run needs none)."""
+    try:
         interrupts.set_message(lambda: f"interrupted before the pipeline started; {CLEAN_RERUN}")
         # A dry run plans where a real run would stage, writing nothing (nor listing gs:// output).
-        staged, config = plan_run(settings, options, given)
+        staged, config = plan_run(settings, options, given, claim)
     except (ConfigError, UsageError, ModelUnavailable) as error:
         print(f"error: {usage_text(error)}", file=sys.stderr)
         return 2
@@ -198,7 +263,7 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
     interrupts.set_message(on_interrupt)
     try:
         printer = progress_dir if settings.progress else None
-        state = execute(pipeline, local, settings.wait, printer, staged.inputs)
+        state = execute(pipeline, local, settings.wait, printer, staged.inputs, claim)
     except Exception as error:
         failure = write_failures.find(error)
         if failure is not None:  # a full disk, a quota, a permission: one line, and space freed
@@ -226,18 +291,40 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
 
 
 def execute(
-    pipeline: beam.Pipeline, local: bool, wait: bool, progress_dir: str | None, total: int
+    pipeline: beam.Pipeline,
+    local: bool,
+    wait: bool,
+    progress_dir: str | None,
+    total: int,
+    claim: claims.Claim | None = None,
 ) -> str | None:
-    """Run the pipeline; the job's final state, or None when a remote job is only submitted."""
+    """Run the pipeline; the job's final state, or None when a remote job is only submitted.
+
+    A remote job's id goes into the claim; once this launcher stops waiting for the job (it was
+    asked not to wait, or Ctrl-C), the claim is handed over to the job (write.claim)."""
     if progress_dir:
         from beam_tfrecord.progress import ProgressPrinter
 
         with ProgressPrinter(progress_dir, total=total, stream=sys.stderr):
             return pipeline.run().wait_until_finish()
     result = pipeline.run()
+    if claim is not None and not local:
+        claim.set_job(job_id(result))
+        interrupts.set_cleanup(claim.hand_over)
+        if not wait:
+            claim.hand_over()
     if not local and not wait:
         return None
     return result.wait_until_finish()
+
+
+def job_id(result: object) -> str | None:
+    """The runner's id for a submitted job (Dataflow's `job_id()`), where it has one."""
+    method = getattr(result, "job_id", None)
+    try:
+        return str(method()) if callable(method) else None
+    except Exception:  # a runner without one: the claim names the host and process instead
+        return None
 
 
 def write_failed(failure: write_failures.WriteFailed, output: str) -> str:

@@ -8,8 +8,9 @@ module: threads started later, by NumPy or Beam, inherit the block) and ignores 
 worker processes started later inherit that through the shell Beam starts them with; Linux). A blocked
 signal stays pending although ignored, and one thread waits for it: it stops the worker
 processes (SIGKILL: they hold nothing a rerun needs; the next run sweeps their temporary files),
-prints the line and exits. Waiting for Beam to stop its workers would wait for their current
-shard task to end.
+runs the clean-up set last (`set_cleanup`: the release of the run's claim on its output, once
+no worker of it writes), prints the line and exits. Waiting for Beam to stop its workers would
+wait for their current shard task to end. `stop` is the same way out for other causes.
 """
 
 from __future__ import annotations
@@ -23,10 +24,21 @@ import threading
 from collections.abc import Callable
 from contextlib import suppress
 
-__all__ = ["EXIT_INTERRUPTED", "block", "descendants", "set_message", "watch"]
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "block",
+    "descendants",
+    "set_cleanup",
+    "set_message",
+    "stop",
+    "watch",
+    "watching",
+]
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a run stopped with Ctrl-C
 _message: list[Callable[[], str]] = [lambda: "interrupted before the pipeline started: nothing was converted"]
+_cleanup: list[Callable[[], None]] = [lambda: None]
+_watching = threading.Event()  # set by `watch`: this process is the command, `stop` may end it
 
 
 def block() -> None:
@@ -37,6 +49,11 @@ def block() -> None:
 def set_message(message: Callable[[], str]) -> None:
     """What the line says if Ctrl-C comes now (called at that moment, so it can count)."""
     _message[0] = message
+
+
+def set_cleanup(cleanup: Callable[[], None]) -> None:
+    """What runs on the way out, after the worker processes are stopped (None: nothing)."""
+    _cleanup[0] = cleanup or (lambda: None)
 
 
 def descendants(pid: int) -> list[int]:
@@ -63,6 +80,12 @@ def _wait_and_stop() -> None:
         line = _message[0]()
     except Exception as error:  # the line must come out whatever it tried to count
         line = f"interrupted ({type(error).__name__} while describing what was left)"
+    stop(line, EXIT_INTERRUPTED)
+
+
+def stop(line: str, code: int) -> None:
+    """End the process now, from any thread: stop the worker processes, run the clean-up, print
+    `line` (on its own line) and exit with `code`, skipping every other thread's shutdown."""
     # Beam's threads, and the main thread, report their workers' deaths: expected now.
     threading.excepthook = lambda args: None
     sys.excepthook = lambda *args: None
@@ -70,10 +93,12 @@ def _wait_and_stop() -> None:
     for pid in descendants(os.getpid()):
         with suppress(OSError):
             os.kill(pid, signal.SIGKILL)
+    with suppress(Exception):  # the line and the exit come whatever the clean-up meets
+        _cleanup[0]()
     print(f"\n{line}", file=sys.stderr, flush=True)
     # os._exit is the documented way out that skips the other threads' joins and atexit
     # handlers (Beam's would wait on the workers just killed); sys.exit from a thread ends only it.
-    os._exit(EXIT_INTERRUPTED)
+    os._exit(code)
 
 
 def watch() -> bool:
@@ -89,4 +114,11 @@ def watch() -> bool:
     if sys.platform.startswith("linux"):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_wait_and_stop, name="ctrl-c", daemon=True).start()
+    _watching.set()
     return True
+
+
+def watching() -> bool:
+    """Whether `watch` runs in this process (the command), so `stop` may end it; a test or a
+    notebook calling `pipelines.convert.run` is never ended from a thread."""
+    return _watching.is_set()

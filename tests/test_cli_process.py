@@ -15,6 +15,7 @@ import imagegen
 import pytest
 from conftest import REPO
 
+from beam_tfrecord.names import CLAIM_FILE
 from pipelines.interrupts import EXIT_INTERRUPTED, descendants
 
 WORKERS = ("--direct_running_mode=multi_processing", "--direct_num_workers=2")
@@ -81,6 +82,7 @@ def test_ctrl_c_ends_the_run_with_one_line_and_the_next_run_resumes(tree, tmp_pa
             time.sleep(0.1)
         workers = descendants(process.pid)
         assert workers, "the run has no worker processes"
+        assert (out / CLAIM_FILE).exists()
         os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
         _, stderr = process.communicate(timeout=60)
     finally:
@@ -101,10 +103,11 @@ def test_ctrl_c_ends_the_run_with_one_line_and_the_next_run_resumes(tree, tmp_pa
     while [pid for pid in workers if running(pid)] and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [pid for pid in workers if running(pid)], "worker processes outlived the run"
+    assert not (out / CLAIM_FILE).exists(), "Ctrl-C left the run's claim on its output"
 
     done = subprocess.run(
         command(tree, out, *WORKERS, "--no_progress"), cwd=REPO, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "resuming the interrupted run" in done.stderr
+    assert "resuming the interrupted run" in done.stderr and "took over the claim" not in done.stderr
     assert not [name for name in os.listdir(out) if name.startswith(".temp")]

@@ -6,6 +6,7 @@ named point by the BEAM_TFRECORD_PAUSE_AT hook (beam_tfrecord/fault_injection.py
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -16,6 +17,7 @@ import imagegen
 import pytest
 from outputcheck import read_records, summary
 
+from beam_tfrecord import names
 from beam_tfrecord.write import outputs
 from pipelines.convert import run
 
@@ -92,7 +94,9 @@ def shard_names(out) -> list[str]:
         ("metadata", "partial"),  # every shard in place, labels and rejects, no summary.json
     ],
 )
-def test_killed_run_never_looks_complete_and_a_rerun_restores_it(tree, reference, tmp_path, point, left):
+def test_killed_run_never_looks_complete_and_a_rerun_restores_it(
+    tree, reference, tmp_path, caplog, point, left
+):
     out = tmp_path / "out"
     # An earlier complete run with another shard count: its shards must never mix with the new run's.
     assert (
@@ -103,6 +107,8 @@ def test_killed_run_never_looks_complete_and_a_rerun_restores_it(tree, reference
     assert [n for n in earlier if "-of-00003" in n] == earlier
 
     killed_at(point, tree, out, "--overwrite")
+    # A SIGKILL releases nothing: the killed run's claim stays, and the rerun takes it over.
+    killed_claim = (out / names.CLAIM_FILE).read_text()
 
     if left == "earlier":
         assert shard_names(out) == earlier
@@ -125,7 +131,10 @@ def test_killed_run_never_looks_complete_and_a_rerun_restores_it(tree, reference
 
     # The same command again resumes: it keeps every shard the killed run finished (proven by
     # its framing and count) and ends with the records, digests and rejects of an uninterrupted run.
-    code = run(["--input", str(tree), "--output", str(out), *ARGS])
+    with caplog.at_level("INFO", logger="beam_tfrecord"):
+        code = run(["--input", str(tree), "--output", str(out), *ARGS])
+    pid = json.loads(killed_claim)["pid"]
+    assert f"(pid {pid})" in caplog.text and f"which is dead: process {pid} is gone" in caplog.text
     if point == "listed":  # the earlier run is complete and still there: replacing it is asked
         assert code == 2
         code = run(["--input", str(tree), "--output", str(out), *ARGS, "--overwrite"])
@@ -135,7 +144,7 @@ def test_killed_run_never_looks_complete_and_a_rerun_restores_it(tree, reference
         assert resumed == {"shards": 4, "records": 24}
     elif point in ("listed", "cleared"):
         assert resumed is None
-    assert outputs.leftover_temp(str(out)) == []
+    assert outputs.leftover_temp(str(out)) == [] and not (out / names.CLAIM_FILE).exists()
     assert sorted(n for n in os.listdir(out) if n.endswith(".tfrecord")) == [
         f"{s}-0000{i}-of-00002.tfrecord" for s in ("test", "train") for i in range(2)
     ]

@@ -5,7 +5,7 @@ Takes: `PendingRecord`s (with features, in a feature run).
 Gives: shard files with their `.idx`, labels.txt, rejects.jsonl, changes.jsonl, TFDS's files
 and, last, summary.json (the completeness marker).
 
-Modules: `schema` (the record keys and the matching parse spec), `messages` and `example.proto`
+Modules: `claim` (one run per output), `schema` (record keys, parse spec), `messages` and `example.proto`
 (the Example messages), `tfrecord_files` (TFRecord framing), `records` (a validated image to its record),
 `shardwriter` (temp-then-rename shards), `tally` (the run's counts), `summary` (summary.json
 as a typed object, and how it is built), `side_files` (the side files, summary.json last),
@@ -14,6 +14,7 @@ as a typed object, and how it is built), `side_files` (the side files, summary.j
 """
 
 __all__ = [
+    "claim",
     "messages",
     "output_config",
     "outputs",

@@ -65,7 +65,7 @@ def prepare_output(output: str, overwrite: bool = False) -> None:
 
 def existing_outputs(output: str) -> list[str]:
     """Paths of shards, their `.idx` files and metadata files of an earlier run directly under
-    `output`."""
+    `output` (never a run's claim, names.CLAIM_FILE: a live run's is not to be cleared)."""
     try:
         (result,) = FileSystems.match([FileSystems.join(output, "*")])
     except Exception as error:

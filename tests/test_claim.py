@@ -1,0 +1,374 @@
+"""One output, one writer: a run claims its output before touching it (beam_tfrecord/write/claim.py).
+
+Real processes (`python -m pipelines.convert`) held at a named point by the pause hook
+(beam_tfrecord/fault_injection.py) while a second starts, on local disk and on gs:// against the
+GCS emulator, behind tests/gcsemulator.py's GenerationProxy: the emulator ignores GCS's generation
+preconditions, and the proxy answers 412 as GCS does (the first test here shows why it is needed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+
+import imagegen
+import pytest
+from apache_beam.io.filesystems import FileSystems
+from conftest import REPO
+from gcsemulator import EMULATOR_ENV, Emulator, GenerationProxy
+from google.api_core.exceptions import PreconditionFailed
+
+from beam_tfrecord import names
+from beam_tfrecord.config import ConvertConfig, SourceConfig
+from beam_tfrecord.config_base import ConfigError
+from beam_tfrecord.pipeline import prepare
+from beam_tfrecord.write import claim as claims
+from beam_tfrecord.write import outputs
+from pipelines.convert import EXIT_CLAIMED, run
+
+ARGS = ("--splits", "train=0.5,test=0.5", "--num_shards", "2", "--no_progress")
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    root = tmp_path_factory.mktemp("claim") / "in"
+    imagegen.write_tree(
+        root, {f"{c}/{i}.jpg": imagegen.jpeg(seed=i + 40 * (c == "b")) for c in "ab" for i in range(8)}
+    )
+    return root
+
+
+def command(source, out, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "pipelines.convert",
+        "--input",
+        str(source),
+        "--output",
+        str(out),
+        *ARGS,
+        *extra,
+    ]
+
+
+class Held:
+    """A conversion held at `point` (the pause hook) until `go_on()`; `finish()` waits for its end."""
+
+    def __init__(self, argv: list[str], point: str, tmp_path, env: dict[str, str] | None = None) -> None:
+        tag = uuid.uuid4().hex[:6]
+        self.marker, self.resume = tmp_path / f"paused-{tag}", tmp_path / f"resume-{tag}"
+        environment = {
+            **os.environ,
+            **(env or {}),
+            "PYTHONPATH": REPO,
+            "BEAM_TFRECORD_PAUSE_AT": point,
+            "BEAM_TFRECORD_PAUSE_FILE": str(self.marker),
+            "BEAM_TFRECORD_RESUME_FILE": str(self.resume),
+        }
+        self.process = subprocess.Popen(
+            argv, cwd=REPO, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        deadline = time.monotonic() + 180
+        while not self.marker.exists():
+            if self.process.poll() is not None:
+                pytest.fail(f"the run ended before {point}: {self.process.stderr.read()[-3000:]}")
+            assert time.monotonic() < deadline, f"the run never reached {point}"
+            time.sleep(0.05)
+
+    def go_on(self) -> None:
+        self.resume.write_text("go")
+
+    def finish(self) -> tuple[int, str]:
+        self.go_on()
+        _, stderr = self.process.communicate(timeout=300)
+        return self.process.returncode, stderr
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.communicate()
+
+
+def refused_line(done: subprocess.CompletedProcess, output: str) -> str:
+    """The one line a refused run prints, checked for what it must say."""
+    assert done.returncode == EXIT_CLAIMED, done.stderr[-3000:]
+    (line,) = [line for line in done.stderr.splitlines() if line.strip()]
+    assert line.startswith(f"error: {output} is being written by run "), line
+    assert f"on host {socket.gethostname()}" in line and "last renewed" in line, line
+    assert "--overwrite does not replace a live run's output" in line and "choose another --output" in line
+    return line
+
+
+def listing(out) -> dict[str, int]:
+    """Every file under a local output, with its size: what a refused run must leave as it was."""
+    found = {}
+    for folder, _, files in os.walk(out):
+        for name in files:
+            path = os.path.join(folder, name)
+            found[os.path.relpath(path, out)] = os.path.getsize(path)
+    return found
+
+
+def digests(summary: dict) -> dict[str, str]:
+    return {split: facts["digest"] for split, facts in summary["splits"].items()}
+
+
+# --- local -----------------------------------------------------------------------------------
+
+
+def test_a_second_run_is_refused_in_one_line_and_the_first_finishes_as_a_lone_run(tree, tmp_path):
+    lone = tmp_path / "lone"
+    assert subprocess.run(command(tree, lone), cwd=REPO, capture_output=True, timeout=300).returncode == 0
+    out = tmp_path / "out"
+    first = Held(command(tree, out), "writing", tmp_path)  # a shard half written, its plan staged
+    try:
+        before = listing(out)
+        assert names.CLAIM_FILE in before and any(n.startswith(names.TEMP_PREFIX) for n in before)
+        started = time.monotonic()
+        for extra in ((), ("--overwrite",)):  # --overwrite never overrides a live claim
+            done = subprocess.run(
+                command(tree, out, *extra), cwd=REPO, capture_output=True, text=True, timeout=120
+            )
+            refused_line(done, str(out))
+        assert time.monotonic() - started < 60  # seconds each, even on a busy machine
+        assert listing(out) == before, "the refused run touched the live run's files"
+        code, stderr = first.finish()
+    finally:
+        first.kill()
+    assert code == 0, stderr[-3000:]
+    with open(out / names.SUMMARY_FILE) as handle, open(lone / names.SUMMARY_FILE) as lone_handle:
+        assert digests(json.load(handle)) == digests(json.load(lone_handle))
+    assert not (out / names.CLAIM_FILE).exists()  # released at the end
+    assert outputs.complete_shards(str(out))
+
+
+def claim_of_another_host(out, renewed_ago_s: float) -> dict:
+    """A claim as a run on another machine writes it, last renewed `renewed_ago_s` ago."""
+    now = time.time()
+    record = {
+        "version": 1,
+        "run_id": "0ther0run0id",
+        "host": "another-host",
+        "pid": 4242,
+        "started_at": now - 3600,
+        "renewed_at": now - renewed_ago_s,
+        "job_id": None,
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    (out / names.CLAIM_FILE).write_text(json.dumps(record))
+    return record
+
+
+def test_a_claim_of_another_host_is_taken_over_once_it_goes_unrenewed_for_the_stated_time(tree, tmp_path):
+    """The stated time is 120 s by default; BEAM_TFRECORD_CLAIM_STALE_S makes it 4 s here."""
+    out = tmp_path / "out"
+    claim_of_another_host(out, renewed_ago_s=0)
+    env = {**os.environ, claims.STALE_ENV: "4"}
+    done = subprocess.run(command(tree, out), cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == EXIT_CLAIMED, done.stderr
+    assert "run 0ther0run0id on host another-host (pid 4242)" in done.stderr
+    assert "not renewed for 4 s" in done.stderr and os.listdir(out) == [names.CLAIM_FILE]
+    time.sleep(5)  # nothing renews it: after 4 s it is a dead run's
+    done = subprocess.run(command(tree, out), cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (
+        "took over the claim on" in done.stderr and "of run 0ther0run0id on host another-host" in done.stderr
+    )
+    assert "not renewed for" in done.stderr and not (out / names.CLAIM_FILE).exists()
+
+
+def test_the_claim_of_a_dead_process_on_this_host_is_taken_over_at_once(tmp_path):
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    out = tmp_path / "out"
+    out.mkdir()
+    record = claims.ClaimRecord("deadrun", socket.gethostname(), gone.pid, time.time(), time.time())
+    (out / names.CLAIM_FILE).write_bytes(record.to_bytes())
+    with claims.take_claim(str(out)) as claim:
+        assert claim.took_over == record and claim.took_over_why == f"process {gone.pid} is gone"
+        assert claims.read_claim(str(out)) == claim.record
+    assert claims.read_claim(str(out)) is None
+
+
+def test_a_live_claim_is_refused_and_the_claim_is_no_output_nor_temporary(tmp_path):
+    out = str(tmp_path / "out")
+    with claims.take_claim(out) as claim:
+        with pytest.raises(claims.ClaimHeld) as refused:
+            claims.take_claim(out)
+        assert refused.value.holder == claim.record
+        assert outputs.existing_outputs(out) == [] and outputs.leftover_temp(out) == []
+        outputs.prepare_output(out)  # what a run clears before staging: never the claim
+        assert claims.read_claim(out) == claim.record
+    assert not os.path.exists(out)  # the folder made for the claim, empty again: removed
+
+
+def test_the_heartbeat_renews_and_notices_a_claim_taken_over(tmp_path):
+    out = str(tmp_path / "out")
+    lost = []
+    timing = claims.ClaimTiming(stale_after_s=60, heartbeat_s=0.2)
+    with claims.take_claim(out, timing) as claim:
+        claim.start_heartbeat(on_lost=lost.append)
+        first = claim.record.renewed_at
+        time.sleep(1)
+        assert claims.read_claim(out).renewed_at > first
+        thief = claims.ClaimRecord("thief", "another-host", 1, time.time(), time.time())
+        with open(claims.claim_path(out), "wb") as handle:
+            handle.write(thief.to_bytes())
+        deadline = time.monotonic() + 10
+        while not lost and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert lost == [claim] and claim.lost_to == thief and not claim.held
+    assert claims.read_claim(out) == thief  # the release leaves another run's claim alone
+
+
+def test_prepare_refuses_a_claim_that_is_not_held_on_its_output(tree, tmp_path):
+    source = SourceConfig(input=str(tree), splits={"train": 1.0})
+    config = ConvertConfig(output=str(tmp_path / "out"))
+    with claims.take_claim(str(tmp_path / "elsewhere")) as other, pytest.raises(ConfigError, match="not on"):
+        prepare(source, config, claim=other)
+    with pytest.raises(ConfigError, match="no longer held"):
+        prepare(source, config, claim=other)
+    with claims.claim_output(config.output) as claim:
+        assert prepare(source, config, claim=claim).inputs == 16
+
+
+# --- gs:// -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def storage():
+    """The emulator, and the proxy that keeps GCS's preconditions in front of it (its address
+    is the one every client here uses)."""
+    with (
+        Emulator() as emulator,
+        GenerationProxy(emulator.url) as proxy,
+        pytest.MonkeyPatch.context() as patch,
+    ):
+        patch.setenv(EMULATOR_ENV, proxy.url)
+        yield emulator, proxy
+
+
+@pytest.fixture
+def bucket(storage) -> str:
+    name = f"claim-{uuid.uuid4().hex[:12]}"
+    storage[0].client().create_bucket(name)
+    return name
+
+
+def test_the_emulator_alone_ignores_generation_preconditions_and_the_proxy_keeps_them(storage, bucket):
+    """Why GenerationProxy exists: gcp-storage-emulator accepts a second create-if-absent (GCS
+    answers 412). Should a release honour it, this fails and the proxy can go."""
+    emulator, proxy = storage
+    direct = emulator.client().bucket(bucket)
+    direct.blob("x").upload_from_string(b"one", if_generation_match=0)
+    direct.blob("x").upload_from_string(b"two", if_generation_match=0)  # GCS would refuse this
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import storage as gcs_storage
+
+    through = gcs_storage.Client(
+        project="test", credentials=AnonymousCredentials(), client_options={"api_endpoint": proxy.url}
+    ).bucket(bucket)
+    with pytest.raises(PreconditionFailed):
+        through.blob("x").upload_from_string(b"three", if_generation_match=0)
+    assert through.blob("x").download_as_bytes() == b"two"
+
+
+def test_a_gcs_claim_is_created_once_renewed_on_its_generation_and_released(storage, bucket):
+    out = f"gs://{bucket}/out"
+    lost = []
+    with claims.take_claim(out, claims.ClaimTiming(60, heartbeat_s=0.2)) as claim:
+        with pytest.raises(claims.ClaimHeld):
+            claims.take_claim(out)
+        claim.start_heartbeat(on_lost=lost.append)
+        time.sleep(1)
+        assert claims.read_claim(out).renewed_at > claim.record.started_at
+        # Another run writes over it (as one that found it stale would): the next renewal's
+        # precondition fails, and the run hears of it.
+        thief = claims.ClaimRecord("thief", "another-host", 1, time.time(), time.time())
+        with FileSystems.create(claims.claim_path(out)) as handle:
+            handle.write(thief.to_bytes())
+        deadline = time.monotonic() + 10
+        while not lost and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert claim.lost_to == thief
+    assert claims.read_claim(out) == thief
+    FileSystems.delete([claims.claim_path(out)])
+    with claims.take_claim(out):
+        pass
+    assert claims.read_claim(out) is None
+
+
+def test_two_gcs_runs_the_second_is_refused_and_the_first_finishes_as_a_lone_run(
+    storage, bucket, tree, tmp_path
+):
+    emulator, proxy = storage
+    emulator.upload_tree(
+        bucket, "in", {str(p.relative_to(tree)): p.read_bytes() for p in tree.rglob("*.jpg")}
+    )
+    source, out, lone = f"gs://{bucket}/in", f"gs://{bucket}/out", f"gs://{bucket}/lone"
+    env = {**os.environ, EMULATOR_ENV: proxy.url, "PYTHONPATH": REPO}
+    done = subprocess.run(
+        command(source, lone), cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    first = Held(command(source, out), "writing", tmp_path, env)
+    try:
+        before = sorted(m.path for m in FileSystems.match([out + "/**"])[0].metadata_list)
+        assert claims.claim_path(out) in before
+        done = subprocess.run(
+            command(source, out, "--overwrite"),
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        refused_line(done, out)
+        after = sorted(m.path for m in FileSystems.match([out + "/**"])[0].metadata_list)
+        assert after == before, "the refused run touched the live run's objects"
+        code, stderr = first.finish()
+    finally:
+        first.kill()
+    assert code == 0, stderr[-3000:]
+
+    def summary_of(output: str) -> dict:
+        with FileSystems.open(f"{output}/{names.SUMMARY_FILE}") as handle:
+            return json.loads(handle.read())
+
+    assert digests(summary_of(out)) == digests(summary_of(lone))
+    assert claims.read_claim(out) is None
+
+
+def test_a_claim_handed_to_a_remote_job_holds_until_the_job_writes_its_summary(tmp_path):
+    """`--no_wait` (or Ctrl-C while waiting): the launcher leaves the claim to the job, which no
+    one renews; time never frees it, the job's summary.json does."""
+    out = tmp_path / "out"
+    claim = claims.take_claim(str(out), claims.ClaimTiming(stale_after_s=0.5))
+    claim.set_job("2026-11-25_01_02_03-123")
+    claim.hand_over()
+    claim.release()  # the launcher's exit: a handed-over claim stays
+    time.sleep(1)  # past the stale time: no matter for a detached claim
+    with pytest.raises(claims.ClaimHeld, match="job 2026-11-25_01_02_03-123, submitted without waiting"):
+        claims.take_claim(str(out), claims.ClaimTiming(stale_after_s=0.5))
+    (out / names.SUMMARY_FILE).write_text("{}")  # the job finished
+    with claims.take_claim(str(out)) as taken:
+        assert taken.took_over.job_id == "2026-11-25_01_02_03-123" and taken.took_over.detached
+        assert taken.took_over_why.startswith("its job wrote summary.json at ")
+
+
+def test_an_output_where_no_claim_can_be_written_is_one_line(tree, tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    out = blocker / "out"
+    assert run(["--input", str(tree), "--output", str(out), *ARGS]) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == (
+        f"error: could not claim {out}: could not write {out}/{names.CLAIM_FILE}: Not a directory. "
+        "Nothing was written; make it writable (or free space), then run again"
+    )
