@@ -245,6 +245,13 @@ def report(tools: list[Tool], images: int) -> list[str]:
     return lines
 
 
+def become_subreaper() -> None:
+    """Orphaned descendants are reparented here, so measure() reaps them and counts their CPU."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        sys.exit(f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(ctypes.get_errno() or errno.EPERM)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -263,9 +270,7 @@ def main() -> None:
     args, extra = parser.parse_known_args()
     if args.masks and args.task != "detection":
         parser.error("--masks is for --task detection")
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        sys.exit(f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(ctypes.get_errno() or errno.EPERM)}")
+    become_subreaper()
     images = args.images or (12_000 if args.task == "detection" else 32_000)
     kind = "photos" if args.task == "detection" else "synthetic"
     data = args.data or os.path.join(HERE, "data", f"{kind}-{images}-{args.seed}")
