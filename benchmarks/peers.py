@@ -18,7 +18,8 @@ Arguments it does not know go to this project's command (say `--direct_num_worke
 For each run: wall time; CPU time, user + system of the whole process tree (this process is the
 tree's subreaper, so a worker its parent leaves behind is reaped here and counted: getrusage
 (RUSAGE_CHILDREN) after every descendant has exited); peak memory, the sum of the tree's RSS
-polled every 50 ms (shared pages counted in each process, as benchmarks/run.py counts them);
+polled every 50 ms (shared pages counted in each process, as benchmarks/run.py counts them), and
+of their PSS (shared pages split: fairer to a pool forked after `import tensorflow`);
 start-up, the time from the command to the first read of an input image (inotify on the image
 folders: the first IN_ACCESS of a file in them, by whatever process). The medians of the rounds
 are printed side by side with this project's ratio to the peer (below 1.0: this project spends
@@ -76,6 +77,7 @@ class Run:
     user_s: float
     sys_s: float
     peak_mb: float  # the tree's summed RSS at its highest
+    peak_pss_mb: float  # the tree's summed PSS at its highest (shared pages split)
     first_read_s: float | None  # from the command to the first read of an input image
     records: int
     load: float  # the 1-minute load average when it ended
@@ -130,13 +132,15 @@ class FirstRead:
         os.close(self._fd)
 
 
-def _tree_rss() -> int:
-    """The summed RSS of every descendant of this process (orphans are ours: subreaper)."""
-    total = 0
+def _tree_memory() -> tuple[int, int]:
+    """(summed RSS, summed PSS) of every descendant of this process (orphans are ours:
+    subreaper). RSS counts a page shared by forked workers in each; PSS splits it among them."""
+    rss = pss = 0
     for process in psutil.Process().children(recursive=True):
         with contextlib.suppress(psutil.Error):
-            total += process.memory_info().rss
-    return total
+            memory = process.memory_full_info()
+            rss, pss = rss + memory.rss, pss + memory.pss
+    return rss, pss
 
 
 def _reap_descendants(timeout: float = 60.0) -> None:
@@ -156,8 +160,11 @@ def _reap_descendants(timeout: float = 60.0) -> None:
             time.sleep(0.02)
 
 
-def measure(command: list[str], watched: Iterable[str]) -> tuple[float, float, float, float, float | None]:
-    """(wall, user, sys, peak RSS in bytes, first read) of `command` and all its descendants."""
+def measure(
+    command: list[str], watched: Iterable[str]
+) -> tuple[float, float, float, tuple[int, int], float | None]:
+    """(wall, user, sys, (peak RSS, peak PSS) in bytes, first read) of `command` and all its
+    descendants."""
     _reap_descendants(0)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     first = FirstRead(watched)
@@ -166,9 +173,10 @@ def measure(command: list[str], watched: Iterable[str]) -> tuple[float, float, f
     stderr: list[bytes] = []
     reader = threading.Thread(target=lambda: stderr.append(child.stderr.read()), daemon=True)
     reader.start()
-    peak = 0
+    peak_rss = peak_pss = 0
     while child.poll() is None:
-        peak = max(peak, _tree_rss())
+        rss, pss = _tree_memory()
+        peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
         time.sleep(0.05)
     wall = time.perf_counter() - started
     _reap_descendants()
@@ -179,7 +187,8 @@ def measure(command: list[str], watched: Iterable[str]) -> tuple[float, float, f
         said = b"".join(stderr).decode(errors="replace")[-3000:]
         sys.exit(f"{' '.join(command)} failed ({child.returncode}):\n{said}")
     read_at = None if first.at is None else first.at - started
-    return wall, after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime, peak, read_at
+    user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
+    return wall, user, system, (peak_rss, peak_pss), read_at
 
 
 def count_records(output: str) -> int:
@@ -231,6 +240,7 @@ def report(tools: list[Tool], images: int) -> list[str]:
         ("CPU s (user+sys)", "cpu_s", 1.0, "{:.2f}"),
         ("CPU ms per image", "cpu_s", 1000.0 / images, "{:.3f}"),
         ("peak MB (tree RSS)", "peak_mb", 1.0, "{:.0f}"),
+        ("peak MB (tree PSS)", "peak_pss_mb", 1.0, "{:.0f}"),
         ("start-up s (to 1st read)", "first_read_s", 1.0, "{:.2f}"),
         ("records", "records", 1.0, "{:.0f}"),
     ]
@@ -297,17 +307,19 @@ def main() -> None:
         for round_index in range(args.rounds):
             order = tools if round_index % 2 == 0 else tools[::-1]  # ABBA: drift hits both alike
             for tool in order:
-                wall, user, system, peak, first = measure(tool.command, watched)
+                wall, user, system, peaks, first = measure(tool.command, watched)
                 records = count_records(tool.output)
                 shutil.rmtree(tool.output)
                 os.makedirs(tool.output)
-                run = Run(wall, user + system, user, system, peak / 1e6, first, records, os.getloadavg()[0])
+                peak, pss = peaks[0] / 1e6, peaks[1] / 1e6
+                run = Run(wall, user + system, user, system, peak, pss, first, records, os.getloadavg()[0])
                 tool.runs.append(run)
                 start = f"{first:.2f} s" if first is not None else "-"
                 print(
                     f"  round {round_index + 1} {tool.name:<18} wall {wall:6.2f} s  "
                     f"CPU {user + system:6.2f} s "
-                    f"(user {user:.2f}, sys {system:.2f})  peak {peak / 1e6:5.0f} MB  first read {start}  "
+                    f"(user {user:.2f}, sys {system:.2f})  peak {peak:5.0f} MB (PSS {pss:.0f})  "
+                    f"first read {start}  "
                     f"records {records}  load {run.load:.2f}",
                     flush=True,
                 )
