@@ -7,7 +7,7 @@ TensorFlow Authors), the script detection users run today. What it does, and so 
 
 - loads the instances JSON once, indexes the categories by id and the annotations by image id;
 - a `multiprocessing.Pool()` over all cores, `imap` in the file's image order, one image per task;
-- per image: reads the file, opens it with Pillow (which reads only the header: nothing is
+- per image: reads the file (through `tf.io.gfile`, as the original), opens it with Pillow (which reads only the header: nothing is
   decoded, so a truncated file is written as it is), takes the sha256 hex digest of the bytes;
 - per object: skips a box of zero width or height, or one that reaches past the picture's edge;
   otherwise stores its corners normalised by the image size, `iscrowd`, the category id and name,
@@ -67,7 +67,7 @@ def image_example(
 ) -> tuple[tf.train.Example, int]:
     """(the image's Example, how many of its objects were skipped)."""
     height, width = image["height"], image["width"]
-    with open(os.path.join(image_dir, image["file_name"]), "rb") as handle:
+    with tf.io.gfile.GFile(os.path.join(image_dir, image["file_name"]), "rb") as handle:
         encoded = handle.read()
     PIL.Image.open(io.BytesIO(encoded))  # the header only, as the original
     key = hashlib.sha256(encoded).hexdigest()
@@ -124,7 +124,7 @@ def convert(
     annotations_file: str, image_dir: str, output_prefix: str, num_shards: int, include_masks: bool
 ) -> tuple[int, int]:
     """Write every image of the instances file; (records, skipped objects)."""
-    with open(annotations_file) as handle:
+    with tf.io.gfile.GFile(annotations_file, "r") as handle:
         document = json.load(handle)
     categories = {category["id"]: category for category in document["categories"]}
     per_image: dict[int, list[dict]] = collections.defaultdict(list)
