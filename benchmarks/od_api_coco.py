@@ -7,8 +7,9 @@ TensorFlow Authors), the script detection users run today. What it does, and so 
 
 - loads the instances JSON once, indexes the categories by id and the annotations by image id;
 - a `multiprocessing.Pool()` over all cores, `imap` in the file's image order, one image per task;
-- per image: reads the file (through `tf.io.gfile`, as the original), opens it with Pillow (which reads only the header: nothing is
-  decoded, so a truncated file is written as it is), takes the sha256 hex digest of the bytes;
+- per image: reads the file (through `tf.io.gfile`, as the original), opens it with Pillow
+  (which reads only the header: nothing is decoded, so a truncated file is written as it is),
+  takes the sha256 hex digest of the bytes;
 - per object: skips a box of zero width or height, or one that reaches past the picture's edge;
   otherwise stores its corners normalised by the image size, `iscrowd`, the category id and name,
   and `area`; with `--include_masks`, pycocotools rasterises the segmentation (frPyObjects, decode,

@@ -13,7 +13,8 @@ Each image is a 2x2 mosaic of 320x240 crops, each from a random photo at a rando
 (0.6-1.0, so every tile keeps a photo's detail per pixel) and mirrored half the time, so every
 file is distinct (checked: no two share a sha256). It is saved at JPEG quality 94, stepped up or
 down (within 80-98) until the file lies within 100-150 KB (COCO train2017's photos average about
-160 KB at 640x480); a few smooth mosaics stay just under 100 KB at 98 (4 of 600, said when made). Each image has 4 to 10 objects (COCO has 7.3 on average): one per tile, named after the
+160 KB at 640x480); a few smooth mosaics stay just under 100 KB at 98 (4 of 600, said when made).
+Each image has 4 to 10 objects (COCO has 7.3 on average): one per tile, named after the
 photo it came from, the rest random boxes, all wholly inside the picture (the Object Detection
 API's converter drops a box that is not, this project clips it: inside, both keep every box).
 Every object has an 8-point polygon inside its box. The same N and seed give the same bytes.
