@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import gc
 import logging
 import os
 
@@ -413,7 +414,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         logging.getLogger(ours).setLevel(logging.INFO)
     compat.quiet_known_beam_noise()
     write_failures.quiet_write_failures()
-    sys.exit(run(argv))
+    code = run(argv)
+    # Every output is written and closed: the interpreter's exit need not search the heap the run
+    # built (Beam, protobuf, TFDS) for cycles. Frozen, that search is skipped: 0.3-0.4 s of CPU
+    # at every run's end (issue 28, benchmarks/PROFILE_28.md); exit handlers still run.
+    gc.freeze()
+    sys.exit(code)
 
 
 if __name__ == "__main__":

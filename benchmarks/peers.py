@@ -1,0 +1,344 @@
+"""This project against the tool its users would otherwise run, whole process against whole
+process, on the same files, in interleaved rounds (issue 28):
+
+- `--task detection`: the TensorFlow Object Detection API's COCO converter (benchmarks/
+  od_api_coco.py) against `python -m pipelines.convert --annotations coco`, on N real photographs
+  with boxes and polygons (benchmarks/photos.py); `--masks` stores masks in both.
+- `--task classification`: the tutorials' loop (benchmarks/tf_loop.py) against
+  `python -m pipelines.convert`, on N synthetic JPEGs in two class folders (benchmarks/synthetic.py,
+  the set benchmarks/run.py uses).
+
+    .venv/bin/python benchmarks/peers.py --task detection --images 12000 --rounds 3
+    .venv/bin/python benchmarks/peers.py --task detection --images 12000 --rounds 3 --masks
+    .venv/bin/python benchmarks/peers.py --task classification --images 32000 --rounds 3
+    .venv/bin/python benchmarks/peers.py --task detection --images 300 --rounds 2   # a check, < 1 min
+
+Arguments it does not know go to this project's command (say `--direct_num_workers=2`).
+
+For each run: wall time; CPU time, user + system of the whole process tree (this process is the
+tree's subreaper, so a worker its parent leaves behind is reaped here and counted: getrusage
+(RUSAGE_CHILDREN) after every descendant has exited); peak memory, the sum of the tree's RSS
+polled every 50 ms (shared pages counted in each process, as benchmarks/run.py counts them), and
+of their PSS (shared pages split: fairer to a pool forked after `import tensorflow`);
+start-up, the time from the command to the first read of an input image (inotify on the image
+folders: the first IN_ACCESS of a file in them, by whatever process). The medians of the rounds
+are printed side by side with this project's ratio to the peer (below 1.0: this project spends
+less). The records each wrote are counted from the files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import ctypes.util
+import errno
+import json
+import os
+import platform
+import resource
+import select
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+
+import psutil
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path[:0] = [HERE, ROOT]
+
+from photos import IMAGE_FOLDER, SPLIT_FILE, ensure_photos  # noqa: E402
+from synthetic import CLASSES, ensure_dataset  # noqa: E402
+
+from beam_tfrecord.write.tfrecord_files import iter_records  # noqa: E402
+
+_PR_SET_CHILD_SUBREAPER = 36
+_IN_ACCESS = 0x00000001
+_IN_ISDIR = 0x40000000
+_IN_NONBLOCK = 0o4000
+_IN_CLOEXEC = 0o2000000
+_EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
+
+
+@dataclass
+class Run:
+    """One whole-process run's figures."""
+
+    wall_s: float
+    cpu_s: float  # user + system of the process and every descendant
+    user_s: float
+    sys_s: float
+    peak_mb: float  # the tree's summed RSS at its highest
+    peak_pss_mb: float  # the tree's summed PSS at its highest (shared pages split)
+    first_read_s: float | None  # from the command to the first read of an input image
+    records: int
+    load: float  # the 1-minute load average when it ended
+
+
+@dataclass
+class Tool:
+    name: str
+    command: list[str]
+    output: str
+    runs: list[Run] = field(default_factory=list)
+
+
+class FirstRead:
+    """Times the first read of any file in `folders` (inotify IN_ACCESS; reads of the folders
+    themselves, a listing, do not count), from a thread that blocks on the inotify descriptor."""
+
+    def __init__(self, folders: Iterable[str]) -> None:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        self._fd = libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
+        if self._fd < 0:
+            raise OSError(ctypes.get_errno(), "inotify_init1")
+        for folder in folders:
+            if libc.inotify_add_watch(self._fd, folder.encode(), _IN_ACCESS) < 0:
+                raise OSError(ctypes.get_errno(), f"inotify_add_watch {folder}")
+        self.at: float | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            ready, _, _ = select.select([self._fd], [], [], 0.1)
+            if not ready:
+                continue
+            now = time.perf_counter()
+            try:
+                data = os.read(self._fd, 65536)
+            except BlockingIOError:
+                continue
+            offset = 0
+            while offset < len(data):
+                _, mask, _, length = _EVENT.unpack_from(data, offset)
+                offset += _EVENT.size + length
+                if length and not mask & _IN_ISDIR:
+                    self.at = now
+                    return
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        os.close(self._fd)
+
+
+def _tree_memory() -> tuple[int, int]:
+    """(summed RSS, summed PSS) of every descendant of this process (orphans are ours:
+    subreaper). RSS counts a page shared by forked workers in each; PSS splits it among them."""
+    rss = pss = 0
+    for process in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            memory = process.memory_full_info()
+            rss, pss = rss + memory.rss, pss + memory.pss
+    return rss, pss
+
+
+def _reap_descendants(timeout: float = 60.0) -> None:
+    """Wait for whatever the command left running (reparented here), so its CPU time counts."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            if time.monotonic() > deadline:
+                for process in psutil.Process().children(recursive=True):
+                    with contextlib.suppress(psutil.Error):
+                        process.kill()
+                deadline = float("inf")
+            time.sleep(0.02)
+
+
+def measure(
+    command: list[str], watched: Iterable[str]
+) -> tuple[float, float, float, tuple[int, int], float | None]:
+    """(wall, user, sys, (peak RSS, peak PSS) in bytes, first read) of `command` and all its
+    descendants."""
+    _reap_descendants(0)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    first = FirstRead(watched)
+    started = time.perf_counter()
+    child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    stderr: list[bytes] = []
+    reader = threading.Thread(target=lambda: stderr.append(child.stderr.read()), daemon=True)
+    reader.start()
+    peak_rss = peak_pss = 0
+    while child.poll() is None:
+        rss, pss = _tree_memory()
+        peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
+        time.sleep(0.05)
+    wall = time.perf_counter() - started
+    _reap_descendants()
+    reader.join()
+    first.close()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if child.returncode != 0:
+        said = b"".join(stderr).decode(errors="replace")[-3000:]
+        sys.exit(f"{' '.join(command)} failed ({child.returncode}):\n{said}")
+    read_at = None if first.at is None else first.at - started
+    user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
+    return wall, user, system, (peak_rss, peak_pss), read_at
+
+
+def count_records(output: str) -> int:
+    """Records in every TFRecord file under `output` (this project's read-side framing, no TF)."""
+    total = 0
+    for folder, _, names in os.walk(output):
+        for name in names:
+            if name.endswith(".tfrecord") or ".tfrecord-" in name:
+                with open(os.path.join(folder, name), "rb") as handle:
+                    total += sum(1 for _ in iter_records(handle, check_crc=False))
+    return total
+
+
+def detection_tools(data: str, out: str, masks: bool, extra: list[str]) -> tuple[list[Tool], list[str]]:
+    images = os.path.join(data, IMAGE_FOLDER)
+    instances = os.path.join(data, SPLIT_FILE)
+    peer_out = os.path.join(out, "peer")
+    peer = [sys.executable, os.path.join(HERE, "od_api_coco.py"), "--image_dir", images]
+    peer += ["--object_annotations_file", instances, "--output_file_prefix", os.path.join(peer_out, "train")]
+    peer += ["--num_shards", "10", *(["--include_masks"] if masks else [])]
+    ours_out = os.path.join(out, "ours")
+    ours = [sys.executable, "-m", "pipelines.convert", "--input", images, "--output", ours_out]
+    ours += ["--annotations", "coco", f"--annotations_path=train={instances}", "--runner=DirectRunner"]
+    ours += ["--no_progress", *(["--masks"] if masks else []), *extra]
+    tools = [Tool("od_api_coco", peer, peer_out), Tool("pipelines.convert", ours, ours_out)]
+    return tools, [images]
+
+
+def classification_tools(data: str, out: str, extra: list[str]) -> tuple[list[Tool], list[str]]:
+    loop_out = os.path.join(out, "loop")
+    loop = [sys.executable, os.path.join(HERE, "tf_loop.py"), data, os.path.join(loop_out, "loop.tfrecord")]
+    ours_out = os.path.join(out, "ours")
+    ours = [sys.executable, "-m", "pipelines.convert", "--input", data, "--output", ours_out]
+    ours += ["--runner=DirectRunner", "--no_progress", *extra]
+    tools = [Tool("tf_loop", loop, loop_out), Tool("pipelines.convert", ours, ours_out)]
+    return tools, [os.path.join(data, label) for label in CLASSES]
+
+
+def _median(runs: list[Run], name: str) -> float | None:
+    values = [getattr(run, name) for run in runs if getattr(run, name) is not None]
+    return statistics.median(values) if values else None
+
+
+def report(tools: list[Tool], images: int) -> list[str]:
+    """The side-by-side table: medians of the rounds, and this project's ratio to the peer."""
+    peer, ours = tools
+    rows = [
+        ("wall s", "wall_s", 1.0, "{:.2f}"),
+        ("CPU s (user+sys)", "cpu_s", 1.0, "{:.2f}"),
+        ("CPU ms per image", "cpu_s", 1000.0 / images, "{:.3f}"),
+        ("peak MB (tree RSS)", "peak_mb", 1.0, "{:.0f}"),
+        ("peak MB (tree PSS)", "peak_pss_mb", 1.0, "{:.0f}"),
+        ("start-up s (to 1st read)", "first_read_s", 1.0, "{:.2f}"),
+        ("records", "records", 1.0, "{:.0f}"),
+    ]
+    lines = [
+        f"{'median of ' + str(len(ours.runs)) + ' rounds':<26}{peer.name:>16}{ours.name:>19}{'ratio':>8}"
+    ]
+    for label, name, scale, form in rows:
+        a, b = _median(peer.runs, name), _median(ours.runs, name)
+        shown = [form.format(v * scale) if v is not None else "-" for v in (a, b)]
+        ratio = f"{b / a:.2f}" if a and b is not None and name != "records" else ""
+        lines.append(f"{label:<26}{shown[0]:>16}{shown[1]:>19}{ratio:>8}")
+    return lines
+
+
+def become_subreaper() -> None:
+    """Orphaned descendants are reparented here, so measure() reaps them and counts their CPU."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        sys.exit(f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(ctypes.get_errno() or errno.EPERM)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--task", choices=("detection", "classification"), default="detection")
+    parser.add_argument(
+        "--images", type=int, help="default: 12000 photos (detection), 32000 (classification)"
+    )
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--masks", action="store_true", help="detection: store instance masks in both")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--data", help="the set's folder (default: benchmarks/data/photos-N-SEED or synthetic-N-SEED)"
+    )
+    parser.add_argument("--json", help="also write every run's figures here")
+    args, extra = parser.parse_known_args()
+    if args.masks and args.task != "detection":
+        parser.error("--masks is for --task detection")
+    become_subreaper()
+    images = args.images or (12_000 if args.task == "detection" else 32_000)
+    kind = "photos" if args.task == "detection" else "synthetic"
+    data = args.data or os.path.join(HERE, "data", f"{kind}-{images}-{args.seed}")
+    if args.task == "detection":
+        ensure_photos(data, images, args.seed)
+    else:
+        ensure_dataset(data, images, args.seed)
+    with tempfile.TemporaryDirectory(prefix="bench-peers-") as out:
+        if args.task == "detection":
+            tools, watched = detection_tools(data, out, args.masks, extra)
+        else:
+            tools, watched = classification_tools(data, out, extra)
+        for tool in tools:
+            os.makedirs(tool.output, exist_ok=True)
+        size = sum(
+            entry.stat().st_size for folder in watched for entry in os.scandir(folder) if entry.is_file()
+        )
+        print(
+            f"{args.task}{' with masks' if args.masks else ''}: {images} images, {size / 1e6:.0f} MB, "
+            f"{os.cpu_count()} cores, Python {platform.python_version()}, load {os.getloadavg()}, "
+            f"extra args for pipelines.convert: {extra or 'none'}",
+            flush=True,
+        )
+        for round_index in range(args.rounds):
+            order = tools if round_index % 2 == 0 else tools[::-1]  # ABBA: drift hits both alike
+            for tool in order:
+                wall, user, system, peaks, first = measure(tool.command, watched)
+                records = count_records(tool.output)
+                shutil.rmtree(tool.output)
+                os.makedirs(tool.output)
+                peak, pss = peaks[0] / 1e6, peaks[1] / 1e6
+                run = Run(wall, user + system, user, system, peak, pss, first, records, os.getloadavg()[0])
+                tool.runs.append(run)
+                start = f"{first:.2f} s" if first is not None else "-"
+                print(
+                    f"  round {round_index + 1} {tool.name:<18} wall {wall:6.2f} s  "
+                    f"CPU {user + system:6.2f} s "
+                    f"(user {user:.2f}, sys {system:.2f})  peak {peak:5.0f} MB (PSS {pss:.0f})  "
+                    f"first read {start}  "
+                    f"records {records}  load {run.load:.2f}",
+                    flush=True,
+                )
+    print()
+    print("\n".join(report(tools, images)))
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(
+                {
+                    "task": args.task,
+                    "masks": args.masks,
+                    "images": images,
+                    "extra": extra,
+                    "tools": {tool.name: [asdict(run) for run in tool.runs] for tool in tools},
+                },
+                handle,
+                indent=2,
+            )
+
+
+if __name__ == "__main__":
+    main()
