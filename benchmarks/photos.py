@@ -6,7 +6,7 @@ Why photographs: synthetic flat colours compress to a third of a photo's bytes a
 entropy decoding that a validating decode pays (issue 28), so they flatter whichever tool decodes.
 The photographs are the colour pictures scikit-image ships inside its wheel (skimage/data:
 astronaut, chelsea, coffee, hubble_deep_field, ihc, motorcycle_left/right, retina, rocket; pinned
-in benchmarks/requirements.txt). The files are read straight from the installed package folder;
+in requirements-bench.txt). The files are read straight from the installed package folder;
 skimage itself is never imported.
 
 Each image is a 2x2 mosaic of 320x240 crops, each from a random photo at a random scale
@@ -62,7 +62,7 @@ def photo_folder() -> str:
     """skimage/data in the installed package, found without importing skimage."""
     spec = importlib.util.find_spec("skimage")
     if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("scikit-image is not installed: pip install -r benchmarks/requirements.txt")
+        raise SystemExit("scikit-image is not installed: pip install -r requirements-bench.txt")
     return os.path.join(next(iter(spec.submodule_search_locations)), "data")
 
 

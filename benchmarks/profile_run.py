@@ -19,7 +19,7 @@ the job graph, the summary) are given per run; the rest per image, in microsecon
 a thread that is runnable but waiting for a core as busy, so on a loaded machine the shares are
 of runnable time: read them as shares, and the absolute figures as provisional.
 
-Requires py-spy (benchmarks/requirements.txt); it ptraces the processes (root or CAP_SYS_PTRACE).
+Requires py-spy (requirements-bench.txt); it ptraces the processes (root or CAP_SYS_PTRACE).
 """
 
 from __future__ import annotations
@@ -289,7 +289,7 @@ def profile(args: argparse.Namespace, extra: list[str]) -> tuple[str, float, flo
     marginal from the CPU at `images` and at `small`, so start-up never counts per image."""
     spy = shutil.which("py-spy", path=os.path.dirname(sys.executable)) or shutil.which("py-spy")
     if spy is None:
-        sys.exit("py-spy is not installed: pip install -r benchmarks/requirements.txt")
+        sys.exit("py-spy is not installed: pip install -r requirements-bench.txt")
     peers.become_subreaper()
     small = args.small or max(1, args.images // 10)
     print(f"{args.task}{' with masks' if args.masks else ''}, {args.images} images, extra {extra or 'none'}:")
