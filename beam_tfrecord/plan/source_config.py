@@ -130,13 +130,13 @@ class SourceConfig(Config):
     group_pattern: str | None = setting(
         None,
         details="regex whose first group, searched in the path relative to `--input`, is the file's group: a "
-        "group is split as one, e.g. `'^(p\\d+)_'`; see [Splits that cannot "
+        "group is split as one, e.g. `'(p\\d+)_'`; see [Splits that cannot "
         "leak](usage.md#splits-that-cannot-leak)",
         default_doc="none",
         group="splits and shards",
         label="Group pattern",
         help=r"regex whose group 1, searched in the path, is the file's group; a group is never "
-        r"split, e.g. '^(p\d+)_'",
+        r"split, e.g. '(p\d+)_'",
     )
     manifest_path_column: str | None = setting(
         None,
