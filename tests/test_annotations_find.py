@@ -317,3 +317,46 @@ def test_an_ultralytics_tree_in_a_bucket_from_its_images_folder(tmp_path):
         }
         found = plan("gs://ultralytics/ds/images/train", "yolo", "gs://ultralytics/ds/labels/train")
         assert stored(found) == under(truth, "images/train")
+
+
+def test_a_val_that_repeats_train_keeps_every_picture_in_train(tmp_path):
+    """Ultralytics' coco128.yaml validates on its training folder (`val: images/train2017`):
+    not a conflict that rejects every picture."""
+    truth = ultralytics_tree(tmp_path)
+    text = (tmp_path / "data.yaml").read_text().replace("val: images/val", "val: images/train")
+    (tmp_path / "data.yaml").write_text(text)
+    found = plan(tmp_path / "images" / "train", "yolo")
+    assert [r.reason for r in found.rejects if r.reason != "skipped"] == []
+    assert set(splits_of(found).values()) == {"train"}
+    assert len(found.inputs) == sum(1 for r in truth if "/train/" in r)
+
+
+def test_a_copied_dataset_keeps_its_splits_although_its_yaml_names_the_original(tmp_path):
+    """data.yaml's absolute `path` still names the folder the dataset was copied from."""
+    import shutil
+
+    truth = ultralytics_tree(tmp_path / "original")
+    shutil.copytree(tmp_path / "original", tmp_path / "copy")
+    found = plan(tmp_path / "copy", "yolo")
+    assert splits_of(found) == {r: "train" if "/train/" in r else "validation" for r in truth}
+
+
+@pytest.mark.parametrize(
+    "given", [{"stratify": True}, {"group_pattern": r"^images/(\w+)/"}, {"split_seed": 3}]
+)
+def test_hash_split_settings_are_refused_with_declared_splits(tmp_path, given):
+    ultralytics_tree(tmp_path)
+    source = SourceConfig(str(tmp_path), annotations=AnnotationOptions("yolo"), **given)
+    with pytest.raises(ConfigError) as error:
+        make_plan(list_inputs(str(tmp_path)), source)
+    assert error.value.name == next(iter(given))
+
+
+def test_splits_given_as_the_default_text_still_override(tmp_path):
+    from pipelines.options import check_options, parse_options
+
+    ultralytics_tree(tmp_path / "ds")
+    argv = ["--input", str(tmp_path / "ds"), "--output", str(tmp_path / "out"), "--annotations", "yolo"]
+    assert check_options(parse_options(argv)).source.annotations.declared_splits
+    given = check_options(parse_options([*argv, "--splits", "train=1"]))
+    assert not given.source.annotations.declared_splits

@@ -372,3 +372,14 @@ def test_an_output_where_no_claim_can_be_written_is_one_line(tree, tmp_path, cap
         f"error: could not claim {out}: could not write {out}/{names.CLAIM_FILE}: Not a directory. "
         "Nothing was written; make it writable (or free space), then run again"
     )
+
+
+def test_a_remote_jobs_claim_is_not_dead_when_only_its_launcher_is():
+    """A launcher killed (SIGHUP, SIGKILL) while it waited for a remote job: the job goes on
+    writing, so its claim is dead only once the job wrote summary.json."""
+    from beam_tfrecord.write.claim import ClaimRecord, ClaimTiming
+
+    now = time.time()
+    held = ClaimRecord("r1", "another-host", 42, now - 900, now - 600, None, job_id="job-1")
+    assert held.gone_why(ClaimTiming(), now, None) is None
+    assert held.gone_why(ClaimTiming(), now, now - 10) is not None

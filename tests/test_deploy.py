@@ -28,6 +28,7 @@ EXAMPLES = {
     "label_pattern": r"^(cat|dog)\.",
     "manifest": "gs://my-bucket/labels.csv",
     "class_names": "cat,dog",
+    "splits": "train=0.8,validation=0.2",
     "num_shards": "8",
     "resize": "224x224",
     "model_path": "gs://my-bucket/models/effnet",

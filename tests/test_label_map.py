@@ -150,6 +150,8 @@ def test_the_written_label_map_keeps_the_given_ids_and_labels_txt_their_places(m
     assert summary["objects"]["dropped_per_reason"] == {"unknown_category": triangles}
     assert summary["objects"]["per_class"]["circle"]["objects"] == 0
     assert summary["options"]["label_map"].endswith("label_map.pbtxt")
+    # A missing id is no class: no "has no valid image" warning for its placeholder.
+    assert not [w for w in summary["warnings"] if "(unused id" in w]
 
 
 def test_every_reader_gives_the_maps_ids_and_names(mapped_output):

@@ -374,6 +374,18 @@ def _used_declared_splits(annotated: AnnotationSet | None, source: SourceConfig)
     if not source.annotations.declared_splits:
         _LOGGER.info("splits %s override the splits declared by %s", dict(source.splits), declared.source)
         return None
+    hashing = {
+        "stratify": source.stratify,
+        "group_pattern": source.group_pattern,
+        "split_seed": source.split_seed,
+    }
+    for name, value in hashing.items():
+        if value:  # shapes hash splits, which the dataset's own splits are not
+            raise ConfigError(
+                name,
+                f"shapes hash splits, but the dataset declares its own ({declared.source}); "
+                "give splits too to hash every picture instead",
+            )
     _LOGGER.info(
         "splits %s, as declared by %s (given splits would override them)",
         ", ".join(declared.names),

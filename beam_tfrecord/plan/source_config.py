@@ -104,6 +104,8 @@ class SourceConfig(Config):
         details="`NAME=FRACTION,...`; a file's split is a hash of its path relative to `--input` (or of its "
         "group) and `--split_seed`",
         factory=lambda: {"train": 1.0},
+        option_default=None,  # unset: told apart from an explicit `--splits train=1`
+        default_doc="`train=1`",
         group="splits and shards",
         label="Splits",
         parse=parse_splits,

@@ -157,7 +157,7 @@ class ClaimRecord:
 
     def gone_why(self, timing: ClaimTiming, now: float, summary_at: float | None) -> str | None:
         """Why this claim's run is dead, or None while it may be alive (module docstring)."""
-        if self.detached:
+        if self.detached or self.job_id:  # a remote job outlives a launcher killed (SIGHUP, SIGKILL)
             if summary_at is not None and summary_at >= self.started_at:
                 return f"its job wrote {SUMMARY_FILE} at {_utc(summary_at)}"
             return None
@@ -190,7 +190,7 @@ class ClaimHeld(ConfigError):
         self.output = output
         self.holder = holder
         path = claim_path(output)
-        if holder.detached:
+        if holder.detached or (holder.job_id and now - holder.renewed_at > timing.stale_after_s):
             line = (
                 f"{output} is being written by {holder.describe()}, submitted without waiting; it has "
                 f"written no {SUMMARY_FILE} since. Nothing was touched. If that job has ended without "
@@ -558,7 +558,7 @@ def take_claim(output: str, timing: ClaimTiming | None = None, job_id: str | Non
             continue  # released meanwhile: try again
         holder, generation = found
         now = time.time()
-        why = holder.gone_why(timing, now, store.summary_time() if holder.detached else None)
+        why = holder.gone_why(timing, now, store.summary_time() if holder.detached or holder.job_id else None)
         if why is None:
             raise ClaimHeld(output, holder, timing, now)
         record = dataclasses.replace(ClaimRecord.mine(time.time()), job_id=job_id)

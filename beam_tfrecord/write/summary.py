@@ -28,6 +28,7 @@ from beam_tfrecord.features.options import FeatureOptions
 from beam_tfrecord.keys import FeatureLayout, RecordLayout, extra_key
 from beam_tfrecord.names import DUPLICATES_FILE, MANIFEST_UNMATCHED_FILE, SUMMARY_FILE
 from beam_tfrecord.plan import splits as splits_lib
+from beam_tfrecord.plan.annotations.label_map import is_unused
 from beam_tfrecord.plan.source_config import SourceConfig
 from beam_tfrecord.write.output_config import ConvertConfig
 from beam_tfrecord.write.tally import DIGEST_METHOD, SIZE_BUCKETS, Tally
@@ -522,7 +523,7 @@ def _warnings(
                 "(and never move a file when files are added); stratify gives exact shares"
             )
     for label in facts.class_names or []:
-        if label_counts[label] == 0:
+        if label_counts[label] == 0 and not is_unused(label):  # a label map's missing id
             warnings.append(f"class {label!r} has no valid image")
     if facts.manifest_unmatched:
         warnings.append(

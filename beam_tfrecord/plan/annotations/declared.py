@@ -15,6 +15,7 @@ declarations claim is in `conflicts`; one none claims is in neither map (the pla
 
 from __future__ import annotations
 
+import logging
 import os
 import posixpath
 import re
@@ -41,6 +42,7 @@ SPLIT_WORDS = {
 SPLIT_ORDER = ("train", "validation", "test")
 YOLO_KEYS = ("train", "val", "test")
 VOC_LISTS = ("train", "val", "test")
+_LOGGER = logging.getLogger(__name__)
 _COCO_WORD = re.compile(r"^instances_([a-z]+)", re.IGNORECASE)
 
 
@@ -142,7 +144,9 @@ def yolo_splits(located: Located, catalog: Catalog, given: str | None) -> Declar
     if isinstance(document.get("path"), str) and document["path"].strip():
         candidate = _resolve(folder, document["path"].strip())
         same_storage = ("://" in candidate) == ("://" in folder)  # a laptop's path in a bucket's YAML
-        base = candidate if same_storage and _exists(candidate) else folder
+        # Only where the listed pictures are: a copied dataset's YAML still names the original.
+        holds = any(relative_to(_normal(f.path), candidate) is not None for f in catalog.images.values())
+        base = candidate if same_storage and holds else folder
     folders: dict[str, list[str]] = defaultdict(list)  # split -> image folders
     listed: dict[str, set[str]] = defaultdict(set)  # split -> image paths
     for key in YOLO_KEYS:
@@ -164,6 +168,21 @@ def yolo_splits(located: Located, catalog: Catalog, given: str | None) -> Declar
                 folders[split].append(path.rstrip("/"))
     if not folders and not listed:
         return None
+    # Ultralytics' coco128.yaml validates on its training folder (`val: images/train2017`): a
+    # split that repeats an earlier one's declaration is that split, not a conflict.
+    seen: dict[tuple, str] = {}
+    for split in SPLIT_ORDER:
+        key = (tuple(sorted(folders.get(split, ()))), frozenset(listed.get(split, ())))
+        if key == ((), frozenset()):
+            continue
+        if key in seen:
+            _LOGGER.warning(
+                "data.yaml's %s names the same images as its %s: kept in %s", split, seen[key], seen[key]
+            )
+            folders.pop(split, None)
+            listed.pop(split, None)
+        else:
+            seen[key] = split
     claims: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for relpath, file in catalog.images.items():
         path = _normal(file.path)
