@@ -95,6 +95,13 @@ def test_roboflow_coco_export_from_root_or_a_split(tmp_path, folder):
     assert stored(plan(tmp_path / folder, "coco")) == under(truth, folder)
 
 
+def test_roboflows_project_category_is_no_class(tmp_path):
+    """Roboflow lists the project itself as category 0 (the supercategory of every other, used by
+    no annotation): the classes are the same dataset's YOLO or VOC export's, ids unshifted."""
+    roboflow_coco(tmp_path)
+    assert plan(tmp_path, "coco").class_names == ["cat", "dog"]
+
+
 @pytest.mark.parametrize("folder", ["", "train2017", "val2017"])
 def test_coco2017_from_root_or_a_split_folder(tmp_path, folder):
     truth = coco2017(tmp_path)

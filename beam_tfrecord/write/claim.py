@@ -477,15 +477,28 @@ class Claim:
             return True
 
     def set_job(self, job_id: str | None) -> None:
-        """Record the job id once the runner gives one, so a refused run can name it."""
-        if job_id:
+        """Record the job id once the runner gives one, so a refused run can name it. A failed
+        write is a warning, never an error: the job is running, and the claim is still this run's."""
+        if not job_id:
+            return
+        try:
             self.renew(job_id=job_id)
+        except Exception as error:
+            _LOGGER.warning("could not record job %s in the claim on %s: %s", job_id, self.output, error)
 
     def hand_over(self, job_id: str | None = None) -> None:
         """Leave the claim to the remote job this launcher no longer waits for (module docstring):
         marked detached, never released here; a later run sees it dead once the job finished."""
         self._stop.set()
-        self.renew(detached=True, **({"job_id": job_id} if job_id else {}))
+        try:
+            self.renew(detached=True, **({"job_id": job_id} if job_id else {}))
+        except Exception as error:  # the job runs all the same: say what a later run may meet
+            _LOGGER.warning(
+                "could not hand the claim on %s to the job (%s): until the job ends, a later run may "
+                "take the claim over once it is stale",
+                self.output,
+                error,
+            )
         with self._lock:
             self._released = True
 

@@ -106,6 +106,7 @@ class _File:
     images: list[_Image] = field(default_factory=list)
     annotations: dict[ImageId, list[_Raw]] = field(default_factory=lambda: defaultdict(list))
     categories: dict[ImageId, str] = field(default_factory=dict)
+    supercategories: dict[ImageId, str] = field(default_factory=dict)
     bad_entries: list[UnmatchedEntry] = field(default_factory=list)
     broken: str | None = None
     floats: _Floats = field(default_factory=lambda: _Floats())
@@ -303,7 +304,7 @@ def _parse_file(handle: BinaryIO, source: AnnotationPath, display: str, masks: b
             for index, entry in enumerate(stream.elements()):
                 _parse_annotation(entry, index, result, masks)
         elif key == "categories":
-            result.categories = _parse_categories(stream.value())
+            result.categories, result.supercategories = _parse_categories(stream.value())
         else:
             stream.value()  # info, licenses, ...: not needed
     stream.end()
@@ -342,10 +343,12 @@ def _parse_image(entry: Any, index: int, result: _File) -> _Image | None:
     return _Image(image_id, name, _size(entry.get("width")), _size(entry.get("height")))
 
 
-def _parse_categories(value: Any) -> dict[ImageId, str]:
+def _parse_categories(value: Any) -> tuple[dict[ImageId, str], dict[ImageId, str]]:
+    """Category id -> name, and id -> supercategory where one is given."""
     if not isinstance(value, list):
         raise _Broken("'categories' is not a list")
     categories: dict[ImageId, str] = {}
+    supercategories: dict[ImageId, str] = {}
     for index, entry in enumerate(value):
         if not isinstance(entry, dict) or not _image_id(entry.get("id")):
             raise _Broken(f"categories[{index}] has no id")
@@ -355,7 +358,24 @@ def _parse_categories(value: Any) -> dict[ImageId, str]:
         if entry["id"] in categories:
             raise _Broken(f"lists category id {entry['id']} twice")
         categories[entry["id"]] = name.strip()
-    return categories
+        if isinstance(entry.get("supercategory"), str):
+            supercategories[entry["id"]] = entry["supercategory"].strip()
+    return categories, supercategories
+
+
+def _dataset_categories(parsed: Sequence[_File], categories: dict[ImageId, tuple[str, str]]) -> set[ImageId]:
+    """Categories that name the dataset, not a class: Roboflow's exports list the project itself as
+    category 0, the supercategory of every other category, and no annotation uses it. Kept, it
+    would be a class of no object and shift every real class id by one against the same
+    dataset's YOLO or VOC export."""
+    used = {raw.category for file in parsed for raws in file.annotations.values() for raw in raws}
+    supers = {c: s for file in parsed for c, s in file.supercategories.items()}
+    found = set()
+    for category_id, (name, _) in categories.items():
+        others = [c for c in categories if c != category_id]
+        if category_id not in used and others and all(supers.get(c) == name for c in others):
+            found.add(category_id)
+    return found
 
 
 def _not_instances(entry: dict) -> str | None:
@@ -530,6 +550,8 @@ def load(
                     f"but {name!r} in {file.display}"
                 )
             categories.setdefault(category_id, (name, file.display))
+    for category_id in _dataset_categories(parsed, categories):
+        del categories[category_id]
     ordered = sorted(categories, key=lambda c: (isinstance(c, str), c))
     class_names = tuple(dict.fromkeys(categories[c][0] for c in ordered))
 
