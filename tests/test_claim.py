@@ -8,6 +8,7 @@ preconditions, and the proxy answers 412 as GCS does (the first test here shows 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -189,11 +190,26 @@ def test_the_claim_of_a_dead_process_on_this_host_is_taken_over_at_once(tmp_path
     out = tmp_path / "out"
     out.mkdir()
     record = claims.ClaimRecord("deadrun", socket.gethostname(), gone.pid, time.time(), time.time())
+    record = dataclasses.replace(record, pid_space=claims.ClaimRecord.mine(time.time()).pid_space)
     (out / names.CLAIM_FILE).write_bytes(record.to_bytes())
     with claims.take_claim(str(out)) as claim:
         assert claim.took_over == record and claim.took_over_why == f"process {gone.pid} is gone"
         assert claims.read_claim(str(out)) == claim.record
     assert claims.read_claim(str(out)) is None
+
+
+def test_a_pid_of_another_pid_namespace_is_never_judged_gone(tmp_path):
+    """A container sharing the host name (--network host, hostNetwork) and the output: its pid
+    means nothing here, so its fresh claim is refused, not taken over for a dead one."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    out = tmp_path / "out"
+    out.mkdir()
+    record = claims.ClaimRecord("container", socket.gethostname(), gone.pid, time.time(), time.time())
+    record = dataclasses.replace(record, pid_space="another-boot:4026531836")
+    (out / names.CLAIM_FILE).write_bytes(record.to_bytes())
+    with pytest.raises(claims.ClaimHeld):
+        claims.take_claim(str(out))
 
 
 def test_a_live_claim_is_refused_and_the_claim_is_no_output_nor_temporary(tmp_path):

@@ -10,7 +10,8 @@ with google-cloud-storage's `if_generation_match=0` precondition, which GCS refu
 the object exists. The claim names the run, host, process, start time and, once known, the job id.
 
 A claim found there is the live run's unless it is dead, which the next run can tell offline:
-  - written on this host by a process that is gone (its pid missing, or reused by a process that
+  - written on this host, in this pid namespace, by a process that is gone (its pid missing,
+    or reused by a process that
     started later), or
   - not renewed for longer than `ClaimTiming.stale_after_s` (120 s by default: four heartbeats
     of 30 s), from any host.
@@ -130,11 +131,15 @@ class ClaimRecord:
     pid_started: int | None = None
     job_id: str | None = None
     detached: bool = False  # a remote job holds it, no launcher renews it (module docstring)
+    # Where its pid means something: this boot of this kernel, this pid namespace. Two containers
+    # (or a container and its host) may share a host name and an output, not their pids.
+    pid_space: str | None = None
 
     @classmethod
     def mine(cls, now: float) -> ClaimRecord:
         pid = os.getpid()
-        return cls(uuid.uuid4().hex[:12], socket.gethostname(), pid, now, now, _process_start(pid))
+        record = cls(uuid.uuid4().hex[:12], socket.gethostname(), pid, now, now, _process_start(pid))
+        return dataclasses.replace(record, pid_space=_pid_space())
 
     def to_bytes(self) -> bytes:
         return json.dumps({"version": _VERSION, **dataclasses.asdict(self)}, indent=1).encode()
@@ -161,7 +166,7 @@ class ClaimRecord:
             if summary_at is not None and summary_at >= self.started_at:
                 return f"its job wrote {SUMMARY_FILE} at {_utc(summary_at)}"
             return None
-        if self.host == socket.gethostname() and self.pid > 0:
+        if self.host == socket.gethostname() and self.pid > 0 and self.pid_space == _pid_space():
             if not _alive(self.pid):
                 return f"process {self.pid} is gone"
             started = _process_start(self.pid)
@@ -170,6 +175,17 @@ class ClaimRecord:
         quiet = now - self.renewed_at
         if quiet > timing.stale_after_s:
             return f"not renewed for {quiet:.0f} s (dead after {timing.stale_after_s:g} s)"
+        return None
+
+
+def _pid_space() -> str | None:
+    """This process's pid space: the kernel's boot id and the pid namespace's inode (Linux), so a
+    pid is judged only by a process that can see it; None where neither can be read."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as handle:
+            boot = handle.read().strip()
+        return f"{boot}:{os.stat('/proc/self/ns/pid').st_ino}"
+    except OSError:
         return None
 
 
