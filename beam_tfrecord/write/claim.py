@@ -11,8 +11,7 @@ the object exists. The claim names the run, host, process, start time and, once 
 
 A claim found there is the live run's unless it is dead, which the next run can tell offline:
   - written on this host, in this pid namespace, by a process that is gone (its pid missing,
-    or reused by a process that
-    started later), or
+    or reused by a process that started later), or
   - not renewed for longer than `ClaimTiming.stale_after_s` (120 s by default: four heartbeats
     of 30 s), from any host.
 A dead claim is taken over, and the log says whose it was: on gs:// by an upload that matches
