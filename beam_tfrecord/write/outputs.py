@@ -136,12 +136,24 @@ def complete_summary(output: str) -> Summary:
         for p in existing_outputs(output)
         if not names.is_index_name(posixpath.basename(p))
     } - set(METADATA_FILES)
-    if present != expected:
+    if present != expected and not _append_under_way(output, present, expected):
         raise IncompleteOutput(
             f"{output}: shard files {sorted(present ^ expected)} differ from those in {SUMMARY_FILE} "
             "(another run is writing here, or one was stopped while replacing this one)"
         )
     return summary
+
+
+def _append_under_way(output: str, present: set[str], expected: set[str]) -> bool:
+    """An `--append` merging beside this dataset (write.append): every shard summary.json lists
+    is there, and each other one is a file the append's marker names. Readers read the dataset
+    summary.json describes, whole, until the append replaces it."""
+    from beam_tfrecord.write.append import marker_names
+
+    if not expected <= present:
+        return False
+    extra = marker_names(output)
+    return extra is not None and present - expected <= extra
 
 
 def complete_shards(output: str) -> dict[str, list[str]]:

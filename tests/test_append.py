@@ -1,0 +1,121 @@
+"""`--append` (issue 29): a dataset grown by new files holds what a from-scratch run over the
+union holds (each file in the same split, with the same label id), keeps every old label id,
+reports copies of old records, and is refused in one line when a record-shaping option differs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from conftest import convert
+from imagegen import jpeg, write_tree
+
+from beam_tfrecord.read.examples import iter_examples
+from beam_tfrecord.write.file_index import load_index
+from beam_tfrecord.write.outputs import complete_summary
+
+SPLITS = ("--splits", "train=0.7,validation=0.3")
+
+
+def _first(root) -> None:
+    write_tree(
+        root,
+        {
+            f"{c}/{i}.jpg": jpeg(20 + i, 20, seed=i * 11 + ord(c[0]))
+            for c in ("cat", "dog")
+            for i in range(10)
+        },
+    )
+
+
+def _more(root) -> None:
+    files = {f"cat/new{i}.jpg": jpeg(30 + i, 25, seed=1000 + i) for i in range(5)}
+    files.update({f"bird/{i}.jpg": jpeg(26, 30 + i, seed=2000 + i) for i in range(4)})
+    write_tree(root, files)
+    shutil.copy(root / "dog" / "3.jpg", root / "dog" / "copy3.jpg")
+
+
+def _records(output) -> dict[str, tuple[str, str, int]]:
+    """relpath -> (split, class name, label id), read back through iter_examples."""
+    found = {}
+    for split in complete_summary(str(output)).splits:
+        for example in iter_examples(str(output), split):
+            found[example["filename"]] = (split, example["label_text"], int(example["label"]))
+    return found
+
+
+# Facts of the runs rather than of the records: how many shards, when, where, the first run's options.
+RUN_KEYS = ("history", "options", "output", "started_at", "wall_time_s", "workers", "read_threads", "resumed")
+SHARD_KEYS = ("shards", "planned_shards", "files")
+
+
+def _comparable(output) -> dict:
+    data = json.loads((output / "summary.json").read_text())
+    for key in RUN_KEYS:
+        data.pop(key, None)
+    for split in data["splits"].values():
+        for key in SHARD_KEYS:
+            split.pop(key)
+    return data
+
+
+def _by_name(records: dict[str, tuple[str, str, int]]) -> dict[str, tuple[str, str]]:
+    return {path: (split, name) for path, (split, name, _) in records.items()}
+
+
+def test_append_equals_a_run_over_the_union(tmp_path):
+    images, out, scratch = tmp_path / "in", tmp_path / "out", tmp_path / "scratch"
+    _first(images)
+    assert convert(images, out, *SPLITS) == 0
+    old_records = _records(out)
+    _more(images)
+    assert convert(images, out, *SPLITS, "--append") == 0
+    assert convert(images, scratch, *SPLITS) == 0
+    # Each file in the same split with the same class as a from-scratch run (whose ids are the
+    # sorted names: bird is 0 there, 2 here).
+    assert _by_name(_records(out)) == _by_name(_records(scratch))
+    assert complete_summary(str(scratch)).class_names == ["bird", "cat", "dog"]
+    # With the ids the append kept (old ones unchanged, the new class next), the from-scratch run
+    # writes the same records: same split digests (order-free sums of record hashes).
+    shutil.rmtree(scratch)
+    assert convert(images, scratch, *SPLITS, "--class_names", "cat,dog,bird") == 0
+    grown, whole = complete_summary(str(out)), complete_summary(str(scratch))
+    assert grown.class_names == ["cat", "dog", "bird"]
+    assert _records(out) == _records(scratch)
+    assert {k: v for k, v in _records(out).items() if k in old_records} == old_records
+    # Its summary counts what the from-scratch run's does: shards, run facts and history aside.
+    assert _comparable(out) == _comparable(scratch)
+    assert {n: s.digest for n, s in grown.splits.items()} == {n: s.digest for n, s in whole.splits.items()}
+    assert grown.records == whole.records == 30 and grown.consistent
+    assert grown.history[-1]["new_classes"] == ["bird"] and len(grown.history) == 2
+    groups = [json.loads(line) for line in (out / "duplicates.jsonl").read_text().splitlines()]
+    assert any({c["path"] for c in g["copies"]} == {"dog/3.jpg", "dog/copy3.jpg"} for g in groups)
+    assert len(load_index(str(out))) == 30
+    # Every shard name keeps TFDS's template: one count per split.
+    for split in grown.splits.values():
+        assert all(f.endswith(f"-of-{len(split.files):05d}.tfrecord") for f in split.files)
+
+
+def test_append_with_dedupe_rejects_copies_of_old_records(tmp_path):
+    images, out = tmp_path / "in", tmp_path / "out"
+    _first(images)
+    assert convert(images, out, *SPLITS, "--dedupe") == 0
+    _more(images)
+    assert convert(images, out, *SPLITS, "--dedupe", "--append") == 0
+    rejects = [json.loads(line) for line in (out / "rejects.jsonl").read_text().splitlines()]
+    copy = [r for r in rejects if r["path"] == "dog/copy3.jpg"]
+    assert copy and copy[0]["reason"] == "duplicate" and "dog/3.jpg" in copy[0]["detail"]
+
+
+def test_append_refused_when_an_option_differs_or_nothing_is_new(tmp_path, capsys):
+    images, out = tmp_path / "in", tmp_path / "out"
+    _first(images)
+    assert convert(images, out, *SPLITS) == 0
+    assert convert(images, out, *SPLITS, "--append") == 2
+    assert "holds no file the dataset lacks" in capsys.readouterr().err
+    _more(images)
+    assert convert(images, out, "--splits", "train=0.5,validation=0.5", "--resize", "16x16", "--append") == 2
+    err = capsys.readouterr().err
+    assert "--splits" in err and "--resize" in err
+    assert convert(images, tmp_path / "empty", "--append") == 2
+    assert "needs a finished dataset" in capsys.readouterr().err
