@@ -5,11 +5,18 @@ reports copies of old records, and is refused in one line when a record-shaping 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 
-from conftest import convert
+import pytest
+from conftest import REPO, convert
 from imagegen import jpeg, write_tree
 
+from beam_tfrecord import names
 from beam_tfrecord.read.examples import iter_examples
 from beam_tfrecord.write.file_index import load_index
 from beam_tfrecord.write.outputs import complete_summary
@@ -45,7 +52,17 @@ def _records(output) -> dict[str, tuple[str, str, int]]:
 
 
 # Facts of the runs rather than of the records: how many shards, when, where, the first run's options.
-RUN_KEYS = ("history", "options", "output", "started_at", "wall_time_s", "workers", "read_threads", "resumed")
+RUN_KEYS = (
+    "history",
+    "options",
+    "input",
+    "output",
+    "started_at",
+    "wall_time_s",
+    "workers",
+    "read_threads",
+    "resumed",
+)
 SHARD_KEYS = ("shards", "planned_shards", "files")
 
 
@@ -119,3 +136,61 @@ def test_append_refused_when_an_option_differs_or_nothing_is_new(tmp_path, capsy
     assert "--splits" in err and "--resize" in err
     assert convert(images, tmp_path / "empty", "--append") == 2
     assert "needs a finished dataset" in capsys.readouterr().err
+
+
+def _killed_at(point: str, images, out, *extra: str) -> None:
+    """Start an append, wait until it reaches `point` (fault_injection), and SIGKILL it there."""
+    marker = out.parent / f"paused-{point}"
+    env = dict(os.environ, BEAM_TFRECORD_PAUSE_AT=point, BEAM_TFRECORD_PAUSE_FILE=str(marker))
+    command = [sys.executable, "-m", "pipelines.convert", "--input", str(images), "--output", str(out)]
+    process = subprocess.Popen(
+        [*command, "--no_progress", *extra],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            if process.poll() is not None:
+                pytest.fail(f"the append ended before {point}: {process.stderr.read().decode()[-2000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"the append never reached {point}")
+            time.sleep(0.05)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        process.stderr.close()
+
+
+@pytest.fixture(scope="module")
+def appended(tmp_path_factory):
+    """The records and summary of an append that ran to its end."""
+    root = tmp_path_factory.mktemp("appended")
+    images, out = root / "in", root / "out"
+    _first(images)
+    assert convert(images, out, *SPLITS) == 0
+    _more(images)
+    assert convert(images, out, *SPLITS, "--append") == 0
+    return _records(out), _comparable(out)
+
+
+# The new files' conversion in the work folder (a shard half written; every shard written, its
+# metadata not), then the merge (old shards linked to their new names, new ones moved in; every
+# side file written, summary.json not yet replaced).
+@pytest.mark.parametrize("point", ["writing", "metadata", "append_linked", "append_metadata"])
+def test_killed_append_leaves_the_old_dataset_readable_and_a_rerun_completes(tmp_path, appended, point):
+    images, out = tmp_path / "in", tmp_path / "out"
+    _first(images)
+    assert convert(images, out, *SPLITS) == 0
+    before, old_summary = _records(out), _comparable(out)
+    _more(images)
+    _killed_at(point, images, out, *SPLITS, "--append")
+    # Readers see the old dataset whole (an append's extra files do not make it look unfinished).
+    assert _records(out) == before and _comparable(out) == old_summary
+    assert convert(images, out, *SPLITS, "--append") == 0
+    records, summary = appended
+    assert _records(out) == records
+    assert _comparable(out) == summary
+    assert not (out / names.APPEND_MARKER).exists() and not (out / names.APPEND_DIR).exists()
