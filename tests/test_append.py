@@ -194,3 +194,39 @@ def test_killed_append_leaves_the_old_dataset_readable_and_a_rerun_completes(tmp
     assert _records(out) == records
     assert _comparable(out) == summary
     assert not (out / names.APPEND_MARKER).exists() and not (out / names.APPEND_DIR).exists()
+
+
+def test_every_reader_sees_every_record_after_an_append(tmp_path):
+    """load_dataset, iter_examples, TorchImages, inspect (every shard framed, CRC-checked and
+    counted against summary.json), TFDS's builder_from_directory and the .idx files."""
+    import tensorflow_datasets as tfds
+
+    import beam_tfrecord
+    from beam_tfrecord.read.files import read_index, split_files
+    from pipelines.inspect import run as inspect
+
+    images, out = tmp_path / "in", tmp_path / "out"
+    _first(images)
+    assert convert(images, out, *SPLITS) == 0
+    _more(images)
+    assert convert(images, out, *SPLITS, "--append") == 0
+    summary = complete_summary(str(out))
+    assert inspect([str(out), "--sample", "0"]) == 0
+    builder = tfds.builder_from_directory(str(out))
+    assert builder.info.features["image"]["class"]["label"].names == ["cat", "dog", "bird"]
+    for name, split in summary.splits.items():
+        assert split.records == sum(1 for _ in iter_examples(str(out), name))
+        assert split.records == sum(1 for _ in beam_tfrecord.load_dataset(str(out), name, batch_size=None))
+        assert split.records == builder.info.splits[name].num_examples
+        assert split.records == sum(1 for _ in builder.as_dataset(split=name))
+        assert split.records == sum(len(read_index(path)) for path in split_files(str(out), name).paths)
+        if _has_torch():
+            assert split.records == sum(1 for _ in beam_tfrecord.TorchImages(str(out), name))
+
+
+def _has_torch() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
