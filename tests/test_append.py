@@ -230,3 +230,46 @@ def _has_torch() -> bool:
     except ImportError:
         return False
     return True
+
+
+def test_changed_and_gone_files_are_listed_never_converted_again(tmp_path):
+    images, out = tmp_path / "in", tmp_path / "out"
+    _first(images)
+    assert convert(images, out, *SPLITS) == 0
+    before = _records(out)
+    (images / "cat" / "2.jpg").write_bytes(jpeg(50, 50, seed=77))  # changed since converted
+    (images / "dog" / "5.jpg").unlink()  # gone
+    write_tree(images, {"dog/new.jpg": jpeg(33, 21, seed=4242)})
+    assert convert(images, out, *SPLITS, "--append") == 0
+    lines = [json.loads(line) for line in (out / names.CHANGED_SINCE_FILE).read_text().splitlines()]
+    assert [(line["path"], line["change"]) for line in lines] == [
+        ("cat/2.jpg", "changed"),
+        ("dog/5.jpg", "gone"),
+    ]
+    after = _records(out)
+    # The changed file keeps its old record (converted once); the gone one's record stays too.
+    assert {k: v for k, v in after.items() if k != "dog/new.jpg"} == before and "dog/new.jpg" in after
+    assert complete_summary(str(out)).history[-1]["changed_since_converted"] == 1
+
+
+def test_a_new_file_of_a_known_group_goes_to_that_groups_split(tmp_path):
+    images, out = tmp_path / "in", tmp_path / "out"
+    args = (*SPLITS, "--label_source", "none", "--group_pattern", r"^(g\d+)_")
+    write_tree(
+        images, {f"g{g}_{i}.jpg": jpeg(20, 20 + i, seed=g * 10 + i) for g in range(8) for i in range(2)}
+    )
+    assert convert(images, out, *args) == 0
+    group_split = {name.split("_")[0]: split for name, (split, _, _) in _records_unlabeled(out).items()}
+    write_tree(images, {f"g{g}_new.jpg": jpeg(24, 24, seed=500 + g) for g in range(8)})
+    assert convert(images, out, *args, "--append") == 0
+    after = _records_unlabeled(out)
+    assert all(after[f"g{g}_new.jpg"][0] == group_split[f"g{g}"] for g in range(8))
+    assert len(set(group_split.values())) == 2  # both splits hold groups: the check could fail
+
+
+def _records_unlabeled(output) -> dict[str, tuple[str, None, None]]:
+    return {
+        e["filename"]: (split, None, None)
+        for split in complete_summary(str(output)).splits
+        for e in iter_examples(str(output), split)
+    }
