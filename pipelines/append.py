@@ -50,6 +50,8 @@ def prepare_append(settings: RunSettings) -> AppendJob:
     """Check that `settings` may grow the dataset in --output; UsageError in one line if not."""
     source, config = settings.source, settings.config
     output = config.output
+    if settings.overwrite:
+        raise UsageError("--append and --overwrite exclude each other: one grows the dataset, one replaces it")
     try:
         old = outputs.complete_summary(output)
     except outputs.IncompleteOutput as error:
