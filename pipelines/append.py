@@ -51,7 +51,9 @@ def prepare_append(settings: RunSettings) -> AppendJob:
     source, config = settings.source, settings.config
     output = config.output
     if settings.overwrite:
-        raise UsageError("--append and --overwrite exclude each other: one grows the dataset, one replaces it")
+        raise UsageError(
+            "--append and --overwrite exclude each other: one grows the dataset, one replaces it"
+        )
     try:
         old = outputs.complete_summary(output)
     except outputs.IncompleteOutput as error:

@@ -273,3 +273,15 @@ def _records_unlabeled(output) -> dict[str, tuple[str, None, None]]:
         for split in complete_summary(str(output)).splits
         for e in iter_examples(str(output), split)
     }
+
+
+def test_overwrite_clears_what_a_killed_append_left(tmp_path):
+    images, out = tmp_path / "in", tmp_path / "out"
+    _first(images)
+    assert convert(images, out, *SPLITS) == 0
+    _more(images)
+    _killed_at("append_linked", images, out, *SPLITS, "--append")
+    assert (out / names.APPEND_MARKER).exists()
+    assert convert(images, out, *SPLITS, "--overwrite") == 0
+    assert not (out / names.APPEND_MARKER).exists() and not (out / names.APPEND_DIR).exists()
+    assert len(_records(out)) == 30

@@ -23,6 +23,7 @@ _LOGGER = logging.getLogger(__name__)
 __all__ = [
     "IncompleteOutput",
     "OutputInUse",
+    "clear_append",
     "clear_outputs",
     "clear_temp",
     "complete_shards",
@@ -59,6 +60,7 @@ def prepare_output(output: str, overwrite: bool = False) -> None:
         )
     gcs.check_writable("output", output)
     clear_outputs(existing)
+    clear_append(output)
     for leftover in clear_temp(output):
         _LOGGER.info("removed %s, left by an interrupted run", leftover)
 
@@ -78,6 +80,22 @@ def existing_outputs(output: str) -> list[str]:
         if names.is_shard_name(name) or names.is_index_name(name) or name in METADATA_FILES:
             found.append(metadata.path)
     return sorted(found)
+
+
+def clear_append(output: str) -> None:
+    """What a killed `--append` left (write.append): its marker first (then nothing excuses files
+    that summary.json does not list), then its work folder. A run replacing the dataset clears it."""
+    marker = FileSystems.join(output, names.APPEND_MARKER)
+    if FileSystems.exists(marker):
+        FileSystems.delete([marker])
+    work = FileSystems.join(output, names.APPEND_DIR)
+    (found,) = FileSystems.match([work + "/**"])
+    if found.metadata_list:
+        FileSystems.delete([m.path for m in found.metadata_list])
+    if "://" not in work and os.path.isdir(work):
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def clear_outputs(paths: list[str]) -> None:
