@@ -5,6 +5,7 @@ reports copies of old records, and is refused in one line when a record-shaping 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import signal
@@ -176,11 +177,13 @@ def appended(tmp_path_factory):
     return _records(out), _comparable(out)
 
 
-# The new files' conversion in the work folder (a shard half written; every shard written, its
-# metadata not), then the merge (old shards linked to their new names, new ones moved in; every
-# side file written, summary.json not yet replaced).
-@pytest.mark.parametrize("point", ["writing", "metadata", "append_linked", "append_metadata"])
-def test_killed_append_leaves_the_old_dataset_readable_and_a_rerun_completes(tmp_path, appended, point):
+# The new files' conversion in the work folder (a shard half written; shards renamed into place;
+# every shard written, its metadata not), then the merge (old shards linked to their new names,
+# new ones moved in; every side file written, summary.json not yet replaced).
+@pytest.mark.parametrize("point", ["writing", "finalizing", "metadata", "append_linked", "append_metadata"])
+def test_killed_append_leaves_the_old_dataset_readable_and_a_rerun_completes(
+    tmp_path, appended, caplog, point
+):
     images, out = tmp_path / "in", tmp_path / "out"
     _first(images)
     assert convert(images, out, *SPLITS) == 0
@@ -189,7 +192,10 @@ def test_killed_append_leaves_the_old_dataset_readable_and_a_rerun_completes(tmp
     _killed_at(point, images, out, *SPLITS, "--append")
     # Readers see the old dataset whole (an append's extra files do not make it look unfinished).
     assert _records(out) == before and _comparable(out) == old_summary
+    caplog.set_level(logging.INFO, logger="beam_tfrecord")
     assert convert(images, out, *SPLITS, "--append") == 0
+    if point in ("finalizing", "metadata"):  # every shard task was done: the rerun keeps them all
+        assert "resuming the interrupted run" in caplog.text
     records, summary = appended
     assert _records(out) == records
     assert _comparable(out) == summary
