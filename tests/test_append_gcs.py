@@ -58,6 +58,13 @@ def test_append_in_a_bucket_matches_the_same_append_on_disk(emulator, tmp_path):
     assert convert(f"gs://{bucket}/in", remote, *SPLITS, "--append") == 0
     assert _records(remote) == _records(str(out))
     summary = complete_summary(remote)
+    # Read straight from the bucket, as a training job would: tf.data, and inspect's full check.
+    import beam_tfrecord
+    from pipelines.inspect import run as inspect
+
+    assert inspect([remote, "--sample", "0"]) == 0
+    for name, split in summary.splits.items():
+        assert split.records == sum(1 for _ in beam_tfrecord.load_dataset(remote, name, batch_size=None))
     assert summary.class_names == ["cat", "dog", "bird"] and summary.records == 18
     with FileSystems.open(f"{remote}/duplicates.jsonl", compression_type=CompressionTypes.UNCOMPRESSED) as f:
         groups = [json.loads(line) for line in f.read().decode().splitlines()]
