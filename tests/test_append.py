@@ -217,7 +217,7 @@ def test_every_reader_sees_every_record_after_an_append(tmp_path):
     _more(images)
     assert convert(images, out, *SPLITS, "--append") == 0
     summary = complete_summary(str(out))
-    assert inspect([str(out), "--sample", "0"]) == 0
+    assert inspect([str(out), "--sample", "0", "--pictures", str(tmp_path)]) == 0
     builder = tfds.builder_from_directory(str(out))
     assert builder.info.features["image"]["class"]["label"].names == ["cat", "dog", "bird"]
     for name, split in summary.splits.items():

@@ -62,7 +62,7 @@ def test_append_in_a_bucket_matches_the_same_append_on_disk(emulator, tmp_path):
     import beam_tfrecord
     from pipelines.inspect import run as inspect
 
-    assert inspect([remote, "--sample", "0"]) == 0
+    assert inspect([remote, "--sample", "0", "--pictures", str(tmp_path)]) == 0
     for name, split in summary.splits.items():
         assert split.records == sum(1 for _ in beam_tfrecord.load_dataset(remote, name, batch_size=None))
     assert summary.class_names == ["cat", "dog", "bird"] and summary.records == 18
