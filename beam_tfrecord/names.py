@@ -23,13 +23,17 @@ import re
 
 __all__ = [
     "ANNOTATIONS_UNMATCHED_FILE",
+    "APPEND_DIR",
+    "APPEND_MARKER",
     "BEAM_TEMP_PREFIX",
+    "CHANGED_SINCE_FILE",
     "CHANGES_FILE",
     "CLAIM_FILE",
     "CONTACT_SHEET_FILE",
     "DROPPED_OBJECTS_FILE",
     "DUPLICATES_FILE",
     "HISTOGRAM_FILE",
+    "INDEX_FILE",
     "INDEX_SUFFIX",
     "LABELS_FILE",
     "LABEL_MAP_FILE",
@@ -39,6 +43,7 @@ __all__ = [
     "PLAN_DONE_DIR",
     "PLAN_DROPPED_OBJECTS_FILE",
     "PLAN_FACTS_FILE",
+    "PLAN_LISTING_FILE",
     "PLAN_REJECTS_FILE",
     "PLAN_RUN_FILE",
     "PLAN_TASKS_DIR",
@@ -90,6 +95,16 @@ TFDS_FILES = (
     "label.labels.txt",
     "image-object-class-label.labels.txt",
 )
+# Kept with the dataset for `--append` (write.file_index, write.append): every listed file's
+# relpath, size, mtime, sha256 and split, written by the metadata step before summary.json; an
+# append's files converted since the dataset was made, but changed or gone; the append's work folder
+# (its new files converted as a run of their own) and its marker, present while it merges.
+INDEX_FILE = "index/files.jsonl"
+CHANGED_SINCE_FILE = "changed_since_converted.jsonl"
+APPEND_DIR = ".beam-tfrecord-append"
+APPEND_MARKER = ".beam-tfrecord-append.json"
+PLAN_LISTING_FILE = "listing.jsonl"  # the run's listing, staged for the index
+
 CONTACT_SHEET_FILE = "contact_sheet.png"
 HISTOGRAM_FILE = "label_histogram.png"
 METADATA_FILES = (
@@ -102,6 +117,7 @@ METADATA_FILES = (
     LABEL_MAP_FILE,
     DROPPED_OBJECTS_FILE,
     ANNOTATIONS_UNMATCHED_FILE,
+    CHANGED_SINCE_FILE,
     *TFDS_FILES,
     CONTACT_SHEET_FILE,
     HISTOGRAM_FILE,

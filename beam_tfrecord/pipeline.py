@@ -29,7 +29,7 @@ from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import ChangeLine, DroppedObjectLine, DuplicateGroup, FinalShard, RejectLine
 from beam_tfrecord.plan import bulk, staging
 from beam_tfrecord.plan.listing import InputFile, list_inputs
-from beam_tfrecord.plan.planner import LabelSource, make_plan, shard_tasks
+from beam_tfrecord.plan.planner import KnownRecords, LabelSource, make_plan, shard_tasks
 from beam_tfrecord.plan.sharding import ShardSettings
 from beam_tfrecord.plan.staging import StagedPlan
 from beam_tfrecord.transforms import (
@@ -49,7 +49,7 @@ from beam_tfrecord.transforms import (
     content_key,
     make_sink,
 )
-from beam_tfrecord.write import outputs
+from beam_tfrecord.write import file_index, outputs
 from beam_tfrecord.write import resume as resume_lib
 from beam_tfrecord.write.claim import Claim
 from beam_tfrecord.write.shardwriter import remove_tree
@@ -74,6 +74,7 @@ def prepare(
     stage: bool = True,
     resume: bool = True,
     claim: Claim | None = None,
+    known: KnownRecords | None = None,
 ) -> StagedPlan:
     """Everything before the pipeline: list and plan the inputs, clear the output (an earlier
     run's files need `overwrite`), and stage the plan under the output.
@@ -94,6 +95,8 @@ def prepare(
     to name `config.output` before anything there is read or cleared. The caller takes it, not
     `prepare`, because it must outlive `prepare`: it covers the pipeline's run, which ends where
     only the caller knows. Without one nothing stops another run writing the same output.
+
+    `known`: the dataset an `--append` grows (write.append): its label ids and records' hashes.
     """
     gcs.use_settings(config.gcs)
     if claim is not None and (not claim.held or claim.output != config.output):
@@ -109,7 +112,7 @@ def prepare(
     listing = list_inputs(source.input) if files is None else files
     fault_injection.pause_point("listed")
     with bulk.cycles_paused():  # millions of objects in a detection run's plan: see plan.bulk
-        return _plan_and_stage(listing, source, config, shards, label_source, overwrite, stage, resume)
+        return _plan_and_stage(listing, source, config, shards, label_source, overwrite, stage, resume, known)
 
 
 def _plan_and_stage(
@@ -121,9 +124,10 @@ def _plan_and_stage(
     overwrite: bool,
     stage: bool,
     resume: bool,
+    known: KnownRecords | None = None,
 ) -> StagedPlan:
     """`prepare` once the inputs are listed."""
-    plan = make_plan(listing, source, shards, label_source)
+    plan = make_plan(listing, source, shards, label_source, known)
     if not plan.inputs and not plan.rejects:
         raise ConfigError("input", f"{source.input} holds no files")
     if not stage:
@@ -163,6 +167,7 @@ def _plan_and_stage(
     # detection run's tasks are serialized once (1,000,000 objects with masks: 19 s each time).
     tasks_digest = resume_lib.TextDigest()
     staged = staging.stage_plan(plan, config.output, source, tasks=tasks, staged_task=tasks_digest.add)
+    file_index.stage_listing(staged.plan_dir, listing)
     fingerprint = _fingerprint(listing, source, config, tasks_digest, facts)
     resume_lib.write_json(resume_lib.fingerprint_path(staged.temp_dir), fingerprint.to_json())
     return staged
@@ -193,7 +198,8 @@ def _fingerprint(
 
 class WriteMetadataFn(RunStepFn):
     """Runs once, after every shard is final: labels.txt, rejects.jsonl, changes.jsonl, TFDS's
-    files, then summary.json; then removes the run's temporary folder (the staged plan)."""
+    files, the file index (write.file_index), then summary.json; then removes the run's temporary
+    folder (the staged plan)."""
 
     def __init__(self, config: ConvertConfig, staged: StagedPlan, run: RunInfo | None) -> None:
         super().__init__(config, staged)
@@ -208,8 +214,10 @@ class WriteMetadataFn(RunStepFn):
         changes: list[ChangeLine],
         duplicates: list[DuplicateGroup],
         dropped: list[DroppedObjectLine],
+        contents: list[tuple[str, tuple[str, str]]] = (),  # type: ignore[assignment]
     ) -> Iterator[Summary]:
         facts = staging.load_facts(self.staged.plan_dir)
+        file_index.write_index(self.config.output, file_index.index_entries(self.staged.plan_dir, contents))
         planned = staging.load_planned_rejects(self.staged.plan_dir)
         # One listing of the output, not one request per shard.
         (found,) = FileSystems.match([FileSystems.join(self.config.output, "*")])
@@ -350,6 +358,7 @@ class ImagesToTFRecords(beam.PTransform):
             dropped = (dropped, resumed[DROPPED]) | "AllDropped" >> beam.Flatten()
             tallies.append(resumed[TALLIES])
         duplicates = keys | "Duplicates" >> DuplicateGroups()
+        # (sha256, (relpath, split)) of every record: the file index's (write.file_index).
         reject_tally = all_rejects | "TallyRejects" >> beam.CombineGlobally(TallyFn())
         tally = (
             (*tallies, reject_tally)
@@ -368,5 +377,6 @@ class ImagesToTFRecords(beam.PTransform):
                 changes=beam.pvalue.AsList(changes),
                 dropped=beam.pvalue.AsList(dropped),
                 duplicates=beam.pvalue.AsList(duplicates),
+                contents=beam.pvalue.AsList(keys),
             )
         )

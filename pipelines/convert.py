@@ -42,6 +42,7 @@ from beam_tfrecord.plan.staging import StagedPlan
 from beam_tfrecord.write import claim as claims
 from beam_tfrecord.write import outputs
 from beam_tfrecord.write.summary import RunInfo, read_summary
+from pipelines import append as append_cmd
 from pipelines import dry_run
 from pipelines.dataflow_checks import check_dry_run_input, check_remote_run
 from pipelines.options import (
@@ -66,13 +67,22 @@ CLEAN_RERUN = "the next run of the same command resumes it, keeping every shard 
 
 
 def plan_run(
-    settings: RunSettings, options: PipelineOptions, given: set[str], claim: claims.Claim | None = None
+    settings: RunSettings,
+    options: PipelineOptions,
+    given: set[str],
+    claim: claims.Claim | None = None,
+    job: append_cmd.AppendJob | None = None,
 ) -> tuple[StagedPlan, ConvertConfig]:
     """List the input, choose the local workers and their read threads (both depend on its
     size), then `prepare` the run (plan, clear the output, stage the plan; a dry run writes
-    nothing); returns the staged plan and the config with those threads."""
+    nothing); returns the staged plan and the config with those threads. An append (`job`)
+    plans only its new files, into its work folder."""
     source, config = settings.source, settings.config
-    files = list_inputs(source.input)
+    if job is not None:
+        files = job.delta.new
+        config = dataclasses.replace(config, output=job.work)
+    else:
+        files = list_inputs(source.input)
     if runners.is_local(options):
         local = runners.use_local_runner(options, sum(f.size for f in files), given)
         if "decode_threads" not in given:
@@ -83,14 +93,15 @@ def plan_run(
     staged = prepare(
         source,
         config,
-        overwrite=settings.overwrite,
+        overwrite=settings.overwrite or job is not None,
         parallelism=runners.parallelism(options),
         round_robin=runners.deals_round_robin(options),
         label_source=settings.label_source,
         files=files,
         stage=not settings.dry_run,
         resume=settings.resume,
-        claim=claim,
+        claim=claim if job is None else None,  # the claim is on --output, which holds the work folder
+        known=job.known if job is not None else None,
     )
     return staged, config
 
@@ -227,10 +238,16 @@ def _run_claimed(
     claim: claims.Claim | None,
 ) -> int:
     """`run`, once the output is this run's (or a dry run needs none)."""
+    job = None
     try:
         interrupts.set_message(lambda: f"interrupted before the pipeline started; {CLEAN_RERUN}")
+        if settings.append:
+            job = append_cmd.prepare_append(settings)
+            if job.done is not None or job.merging:  # the new files are converted: merge them
+                append_cmd.finish_append(job, settings.source.input)
+                return report(settings.config.output)
         # A dry run plans where a real run would stage, writing nothing (nor listing gs:// output).
-        staged, config = plan_run(settings, options, given, claim)
+        staged, config = plan_run(settings, options, given, claim, job)
     except (ConfigError, UsageError, ModelUnavailable) as error:
         print(f"error: {usage_text(error)}", file=sys.stderr)
         return 2
@@ -288,6 +305,11 @@ def _run_claimed(
     if state != PipelineState.DONE:
         print(f"error: the job ended {state}; nothing final was written to {config.output}", file=sys.stderr)
         return 1
+    if job is not None:
+        append_cmd.finish_append(
+            dataclasses.replace(job, done=read_summary(config.output)), settings.source.input
+        )
+        return report(settings.config.output)
     return report(config.output)
 
 

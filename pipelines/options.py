@@ -80,6 +80,17 @@ class RunSettings:
         kind=bool,
         help="replace the shards and metadata of an earlier run in --output",
     )
+    append: bool = setting(
+        False,
+        details="`--output` holds a finished dataset: convert only the files its index does not hold, "
+        "write them as new shards beside the old ones (never re-read or rewritten), keep every label id "
+        "and split, and count files changed or gone since in changed_since_converted.jsonl; refused when "
+        "an option that shapes a record differs from the dataset's first run's (see [Append](append.md))",
+        group="output",
+        label="Append",
+        kind=bool,
+        help="add the files --output's finished dataset does not hold yet as new shards beside the old ones",
+    )
     resume: bool = setting(
         True,
         details="start clean even when `--output` holds an interrupted run of the same command; by default "

@@ -88,7 +88,8 @@ def _snapshot(output: str, tmp: str) -> dict:
     summary without the run's own facts."""
     files = {}
     for name in sorted(os.listdir(output)):
-        if name != "summary.json":
+        # Folders aside: index/ (the file index --append reads) is checked by tests/test_append.py.
+        if name != "summary.json" and os.path.isfile(os.path.join(output, name)):
             files[name] = _file_digest(os.path.join(output, name), tmp)
     with open(os.path.join(output, "summary.json"), encoding="utf-8") as handle:
         text = handle.read().replace(tmp, "<tmp>")

@@ -101,6 +101,7 @@ def test_summary_options_round_trip_through_the_configs():
 def test_run_settings_declares_only_the_commands_own_options():
     assert {item.option for item in declared(RunSettings)} == {
         "overwrite",
+        "append",
         "no_resume",
         "no_progress",
         "no_wait",

@@ -47,6 +47,7 @@ from beam_tfrecord.plan.source_config import SourceConfig
 
 __all__ = [
     "GroupFacts",
+    "KnownRecords",
     "LabelSource",
     "ObjectFacts",
     "Plan",
@@ -179,11 +180,23 @@ Labeled = list[tuple[InputFile, labels_lib.ManifestRow | None]]  # a file and it
 DEFAULT_SHARDS = ShardSettings()
 
 
+@dataclass(frozen=True)
+class KnownRecords:
+    """What an `--append` run's plan takes from the dataset it grows (write.append): its class
+    names in id order (a class seen first now gets the next id), and the sha256 of every record
+    it holds -> that record's relpath (with `dedupe`, a new file with those bytes is a
+    `duplicate` reject naming it)."""
+
+    class_names: tuple[str, ...] | None = None
+    hashes: Mapping[str, str] = field(default_factory=dict)
+
+
 def make_plan(
     files: Sequence[InputFile],
     source: SourceConfig,
     shards: ShardSettings = DEFAULT_SHARDS,
     label_source: LabelSource | None = None,
+    known: KnownRecords | None = None,
 ) -> Plan:
     """Labels, groups, splits and shard counts from the listing (and, with `source.dedupe`, one
     hash of every candidate's bytes): the launcher's whole share of the work, in the steps below.
@@ -191,21 +204,30 @@ def make_plan(
     `shards` says how many shards there will be (see sharding.shard_count). A file in a group
     (the first group of `source.group_pattern` in its path, else the manifest's `group` column)
     is split with its group. `label_source` passes one already loaded (the command loads the
-    manifest early, to fail fast); by default it is made from `source`.
+    manifest early, to fail fast); by default it is made from `source`. `known`: the dataset an
+    append grows (its label ids kept, its records' bytes known to dedupe).
     """
     with bulk.cycles_paused():  # a detection run makes an object per box: see plan.bulk
-        return _make_plan(files, source, shards, label_source or label_source_for(source))
+        return _make_plan(files, source, shards, label_source or label_source_for(source), known)
 
 
 def _make_plan(
-    files: Sequence[InputFile], source: SourceConfig, shards: ShardSettings, label_source: LabelSource
+    files: Sequence[InputFile],
+    source: SourceConfig,
+    shards: ShardSettings,
+    label_source: LabelSource,
+    known: KnownRecords | None = None,
 ) -> Plan:
     rejects: list[RejectLine] = []
     annotated = _annotations(files, source)
     declared = _used_declared_splits(annotated, source)
     if annotated is None:
         labeled = _labeled_files(files, label_source, rejects)
-        class_names, labeled = _known_classes(labeled, label_source, source.class_names, rejects)
+        fixed = source.class_names
+        if known is not None and known.class_names is not None and not fixed:
+            found = {name for _, entry in labeled if entry is not None for name in _names(entry.label)}
+            fixed = (*known.class_names, *sorted(found - set(known.class_names)))
+        class_names, labeled = _known_classes(labeled, label_source, fixed, rejects)
     else:
         labeled = _annotated_files(files, annotated, source, rejects)
         class_names = list(annotated.class_names)
@@ -213,7 +235,7 @@ def _make_plan(
             labeled = _in_declared_splits(labeled, annotated, declared, rejects)
     extras, labeled = _typed_columns(labeled, source.extra_columns, rejects)
     if source.dedupe:
-        labeled = _without_copies(labeled, rejects)
+        labeled = _without_copies(labeled, rejects, known.hashes if known is not None else {})
     group_pattern = (
         labels_lib.compile_label_pattern(source.group_pattern, "group_pattern", "the group")
         if source.group_pattern
@@ -517,15 +539,23 @@ def _typed_columns(
     return extras, kept
 
 
-def _without_copies(labeled: Labeled, rejects: list[RejectLine]) -> Labeled:
-    """One file of each content (the smallest relative path); the others are `duplicate` rejects."""
+def _without_copies(labeled: Labeled, rejects: list[RejectLine], known: Mapping[str, str]) -> Labeled:
+    """One file of each content (the smallest relative path); the others are `duplicate` rejects.
+    A file whose bytes a record of the dataset already holds (`known`: sha256 -> its relpath, an
+    append's) is a copy of that record."""
     hashes = dedupe_lib.content_hashes([f.path for f, _ in labeled])
-    dropped = dedupe_lib.kept_copies((f.relpath, h) for (f, _), h in zip(labeled, hashes, strict=True))
+    old = {f.relpath: known[h] for (f, _), h in zip(labeled, hashes, strict=True) if h in known}
+    for relpath, kept_path in sorted(old.items()):
+        rejects.append(
+            RejectLine(relpath, reasons.DUPLICATE.code, f"same bytes as {kept_path}, already in the dataset")
+        )
+    rest = [(item, h) for item, h in zip(labeled, hashes, strict=True) if item[0].relpath not in old]
+    dropped = dedupe_lib.kept_copies((f.relpath, h) for (f, _), h in rest)
     for relpath, kept_path in dropped.items():
         rejects.append(
             RejectLine(relpath, reasons.DUPLICATE.code, f"same bytes as {kept_path}, which is kept")
         )
-    return [(f, entry) for f, entry in labeled if f.relpath not in dropped]
+    return [(f, entry) for f, entry in labeled if f.relpath not in dropped and f.relpath not in old]
 
 
 def _shard_counts(

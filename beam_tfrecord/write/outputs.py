@@ -23,6 +23,7 @@ _LOGGER = logging.getLogger(__name__)
 __all__ = [
     "IncompleteOutput",
     "OutputInUse",
+    "clear_append",
     "clear_outputs",
     "clear_temp",
     "complete_shards",
@@ -59,6 +60,7 @@ def prepare_output(output: str, overwrite: bool = False) -> None:
         )
     gcs.check_writable("output", output)
     clear_outputs(existing)
+    clear_append(output)
     for leftover in clear_temp(output):
         _LOGGER.info("removed %s, left by an interrupted run", leftover)
 
@@ -78,6 +80,22 @@ def existing_outputs(output: str) -> list[str]:
         if names.is_shard_name(name) or names.is_index_name(name) or name in METADATA_FILES:
             found.append(metadata.path)
     return sorted(found)
+
+
+def clear_append(output: str) -> None:
+    """What a killed `--append` left (write.append): its marker first (then nothing excuses files
+    that summary.json does not list), then its work folder. A run replacing the dataset clears it."""
+    marker = FileSystems.join(output, names.APPEND_MARKER)
+    if FileSystems.exists(marker):
+        FileSystems.delete([marker])
+    work = FileSystems.join(output, names.APPEND_DIR)
+    (found,) = FileSystems.match([work + "/**"])
+    if found.metadata_list:
+        FileSystems.delete([m.path for m in found.metadata_list])
+    if "://" not in work and os.path.isdir(work):
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def clear_outputs(paths: list[str]) -> None:
@@ -136,12 +154,24 @@ def complete_summary(output: str) -> Summary:
         for p in existing_outputs(output)
         if not names.is_index_name(posixpath.basename(p))
     } - set(METADATA_FILES)
-    if present != expected:
+    if present != expected and not _append_under_way(output, present, expected):
         raise IncompleteOutput(
             f"{output}: shard files {sorted(present ^ expected)} differ from those in {SUMMARY_FILE} "
             "(another run is writing here, or one was stopped while replacing this one)"
         )
     return summary
+
+
+def _append_under_way(output: str, present: set[str], expected: set[str]) -> bool:
+    """An `--append` merging beside this dataset (write.append): every shard summary.json lists
+    is there, and each other one is a file the append's marker names. Readers read the dataset
+    summary.json describes, whole, until the append replaces it."""
+    from beam_tfrecord.write.append import marker_names
+
+    if not expected <= present:
+        return False
+    extra = marker_names(output)
+    return extra is not None and present - expected <= extra
 
 
 def complete_shards(output: str) -> dict[str, list[str]]:

@@ -334,6 +334,9 @@ class Summary:
     options: RunOptions = field(default_factory=RunOptions)
     run: RunInfo | None = None
     tfds_metadata: TfdsMetadataInfo | None = None
+    # The runs that made a dataset grown by `--append` (write.append), each with its date, input
+    # and counts (and an append's new classes); absent from a dataset made by one run.
+    history: list[dict[str, Any]] | None = None
 
     # What readers need of the settings.
     @property
@@ -383,7 +386,9 @@ class Summary:
                 data.update(value.to_json() if value is not None else {})
             elif item.name == "options":
                 data[item.name] = value.to_json()
-            elif item.name in ("features", "objects", "resumed", "tfds_metadata") and value is None:
+            elif (
+                item.name in ("features", "objects", "resumed", "tfds_metadata", "history") and value is None
+            ):
                 continue
             elif isinstance(value, TfdsMetadataInfo):
                 data[item.name] = value.to_json()

@@ -1,0 +1,127 @@
+"""`--append`'s checks and choices before the pipeline (see beam_tfrecord.write.append): the
+output must hold a finished dataset with its file index, made with the same record-shaping
+options; only the files the index does not hold are planned, into the append's work folder."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from beam_tfrecord import names
+from beam_tfrecord.plan.listing import list_inputs
+from beam_tfrecord.plan.planner import KnownRecords
+from beam_tfrecord.write import append as append_lib
+from beam_tfrecord.write import outputs
+from beam_tfrecord.write.file_index import load_index
+from beam_tfrecord.write.summary import RunOptions, Summary, read_summary
+from pipelines.options import RunSettings, UsageError
+
+__all__ = ["AppendJob", "finish_append", "prepare_append"]
+
+
+@dataclass(frozen=True)
+class AppendJob:
+    """What an append found: the dataset as it stands, what the listing holds against its index,
+    and, when the work folder already holds the finished conversion of the new files (a killed
+    merge), that run's summary."""
+
+    output: str
+    old: Summary
+    delta: append_lib.ListingDelta
+    known: KnownRecords
+    done: Summary | None = None
+    merging: bool = False  # a merge was under way (its marker is there): finish it, convert nothing
+
+    @property
+    def work(self) -> str:
+        return append_lib.work_dir(self.output)
+
+
+def _finished_work(output: str, merging: bool) -> Summary | None:
+    """The work folder's finished run: whole (no merge began), or as the merge left it."""
+    work = append_lib.work_dir(output)
+    try:
+        return read_summary(work) if merging else outputs.complete_summary(work)
+    except Exception:
+        return None
+
+
+def prepare_append(settings: RunSettings) -> AppendJob:
+    """Check that `settings` may grow the dataset in --output; UsageError in one line if not."""
+    source, config = settings.source, settings.config
+    output = config.output
+    if settings.overwrite:
+        raise UsageError(
+            "--append and --overwrite exclude each other: one grows the dataset, one replaces it"
+        )
+    try:
+        old = outputs.complete_summary(output)
+    except outputs.IncompleteOutput as error:
+        raise UsageError(f"--append needs a finished dataset in --output: {error}") from None
+    if old.objects is not None:
+        raise UsageError("--append does not grow a detection dataset yet: convert it again")
+    if old.stratified or source.stratify:
+        raise UsageError(
+            "--append cannot keep stratified splits (each file's split depends on all): use hash splits"
+        )
+    first = old.options
+    differences = append_lib.option_differences(first, RunOptions.of(source, config))
+    if differences:
+        raise UsageError(
+            "--append refused: options that shape a record differ from the dataset's first run: "
+            + "; ".join(differences)
+        )
+    index = load_index(output)
+    if index is None:
+        raise UsageError(
+            f"--append: {output} has no {names.INDEX_FILE} (made before --append): convert it again"
+        )
+    inputs = {first.source.input if first.source is not None else None}
+    inputs |= {h.get("input") for h in old.history or []}
+    listing = list_inputs(source.input)
+    delta = append_lib.compare_listing(listing, index, source.input in inputs)
+    known = KnownRecords(
+        tuple(old.class_names) if old.class_names is not None else None,
+        {e.sha256: e.relpath for e in sorted(index, key=lambda e: e.relpath, reverse=True) if e.sha256},
+    )
+    merging = append_lib.marker_names(output) is not None
+    job = AppendJob(output, old, delta, known, _finished_work(output, merging), merging)
+    if job.done is None and not merging and not delta.new:
+        raise UsageError(
+            f"--append: {source.input} holds no file the dataset lacks ({delta.converted} converted, "
+            f"{len(delta.changed)} changed and {len(delta.gone)} gone since: "
+            "a full run with --overwrite rebuilds)"
+        )
+    return job
+
+
+def finish_append(job: AppendJob, input_spec: str) -> Summary:
+    """Merge the work folder's finished run into the dataset (write.append.merge)."""
+    if job.done is None and job.merging:  # merged, and the work folder already removed
+        append_lib.finish(job.output)
+        return job.old
+    new = job.done if job.done is not None else read_summary(job.work)
+    started = new.run.started_at if new.run is not None else None
+    last = (job.old.history or [{}])[-1]
+    if started is not None and last.get("started_at") == started:  # merged; killed while cleaning
+        append_lib.finish(job.output)
+        return job.old
+    old_names = set(job.old.class_names or ())
+    entry = {
+        "date": None,
+        "input": input_spec,
+        "inputs": new.inputs,
+        "records": new.records,
+        "rejects": new.rejects,
+        "new_classes": [c for c in new.class_names or () if c not in old_names],
+        "changed_since_converted": len(job.delta.changed),
+        "gone": len(job.delta.gone),
+        "started_at": started,
+    }
+    if started is not None:
+        import time
+
+        entry["date"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))
+    if new.run is not None:
+        new = dataclasses.replace(new, run=dataclasses.replace(new.run, output=job.output))
+    return append_lib.merge(job.output, job.old, new, job.delta.lines(), entry)
