@@ -74,6 +74,7 @@ DROPPED = "dropped"
 CONTENT = "content"
 TALLIES = "tallies"
 _LOGGER = logging.getLogger(__name__)
+READ_BATCH = 4  # inputs per hand-off to a read thread: fewer futures and waits (issue 28)
 
 
 class RunStepFn(beam.DoFn):
@@ -186,7 +187,8 @@ class ReadShardFn(RunStepFn):
         work = ((item, shard, task.class_names) for item in task.inputs)
         if self._pool is None:
             return map(self._prepare, work)
-        return ordered_submit(self._pool, self._prepare, work, 2 * self.config.read_threads)
+        window = 2 * self.config.read_threads * READ_BATCH
+        return ordered_submit(self._pool, self._prepare, work, window, READ_BATCH)
 
     def process(self, task: ShardTask) -> Iterator[PendingRecord | TaggedOutput]:
         rejects: list[RejectLine] = []
