@@ -397,12 +397,11 @@ class WriteShardFilesFn(RunStepFn):
     def process(self, record: ConvertedRecord) -> None:
         assert self._files is not None
         self._files.write(record.shard, record.example)
-        self._tally.add(record)  # keeps no bytes
         key = (record.shard.split, record.shard.index)
         if key not in self._ledger:
             self._ledger[key] = resume.ShardOutcome(shard=None, bytes=0, tally=Tally())  # type: ignore[arg-type]
         ledger = self._ledger[key]
-        ledger.tally.add(without_pixels(record))
+        ledger.tally.add(record)  # counts; keeps no bytes
         change = change_line(record)
         if change is not None:
             ledger.changes.append(change)
@@ -410,8 +409,11 @@ class WriteShardFilesFn(RunStepFn):
         ledger.content.append((record.content_sha256, record.relpath))
 
     def _shard_done(self, shard: WrittenShard, size: int) -> None:
-        """A shard is closed and indexed: its writer's done file, with everything counted of it."""
+        """A shard is closed and indexed: its writer's done file, with everything counted of it.
+        Its tally joins the bundle's: every shard a bundle wrote is closed by its end, so the
+        bundle's tally is their sum (one count per record, not two)."""
         ledger = self._ledger.pop((shard.split, shard.index))
+        self._tally.merge(ledger.tally)
         ledger.shard, ledger.bytes = shard, size
         done = resume.done_path(self.staged.temp_dir, resume.task_name(shard.split, shard.index), "written")
         resume.write_json(done, ledger.to_json())
