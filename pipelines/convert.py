@@ -74,7 +74,8 @@ def plan_run(
     source, config = settings.source, settings.config
     files = list_inputs(source.input)
     if runners.is_local(options):
-        local = runners.use_local_runner(options, sum(f.size for f in files), given)
+        size = sum(f.size for f in files)
+        local = runners.use_local_runner(options, size, given, features=config.features is not None)
         if "decode_threads" not in given:
             config = dataclasses.replace(
                 config, read_threads=runners.read_threads(source.input, local.workers)
