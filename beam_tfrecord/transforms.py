@@ -187,7 +187,9 @@ class ReadShardFn(RunStepFn):
         work = ((item, shard, task.class_names) for item in task.inputs)
         if self._pool is None:
             return map(self._prepare, work)
-        window = 2 * self.config.read_threads * READ_BATCH
+        # A batch on each thread and one done, waiting for this thread to take it: the threads
+        # never wait on the consumer's pace, and no more images are held than that.
+        window = (self.config.read_threads + 1) * READ_BATCH
         return ordered_submit(self._pool, self._prepare, work, window, READ_BATCH)
 
     def process(self, task: ShardTask) -> Iterator[PendingRecord | TaggedOutput]:
