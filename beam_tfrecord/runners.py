@@ -33,6 +33,7 @@ __all__ = [
     "DATAFLOW_RUNNERS",
     "LOCAL_RUNNER",
     "LOCAL_RUNNERS",
+    "ONE_WORKER_CORES",
     "REFUSED_RUNNERS",
     "SMALL_RUN_BYTES",
     "UNLISTED_RUNNERS",
@@ -58,6 +59,15 @@ DATAFLOW_RUNNERS = ("DataflowRunner", "dataflow", "TestDataflowRunner")
 # over a second), which pays off only on larger runs. 2 cores, whole process: 8,000 JPEGs
 # (215 MB) 8.2 s in-process against 9.7 s with 2 processes; 32,000 (862 MB) 30 s against 26 s.
 SMALL_RUN_BYTES = 256 * 1024 * 1024
+# On this many cores or fewer, one in-process worker with two read threads at any size (issue
+# 28): once a worker process's heap is frozen and the read threads take inputs in batches, the
+# processes' fixed cost (imports, gRPC, exit: about 1.6 s of CPU each) outweighs the GIL the
+# threads share. 2 cores (loaded: 3-4), medians of interleaved rounds, one worker against two
+# processes: 12,000 photos with boxes 20.2 s of CPU against 23.8 (wall 19.7 s against 20.9),
+# 32,000 synthetic 17.7 against 20.4 (wall 17.6 against 22.8), peak RSS 290 MB against 740.
+# With more cores one interpreter caps what it can use (the work outside the decode holds the
+# GIL, 0.3-1 ms an image), so bigger machines keep one worker process per core.
+ONE_WORKER_CORES = 2
 # Dataflow's workers when the options do not say (autoscaling starts small), and vCPUs of a
 # machine type whose name does not say (n1-standard-1, Dataflow's batch default).
 DEFAULT_DATAFLOW_WORKERS = 8
@@ -147,13 +157,19 @@ class LocalWorkers:
 
 
 def use_local_runner(
-    options: PipelineOptions, input_bytes: int, given: Collection[str] = (), cores: int | None = None
+    options: PipelineOptions,
+    input_bytes: int,
+    given: Collection[str] = (),
+    cores: int | None = None,
+    features: bool = False,
 ) -> LocalWorkers:
     """Point `options` at the local runner and choose its workers, unless the user chose them.
 
     `given` holds the option names the user passed (`direct_num_workers`, `direct_running_mode`);
     those are kept. Otherwise: one worker process per core, or one in-process worker below
-    SMALL_RUN_BYTES of input (see there).
+    SMALL_RUN_BYTES of input or on ONE_WORKER_CORES cores or fewer (see there), unless the run
+    feeds a model (`features`): its model's work, not the processes' fixed cost, decides there
+    (docs/features.md: 2 processes 25.3 images/s against 19.3 in one).
     """
     options.view_as(StandardOptions).runner = LOCAL_RUNNER
     direct = options.view_as(DirectOptions)
@@ -162,7 +178,9 @@ def use_local_runner(
         if "direct_running_mode" in given:  # a mode asked for: in_memory has one worker, the others cores
             direct.direct_num_workers = 1 if direct.direct_running_mode == "in_memory" else cores
         else:
-            direct.direct_num_workers = 1 if input_bytes < SMALL_RUN_BYTES else cores
+            few_cores = cores <= ONE_WORKER_CORES and not features
+            small = input_bytes < SMALL_RUN_BYTES or few_cores
+            direct.direct_num_workers = 1 if small else cores
     elif direct.direct_num_workers == 0:
         direct.direct_num_workers = cores  # Beam's own meaning of 0
     if "direct_running_mode" not in given:

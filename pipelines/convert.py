@@ -84,7 +84,8 @@ def plan_run(
     else:
         files = list_inputs(source.input)
     if runners.is_local(options):
-        local = runners.use_local_runner(options, sum(f.size for f in files), given)
+        size = sum(f.size for f in files)
+        local = runners.use_local_runner(options, size, given, features=config.features is not None)
         if "decode_threads" not in given:
             config = dataclasses.replace(
                 config, read_threads=runners.read_threads(source.input, local.workers)

@@ -121,3 +121,29 @@ def test_beams_dask_runner_still_mixes_a_steps_outputs(tmp_path):
     correct = [["even", 2], ["even", 4], ["odd", 1], ["odd", 3]]
     assert seen != correct, "Beam's DaskRunner keeps a ParDo's outputs apart now: see the docstring"
     assert seen == sorted([[tag, n] for tag in ("even", "odd") for n in (1, 2, 3, 4)])
+
+
+@pytest.mark.parametrize(
+    ("input_mb", "cores", "given", "expected"),
+    [
+        (100, 16, [], ("in_memory", 1)),  # a small run: starting processes costs more than they save
+        (2000, 16, [], ("multi_processing", 16)),  # one interpreter cannot keep 16 cores busy
+        (2000, 4, [], ("multi_processing", 4)),
+        (2000, 2, [], ("in_memory", 1)),  # 2 cores: one worker with read threads is cheaper (issue 28)
+        (2000, 1, [], ("in_memory", 1)),
+        (2000, 2, ["--direct_num_workers=2"], ("multi_processing", 2)),  # the user's choice is kept
+        (100, 16, ["--direct_running_mode=multi_processing"], ("multi_processing", 16)),
+        (2000, 2, ["features"], ("multi_processing", 2)),  # a model's work favours processes
+        (100, 2, ["features"], ("in_memory", 1)),
+    ],
+)
+def test_local_workers_follow_size_and_cores_unless_the_user_says(input_mb, cores, given, expected):
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    features = "features" in given
+    flags = [flag for flag in given if flag != "features"]
+    names = {flag.lstrip("-").split("=")[0] for flag in flags}
+    local = runners.use_local_runner(
+        PipelineOptions(flags), input_mb * 1024 * 1024, names, cores=cores, features=features
+    )
+    assert (local.mode, local.workers) == expected

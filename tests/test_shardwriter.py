@@ -55,6 +55,36 @@ def test_ordered_map_keeps_order_and_bounds_work_in_flight():
     assert 2 <= peak[0] <= 3
 
 
+def test_ordered_map_in_batches_keeps_order_and_bounds_work_in_flight():
+    consumed: list[int] = []
+
+    def feed():
+        for i in range(61):  # not a multiple of the batch: the last batch is short
+            assert i + 1 - len(consumed) <= 12  # taken from the input, not yet given back: the window
+            yield i
+
+    def slow(i: int) -> int:
+        time.sleep(0.001 * (i % 3))
+        return i * i
+
+    for result in ordered_map(slow, feed(), threads=2, window=12, batch=4):
+        consumed.append(result)
+    assert consumed == [i * i for i in range(61)]
+
+
+def test_ordered_map_in_batches_gives_the_results_before_an_error():
+    def boom(i: int) -> int:
+        if i == 6:
+            raise RuntimeError("bug in a worker")
+        return i
+
+    seen = []
+    with pytest.raises(RuntimeError, match="bug in a worker"):
+        for result in ordered_map(boom, range(20), threads=2, batch=4):
+            seen.append(result)
+    assert seen == [0, 1, 2, 3, 4, 5]
+
+
 def test_ordered_map_passes_worker_errors_on():
     def boom(i: int) -> int:
         if i == 4:
