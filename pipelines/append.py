@@ -4,10 +4,12 @@ options; only the files the index does not hold are planned, into the append's w
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass
 
 from beam_tfrecord import names
+from beam_tfrecord.plan.labels import Unlabeled
 from beam_tfrecord.plan.listing import list_inputs
 from beam_tfrecord.plan.planner import KnownRecords
 from beam_tfrecord.write import append as append_lib
@@ -80,6 +82,10 @@ def prepare_append(settings: RunSettings) -> AppendJob:
     inputs |= {h.get("input") for h in old.history or []}
     listing = list_inputs(source.input)
     delta = append_lib.compare_listing(listing, index, source.input in inputs)
+    manifest = settings.label_source.manifest
+    for entry in index if manifest is not None else ():  # rows of old files are matched, not stray
+        with contextlib.suppress(Unlabeled):
+            manifest.row_of(entry.relpath)
     known = KnownRecords(
         tuple(old.class_names) if old.class_names is not None else None,
         {e.sha256: e.relpath for e in sorted(index, key=lambda e: e.relpath, reverse=True) if e.sha256},

@@ -291,3 +291,25 @@ def test_overwrite_clears_what_a_killed_append_left(tmp_path):
     assert convert(images, out, *SPLITS, "--overwrite") == 0
     assert not (out / names.APPEND_MARKER).exists() and not (out / names.APPEND_DIR).exists()
     assert len(_records(out)) == 30
+
+
+def test_append_with_a_manifest_counts_its_rows_against_every_file(tmp_path):
+    """The old files' manifest rows are matched (found in review): an append warned that each of
+    them named no listed file, and kept the first run's count of rows a later file matches."""
+    root, output = tmp_path / "in", tmp_path / "out"
+    write_tree(root, {f"img{i}.jpg": jpeg(20 + i, 20, seed=i) for i in range(6)})
+    manifest = tmp_path / "labels.csv"
+    rows = "path,label\n" + "".join(f"img{i}.jpg,{'ab'[i % 2]}\n" for i in range(6))
+    manifest.write_text(rows + "img6.jpg,a\nstray.jpg,b\n")
+    args = ("--label_source", "manifest", "--manifest", str(manifest))
+    assert convert(root, output, *args) == 0
+    assert json.loads((output / "summary.json").read_text())["manifest_rows_without_file"] == 2
+    write_tree(root, {"img6.jpg": jpeg(27, 20, seed=6)})
+    assert convert(root, output, *args, "--append") == 0
+    summary = json.loads((output / "summary.json").read_text())
+    assert summary["records"] == 7
+    assert summary["manifest_rows_without_file"] == 1
+    assert [w for w in summary["warnings"] if "manifest" in w] == [
+        "1 manifest rows name no listed file (see manifest_rows_without_file.txt)"
+    ]
+    assert (output / names.MANIFEST_UNMATCHED_FILE).read_text() == "stray.jpg\n"

@@ -270,6 +270,11 @@ def _warnings(summary: Summary, earlier: Iterable[str]) -> list[str]:
     return found + [w for w in dict.fromkeys(earlier) if not _recounted(w)]
 
 
+def _is_manifest_warning(text: str) -> bool:
+    """The manifest's unmatched rows: the append's run counts them against every indexed file."""
+    return "manifest rows name no listed file" in text
+
+
 def _history_entry(summary: Summary, when: float | None, **more: Any) -> dict[str, Any]:
     run = summary.run
     started = when if when is not None else (run.started_at if run is not None else None)
@@ -332,6 +337,9 @@ def _merged_summary(
         reencoded=old.reencoded + new.reencoded,
         changes_per_reason=_sum_dicts(old.changes_per_reason, new.changes_per_reason),
         frames_dropped=old.frames_dropped + new.frames_dropped,
+        manifest_rows_without_file=new.manifest_rows_without_file,  # counted against every file
+        manifest_rows_without_file_sample=new.manifest_rows_without_file_sample,
+        manifest_rows_without_file_list=new.manifest_rows_without_file_list,
         **duplicate_counts(groups),
         groups=groups_summary,
         source_formats=_sum_dicts(old.source_formats, new.source_formats),
@@ -341,7 +349,8 @@ def _merged_summary(
         resumed=new.resumed,
         history=history,
     )
-    return dataclasses.replace(grown, warnings=_warnings(grown, [*old.warnings, *new.warnings]))
+    earlier = [w for w in old.warnings if not _is_manifest_warning(w)] + new.warnings
+    return dataclasses.replace(grown, warnings=_warnings(grown, earlier))
 
 
 def merge(
@@ -395,6 +404,12 @@ def merge(
         FileSystems.join(output, names.CHANGED_SINCE_FILE), "".join(f"{line}\n" for line in delta_lines)
     )
     write_index(output, index.values())
+    unmatched_path = FileSystems.join(output, names.MANIFEST_UNMATCHED_FILE)
+    unmatched = _read_text(FileSystems.join(work, names.MANIFEST_UNMATCHED_FILE))
+    if unmatched:  # the append's run matched the manifest against every indexed file too
+        write_text(unmatched_path, unmatched)
+    elif FileSystems.exists(unmatched_path):
+        FileSystems.delete([unmatched_path])
     if summary.tfds_metadata is not None and summary.tfds_metadata.written:
         with writing(FileSystems.join(output, names.TFDS_INFO_FILE)):
             summary = dataclasses.replace(
