@@ -81,7 +81,8 @@ def prepare_append(settings: RunSettings) -> AppendJob:
     inputs = {first.source.input if first.source is not None else None}
     inputs |= {h.get("input") for h in old.history or []}
     listing = list_inputs(source.input)
-    delta = append_lib.compare_listing(listing, index, source.input in inputs)
+    # Gone only where every run listed this input: the index holds another folder's files too.
+    delta = append_lib.compare_listing(listing, index, inputs == {source.input})
     manifest = settings.label_source.manifest
     for entry in index if manifest is not None else ():  # rows of old files are matched, not stray
         with contextlib.suppress(Unlabeled):

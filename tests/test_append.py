@@ -313,3 +313,19 @@ def test_append_with_a_manifest_counts_its_rows_against_every_file(tmp_path):
         "1 manifest rows name no listed file (see manifest_rows_without_file.txt)"
     ]
     assert (output / names.MANIFEST_UNMATCHED_FILE).read_text() == "stray.jpg\n"
+
+
+def test_files_of_another_runs_input_are_never_called_gone(tmp_path):
+    """A dataset grown from a second folder (found in review): a later append from that folder
+    listed every file of the first run's folder as gone."""
+    first, more, output = tmp_path / "a", tmp_path / "b", tmp_path / "out"
+    write_tree(first, {f"c/{i}.jpg": jpeg(20 + i, 20, seed=i) for i in range(4)})
+    assert convert(first, output) == 0
+    write_tree(more, {f"c/n{i}.jpg": jpeg(30 + i, 20, seed=50 + i) for i in range(2)})
+    assert convert(more, output, "--append") == 0
+    write_tree(more, {f"c/m{i}.jpg": jpeg(30 + i, 24, seed=70 + i) for i in range(2)})
+    assert convert(more, output, "--append") == 0
+    summary = json.loads((output / "summary.json").read_text())
+    assert summary["records"] == 8
+    assert [h.get("gone") for h in summary["history"]] == [None, 0, 0]
+    assert (output / names.CHANGED_SINCE_FILE).read_text() == ""
