@@ -217,7 +217,11 @@ class WriteMetadataFn(RunStepFn):
         contents: list[tuple[str, tuple[str, str]]] = (),  # type: ignore[assignment]
     ) -> Iterator[Summary]:
         facts = staging.load_facts(self.staged.plan_dir)
-        file_index.write_index(self.config.output, file_index.index_entries(self.staged.plan_dir, contents))
+        entries = file_index.index_entries(self.staged.plan_dir, contents)
+        if entries is not None:
+            file_index.write_index(self.config.output, entries)
+        else:  # no index, not one of another run: an --append refuses the dataset
+            file_index.remove_index(self.config.output)
         planned = staging.load_planned_rejects(self.staged.plan_dir)
         # One listing of the output, not one request per shard.
         (found,) = FileSystems.match([FileSystems.join(self.config.output, "*")])

@@ -329,3 +329,18 @@ def test_files_of_another_runs_input_are_never_called_gone(tmp_path):
     assert summary["records"] == 8
     assert [h.get("gone") for h in summary["history"]] == [None, 0, 0]
     assert (output / names.CHANGED_SINCE_FILE).read_text() == ""
+
+
+def test_a_run_resumed_from_a_plan_without_a_listing_leaves_no_index(tmp_path):
+    """A run staged before the file index existed, resumed after (found in review): it wrote an
+    empty index, so an append took every old file for new and converted it twice."""
+    images, out = tmp_path / "in", tmp_path / "out"
+    _first(images)
+    _killed_at("metadata", images, out, *SPLITS)
+    (listing,) = out.glob(f"**/{names.PLAN_LISTING_FILE}")
+    listing.unlink()  # as a plan staged by the version before the index
+    assert convert(images, out, *SPLITS) == 0
+    assert load_index(str(out)) is None
+    _more(images)
+    assert convert(images, out, *SPLITS, "--append") == 2  # refused in one line, nothing doubled
+    assert len(_records(out)) == 20

@@ -24,7 +24,7 @@ from beam_tfrecord.names import INDEX_FILE, PLAN_LISTING_FILE
 from beam_tfrecord.plan.listing import InputFile
 from beam_tfrecord.write_failures import writing
 
-__all__ = ["IndexEntry", "index_entries", "load_index", "stage_listing", "write_index"]
+__all__ = ["IndexEntry", "index_entries", "load_index", "remove_index", "stage_listing", "write_index"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,12 +69,14 @@ def stage_listing(plan_dir: str, listing: Sequence[InputFile]) -> None:
     )
 
 
-def index_entries(plan_dir: str, contents: Iterable[tuple[str, tuple[str, str]]]) -> list[IndexEntry]:
-    """The staged listing joined with the records' `(sha256, (relpath, split))` content keys."""
+def index_entries(plan_dir: str, contents: Iterable[tuple[str, tuple[str, str]]]) -> list[IndexEntry] | None:
+    """The staged listing joined with the records' `(sha256, (relpath, split))` content keys;
+    None for a plan staged by an older version (a resumed run): no index, never an empty one,
+    which would make an `--append` take every file for new and convert it twice."""
     records = {relpath: (sha256, split) for sha256, (relpath, split) in contents}
     path = FileSystems.join(plan_dir, PLAN_LISTING_FILE)
-    if not FileSystems.exists(path):  # a plan staged by an older version: nothing to index
-        return []
+    if not FileSystems.exists(path):
+        return None
     entries = []
     for line in _read_lines(path):
         relpath, size, mtime = json.loads(line)
@@ -88,6 +90,13 @@ def write_index(output: str, entries: Iterable[IndexEntry]) -> None:
     _write_lines(
         FileSystems.join(output, INDEX_FILE), (e.to_json() for e in sorted(entries, key=lambda e: e.relpath))
     )
+
+
+def remove_index(output: str) -> None:
+    """INDEX_FILE under `output` gone, if there."""
+    path = FileSystems.join(output, INDEX_FILE)
+    if FileSystems.exists(path):
+        FileSystems.delete([path])
 
 
 def load_index(output: str) -> list[IndexEntry] | None:
