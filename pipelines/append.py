@@ -78,6 +78,11 @@ def prepare_append(settings: RunSettings) -> AppendJob:
         raise UsageError(
             f"--append: {output} has no {names.INDEX_FILE} (made before --append): convert it again"
         )
+    if len(index) < old.inputs_listed:  # an index cut short would have old files converted again
+        raise UsageError(
+            f"--append: {output}'s {names.INDEX_FILE} lists {len(index)} of the dataset's "
+            f"{old.inputs_listed} files: convert it again"
+        )
     inputs = {first.source.input if first.source is not None else None}
     inputs |= {h.get("input") for h in old.history or []}
     listing = list_inputs(source.input)

@@ -344,3 +344,17 @@ def test_a_run_resumed_from_a_plan_without_a_listing_leaves_no_index(tmp_path):
     _more(images)
     assert convert(images, out, *SPLITS, "--append") == 2  # refused in one line, nothing doubled
     assert len(_records(out)) == 20
+
+
+def test_an_index_that_lacks_files_is_refused(tmp_path, capsys):
+    """An index shorter than the dataset's listing would make an append convert old files again."""
+    images, out = tmp_path / "in", tmp_path / "out"
+    _first(images)
+    assert convert(images, out, *SPLITS) == 0
+    index = out / names.INDEX_FILE
+    index.write_text("".join(index.read_text().splitlines(keepends=True)[:5]))
+    _more(images)
+    capsys.readouterr()
+    assert convert(images, out, *SPLITS, "--append") == 2
+    assert "lists 5 of the dataset's 20 files" in capsys.readouterr().err
+    assert len(_records(out)) == 20
