@@ -271,6 +271,17 @@ def test_a_new_file_of_a_known_group_goes_to_that_groups_split(tmp_path):
     after = _records_unlabeled(out)
     assert all(after[f"g{g}_new.jpg"][0] == group_split[f"g{g}"] for g in range(8))
     assert len(set(group_split.values())) == 2  # both splits hold groups: the check could fail
+    # Each group gained a file and is still one group (found in review: they were added up, 16),
+    # and the splits' expected deviation is a from-scratch run's over the same files.
+    grown = complete_summary(str(out))
+    assert (grown.groups.groups, grown.groups.grouped_files, grown.groups.without_group) == (8, 24, 0)
+    scratch = tmp_path / "scratch"
+    assert convert(images, scratch, *args) == 0
+    again = complete_summary(str(scratch))
+    assert grown.groups == again.groups
+    assert {n: s.expected_deviation for n, s in grown.splits.items()} == {
+        n: s.expected_deviation for n, s in again.splits.items()
+    }
 
 
 def _records_unlabeled(output) -> dict[str, tuple[str, None, None]]:

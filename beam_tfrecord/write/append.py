@@ -23,6 +23,7 @@ import dataclasses
 import json
 import os
 import posixpath
+import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -35,11 +36,12 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecord import fault_injection, names
 from beam_tfrecord.elements import DuplicateGroup
 from beam_tfrecord.plan.listing import InputFile
-from beam_tfrecord.plan.splits import expected_deviation
+from beam_tfrecord.plan.splits import expected_deviation, group_of
 from beam_tfrecord.write.file_index import IndexEntry, load_index, write_index
 from beam_tfrecord.write.side_files import write_text
 from beam_tfrecord.write.summary import (
     SHARE_WARNING,
+    GroupSummary,
     RunOptions,
     SizeRange,
     SplitSummary,
@@ -288,6 +290,29 @@ def _history_entry(summary: Summary, when: float | None, **more: Any) -> dict[st
     }
 
 
+def _merged_groups(old: Summary, new: Summary, indexed: Iterable[IndexEntry]) -> GroupSummary:
+    """The grown dataset's groups: with a group pattern, counted again over every record of the
+    merged index (a group that gained files is one group, not two); a manifest's groups, which the
+    index does not hold, are the runs' counts added up."""
+    source = old.options.source
+    if old.groups.source == "group_pattern" and source is not None and source.group_pattern:
+        pattern = re.compile(source.group_pattern)
+        found = [group_of(e.relpath, pattern) for e in indexed if e.split]
+        named = [g for g in found if g is not None]
+        return dataclasses.replace(
+            old.groups,
+            groups=len(set(named)),
+            grouped_files=len(named),
+            without_group=len(found) - len(named),
+        )
+    return dataclasses.replace(
+        old.groups,
+        groups=old.groups.groups + new.groups.groups,
+        grouped_files=old.groups.grouped_files + new.groups.grouped_files,
+        without_group=old.groups.without_group + new.groups.without_group,
+    )
+
+
 def _merged_summary(
     old: Summary,
     new: Summary,
@@ -295,8 +320,12 @@ def _merged_summary(
     move: Mapping[str, str],
     groups: Sequence[DuplicateGroup],
     entry: dict[str, Any],
+    indexed: Iterable[IndexEntry] = (),
 ) -> Summary:
     records = old.records + new.records
+    groups_summary = _merged_groups(old, new, indexed)
+    # What a hash split draws: each group once, each file of no group once (as write.summary).
+    units = groups_summary.groups + groups_summary.without_group if groups_summary.source else records
     splits: dict[str, SplitSummary] = {}
     for name in sorted(set(old.splits) | set(new.splits)):
         a = old.splits.get(name) or SplitSummary(fraction=new.splits[name].fraction, records=0)
@@ -306,7 +335,7 @@ def _merged_summary(
             a,
             records=a.records + b.records,
             share=round((a.records + b.records) / max(1, records), 4),
-            expected_deviation=round(expected_deviation(a.fraction, records), 4),
+            expected_deviation=round(expected_deviation(a.fraction, units), 4),
             labels=_sum_dicts(a.labels, b.labels),
             shards=len(files),
             planned_shards=a.planned_shards + b.planned_shards,
@@ -316,12 +345,6 @@ def _merged_summary(
         )
     history = list(old.history or [_history_entry(old, None)])
     history.append(entry)
-    groups_summary = dataclasses.replace(
-        old.groups,
-        groups=old.groups.groups + new.groups.groups,
-        grouped_files=old.groups.grouped_files + new.groups.grouped_files,
-        without_group=old.groups.without_group + new.groups.without_group,
-    )
     grown = dataclasses.replace(
         old,
         inputs_listed=old.inputs_listed + new.inputs_listed,
@@ -389,7 +412,7 @@ def merge(
     index = {e.relpath: e for e in old_index}
     index.update({e.relpath: e for e in new_index})
     groups = _duplicates(index.values())
-    summary = _merged_summary(old, new, keep, move, groups, entry)
+    summary = _merged_summary(old, new, keep, move, groups, entry, index.values())
     if summary.class_names is not None:
         write_text(
             FileSystems.join(output, names.LABELS_FILE), "".join(f"{c}\n" for c in summary.class_names)
