@@ -245,7 +245,13 @@ def add_options(parser: argparse.ArgumentParser, title: str = "{}") -> None:
             spec = found.field.spec
             if spec.kind is bool:
                 group.add_argument(
-                    f"--{found.name}", nargs="?", const=True, default=False, type=parse_bool, help=spec.help
+                    f"--{found.name}",
+                    nargs="?",
+                    const=True,
+                    default=False,
+                    type=parse_bool,
+                    metavar="true|false",  # shown as [true|false]: a bare --name means true
+                    help=spec.help,
                 )
                 continue
             kwargs: dict[str, Any] = {"default": found.default_text, "help": spec.help}
@@ -266,18 +272,6 @@ class ConvertOptions(PipelineOptions):
         add_options(parser, "beam-tfrecord: {}")
 
 
-class _HelpFormatter(argparse.HelpFormatter):
-    """argparse's, but a flag reads `--name`, not `--name [NAME]` (it also takes `=true|false`)."""
-
-    def _format_args(self, action: argparse.Action, default_metavar: str) -> str:
-        if action.nargs == "?" and action.const is True:
-            return ""
-        return super()._format_args(action, default_metavar)
-
-    def _format_action_invocation(self, action: argparse.Action) -> str:
-        return super()._format_action_invocation(action).rstrip()
-
-
 def help_text() -> str:
     """`--help`: the converter's options by group, then one line on Beam's."""
     parser = argparse.ArgumentParser(
@@ -288,7 +282,7 @@ def help_text() -> str:
         epilog=BEAM_OPTIONS_LINE,
         add_help=False,
         allow_abbrev=False,
-        formatter_class=lambda prog: _HelpFormatter(prog, max_help_position=34, width=110),
+        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=34, width=110),
     )
     add_options(parser)
     parser.add_argument_group("help").add_argument(
