@@ -6,15 +6,11 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
-import signal
-import subprocess
-import sys
-import time
 
+import pausing
 import pytest
-from conftest import REPO, convert
+from conftest import convert
 from imagegen import jpeg, write_tree
 
 from beam_tfrecord import names
@@ -140,29 +136,8 @@ def test_append_refused_when_an_option_differs_or_nothing_is_new(tmp_path, capsy
 
 
 def _killed_at(point: str, images, out, *extra: str) -> None:
-    """Start an append, wait until it reaches `point` (fault_injection), and SIGKILL it there."""
-    marker = out.parent / f"paused-{point}"
-    env = dict(os.environ, BEAM_TFRECORD_PAUSE_AT=point, BEAM_TFRECORD_PAUSE_FILE=str(marker))
-    command = [sys.executable, "-m", "pipelines.convert", "--input", str(images), "--output", str(out)]
-    process = subprocess.Popen(
-        [*command, "--no_progress", *extra],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not marker.exists():
-            if process.poll() is not None:
-                pytest.fail(f"the append ended before {point}: {process.stderr.read().decode()[-2000:]}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"the append never reached {point}")
-            time.sleep(0.05)
-    finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-        process.stderr.close()
+    """An append (or a run) SIGKILLed at `point`, without the progress line (tests/pausing.py)."""
+    pausing.killed_at(point, images, out, "--no_progress", *extra)
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
 import time
 
 import imagegen
+import pausing
 import pytest
 from outputcheck import read_records, summary
 
@@ -52,25 +50,8 @@ def record_set(out) -> dict[str, list[bytes]]:
 
 
 def killed_at(point: str, tree, out, *extra: str) -> None:
-    """Start a conversion, wait until it reaches `point`, and SIGKILL it there."""
-    marker = out.parent / f"paused-{point}"
-    env = dict(os.environ, BEAM_TFRECORD_PAUSE_AT=point, BEAM_TFRECORD_PAUSE_FILE=str(marker))
-    command = [sys.executable, "-m", "pipelines.convert", "--input", str(tree), "--output", str(out)]
-    process = subprocess.Popen(
-        [*command, *ARGS, *extra], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not marker.exists():
-            if process.poll() is not None:
-                pytest.fail(f"the run ended before {point}: {process.stderr.read().decode()[-2000:]}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"the run never reached {point}")
-            time.sleep(0.05)
-    finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-        process.stderr.close()
+    """Start a conversion with this module's settings, SIGKILL it at `point` (tests/pausing.py)."""
+    pausing.killed_at(point, tree, out, *ARGS, *extra)
 
 
 def expected_rejects(tree, tmp_path) -> str:
