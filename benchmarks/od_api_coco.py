@@ -18,8 +18,13 @@ TensorFlow Authors), the script detection users run today. What it does, and so 
   to the parent (pickled), which writes it to shard `index % num_shards` through
   `tf.io.TFRecordWriter` (round-robin; 10 shards here, as the issue measured).
 
+`--validate` adds what its users add by hand once a truncated file has stopped a training job:
+each image decoded with `tf.io.decode_image` in the worker, and a file that fails skipped. Not in
+the original; it gives the peer the check this project makes on every image, so the two can be
+compared for the same guarantee (benchmarks/peers.py `--peer_validates`).
+
     python benchmarks/od_api_coco.py --image_dir DIR --object_annotations_file FILE \\
-        --output_file_prefix OUT/train [--num_shards 10] [--include_masks]
+        --output_file_prefix OUT/train [--num_shards 10] [--include_masks] [--validate]
 """
 
 from __future__ import annotations
@@ -64,13 +69,24 @@ def _png_mask(segmentation: Any, crowd: int, height: int, width: int) -> bytes:
 
 
 def image_example(
-    image: dict, image_dir: str, objects: list[dict], categories: dict[int, dict], include_masks: bool
-) -> tuple[tf.train.Example, int]:
-    """(the image's Example, how many of its objects were skipped)."""
+    image: dict,
+    image_dir: str,
+    objects: list[dict],
+    categories: dict[int, dict],
+    include_masks: bool,
+    validate: bool = False,
+) -> tuple[tf.train.Example | None, int]:
+    """(the image's Example, how many of its objects were skipped); no Example for an image that
+    fails `--validate`'s decode."""
     height, width = image["height"], image["width"]
     with tf.io.gfile.GFile(os.path.join(image_dir, image["file_name"]), "rb") as handle:
         encoded = handle.read()
     PIL.Image.open(io.BytesIO(encoded))  # the header only, as the original
+    if validate:
+        try:
+            tf.io.decode_image(encoded, expand_animations=False)
+        except (tf.errors.InvalidArgumentError, ValueError):
+            return None, len(objects)
     key = hashlib.sha256(encoded).hexdigest()
     features = {
         "image/height": _int64s([height]),
@@ -117,12 +133,17 @@ def image_example(
     return tf.train.Example(features=tf.train.Features(feature=features)), skipped
 
 
-def _pool_task(args: tuple) -> tuple[tf.train.Example, int]:
+def _pool_task(args: tuple) -> tuple[tf.train.Example | None, int]:
     return image_example(*args)
 
 
 def convert(
-    annotations_file: str, image_dir: str, output_prefix: str, num_shards: int, include_masks: bool
+    annotations_file: str,
+    image_dir: str,
+    output_prefix: str,
+    num_shards: int,
+    include_masks: bool,
+    validate: bool = False,
 ) -> tuple[int, int]:
     """Write every image of the instances file; (records, skipped objects)."""
     with tf.io.gfile.GFile(annotations_file, "r") as handle:
@@ -136,12 +157,16 @@ def convert(
         tf.io.TFRecordWriter(f"{output_prefix}-{shard:05d}-of-{num_shards:05d}.tfrecord")
         for shard in range(num_shards)
     ]
-    tasks = [(image, image_dir, per_image[image["id"]], categories, include_masks) for image in images]
+    tasks = [
+        (image, image_dir, per_image[image["id"]], categories, include_masks, validate) for image in images
+    ]
     skipped = written = 0
     pool = multiprocessing.Pool()
-    for index, (example, dropped) in enumerate(pool.imap(_pool_task, tasks)):
+    for example, dropped in pool.imap(_pool_task, tasks):
         skipped += dropped
-        writers[index % num_shards].write(example.SerializeToString())
+        if example is None:
+            continue
+        writers[written % num_shards].write(example.SerializeToString())
         written += 1
     pool.close()
     pool.join()
@@ -159,6 +184,7 @@ def main() -> None:
     parser.add_argument("--output_file_prefix", required=True)
     parser.add_argument("--num_shards", type=int, default=10)
     parser.add_argument("--include_masks", action="store_true")
+    parser.add_argument("--validate", action="store_true", help="decode each image; skip one that fails")
     args = parser.parse_args()
     os.makedirs(os.path.dirname(os.path.abspath(args.output_file_prefix)), exist_ok=True)
     written, skipped = convert(
@@ -167,6 +193,7 @@ def main() -> None:
         args.output_file_prefix,
         args.num_shards,
         args.include_masks,
+        args.validate,
     )
     print(f"od_api_coco: {written} written, {skipped} objects skipped")
 

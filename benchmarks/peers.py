@@ -3,13 +3,15 @@ process, on the same files, in interleaved rounds (issue 28):
 
 - `--task detection`: the TensorFlow Object Detection API's COCO converter (benchmarks/
   od_api_coco.py) against `python -m pipelines.convert --annotations coco`, on N real photographs
-  with boxes and polygons (benchmarks/photos.py); `--masks` stores masks in both.
+  with boxes and polygons (benchmarks/photos.py); `--masks` stores masks in both;
+  `--peer_validates` has the peer decode every image too (the check this project makes).
 - `--task classification`: the tutorials' loop (benchmarks/tf_loop.py) against
   `python -m pipelines.convert`, on N synthetic JPEGs in two class folders (benchmarks/synthetic.py,
   the set benchmarks/run.py uses).
 
     .venv/bin/python benchmarks/peers.py --task detection --images 12000 --rounds 3
     .venv/bin/python benchmarks/peers.py --task detection --images 12000 --rounds 3 --masks
+    .venv/bin/python benchmarks/peers.py --task detection --images 12000 --rounds 3 --peer_validates
     .venv/bin/python benchmarks/peers.py --task classification --images 32000 --rounds 3
     .venv/bin/python benchmarks/peers.py --task detection --images 300 --rounds 2   # a check, < 1 min
 
@@ -202,18 +204,22 @@ def count_records(output: str) -> int:
     return total
 
 
-def detection_tools(data: str, out: str, masks: bool, extra: list[str]) -> tuple[list[Tool], list[str]]:
+def detection_tools(
+    data: str, out: str, masks: bool, extra: list[str], peer_validates: bool = False
+) -> tuple[list[Tool], list[str]]:
     images = os.path.join(data, IMAGE_FOLDER)
     instances = os.path.join(data, SPLIT_FILE)
     peer_out = os.path.join(out, "peer")
     peer = [sys.executable, os.path.join(HERE, "od_api_coco.py"), "--image_dir", images]
     peer += ["--object_annotations_file", instances, "--output_file_prefix", os.path.join(peer_out, "train")]
     peer += ["--num_shards", "10", *(["--include_masks"] if masks else [])]
+    peer += ["--validate"] if peer_validates else []
     ours_out = os.path.join(out, "ours")
     ours = [sys.executable, "-m", "pipelines.convert", "--input", images, "--output", ours_out]
     ours += ["--annotations", "coco", f"--annotations_path=train={instances}", "--runner=DirectRunner"]
     ours += ["--no_progress", *(["--masks"] if masks else []), *extra]
-    tools = [Tool("od_api_coco", peer, peer_out), Tool("pipelines.convert", ours, ours_out)]
+    name = "od_api_coco+decode" if peer_validates else "od_api_coco"
+    tools = [Tool(name, peer, peer_out), Tool("pipelines.convert", ours, ours_out)]
     return tools, [images]
 
 
@@ -276,6 +282,11 @@ def main() -> None:
     parser.add_argument(
         "--data", help="the set's folder (default: benchmarks/data/photos-N-SEED or synthetic-N-SEED)"
     )
+    parser.add_argument(
+        "--peer_validates",
+        action="store_true",
+        help="detection: the peer also decodes every image (tf.io.decode_image) and skips one that fails",
+    )
     parser.add_argument("--json", help="also write every run's figures here")
     args, extra = parser.parse_known_args()
     if args.masks and args.task != "detection":
@@ -290,7 +301,7 @@ def main() -> None:
         ensure_dataset(data, images, args.seed)
     with tempfile.TemporaryDirectory(prefix="bench-peers-") as out:
         if args.task == "detection":
-            tools, watched = detection_tools(data, out, args.masks, extra)
+            tools, watched = detection_tools(data, out, args.masks, extra, args.peer_validates)
         else:
             tools, watched = classification_tools(data, out, extra)
         for tool in tools:
