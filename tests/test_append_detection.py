@@ -1,6 +1,7 @@
 """`--append` grows a detection dataset (issue 29): a dataset re-exported by its tool with new
-pictures (COCO 2017's instances files grown, an Ultralytics tree with new image and label files
-and a class added to data.yaml, a VOC devkit with new XMLs and split lists) holds, after the
+pictures (COCO 2017's instances files grown, Roboflow's per-folder COCO files with masks, an
+Ultralytics tree with new image and label files and a class added to data.yaml, a VOC devkit
+with new XMLs and split lists) holds, after the
 append, the records a from-scratch run over every picture holds: each new picture in the split
 the dataset declares for it, with the same objects, every old class id kept and a new class
 given the next one. The old pictures' annotation entries are theirs, never `unmatched`; a class
@@ -12,7 +13,17 @@ import json
 import shutil
 
 import numpy as np
-from annotationgen import CATEGORIES, box, coco2017, image, ultralytics_tree, voc_devkit, voc_xml, yolo_box
+from annotationgen import (
+    CATEGORIES,
+    box,
+    coco2017,
+    image,
+    roboflow_coco,
+    ultralytics_tree,
+    voc_devkit,
+    voc_xml,
+    yolo_box,
+)
 from conftest import convert
 from imagegen import jpeg, write_tree
 
@@ -24,14 +35,17 @@ from beam_tfrecord.write.outputs import complete_summary
 BIRD = {"id": 19, "name": "bird", "supercategory": "animal"}
 
 
-def _records(output) -> dict[str, tuple]:
-    """filename -> (split, class ids from 0, class names, boxes to 0.01 px), via iter_examples."""
+def _records(output, masks: bool = False) -> dict[str, tuple]:
+    """filename -> (split, class ids from 0, class names, boxes to 0.01 px[, mask pixels per
+    object]), via iter_examples."""
     found = {}
     for split in complete_summary(str(output)).splits:
         for record in iter_examples(str(output), split):
             boxes = tuple(tuple(round(float(v), 2) for v in b) for b in record["boxes"])
             texts = tuple(record.get("object_text") or ())
             found[record["filename"]] = (split, tuple(record["labels"].tolist()), texts, boxes)
+            if masks:
+                found[record["filename"]] += (tuple(int(m.sum()) for m in record["masks"]),)
     return found
 
 
@@ -135,7 +149,41 @@ def test_a_class_id_that_names_another_class_now_is_refused(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert "class id 2 is 'lion' in the annotations" in err and "'cat' in the dataset" in err
+    # Masks shape a record; --splits would hash the pictures the dataset declares splits for.
+    assert convert(images, out, "--annotations", "coco", "--masks", "--append") == 2
+    assert "--masks is True, the dataset's False" in capsys.readouterr().err
+    assert convert(images, out, "--annotations", "coco", "--splits", "train=1", "--append") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "the dataset's splits are declared by COCO" in err
+    assert "this run's would be hashed (--splits given)" in err
     assert _records(out) == before and not (out / names.APPEND_DIR).exists()
+
+
+# Roboflow's COCO export: train/, valid/, test/, each with its _annotations.coco.json; with masks.
+def test_roboflow_split_folders_grow_with_masks(tmp_path):
+    root, out, scratch = tmp_path / "rf", tmp_path / "out", tmp_path / "scratch"
+    roboflow_coco(root)
+    args = ("--annotations", "coco", "--masks")
+    assert convert(root, out, *args) == 0
+    before = _records(out, masks=True)
+    for split, count in (("valid", 2), ("test", 1)):
+        path = root / split / "_annotations.coco.json"
+        data = json.loads(path.read_text())
+        for i in range(count):
+            image_id = 100 + i
+            write_tree(root / split, {f"new_{i}.jpg": jpeg(48, 32, seed=600 + i)})
+            data["images"].append(image(image_id, f"new_{i}.jpg"))
+            polygon = [4, 4, 20, 4, 12, 24]
+            data["annotations"].append(box(1000 + i, image_id, 2, [4, 4, 16, 20], segmentation=[polygon]))
+        path.write_text(json.dumps(data))
+    assert convert(root, out, *args, "--append") == 0
+    assert convert(root, scratch, *args) == 0
+    grown = _records(out, masks=True)
+    assert grown == _records(scratch, masks=True)
+    assert grown["test/new_0.jpg"][0] == "test" and grown["valid/new_1.jpg"][1:3] == ((1,), ("dog",))
+    assert {k: v for k, v in grown.items() if k in before} == before
+    assert _comparable(out) == _comparable(scratch)
+    _every_reader_sees_boxes(out)
 
 
 # Ultralytics: images/{train,val}/, labels/{train,val}/, data.yaml declaring train and val.
