@@ -188,26 +188,31 @@ def test_roboflow_split_folders_grow_with_masks(tmp_path):
 
 # Ultralytics: images/{train,val}/, labels/{train,val}/, data.yaml declaring train and val.
 def test_yolo_tree_grows_with_new_image_and_label_files(tmp_path, capsys):
+    """With --dedupe, a copy of an old picture (and of its label file) is a `duplicate` reject
+    naming it, whose objects are accounted for."""
     root, out, scratch = tmp_path / "ds", tmp_path / "out", tmp_path / "scratch"
+    args = ("--annotations", "yolo", "--dedupe")
     ultralytics_tree(root)
-    assert convert(root, out, "--annotations", "yolo") == 0
+    assert convert(root, out, *args) == 0
     before = _records(out)
     new = {
-        f"images/{split}/new_{i}.jpg": jpeg(48, 32, seed=400 + i)
-        for split in ("train", "val")
+        f"images/{split}/new_{i}.jpg": jpeg(48, 32, seed=400 + 10 * k + i)
+        for k, split in enumerate(("train", "val"))
         for i in range(3)
     }
     write_tree(root, new)
     # New pictures without their label files: none matches an annotation, refused in one line.
     capsys.readouterr()
-    assert convert(root, out, "--annotations", "yolo", "--append") == 2
+    assert convert(root, out, *args, "--append") == 2
     assert "none of the 6 pictures matches an annotation" in capsys.readouterr().err
     for relpath in new:
         label = root / ("labels" + relpath[len("images") :]).replace(".jpg", ".txt")
         label.write_text(yolo_box(2, 0.1, 0.1, 0.5, 0.9) + yolo_box(0, 0.55, 0.2, 0.95, 0.8))
+    shutil.copy(root / "images/train/images_train_1.jpg", root / "images/train/z_copy.jpg")
+    shutil.copy(root / "labels/train/images_train_1.txt", root / "labels/train/z_copy.txt")
     data = (root / "data.yaml").read_text()
     (root / "data.yaml").write_text(data.replace("  1: dog\n", "  1: dog\n  2: bird\n"))
-    grown, whole = _appended_like_a_whole_run(root, out, scratch, "--annotations", "yolo")
+    grown, whole = _appended_like_a_whole_run(root, out, scratch, *args)
     assert grown == whole
     assert {grown[r][0] for r in new if "/train/" in r} == {"train"}
     assert {grown[r][0] for r in new if "/val/" in r} == {"validation"}
@@ -215,6 +220,13 @@ def test_yolo_tree_grows_with_new_image_and_label_files(tmp_path, capsys):
     assert {k: v for k, v in grown.items() if k in before} == before
     summary = complete_summary(str(out))
     assert summary.class_names == ["cat", "dog", "bird"] and summary.objects.unmatched_entries == 0
+    copy = [json.loads(line) for line in (out / names.REJECTS_FILE).read_text().splitlines()]
+    copy = [r for r in copy if r["path"] == "images/train/z_copy.jpg"]
+    assert (
+        copy[0]["reason"] == reasons.DUPLICATE.code and "images/train/images_train_1.jpg" in copy[0]["detail"]
+    )
+    assert copy[0]["objects"] == 2 and summary.objects.dropped_per_reason == {reasons.IMAGE_REJECTED.code: 2}
+    assert summary.objects.consistent
     assert _comparable(out) == _comparable(scratch)
     _every_reader_sees_boxes(out)
 

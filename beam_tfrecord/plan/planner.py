@@ -252,7 +252,8 @@ def _make_plan(
             labeled = _in_declared_splits(labeled, annotated, declared, rejects)
     extras, labeled = _typed_columns(labeled, source.extra_columns, rejects)
     if source.dedupe:
-        labeled = _without_copies(labeled, rejects, known.hashes if known is not None else {})
+        objects = _objects_of(annotated) if annotated is not None else None
+        labeled = _without_copies(labeled, rejects, known.hashes if known is not None else {}, objects)
     group_pattern = (
         labels_lib.compile_label_pattern(source.group_pattern, "group_pattern", "the group")
         if source.group_pattern
@@ -608,22 +609,38 @@ def _typed_columns(
     return extras, kept
 
 
-def _without_copies(labeled: Labeled, rejects: list[RejectLine], known: Mapping[str, str]) -> Labeled:
+def _objects_of(annotated: AnnotationSet) -> Callable[[str], int]:
+    """relpath -> how many objects its annotations hold (a reject line counts them)."""
+
+    def count(relpath: str) -> int:
+        found = annotated.images.get(relpath)
+        return len(found.objects) if found is not None else 0
+
+    return count
+
+
+def _without_copies(
+    labeled: Labeled,
+    rejects: list[RejectLine],
+    known: Mapping[str, str],
+    objects: Callable[[str], int] | None = None,
+) -> Labeled:
     """One file of each content (the smallest relative path); the others are `duplicate` rejects.
     A file whose bytes a record of the dataset already holds (`known`: sha256 -> its relpath, an
-    append's) is a copy of that record."""
+    append's) is a copy of that record. `objects`: a detection run's objects per picture, which
+    a copy's reject line counts (its objects are `image_rejected`, so every object is accounted
+    for)."""
+    count = objects or (lambda relpath: 0)
     hashes = dedupe_lib.content_hashes([f.path for f, _ in labeled])
     old = {f.relpath: known[h] for (f, _), h in zip(labeled, hashes, strict=True) if h in known}
     for relpath, kept_path in sorted(old.items()):
-        rejects.append(
-            RejectLine(relpath, reasons.DUPLICATE.code, f"same bytes as {kept_path}, already in the dataset")
-        )
+        detail = f"same bytes as {kept_path}, already in the dataset"
+        rejects.append(RejectLine(relpath, reasons.DUPLICATE.code, detail, objects=count(relpath)))
     rest = [(item, h) for item, h in zip(labeled, hashes, strict=True) if item[0].relpath not in old]
     dropped = dedupe_lib.kept_copies((f.relpath, h) for (f, _), h in rest)
     for relpath, kept_path in dropped.items():
-        rejects.append(
-            RejectLine(relpath, reasons.DUPLICATE.code, f"same bytes as {kept_path}, which is kept")
-        )
+        detail = f"same bytes as {kept_path}, which is kept"
+        rejects.append(RejectLine(relpath, reasons.DUPLICATE.code, detail, objects=count(relpath)))
     return [(f, entry) for f, entry in labeled if f.relpath not in dropped and f.relpath not in old]
 
 
