@@ -13,6 +13,8 @@ import json
 import shutil
 
 import numpy as np
+import pausing
+import pytest
 from annotationgen import (
     CATEGORIES,
     box,
@@ -266,11 +268,14 @@ def test_voc_devkit_grows_with_new_xmls_and_split_lists(tmp_path):
     _every_reader_sees_boxes(out)
 
 
-def test_old_entries_are_never_unmatched_and_each_is_listed_once(tmp_path):
+@pytest.mark.parametrize("killed", [False, True])
+def test_old_entries_are_never_unmatched_and_each_is_listed_once(tmp_path, killed):
     """Entries no picture answered in the first run (kept on purpose) are the dataset's: the
     append neither counts them against its new pictures (most entries would be unmatched, exit
     2) nor lists them twice, and drops the one whose picture it brings; an old picture's entry
-    stays matched when its file is gone."""
+    stays matched when its file is gone. Objects dropped in either run are listed once each,
+    also when the append was killed in its merge (after the side files, before summary.json)
+    and run again."""
     images, out = tmp_path / "coco", tmp_path / "out"
     coco2017(images)
     path = images / "annotations" / "instances_val2017.json"
@@ -278,19 +283,28 @@ def test_old_entries_are_never_unmatched_and_each_is_listed_once(tmp_path):
     for i, name in enumerate(["later.jpg", *(f"never_{k}.jpg" for k in range(9))]):
         data["images"].append(image(7000 + i, name))
         data["annotations"].append(box(70000 + i, 7000 + i, 17, [2, 3, 8, 17]))
+    unknown = [box(80000 + n, image_id, 99, [4, 4, 8, 8]) for n, image_id in enumerate((7000, 8000))]
+    data["annotations"] += unknown  # a category no file declares: dropped, on an old and a new picture
     path.write_text(json.dumps(data))
     assert convert(images, out, "--annotations", "coco") == 2  # most entries name no picture
     assert convert(images, out, "--annotations", "coco", "--allow_unmatched_annotations") == 0
     assert complete_summary(str(out)).objects.unmatched_entries == 10
+    assert len((out / names.DROPPED_OBJECTS_FILE).read_text().splitlines()) == 1
     write_tree(images / "val2017", {"later.jpg": jpeg(48, 32, seed=7001)})
     (images / "val2017" / "val2017_0.jpg").unlink()  # gone: its entry is an old picture's
+    if killed:
+        pausing.killed_at(
+            "append_metadata", images, out, "--no_progress", "--annotations", "coco", "--append"
+        )
     assert convert(images, out, "--annotations", "coco", "--append") == 0
     summary = complete_summary(str(out))
     lines = [json.loads(line) for line in (out / names.ANNOTATIONS_UNMATCHED_FILE).read_text().splitlines()]
     assert sorted(line["name"] for line in lines) == [f"never_{k}.jpg" for k in range(9)]
-    assert summary.objects.unmatched_entries == 9
-    assert summary.objects.dropped_per_reason[reasons.NO_IMAGE.code] == 9
-    assert summary.objects.consistent
-    assert summary.objects.annotated == summary.objects.stored + summary.objects.dropped
+    dropped = [json.loads(line) for line in (out / names.DROPPED_OBJECTS_FILE).read_text().splitlines()]
+    assert sorted(d["path"] for d in dropped) == ["val2017/later.jpg", "val2017/val2017_0.jpg"]
+    objects = summary.objects
+    assert objects.unmatched_entries == 9
+    assert objects.dropped_per_reason == {reasons.NO_IMAGE.code: 9, reasons.UNKNOWN_CATEGORY.code: 2}
+    assert objects.consistent and objects.annotated == objects.stored + objects.dropped
     assert _records(out)["val2017/later.jpg"][:3] == ("validation", (1,), ("cat",))
-    assert np.isclose(summary.objects.per_image["mean"], summary.objects.stored / summary.records, atol=0.01)
+    assert np.isclose(objects.per_image["mean"], objects.stored / summary.records, atol=0.01)
