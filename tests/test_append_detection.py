@@ -1,7 +1,7 @@
 """`--append` grows a detection dataset (issue 29): a dataset re-exported by its tool with new
 pictures (COCO 2017's instances files grown, Roboflow's per-folder COCO files with masks, an
 Ultralytics tree with new image and label files and a class added to data.yaml, a VOC devkit
-with new XMLs and split lists) holds, after the
+with new XMLs and split lists, a LabelImg export split by hash) holds, after the
 append, the records a from-scratch run over every picture holds: each new picture in the split
 the dataset declares for it, with the same objects, every old class id kept and a new class
 given the next one. The old pictures' annotation entries are theirs, never `unmatched`; a class
@@ -20,6 +20,8 @@ from annotationgen import (
     box,
     coco2017,
     image,
+    labelimg_pair,
+    labelimg_xml,
     roboflow_coco,
     ultralytics_tree,
     voc_devkit,
@@ -266,6 +268,24 @@ def test_voc_devkit_grows_with_new_xmls_and_split_lists(tmp_path):
     assert summary.class_names == ["cat", "dog", "bird"] and summary.objects.unmatched_entries == 0
     assert _comparable(out) == _comparable(scratch)
     _every_reader_sees_boxes(out)
+
+
+# A Kaggle-style LabelImg export (images/*.jpg, annotations/*.xml) declares no split: hashed.
+def test_labelimg_pair_with_hash_splits_grows_like_a_run_over_the_union(tmp_path):
+    root, out, scratch = tmp_path / "kaggle", tmp_path / "out", tmp_path / "scratch"
+    args = ("--annotations", "voc", "--splits", "train=0.5,validation=0.5")
+    labelimg_pair(root)
+    assert convert(root, out, *args) == 0
+    before = _records(out)
+    for i in range(6):
+        relpath = f"images/more_{i}.jpg"
+        write_tree(root, {relpath: jpeg(48, 32, seed=800 + i)})
+        (root / "annotations" / f"more_{i}.xml").write_bytes(labelimg_xml(relpath, root, 1 + i % 3))
+    grown, whole = _appended_like_a_whole_run(root, out, scratch, *args)
+    assert grown == whole and {k: v for k, v in grown.items() if k in before} == before
+    assert {split for split, *_ in grown.values()} == {"train", "validation"}
+    assert complete_summary(str(out)).split_method == "hash"
+    assert _comparable(out) == _comparable(scratch)
 
 
 @pytest.mark.parametrize("killed", [False, True])
