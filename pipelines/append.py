@@ -1,6 +1,7 @@
 """`--append`'s checks and choices before the pipeline (see beam_tfrecord.write.append): the
 output must hold a finished dataset with its file index, made with the same record-shaping
-options; only the files the index does not hold are planned, into the append's work folder."""
+options; only the files the index does not hold are planned, into the append's work folder (a
+detection dataset's annotations are read against the whole listing: plan.annotations.growing)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from beam_tfrecord.plan.labels import Unlabeled
 from beam_tfrecord.plan.listing import list_inputs
 from beam_tfrecord.plan.planner import KnownRecords
 from beam_tfrecord.write import append as append_lib
-from beam_tfrecord.write import outputs
+from beam_tfrecord.write import grown_objects, outputs
 from beam_tfrecord.write.file_index import load_index
 from beam_tfrecord.write.summary import RunOptions, Summary, read_summary
 from pipelines.options import RunSettings, UsageError
@@ -60,8 +61,6 @@ def prepare_append(settings: RunSettings) -> AppendJob:
         old = outputs.complete_summary(output)
     except outputs.IncompleteOutput as error:
         raise UsageError(f"--append needs a finished dataset in --output: {error}") from None
-    if old.objects is not None:
-        raise UsageError("--append does not grow a detection dataset yet: convert it again")
     if old.stratified or source.stratify:
         raise UsageError(
             "--append cannot keep stratified splits (each file's split depends on all): use hash splits"
@@ -92,10 +91,14 @@ def prepare_append(settings: RunSettings) -> AppendJob:
     for entry in index if manifest is not None else ():  # rows of old files are matched, not stray
         with contextlib.suppress(Unlabeled):
             manifest.row_of(entry.relpath)
-    known = KnownRecords(
-        tuple(old.class_names) if old.class_names is not None else None,
-        {e.sha256: e.relpath for e in sorted(index, key=lambda e: e.relpath, reverse=True) if e.sha256},
-    )
+    hashes = {e.sha256: e.relpath for e in sorted(index, key=lambda e: e.relpath, reverse=True) if e.sha256}
+    class_names = tuple(old.class_names) if old.class_names is not None else None
+    if source.annotations is not None:  # its annotations are read against every picture, old too
+        indexed = frozenset(e.relpath for e in index)
+        reported = grown_objects.reported_unmatched(output)
+        known = KnownRecords(class_names, hashes, listing, indexed, reported, old.split_method)
+    else:
+        known = KnownRecords(class_names, hashes)
     merging = append_lib.marker_names(output) is not None
     job = AppendJob(output, old, delta, known, _finished_work(output, merging), merging)
     if job.done is None and not merging and not delta.new:

@@ -31,6 +31,7 @@ from beam_tfrecord.plan import columns as columns_lib
 from beam_tfrecord.plan import dedupe as dedupe_lib
 from beam_tfrecord.plan import labels as labels_lib
 from beam_tfrecord.plan import splits as splits_lib
+from beam_tfrecord.plan.annotations import growing as growing_lib
 from beam_tfrecord.plan.annotations.declared import DeclaredSplits
 from beam_tfrecord.plan.annotations.load import load_annotations
 from beam_tfrecord.plan.annotations.matching import (
@@ -55,6 +56,7 @@ __all__ = [
     "make_plan",
     "plan_inputs",
     "shard_tasks",
+    "undeclared_split_warning",
 ]
 
 _LOGGER = logging.getLogger(__name__)
@@ -185,10 +187,21 @@ class KnownRecords:
     """What an `--append` run's plan takes from the dataset it grows (write.append): its class
     names in id order (a class seen first now gets the next id), and the sha256 of every record
     it holds -> that record's relpath (with `dedupe`, a new file with those bytes is a
-    `duplicate` reject naming it)."""
+    `duplicate` reject naming it).
+
+    A detection dataset's append also gives the whole listing (`listing`: its annotations are
+    matched against every picture, old and new, as a run over all of them matches them), the
+    relpaths the dataset's index holds (`indexed`: an entry naming one is an old picture's, never
+    `unmatched`), the entries it already lists as naming no picture (`unmatched`: their
+    growing.entry_key), and how it was split (`split_method`, summary.json's: its declared
+    splits stay declared)."""
 
     class_names: tuple[str, ...] | None = None
     hashes: Mapping[str, str] = field(default_factory=dict)
+    listing: Sequence[InputFile] = ()
+    indexed: frozenset[str] = frozenset()
+    unmatched: frozenset[str] = frozenset()
+    split_method: str | None = None
 
 
 def make_plan(
@@ -219,8 +232,10 @@ def _make_plan(
     known: KnownRecords | None = None,
 ) -> Plan:
     rejects: list[RejectLine] = []
-    annotated = _annotations(files, source)
+    annotated, match_counts = _annotations(files, source, known)
     declared = _used_declared_splits(annotated, source)
+    if annotated is not None and known is not None:
+        _check_split_method(known, declared, source)
     if annotated is None:
         labeled = _labeled_files(files, label_source, rejects)
         fixed = source.class_names
@@ -231,11 +246,14 @@ def _make_plan(
     else:
         labeled = _annotated_files(files, annotated, source, rejects)
         class_names = list(annotated.class_names)
+        if known is not None and known.class_names is not None:
+            class_names = list(_grown_classes(known.class_names, annotated, source))
         if declared is not None:
             labeled = _in_declared_splits(labeled, annotated, declared, rejects)
     extras, labeled = _typed_columns(labeled, source.extra_columns, rejects)
     if source.dedupe:
-        labeled = _without_copies(labeled, rejects, known.hashes if known is not None else {})
+        objects = _objects_of(annotated) if annotated is not None else None
+        labeled = _without_copies(labeled, rejects, known.hashes if known is not None else {}, objects)
     group_pattern = (
         labels_lib.compile_label_pattern(source.group_pattern, "group_pattern", "the group")
         if source.group_pattern
@@ -282,26 +300,39 @@ def _make_plan(
         listed=len(files),
         manifest_unmatched=label_source.manifest.unmatched() if label_source.manifest else [],
         grouping=grouping,
-        objects=_object_facts(annotated, source, declared, rejects) if annotated is not None else None,
+        objects=_object_facts(annotated, source, declared, rejects, match_counts)
+        if annotated is not None
+        else None,
     )
 
 
-def _annotations(files: Sequence[InputFile], source: SourceConfig) -> AnnotationSet | None:
-    """The annotation source's say on every listed file (None: not a detection run); a source
-    that matches none of the pictures, or (unless allowed) few of them, fails here, before any
-    work (plan.annotations.matching)."""
+def _annotations(
+    files: Sequence[InputFile], source: SourceConfig, known: KnownRecords | None = None
+) -> tuple[AnnotationSet | None, MatchCounts | None]:
+    """The annotation source's say on every listed file (None: not a detection run), and how
+    well it matched them; a source that matches none of the pictures, or (unless allowed) few of
+    them, fails here, before any work (plan.annotations.matching).
+
+    An append (`known` with its listing) reads the source against the whole listing and keeps the
+    new files' share (plan.annotations.growing): the check is on the new pictures, the counts
+    (for the summary) are a run's over all of them."""
     options = source.annotations
     if options is None:
-        return None
+        return None, None
+    whole = known.listing if known is not None else ()
     try:
         found = load_annotations(
             options.kind,
-            files,
+            whole or files,
             options.paths(),
             class_names=source.class_names,
             masks=options.masks,
             label_map=options.label_map,
         )
+        counts = MatchCounts.of(found)
+        if known is not None and whole:
+            new = {f.relpath for f in files}
+            found = growing_lib.for_new_pictures(found, new, known.indexed, known.unmatched)
         warning = check_matches(found, options.allow_unmatched_annotations)
     except (NothingMatched, MostlyUnmatched) as error:
         raise ConfigError("annotations", f"{options.kind}: {error}") from None
@@ -312,12 +343,45 @@ def _annotations(files: Sequence[InputFile], source: SourceConfig) -> Annotation
         if name in ("annotations_path", "class_names", "label_map"):
             raise ConfigError(name, problem) from None
         raise ConfigError("annotations", f"({source.annotations.kind}): {error}") from None
-    counts = MatchCounts.of(found)
     _LOGGER.info("%s; %s", found.found_at, counts.describe())
     if warning:
         _LOGGER.warning("%s", warning)
         found = dataclasses.replace(found, warnings=(*found.warnings, warning))
-    return found
+    return found, counts
+
+
+def _grown_classes(old: Sequence[str], annotated: AnnotationSet, source: SourceConfig) -> tuple[str, ...]:
+    """An append's class names: the dataset's, then the classes its annotations add (refused
+    in one line where an old id would name another class)."""
+    options = source.annotations
+    numbered_by = f"the label map {options.label_map}" if options and options.label_map else None
+    try:
+        return growing_lib.grown_class_names(old, annotated, numbered_by)
+    except growing_lib.ClassIdConflict as error:
+        raise ConfigError("annotations", f"{annotated.kind}: {error}") from None
+
+
+def _check_split_method(known: KnownRecords, declared: DeclaredSplits | None, source: SourceConfig) -> None:
+    """An append to a dataset split as its source declares keeps declared splits, and one split
+    by hash keeps hashing: each new picture lands where a run over all of them puts it only if
+    both runs split alike (the source may have gained or lost its declarations since)."""
+    if known.split_method is None:
+        return
+    was = known.split_method.startswith("declared")
+    if was == (declared is not None):
+        return
+    assert source.annotations is not None
+    if declared is not None:
+        now = f"declared by {declared.source}"
+    else:
+        now = (
+            "hashed (--splits given)" if not source.annotations.declared_splits else "hashed (none declared)"
+        )
+    raise ConfigError(
+        "annotations",
+        f"{source.annotations.kind}: --append refused: the dataset's splits are {known.split_method}, "
+        f"this run's would be {now}: a full run with --overwrite splits every picture alike",
+    )
 
 
 def _annotated_files(
@@ -441,15 +505,13 @@ def _object_facts(
     source: SourceConfig,
     declared: DeclaredSplits | None,
     rejects: Sequence[RejectLine],
+    counts: MatchCounts | None = None,
 ) -> ObjectFacts:
     assert source.annotations is not None
     warnings = list(annotated.warnings)
     left_out = sorted(r.path for r in rejects if r.reason == reasons.UNDECLARED_SPLIT.code)
     if left_out:
-        warnings.append(
-            f"{len(left_out)} pictures are in none of the declared splits (undeclared_split rejects, "
-            f"e.g. {left_out[0]}); --splits hashes every picture instead"
-        )
+        warnings.append(undeclared_split_warning(left_out))
     if declared is not None:
         split_source = f"declared by {declared.source}"
     elif annotated.declared is not None and not source.annotations.split_names:
@@ -464,9 +526,17 @@ def _object_facts(
         dropped=dropped,
         unmatched=tuple(u.to_json() for u in annotated.unmatched),
         unmatched_objects=sum(u.objects for u in annotated.unmatched),
-        found_at=f"{annotated.found_at}; {MatchCounts.of(annotated).describe()}",
+        found_at=f"{annotated.found_at}; {(counts or MatchCounts.of(annotated)).describe()}",
         warnings=tuple(warnings),
         split_source=split_source,
+    )
+
+
+def undeclared_split_warning(left_out: Sequence[str]) -> str:
+    """The summary's warning on the pictures (sorted relpaths) no declared split names."""
+    return (
+        f"{len(left_out)} pictures are in none of the declared splits (undeclared_split rejects, "
+        f"e.g. {left_out[0]}); --splits hashes every picture instead"
     )
 
 
@@ -539,22 +609,38 @@ def _typed_columns(
     return extras, kept
 
 
-def _without_copies(labeled: Labeled, rejects: list[RejectLine], known: Mapping[str, str]) -> Labeled:
+def _objects_of(annotated: AnnotationSet) -> Callable[[str], int]:
+    """relpath -> how many objects its annotations hold (a reject line counts them)."""
+
+    def count(relpath: str) -> int:
+        found = annotated.images.get(relpath)
+        return len(found.objects) if found is not None else 0
+
+    return count
+
+
+def _without_copies(
+    labeled: Labeled,
+    rejects: list[RejectLine],
+    known: Mapping[str, str],
+    objects: Callable[[str], int] | None = None,
+) -> Labeled:
     """One file of each content (the smallest relative path); the others are `duplicate` rejects.
     A file whose bytes a record of the dataset already holds (`known`: sha256 -> its relpath, an
-    append's) is a copy of that record."""
+    append's) is a copy of that record. `objects`: a detection run's objects per picture, which
+    a copy's reject line counts (its objects are `image_rejected`, so every object is accounted
+    for)."""
+    count = objects or (lambda relpath: 0)
     hashes = dedupe_lib.content_hashes([f.path for f, _ in labeled])
     old = {f.relpath: known[h] for (f, _), h in zip(labeled, hashes, strict=True) if h in known}
     for relpath, kept_path in sorted(old.items()):
-        rejects.append(
-            RejectLine(relpath, reasons.DUPLICATE.code, f"same bytes as {kept_path}, already in the dataset")
-        )
+        detail = f"same bytes as {kept_path}, already in the dataset"
+        rejects.append(RejectLine(relpath, reasons.DUPLICATE.code, detail, objects=count(relpath)))
     rest = [(item, h) for item, h in zip(labeled, hashes, strict=True) if item[0].relpath not in old]
     dropped = dedupe_lib.kept_copies((f.relpath, h) for (f, _), h in rest)
     for relpath, kept_path in dropped.items():
-        rejects.append(
-            RejectLine(relpath, reasons.DUPLICATE.code, f"same bytes as {kept_path}, which is kept")
-        )
+        detail = f"same bytes as {kept_path}, which is kept"
+        rejects.append(RejectLine(relpath, reasons.DUPLICATE.code, detail, objects=count(relpath)))
     return [(f, entry) for f, entry in labeled if f.relpath not in dropped and f.relpath not in old]
 
 

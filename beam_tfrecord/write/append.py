@@ -9,7 +9,8 @@ the old shards:
 - every split that grew is renumbered so TFDS's `{split}-{index:05d}-of-{count:05d}` template
   holds one count per split: an old shard gets its new name by a hard link (local: no byte
   copied) or a server-side copy (gs://), a new one is moved out of the work folder;
-- the side files, the file index and TFDS's dataset_info.json count old plus new;
+- the side files, the file index and TFDS's dataset_info.json count old plus new (a detection
+  dataset's objects, label map and object files too: write.grown_objects);
 - summary.json is replaced last, with a `history` of the runs; then the old names are removed.
 
 While it merges, a marker (names.APPEND_MARKER) names the files not in summary.json yet, so every
@@ -35,8 +36,10 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import fault_injection, names
 from beam_tfrecord.elements import DuplicateGroup
+from beam_tfrecord.plan.annotations.label_map import is_unused
 from beam_tfrecord.plan.listing import InputFile
 from beam_tfrecord.plan.splits import expected_deviation, group_of
+from beam_tfrecord.write import grown_objects
 from beam_tfrecord.write.file_index import IndexEntry, load_index, write_index
 from beam_tfrecord.write.side_files import write_text
 from beam_tfrecord.write.summary import (
@@ -62,10 +65,26 @@ __all__ = [
     "work_dir",
 ]
 
-# Options that may differ from the first run's: where files come from and go, how the shards are
-# cut and read, and dedupe (which decides what is kept, not what a record looks like).
+# Options that may differ from the first run's: where files come from and go (the annotations
+# too: a new folder has its own), how the shards are cut and read, dedupe (which decides what is
+# kept, not what a record looks like) and whether a poor annotation match may go on (a warning).
+# A detection append checks at plan time what those may change: each old class id keeps its
+# class, and splits the dataset declared stay declared (`declared_splits` is compared there, as
+# the split the plan makes, not as the option: a dataset that declares none hashes either way).
 UNCHECKED_OPTIONS = frozenset(
-    {"input", "output", "sink", "num_shards", "shard_size_mb", "read_threads", "dedupe", "gcs"}
+    {
+        "input",
+        "output",
+        "sink",
+        "num_shards",
+        "shard_size_mb",
+        "read_threads",
+        "dedupe",
+        "gcs",
+        "annotations_path",
+        "allow_unmatched_annotations",
+        "declared_splits",
+    }
 )
 
 
@@ -237,16 +256,21 @@ def _duplicates(entries: Iterable[IndexEntry]) -> list[DuplicateGroup]:
 def _recounted(text: str) -> bool:
     """A warning `_warnings` makes again from the grown dataset's counts."""
     return (
-        text.startswith(("split ", "class ", "every input was rejected")) or "records have the same" in text
+        text.startswith(("split ", "class ", "every input was rejected"))
+        or "records have the same" in text
+        or "objects were annotated," in text
+        or "pictures are in none of the declared splits" in text
     )
 
 
-def _warnings(summary: Summary, earlier: Iterable[str]) -> list[str]:
-    """The grown dataset's warnings: those about shares, classes and copies from its own counts
-    (as write.summary words them), the runs' others kept."""
+def _warnings(summary: Summary, earlier: Iterable[str], recounted: Iterable[str] = ()) -> list[str]:
+    """The grown dataset's warnings: those about shares, classes, copies and objects from its own
+    counts (as write.summary words them; `recounted`: those counted over its side files), the
+    runs' others kept."""
     found = []
     splits = summary.splits
-    if not summary.stratified and len(splits) > 1 and summary.records:
+    declared = summary.split_method.startswith("declared")  # no fraction was asked of them
+    if not summary.stratified and not declared and len(splits) > 1 and summary.records:
         name, split = max(splits.items(), key=lambda item: abs(item[1].share - item[1].fraction))
         if abs(split.share - split.fraction) > SHARE_WARNING:
             found.append(
@@ -255,7 +279,7 @@ def _warnings(summary: Summary, earlier: Iterable[str]) -> list[str]:
                 "(and never move a file when files are added); stratify gives exact shares"
             )
     for label in summary.class_names or []:
-        if not summary.records_per_label.get(label):
+        if not summary.records_per_label.get(label) and not is_unused(label):  # a label map's gap
             found.append(f"class {label!r} has no valid image")
     if summary.records == 0:
         found.append("every input was rejected: no record was written")
@@ -269,7 +293,15 @@ def _warnings(summary: Summary, earlier: Iterable[str]) -> list[str]:
             f"{summary.cross_split_duplicates} records have the same bytes as a record in another "
             f"split: the splits leak (see {names.DUPLICATES_FILE}; dedupe keeps one copy)"
         )
-    return found + [w for w in dict.fromkeys(earlier) if not _recounted(w)]
+    found += [w for w in dict.fromkeys(earlier) if not _recounted(w)]
+    found += recounted
+    objects = summary.objects
+    if objects is not None and not objects.consistent:
+        found.append(
+            f"{objects.annotated} objects were annotated, {objects.stored} stored and {objects.dropped} "
+            "dropped: some object is unaccounted for"
+        )
+    return found
 
 
 def _is_manifest_warning(text: str) -> bool:
@@ -313,6 +345,15 @@ def _merged_groups(old: Summary, new: Summary, indexed: Iterable[IndexEntry]) ->
     )
 
 
+def _declared_fraction(old: Summary, new: Summary, name: str) -> float:
+    """A declared split's fraction over both runs: the share of the planned pictures it holds,
+    as a run over all of them gives it. Each run's fraction is of its own pictures, weighted here
+    by its records (exact unless workers rejected pictures: those were planned, not recorded)."""
+    a = old.splits[name].fraction if name in old.splits else 0.0
+    b = new.splits[name].fraction if name in new.splits else 0.0
+    return round(a * old.records + b * new.records, 6) / max(1, old.records + new.records)
+
+
 def _merged_summary(
     old: Summary,
     new: Summary,
@@ -321,21 +362,30 @@ def _merged_summary(
     groups: Sequence[DuplicateGroup],
     entry: dict[str, Any],
     indexed: Iterable[IndexEntry] = (),
+    unmatched: Sequence[str] = (),
+    recounted: Sequence[str] = (),
 ) -> Summary:
+    """`unmatched`: a detection dataset's merged entries that name no picture
+    (write.grown_objects); `recounted`: warnings counted over the merged side files."""
     records = old.records + new.records
     groups_summary = _merged_groups(old, new, indexed)
     # What a hash split draws: each group once, each file of no group once (as write.summary).
     units = groups_summary.groups + groups_summary.without_group if groups_summary.source else records
+    declared = old.split_method.startswith("declared")
     splits: dict[str, SplitSummary] = {}
-    for name in sorted(set(old.splits) | set(new.splits)):
+    # The new run's order (the splits asked, or the dataset's declared ones in their order), then
+    # any old split it lacks.
+    for name in [*new.splits, *(n for n in old.splits if n not in new.splits)]:
         a = old.splits.get(name) or SplitSummary(fraction=new.splits[name].fraction, records=0)
         b = new.splits.get(name) or SplitSummary(fraction=a.fraction, records=0)
         files = sorted({keep.get(f, f) for f in a.files} | {move.get(f, f) for f in b.files})
+        fraction = _declared_fraction(old, new, name) if declared else a.fraction
         splits[name] = dataclasses.replace(
             a,
+            fraction=fraction,
             records=a.records + b.records,
             share=round((a.records + b.records) / max(1, records), 4),
-            expected_deviation=round(expected_deviation(a.fraction, units), 4),
+            expected_deviation=round(expected_deviation(fraction, units), 4),
             labels=_sum_dicts(a.labels, b.labels),
             shards=len(files),
             planned_shards=a.planned_shards + b.planned_shards,
@@ -345,6 +395,10 @@ def _merged_summary(
         )
     history = list(old.history or [_history_entry(old, None)])
     history.append(entry)
+    class_names = new.class_names if new.class_names is not None else old.class_names
+    objects = old.objects
+    if objects is not None:
+        objects = grown_objects.merged_objects(objects, new.objects, class_names or (), unmatched)
     grown = dataclasses.replace(
         old,
         inputs_listed=old.inputs_listed + new.inputs_listed,
@@ -354,7 +408,7 @@ def _merged_summary(
         rejects=old.rejects + new.rejects,
         consistent=old.consistent and new.consistent,
         splits=splits,
-        class_names=new.class_names if new.class_names is not None else old.class_names,
+        class_names=class_names,
         records_per_label=_sum_dicts(old.records_per_label, new.records_per_label),
         rejects_per_reason=_sum_dicts(old.rejects_per_reason, new.rejects_per_reason),
         reencoded=old.reencoded + new.reencoded,
@@ -371,9 +425,14 @@ def _merged_summary(
         run=new.run,
         resumed=new.resumed,
         history=history,
+        objects=objects,
+        # A declared split's source as the append's run found it (a list may have been added).
+        split_method=new.split_method
+        if declared and new.split_method.startswith("declared")
+        else old.split_method,
     )
     earlier = [w for w in old.warnings if not _is_manifest_warning(w)] + new.warnings
-    return dataclasses.replace(grown, warnings=_warnings(grown, earlier))
+    return dataclasses.replace(grown, warnings=_warnings(grown, earlier, recounted))
 
 
 def merge(
@@ -412,15 +471,24 @@ def merge(
     index = {e.relpath: e for e in old_index}
     index.update({e.relpath: e for e in new_index})
     groups = _duplicates(index.values())
-    summary = _merged_summary(old, new, keep, move, groups, entry, index.values())
+    merged_lines = {
+        name: sorted(set(_lines(FileSystems.join(output, name))) | set(_lines(FileSystems.join(work, name))))
+        for name in (names.REJECTS_FILE, names.CHANGES_FILE)
+    }
+    unmatched: list[str] = []
+    recounted: list[str] = []
+    if old.objects is not None:  # a detection dataset's dropped objects and unmatched entries
+        unmatched = grown_objects.merge_object_files(output, work, (e.relpath for e in new_index))
+        found = grown_objects.undeclared_warning(merged_lines[names.REJECTS_FILE])
+        recounted = [found] if found else []
+    summary = _merged_summary(old, new, keep, move, groups, entry, index.values(), unmatched, recounted)
     if summary.class_names is not None:
         write_text(
             FileSystems.join(output, names.LABELS_FILE), "".join(f"{c}\n" for c in summary.class_names)
         )
-    for name in (names.REJECTS_FILE, names.CHANGES_FILE):
-        lines = sorted(
-            set(_lines(FileSystems.join(output, name))) | set(_lines(FileSystems.join(work, name)))
-        )
+        if summary.objects is not None:
+            grown_objects.write_label_map(output, summary.class_names)
+    for name, lines in merged_lines.items():
         write_text(FileSystems.join(output, name), "".join(f"{line}\n" for line in lines))
     write_text(FileSystems.join(output, names.DUPLICATES_FILE), "".join(g.to_json() + "\n" for g in groups))
     write_text(

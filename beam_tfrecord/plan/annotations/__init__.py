@@ -7,13 +7,15 @@ entry point), `results` (what it returns: `AnnotationSet` and its problem record
 (`annotations_path` as written), `coco`, `voc`, `yolo` (the formats), `rle` (COCO's compressed
 masks), `catalog` (the listing as the parsers see it), `locate` (where each format's files are,
 beside the input too), `declared` (the splits a dataset declares), `matching` (the plan-time
-check that the annotations match the pictures), `label_map` (a given label map's names and ids).
+check that the annotations match the pictures), `label_map` (a given label map's names and ids),
+`growing` (an `--append`'s share of them: the new pictures', with the dataset's class ids).
 """
 
 __all__ = [
     "catalog",
     "coco",
     "declared",
+    "growing",
     "label_map",
     "load",
     "locate",

@@ -1,0 +1,123 @@
+"""An `--append`'s annotations (write.append): the source is read against the whole listing, as a
+run over old and new pictures together reads it, so each new picture gets the match, the objects
+and the declared split that run would give it; then only the new pictures' share is kept.
+
+- The old pictures' entries are theirs, not `unmatched`: the append neither counts them against
+  the match check (plan.annotations.matching) nor lists them again. An entry that names a file
+  the dataset holds but the listing lacks (a gone file, another folder's) is an old one too, as
+  is one the dataset already lists as naming no picture (a re-exported file repeats it).
+- Class ids: every class of the dataset keeps its id; a class the annotations add gets the next.
+  Where the source numbers its classes (COCO's category ids, YOLO's class indices, a label map),
+  a number that now names another class than the dataset's is refused (`ClassIdConflict`): the
+  new pictures' objects would be stored under the other class's id.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+
+from beam_tfrecord import reasons
+from beam_tfrecord.plan.annotations.catalog import Catalog, stem
+from beam_tfrecord.plan.annotations.results import AnnotationSet, UnmatchedEntry
+from beam_tfrecord.plan.listing import InputFile
+
+__all__ = ["ClassIdConflict", "entry_key", "for_new_pictures", "grown_class_names", "names_one_of"]
+
+# How each kind numbers its classes, for the refusal's words; VOC names classes without ids
+# (sorted names), so a class it adds only ever gets the next id.
+_NUMBERED_BY = {"coco": "COCO's categories in id order", "yolo": "YOLO's class indices"}
+
+
+class ClassIdConflict(ValueError):
+    """The annotations give an old class id to another class than the dataset's."""
+
+
+def for_new_pictures(
+    found: AnnotationSet, new: Collection[str], indexed: Collection[str], reported: Collection[str] = ()
+) -> AnnotationSet:
+    """`found` (read against the whole listing) cut to the pictures in `new` (relpaths): their
+    annotations, problems and objects dropped or changed; the entries that name no listed
+    picture, less those of a file the dataset's index holds (`indexed`: an old picture's) and
+    those the dataset already lists (`reported`: their `entry_key`s)."""
+    keep = set(new)
+    return dataclasses.replace(
+        found,
+        images={r: a for r, a in found.images.items() if r in keep},
+        unannotated=frozenset(r for r in found.unannotated if r in keep),
+        problems=tuple(p for p in found.problems if p.relpath in keep),
+        dropped=tuple(n for n in found.dropped if n.relpath in keep),
+        changed=tuple(n for n in found.changed if n.relpath in keep),
+        unmatched=tuple(u for u in _not_old(found.unmatched, keep, indexed) if entry_key(u) not in reported),
+    )
+
+
+def entry_key(entry: UnmatchedEntry | Mapping[str, object]) -> str:
+    """What tells an entry that names no picture from another across runs (an entry or its
+    annotations_without_image.jsonl line): its reason and the file it names, else where it is (a
+    re-export may renumber COCO's image ids, not file names)."""
+    if isinstance(entry, UnmatchedEntry):
+        return f"{entry.reason}:{entry.name or entry.annotation}"
+    return f"{entry.get('reason')}:{entry.get('name') or entry.get('annotation')}"
+
+
+def _not_old(
+    unmatched: Sequence[UnmatchedEntry], new: Collection[str], indexed: Collection[str]
+) -> tuple[UnmatchedEntry, ...]:
+    """The entries that name no picture of the dataset either: an annotation file the index
+    holds (a YOLO label or VOC XML converted before) or a file name that names an indexed path
+    (`names_one_of`) belongs to an old picture."""
+    if not unmatched:
+        return ()
+    old = {r for r in indexed if r not in new}
+    names_old = names_one_of(old)
+
+    def is_old(entry: UnmatchedEntry) -> bool:
+        if entry.reason != reasons.MISSING_IMAGE.code:
+            return False
+        return entry.annotation in old or names_old(entry.name)
+
+    return tuple(u for u in unmatched if not is_old(u))
+
+
+def names_one_of(relpaths: Iterable[str]) -> Callable[[str], bool]:
+    """Whether a file name as an annotation entry writes it (COCO's `file_name`, VOC's
+    `filename`, or `images/x.*`, the picture a YOLO label's place implies) names one of
+    `relpaths`, as the parsers match names (`x.jpg` is `train/x.jpg`: catalog.Catalog.matches)."""
+    listed = list(relpaths)
+    by_name: Catalog | None = None
+    by_stem: Catalog | None = None
+
+    def names(name: str) -> bool:
+        nonlocal by_name, by_stem
+        if not name:
+            return False
+        if name.endswith(".*"):
+            if by_stem is None:
+                by_stem = Catalog({stem(r): InputFile(stem(r), r, 0) for r in listed}, {})
+            return bool(by_stem.matches(name[:-2]))
+        if by_name is None:
+            by_name = Catalog({r: InputFile(r, r, 0) for r in listed}, {})
+        return bool(by_name.matches(name))
+
+    return names
+
+
+def grown_class_names(
+    old: Sequence[str], found: AnnotationSet, numbered_by: str | None = None
+) -> tuple[str, ...]:
+    """The dataset's class names (`old`, in id order), then the classes `found` adds, in its
+    order. `numbered_by`: where the classes' numbers come from when not the kind's own (a label
+    map); None for the kind's (COCO and YOLO number theirs, VOC does not). ClassIdConflict, in
+    one line, when a number names another class than the dataset's."""
+    numbering = numbered_by or _NUMBERED_BY.get(found.kind)
+    if numbering is not None:
+        for index, (was, now) in enumerate(zip(old, found.class_names, strict=False), 1):
+            if was != now:
+                raise ClassIdConflict(
+                    f"class id {index} is {now!r} in the annotations ({numbering}), {was!r} in the "
+                    "dataset: --append keeps every old id's class (a full run with --overwrite "
+                    "numbers them afresh)"
+                )
+    known = set(old)
+    return (*old, *(name for name in found.class_names if name not in known))
