@@ -130,6 +130,8 @@ def _plan_and_stage(
     plan = make_plan(listing, source, shards, label_source, known)
     if not plan.inputs and not plan.rejects:
         raise ConfigError("input", f"{source.input} holds no files")
+    if known is not None and not plan.inputs and plan.skipped == len(plan.rejects):
+        _refuse_append_without_pictures(plan.rejects, source)
     if not stage:
         return staging.locate_plan(plan, config.output)
     tasks = shard_tasks(plan, source.split_seed)
@@ -171,6 +173,19 @@ def _plan_and_stage(
     fingerprint = _fingerprint(listing, source, config, tasks_digest, facts)
     resume_lib.write_json(resume_lib.fingerprint_path(staged.temp_dir), fingerprint.to_json())
     return staged
+
+
+def _refuse_append_without_pictures(skipped: Sequence[RejectLine], source: SourceConfig) -> None:
+    """An append whose new files are all clutter or annotation files (a label file for a picture
+    the dataset holds: its objects would be ignored) has nothing to add: it fails in one line,
+    as one that finds no new file does, never exits 0 having added nothing."""
+    first = min(skipped, key=lambda r: r.path)
+    raise ConfigError(
+        "input",
+        f"{source.input} holds no picture the dataset lacks: its {len(skipped)} new files are none "
+        f"(e.g. {first.path}: {first.detail}); --append converts new pictures only, and annotations "
+        "of converted pictures need a full run with --overwrite",
+    )
 
 
 def _fingerprint(

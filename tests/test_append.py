@@ -127,6 +127,11 @@ def test_append_refused_when_an_option_differs_or_nothing_is_new(tmp_path, capsy
     assert convert(images, out, *SPLITS) == 0
     assert convert(images, out, *SPLITS, "--append") == 2
     assert "holds no file the dataset lacks" in capsys.readouterr().err
+    (images / ".DS_Store").write_bytes(b"\0")  # new, but no picture: nothing to add either
+    assert convert(images, out, *SPLITS, "--append") == 2
+    assert "holds no picture the dataset lacks: its 1 new files are none (e.g. .DS_Store" in (
+        capsys.readouterr().err
+    )
     _more(images)
     assert convert(images, out, "--splits", "train=0.5,validation=0.5", "--resize", "16x16", "--append") == 2
     err = capsys.readouterr().err

@@ -328,3 +328,22 @@ def test_old_entries_are_never_unmatched_and_each_is_listed_once(tmp_path, kille
     assert objects.consistent and objects.annotated == objects.stored + objects.dropped
     assert _records(out)["val2017/later.jpg"][:3] == ("validation", (1,), ("cat",))
     assert np.isclose(objects.per_image["mean"], objects.stored / summary.records, atol=0.01)
+
+
+def test_an_append_whose_new_files_hold_no_picture_is_refused(tmp_path, capsys):
+    """New files that are no picture (a label file for a picture the dataset holds, an XML whose
+    picture is missing) give an append nothing to add: refused in one line, as when nothing is
+    new, never a run that exits 0 having added nothing; the dataset is untouched."""
+    root, out = tmp_path / "ds", tmp_path / "out"
+    ultralytics_tree(root)
+    write_tree(root, {"images/train/negative.jpg": jpeg(48, 32, seed=333)})
+    assert convert(root, out, "--annotations", "yolo") == 0
+    summary = (out / "summary.json").read_text()
+    (root / "labels/train/negative.txt").write_text(yolo_box(1, 0.1, 0.1, 0.5, 0.9))
+    (root / "labels/train/ghost.txt").write_text(yolo_box(0, 0.1, 0.1, 0.5, 0.9))
+    capsys.readouterr()
+    assert convert(root, out, "--annotations", "yolo", "--append") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "holds no picture the dataset lacks" in err
+    assert "2 new files" in err and "labels/train/ghost.txt" in err
+    assert (out / "summary.json").read_text() == summary and not (out / names.APPEND_DIR).exists()
