@@ -23,6 +23,7 @@ from annotationgen import (
     labelimg_pair,
     labelimg_xml,
     roboflow_coco,
+    shapes_coco,
     ultralytics_tree,
     voc_devkit,
     voc_xml,
@@ -30,6 +31,7 @@ from annotationgen import (
 )
 from conftest import convert
 from imagegen import jpeg, write_tree
+from test_label_map import TUTORIAL_MAP
 
 import beam_tfrecord
 from beam_tfrecord import names, reasons
@@ -347,3 +349,36 @@ def test_an_append_whose_new_files_hold_no_picture_is_refused(tmp_path, capsys):
     assert len(err.splitlines()) == 1 and "holds no picture the dataset lacks" in err
     assert "2 new files" in err and "labels/train/ghost.txt" in err
     assert (out / "summary.json").read_text() == summary and not (out / names.APPEND_DIR).exists()
+
+
+def test_a_class_given_an_id_the_label_map_left_free_keeps_that_id(tmp_path, capsys):
+    """A label map with gaps (the Object Detection API's maps have them): a class the map now
+    names at a free id takes that id, as a run over every picture gives it; no old record holds
+    a free id, so no old id changes and the append is not refused."""
+    root, out, scratch, map_path = (
+        tmp_path / "in",
+        tmp_path / "out",
+        tmp_path / "scratch",
+        tmp_path / "m.pbtxt",
+    )
+    shapes_coco(root, count=3)
+    map_path.write_text(TUTORIAL_MAP)  # circle 2, square 5: ids 1, 3 and 4 free
+    args = ("--annotations", "coco", "--label_map", str(map_path))
+    assert convert(root, out, *args) == 0
+    path = root / "annotations" / "instances_shapes.json"
+    data = json.loads(path.read_text())
+    write_tree(root / "images", {"new.jpg": jpeg(96, 64, seed=5)})
+    data["images"].append(image(77, "new.jpg", 96, 64))
+    data["annotations"] += [box(7700, 77, 7, [2, 3, 20, 17]), box(7701, 77, 3, [40, 3, 20, 17])]
+    path.write_text(json.dumps(data))
+    map_path.write_text(TUTORIAL_MAP + "item {\n  id: 3\n  name: 'triangle'\n}\n")
+    capsys.readouterr()
+    assert convert(root, out, *args, "--append") == 0, capsys.readouterr().err
+    assert convert(root, scratch, *args) == 0
+    summary = complete_summary(str(out))
+    assert summary.class_names == complete_summary(str(scratch)).class_names
+    assert summary.class_names[2] == "triangle" and summary.history[-1]["new_classes"] == ["triangle"]
+    assert _records(out)["images/new.jpg"] == _records(scratch)["images/new.jpg"]
+    assert _records(out)["images/new.jpg"][1:3] == ((2, 4), ("triangle", "square"))
+    assert 'id: 3\n  name: "triangle"' in (out / names.LABEL_MAP_FILE).read_text()
+    assert (out / names.LABEL_MAP_FILE).read_text() == (scratch / names.LABEL_MAP_FILE).read_text()

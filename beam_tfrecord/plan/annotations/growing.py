@@ -6,7 +6,8 @@ and the declared split that run would give it; then only the new pictures' share
   the match check (plan.annotations.matching) nor lists them again. An entry that names a file
   the dataset holds but the listing lacks (a gone file, another folder's) is an old one too, as
   is one the dataset already lists as naming no picture (a re-exported file repeats it).
-- Class ids: every class of the dataset keeps its id; a class the annotations add gets the next.
+- Class ids: every class of the dataset keeps its id; a class the annotations add gets the next
+  (or, with a label map, the id the map gives it where the dataset's map left that id free).
   Where the source numbers its classes (COCO's category ids, YOLO's class indices, a label map),
   a number that now names another class than the dataset's is refused (`ClassIdConflict`): the
   new pictures' objects would be stored under the other class's id.
@@ -19,6 +20,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from beam_tfrecord import reasons
 from beam_tfrecord.plan.annotations.catalog import Catalog, stem
+from beam_tfrecord.plan.annotations.label_map import is_unused
 from beam_tfrecord.plan.annotations.results import AnnotationSet, UnmatchedEntry
 from beam_tfrecord.plan.listing import InputFile
 
@@ -112,6 +114,7 @@ def grown_class_names(
     one line, when a number names another class than the dataset's."""
     numbering = numbered_by or _NUMBERED_BY.get(found.kind)
     if numbering is not None:
+        old = _free_ids_taken(old, found.class_names)
         for index, (was, now) in enumerate(zip(old, found.class_names, strict=False), 1):
             if was != now:
                 raise ClassIdConflict(
@@ -121,3 +124,10 @@ def grown_class_names(
                 )
     known = set(old)
     return (*old, *(name for name in found.class_names if name not in known))
+
+
+def _free_ids_taken(old: Sequence[str], now: Sequence[str]) -> list[str]:
+    """`old` with each id a label map left free (its placeholder: no record holds that id) given
+    to the class the annotations' map now names there, as a run over every picture numbers it."""
+    taken = [name if is_unused(was) else was for was, name in zip(old, now, strict=False)]
+    return [*taken, *old[len(taken) :]]
