@@ -382,3 +382,26 @@ def test_a_class_given_an_id_the_label_map_left_free_keeps_that_id(tmp_path, cap
     assert _records(out)["images/new.jpg"][1:3] == ((2, 4), ("triangle", "square"))
     assert 'id: 3\n  name: "triangle"' in (out / names.LABEL_MAP_FILE).read_text()
     assert (out / names.LABEL_MAP_FILE).read_text() == (scratch / names.LABEL_MAP_FILE).read_text()
+
+
+def test_a_batch_of_background_pictures_is_appended_when_allowed(tmp_path, capsys):
+    """Pictures without objects (Ultralytics' background images: no label file) match no
+    annotation on their own, so an append of only those is refused in one line that says how to
+    go on: --allow_unmatched_annotations, which then keeps them as a run over every picture
+    does (negatives). The source annotates the dataset's pictures: it was found."""
+    root, out, scratch = tmp_path / "ds", tmp_path / "out", tmp_path / "scratch"
+    ultralytics_tree(root)
+    assert convert(root, out, "--annotations", "yolo") == 0
+    write_tree(root, {f"images/train/background_{i}.jpg": jpeg(48, 32, seed=600 + i) for i in range(2)})
+    capsys.readouterr()
+    assert convert(root, out, "--annotations", "yolo", "--append") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "none of the 2 pictures matches an annotation" in err
+    assert "found no annotation file" not in err and "--allow_unmatched_annotations" in err
+    args = ("--annotations", "yolo", "--allow_unmatched_annotations")
+    assert convert(root, out, *args, "--append") == 0
+    assert convert(root, scratch, *args) == 0
+    assert _records(out) == _records(scratch)
+    assert _records(out)["images/train/background_1.jpg"] == ("train", (), (), ())
+    grown, whole = complete_summary(str(out)).objects, complete_summary(str(scratch)).objects
+    assert grown.negatives == whole.negatives == 2 and grown.consistent

@@ -330,10 +330,13 @@ def _annotations(
             label_map=options.label_map,
         )
         counts = MatchCounts.of(found)
+        allow = options.allow_unmatched_annotations
         if known is not None and whole:
             new = {f.relpath for f in files}
             found = growing_lib.for_new_pictures(found, new, known.indexed, known.unmatched)
-        warning = check_matches(found, options.allow_unmatched_annotations)
+            warning = growing_lib.check_new_matches(found, counts, allow)
+        else:
+            warning = check_matches(found, allow)
     except (NothingMatched, MostlyUnmatched) as error:
         raise ConfigError("annotations", f"{options.kind}: {error}") from None
     except ConfigError:

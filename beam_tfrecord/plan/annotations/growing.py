@@ -21,10 +21,18 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from beam_tfrecord import reasons
 from beam_tfrecord.plan.annotations.catalog import Catalog, stem
 from beam_tfrecord.plan.annotations.label_map import is_unused
+from beam_tfrecord.plan.annotations.matching import ALLOW_OPTION, MatchCounts, NothingMatched, check_matches
 from beam_tfrecord.plan.annotations.results import AnnotationSet, UnmatchedEntry
 from beam_tfrecord.plan.listing import InputFile
 
-__all__ = ["ClassIdConflict", "entry_key", "for_new_pictures", "grown_class_names", "names_one_of"]
+__all__ = [
+    "ClassIdConflict",
+    "check_new_matches",
+    "entry_key",
+    "for_new_pictures",
+    "grown_class_names",
+    "names_one_of",
+]
 
 # How each kind numbers its classes, for the refusal's words; VOC names classes without ids
 # (sorted names), so a class it adds only ever gets the next id.
@@ -52,6 +60,32 @@ def for_new_pictures(
         changed=tuple(n for n in found.changed if n.relpath in keep),
         unmatched=tuple(u for u in _not_old(found.unmatched, keep, indexed) if entry_key(u) not in reported),
     )
+
+
+def check_new_matches(found: AnnotationSet, whole: MatchCounts, allow_unmatched: bool) -> str | None:
+    """plan.annotations.matching.check_matches on the new pictures' share (`found`). Where none
+    matches although the source annotates the dataset's pictures (`whole`: the counts over every
+    picture), the new ones may be pictures without objects (background images) as well as
+    pictures whose annotations were left behind: refused in one line that says so, and, with
+    `allow_unmatched`, kept as a run over every picture keeps them (a warning)."""
+    try:
+        return check_matches(found, allow_unmatched)
+    except NothingMatched:
+        if whole.matched == 0:
+            raise
+        new = MatchCounts.of(found)
+        example = min(found.unannotated, default="")
+        line = (
+            f"none of the {new.pictures} pictures matches an annotation (the append's new ones"
+            + (f", e.g. {example}" if example else "")
+            + f"; over every picture {whole.describe()})"
+        )
+        if allow_unmatched:
+            return f"annotations matched poorly: {line}; kept on purpose ({ALLOW_OPTION})"
+        raise NothingMatched(
+            f"{line}. Put their annotations where the dataset's are, or, if they are meant to hold no "
+            f"object (background pictures), pass {ALLOW_OPTION}"
+        ) from None
 
 
 def entry_key(entry: UnmatchedEntry | Mapping[str, object]) -> str:
