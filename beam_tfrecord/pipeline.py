@@ -180,11 +180,12 @@ def _refuse_append_without_pictures(skipped: Sequence[RejectLine], source: Sourc
     the dataset holds: its objects would be ignored) has nothing to add: it fails in one line,
     as one that finds no new file does, never exits 0 having added nothing."""
     first = min(skipped, key=lambda r: r.path)
+    files = f"{len(skipped)} new file{'s' if len(skipped) > 1 else ''}"
     raise ConfigError(
         "input",
-        f"{source.input} holds no picture the dataset lacks: its {len(skipped)} new files are none "
-        f"(e.g. {first.path}: {first.detail}); --append converts new pictures only, and annotations "
-        "of converted pictures need a full run with --overwrite",
+        f"{source.input} holds no picture the dataset lacks: {files}, none a picture (e.g. "
+        f"{first.path}: {first.detail}); --append converts new pictures only, and annotations of "
+        "converted pictures need a full run with --overwrite",
     )
 
 

@@ -129,7 +129,7 @@ def test_append_refused_when_an_option_differs_or_nothing_is_new(tmp_path, capsy
     assert "holds no file the dataset lacks" in capsys.readouterr().err
     (images / ".DS_Store").write_bytes(b"\0")  # new, but no picture: nothing to add either
     assert convert(images, out, *SPLITS, "--append") == 2
-    assert "holds no picture the dataset lacks: its 1 new files are none (e.g. .DS_Store" in (
+    assert "holds no picture the dataset lacks: 1 new file, none a picture (e.g. .DS_Store" in (
         capsys.readouterr().err
     )
     _more(images)

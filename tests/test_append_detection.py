@@ -347,7 +347,7 @@ def test_an_append_whose_new_files_hold_no_picture_is_refused(tmp_path, capsys):
     assert convert(root, out, "--annotations", "yolo", "--append") == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "holds no picture the dataset lacks" in err
-    assert "2 new files" in err and "labels/train/ghost.txt" in err
+    assert "2 new files, none a picture" in err and "labels/train/ghost.txt" in err
     assert (out / "summary.json").read_text() == summary and not (out / names.APPEND_DIR).exists()
 
 
