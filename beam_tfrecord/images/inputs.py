@@ -90,7 +90,9 @@ def prepare_input(
         if isinstance(placed, RejectLine):
             return placed
         stored, dropped, notes = placed
-        changes = tuple(code for code in reasons.codes("change") if code in {*image.changes, *notes})
+        if notes:  # (image.changes is already in this order)
+            noted = {*image.changes, *notes}
+            changes = tuple(code for code in reasons.codes("change") if code in noted)
     content_sha256 = hashlib.sha256(data).hexdigest()
     fields = RecordFields(
         encoded=image.data,
