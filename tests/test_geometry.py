@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from PIL import Image, ImageOps
 
 from beam_tfrecord import reasons
-from beam_tfrecord.elements import ImageAnnotations, ObjectBox, Polygon, RunLengths
+from beam_tfrecord.elements import ImageAnnotations, ObjectBox, PlannedInput, Polygon, RunLengths
 from beam_tfrecord.images import geometry
+from beam_tfrecord.images.inputs import prepare_input
 from beam_tfrecord.images.normalize import encode_for_tensorflow
 from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.images.placement import annotation_frame, place_annotations
@@ -476,3 +477,110 @@ def test_a_pad_that_needs_no_scaling_still_gives_the_mask_its_margin():
     moved = geometry.transform_mask(mask, transform)
     assert moved.size == (8, 30)
     assert np.asarray(moved).sum() == 8 * 29  # the picture's pixels, the margin 0
+
+
+# ------------------------------------------------------------------ the fast paths are exact (issue 28)
+
+# Coordinates as sources give them: floats, whole numbers as ints (COCO's JSON), both zeros.
+COORDINATES = st.floats(-80, 160) | st.integers(-80, 160) | st.sampled_from([0.0, -0.0, 0])
+TRANSFORMS = st.builds(
+    geometry.pixel_transform,
+    SIDES,
+    SIDES,
+    ORIENTATIONS,
+    st.none() | st.tuples(st.integers(4, 64), st.integers(4, 64)),
+    MODES,
+)
+
+
+def exactly(values) -> list[tuple[type, str]]:
+    """Values compared as stored: the type and every bit (repr tells -0.0 from 0.0)."""
+    return [(type(value), repr(value)) for value in values]
+
+
+@settings(max_examples=300, deadline=None)
+@given(transform=TRANSFORMS, box=st.tuples(COORDINATES, COORDINATES, COORDINATES, COORDINATES))
+def test_the_box_mapper_gives_map_boxs_very_floats(transform, box):
+    """Placement maps boxes through `box_mapper` (numbers looked up once per image): the
+    same floats as `map_box`, to the bit, for any box, ordered or not."""
+    assert exactly(transform.box_mapper()(*box)) == exactly(transform.map_box(*box))
+    assert exactly(transform.upright().box_mapper()(*box)) == exactly(transform.upright().map_box(*box))
+
+
+def reference_placement(box, transform, area):
+    """The stored box (fractions) and area, spelled with the builtins and `map_box`, as
+    placement computed them before it was made faster."""
+    width, height = transform.stored_width, transform.stored_height
+    inside = (max(box[0], 0.0), max(box[1], 0.0), min(box[2], float(width)), min(box[3], float(height)))
+    mapped = transform.map_box(*inside)
+    kept = (
+        max(mapped[0], 0.0),
+        max(mapped[1], 0.0),
+        min(mapped[2], float(transform.width)),
+        min(mapped[3], float(transform.height)),
+    )
+    fractions = (
+        kept[0] / transform.width,
+        kept[1] / transform.height,
+        kept[2] / transform.width,
+        kept[3] / transform.height,
+    )
+    kept_area = (kept[2] - kept[0]) * (kept[3] - kept[1])
+    if area is None:
+        return fractions, kept_area
+    scale_x, scale_y = transform.scale
+    whole = transform.map_box(*box)
+    whole_area = (whole[2] - whole[0]) * (whole[3] - whole[1])
+    return fractions, area * scale_x * scale_y * min(1.0, kept_area / whole_area)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    transform=TRANSFORMS,
+    box=st.tuples(COORDINATES, COORDINATES, COORDINATES, COORDINATES),
+    area=st.none() | st.floats(1, 5000) | st.integers(1, 5000),
+)
+def test_placement_stores_the_very_floats_of_its_rule(transform, box, area):
+    """Every stored box and area is, to the bit, the rule's arithmetic: clip to the picture,
+    map, clip to the image (0.0 never turns into -0.0, a COCO int stays a number alike)."""
+    placed = place_annotations(annotated(box, area=area), transform)
+    if not placed.objects:
+        return  # dropped: its reason is tested above
+    (stored,) = placed.objects
+    fractions, stored_area = reference_placement(box, transform, area)
+    assert exactly((stored.xmin, stored.ymin, stored.xmax, stored.ymax)) == exactly(fractions)
+    assert exactly([stored.area]) == exactly([stored_area])
+
+
+def test_label_ids_are_given_when_the_object_is_placed():
+    """The worker's class ids go in as the object is built (no copy of it afterwards); a label
+    without an id keeps 0, and the worker drops that object as an unknown category."""
+    annotations = ImageAnnotations(
+        (ObjectBox(1, 1, 9, 9, label="cat"), ObjectBox(2, 2, 8, 8, label="dog")), "x"
+    )
+    placed = place_annotations(annotations, geometry.identity_transform(20, 20), label_ids={"cat": 3})
+    assert [(o.label, o.label_id) for o in placed.objects] == [("cat", 3), ("dog", 0)]
+    assert [
+        o.label_id for o in place_annotations(annotations, geometry.identity_transform(20, 20)).objects
+    ] == [0, 0]
+
+
+def test_each_task_gets_the_ids_of_its_own_class_names(tmp_path):
+    """The worker remembers the last task's ids (a task's inputs share its tuple of names):
+    another task's names, or the same names in a list, still give their own ids."""
+    path = tmp_path / "a.jpg"
+    path.write_bytes(imagegen.jpeg(20, 20))
+    objects = (ObjectBox(1, 1, 9, 9, label="cat"), ObjectBox(2, 2, 8, 8, label="dog"))
+    item = PlannedInput(
+        "a.jpg", str(path), path.stat().st_size, "train", annotations=ImageAnnotations(objects, "a")
+    )
+
+    def ids(class_names):
+        record = prepare_input(item, ImageOptions(), class_names=class_names)
+        return [(o.label, o.label_id) for o in record.fields.objects], [d.reason for d in record.dropped]
+
+    assert ids(("cat", "dog")) == ([("cat", 1), ("dog", 2)], [])
+    assert ids(("cat", "dog")) == ([("cat", 1), ("dog", 2)], [])
+    assert ids(("dog", "cat")) == ([("cat", 2), ("dog", 1)], [])
+    assert ids(["cat"]) == ([("cat", 1)], [reasons.UNKNOWN_CATEGORY.code])
+    assert ids(("dog",)) == ([("dog", 1)], [reasons.UNKNOWN_CATEGORY.code])

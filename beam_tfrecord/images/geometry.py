@@ -24,6 +24,7 @@ Pure functions on numbers and Pillow images; no Beam, no TensorFlow.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -34,6 +35,8 @@ from beam_tfrecord.images.polygon_raster import fill_polygons
 
 __all__ = [
     "ORIENTATION_TRANSPOSE",
+    "Box",
+    "BoxMapper",
     "PixelTransform",
     "decode_run_lengths",
     "encode_mask_png",
@@ -55,6 +58,9 @@ ORIENTATION_TRANSPOSE: dict[int, Image.Transpose] = {
     7: Image.Transpose.TRANSVERSE,
     8: Image.Transpose.ROTATE_90,
 }
+Box = tuple[float, float, float, float]  # (xmin, ymin, xmax, ymax)
+# `PixelTransform.map_box` for one transform (`PixelTransform.box_mapper`).
+BoxMapper = Callable[[float, float, float, float], Box]
 # Orientations 5 to 8 turn the picture a quarter: its width and height swap.
 _QUARTER_TURNS = (5, 6, 7, 8)
 
@@ -123,6 +129,44 @@ class PixelTransform:
         x0, y0 = self.map_point(xmin, ymin)
         x1, y1 = self.map_point(xmax, ymax)
         return min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)
+
+    def box_mapper(self) -> BoxMapper:
+        """`map_box` with this transform's numbers looked up once, for an image's many boxes: the
+        same operations in the same order, so the same floats (tests/test_geometry.py), at a
+        quarter of the cost (issue 28: 0.7 us against 2.6 us a box)."""
+        orientation, stored_width, stored_height = self.orientation, self.stored_width, self.stored_height
+        left, top, _, _ = self.window
+        scale_x, scale_y = self.scale
+        placed_x, placed_y = self.placed[0], self.placed[1]
+        if orientation == 1:
+
+            def upright_box(xmin: float, ymin: float, xmax: float, ymax: float) -> Box:
+                x0, y0 = placed_x + (xmin - left) * scale_x, placed_y + (ymin - top) * scale_y
+                x1, y1 = placed_x + (xmax - left) * scale_x, placed_y + (ymax - top) * scale_y
+                return _ordered(x0, y0, x1, y1)
+
+            return upright_box
+
+        def oriented_box(xmin: float, ymin: float, xmax: float, ymax: float) -> Box:
+            x0, y0 = _orient_point(xmin, ymin, orientation, stored_width, stored_height)
+            x1, y1 = _orient_point(xmax, ymax, orientation, stored_width, stored_height)
+            x0, y0 = placed_x + (x0 - left) * scale_x, placed_y + (y0 - top) * scale_y
+            x1, y1 = placed_x + (x1 - left) * scale_x, placed_y + (y1 - top) * scale_y
+            return _ordered(x0, y0, x1, y1)
+
+        return oriented_box
+
+
+def _ordered(x0: float, y0: float, x1: float, y1: float) -> Box:
+    """(min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)), spelled as the builtins decide (the
+    second argument only when it compares strictly less or greater): a call each cost more than
+    the box's arithmetic."""
+    return (
+        x1 if x1 < x0 else x0,
+        y1 if y1 < y0 else y0,
+        x1 if x1 > x0 else x0,
+        y1 if y1 > y0 else y0,
+    )
 
 
 def identity_transform(width: int, height: int) -> PixelTransform:

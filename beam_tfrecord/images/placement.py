@@ -34,8 +34,9 @@ without one.
 
 from __future__ import annotations
 
-import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from math import isfinite
 from typing import Literal
 
 from PIL import Image
@@ -43,7 +44,7 @@ from PIL import Image
 from beam_tfrecord import reasons
 from beam_tfrecord.elements import DroppedObject, ImageAnnotations, ObjectBox, RunLengths, StoredObject
 from beam_tfrecord.images import geometry
-from beam_tfrecord.images.geometry import PixelTransform
+from beam_tfrecord.images.geometry import BoxMapper, PixelTransform
 
 __all__ = [
     "CLIP_TOLERANCE_PX",
@@ -115,10 +116,12 @@ def place_annotations(
     *,
     masks: bool = False,
     ambiguous_frame: Frame = "stored",
+    label_ids: Mapping[str, int] | None = None,
 ) -> PlacedAnnotations:
     """The image's objects in the stored image: boxes clipped and normalized, areas in its pixels,
     and with `masks` one PNG per object moved as the pixels were. `transform` carries the decoded
-    picture's size, against which the source's declared size is checked."""
+    picture's size, against which the source's declared size is checked. `label_ids` gives each
+    stored object its `label_id` (0 for a label it lacks), so it is built once, never copied."""
     frame = annotation_frame(annotations, transform, ambiguous_frame)
     if frame is None:
         detail = size_mismatch_detail(annotations, transform)
@@ -128,49 +131,61 @@ def place_annotations(
         )
         return PlacedAnnotations((), dropped, None)
     moved = transform if frame == "stored" else transform.upright()
+    map_box = moved.box_mapper()  # the transform's numbers once per image, not per box
+    ids = label_ids or {}
     stored: list[StoredObject] = []
     dropped_objects: list[DroppedObject] = []
     for item in annotations.objects:
-        outcome = _place_object(item, moved, annotations.normalized, masks)
+        outcome = _place_object(item, moved, annotations.normalized, masks, map_box, ids)
         (stored if isinstance(outcome, StoredObject) else dropped_objects).append(outcome)
     return PlacedAnnotations(tuple(stored), tuple(dropped_objects), frame)
 
 
 def _place_object(
-    item: ObjectBox, transform: PixelTransform, normalized: bool, masks: bool
+    item: ObjectBox,
+    transform: PixelTransform,
+    normalized: bool,
+    masks: bool,
+    map_box: BoxMapper,
+    label_ids: Mapping[str, int],
 ) -> StoredObject | DroppedObject:
-    """One object through clipping, the transform, the crop and (optionally) its mask."""
+    """One object through clipping, the transform, the crop and (optionally) its mask.
+    `map_box` is `transform.box_mapper()`."""
     width, height = transform.stored_width, transform.stored_height
-
-    def drop(reason: reasons.Reason, detail: str) -> DroppedObject:
-        return DroppedObject(item.label, reason.code, detail, item.source_ref)
-
     box = (item.xmin, item.ymin, item.xmax, item.ymax)
-    if not all(math.isfinite(value) for value in box):
-        return drop(reasons.INVALID_BOX, f"box {box}")
+    if not (isfinite(box[0]) and isfinite(box[1]) and isfinite(box[2]) and isfinite(box[3])):
+        return _drop(item, reasons.INVALID_BOX, f"box {box}")
     if normalized:
         box = (box[0] * width, box[1] * height, box[2] * width, box[3] * height)
     xmin, ymin, xmax, ymax = box
     if xmax <= xmin or ymax <= ymin:
-        return drop(reasons.ZERO_AREA, f"box {_pixels(box)} in a {width}x{height} picture")
+        return _drop(item, reasons.ZERO_AREA, f"box {_pixels(box)} in a {width}x{height} picture")
     if xmax <= 0 or ymax <= 0 or xmin >= width or ymin >= height:
-        return drop(reasons.OUTSIDE_IMAGE, f"box {_pixels(box)} in a {width}x{height} picture")
+        return _drop(item, reasons.OUTSIDE_IMAGE, f"box {_pixels(box)} in a {width}x{height} picture")
     notes = []
-    inside = (max(xmin, 0.0), max(ymin, 0.0), min(xmax, float(width)), min(ymax, float(height)))
+    # max(value, 0.0) and min(value, edge) as the builtins decide (the second argument only when
+    # strictly greater or less), without a call each: this runs for every object of every image.
+    right, bottom = float(width), float(height)
+    inside = (
+        0.0 if xmin < 0.0 else xmin,
+        0.0 if ymin < 0.0 else ymin,
+        right if right < xmax else xmax,
+        bottom if bottom < ymax else ymax,
+    )
     if _moved(box, inside):
         notes.append(reasons.CLIPPED.code)
 
-    mapped = transform.map_box(*inside)
+    mapped = map_box(*inside)
+    right, bottom = float(transform.width), float(transform.height)
     kept = (
-        max(mapped[0], 0.0),
-        max(mapped[1], 0.0),
-        min(mapped[2], float(transform.width)),
-        min(mapped[3], float(transform.height)),
+        0.0 if mapped[0] < 0.0 else mapped[0],
+        0.0 if mapped[1] < 0.0 else mapped[1],
+        right if right < mapped[2] else mapped[2],
+        bottom if bottom < mapped[3] else mapped[3],
     )
     if kept[2] <= kept[0] or kept[3] <= kept[1]:
-        return drop(
-            reasons.CROPPED_OUT, f"box {_pixels(box)}, outside the crop window {_pixels(transform.window)}"
-        )
+        detail = f"box {_pixels(box)}, outside the crop window {_pixels(transform.window)}"
+        return _drop(item, reasons.CROPPED_OUT, detail)
     if _moved(mapped, kept):
         notes.append(reasons.CROPPED.code)
 
@@ -178,11 +193,11 @@ def _place_object(
     if masks:
         if isinstance(item.mask, RunLengths) and (item.mask.width, item.mask.height) != (width, height):
             detail = f"run lengths of {item.mask.width}x{item.mask.height} for a {width}x{height} picture"
-            return drop(reasons.MASK_SIZE_MISMATCH, detail)
+            return _drop(item, reasons.MASK_SIZE_MISMATCH, detail)
         try:
             mask = _stored_mask(item, transform, normalized, kept)
         except ValueError as error:
-            return drop(reasons.MASK_INVALID, str(error))
+            return _drop(item, reasons.MASK_INVALID, str(error))
         if item.mask is None:
             notes.append(reasons.MASK_FROM_BOX.code)
         elif mask.getbbox() is None:
@@ -195,15 +210,20 @@ def _place_object(
         xmax=kept[2] / transform.width,
         ymax=kept[3] / transform.height,
         label=item.label,
-        area=_area(item, transform, normalized, box, kept),
+        area=_area(item, transform, normalized, box, kept, map_box),
         is_crowd=item.is_crowd,
         difficult=item.difficult,
         truncated=item.truncated,
         pose=item.pose,
         mask_png=mask_png,
         source_ref=item.source_ref,
-        notes=tuple(code for code in reasons.codes("object_note") if code in notes),
+        notes=tuple(code for code in reasons.codes("object_note") if code in notes) if notes else (),
+        label_id=label_ids.get(item.label, 0),
     )
+
+
+def _drop(item: ObjectBox, reason: reasons.Reason, detail: str) -> DroppedObject:
+    return DroppedObject(item.label, reason.code, detail, item.source_ref)
 
 
 def _stored_mask(
@@ -224,6 +244,7 @@ def _area(
     normalized: bool,
     box: tuple[float, float, float, float],
     kept: tuple[float, float, float, float],
+    map_box: BoxMapper,
 ) -> float:
     """The object's area in the stored image's pixels (rule in the module docstring)."""
     kept_area = (kept[2] - kept[0]) * (kept[3] - kept[1])
@@ -231,13 +252,19 @@ def _area(
         return kept_area
     source_area = item.area * transform.stored_width * transform.stored_height if normalized else item.area
     scale_x, scale_y = transform.scale
-    whole = transform.map_box(*box)
+    whole = map_box(*box)
     whole_area = (whole[2] - whole[0]) * (whole[3] - whole[1])
     return source_area * scale_x * scale_y * min(1.0, kept_area / whole_area)
 
 
 def _moved(before: tuple[float, ...], after: tuple[float, ...]) -> bool:
-    return any(abs(a - b) > CLIP_TOLERANCE_PX for a, b in zip(before, after, strict=True))
+    """Whether any edge of a box moved by more than rounding (both boxes have four edges)."""
+    return (
+        abs(before[0] - after[0]) > CLIP_TOLERANCE_PX
+        or abs(before[1] - after[1]) > CLIP_TOLERANCE_PX
+        or abs(before[2] - after[2]) > CLIP_TOLERANCE_PX
+        or abs(before[3] - after[3]) > CLIP_TOLERANCE_PX
+    )
 
 
 def _pixels(box: tuple[float, ...]) -> str:
