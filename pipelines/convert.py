@@ -252,6 +252,9 @@ def _run_claimed(
     except (ConfigError, UsageError, ModelUnavailable) as error:
         print(f"error: {usage_text(error)}", file=sys.stderr)
         return 2
+    except append_cmd.AppendFailed as error:  # a merge step failed: what, and that a rerun ends it
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     except write_failures.WriteFailed as failure:  # the plan could not be staged
         print(f"error: {write_failed(failure, settings.config.output)}", file=sys.stderr)
         return 1
@@ -307,9 +310,13 @@ def _run_claimed(
         print(f"error: the job ended {state}; nothing final was written to {config.output}", file=sys.stderr)
         return 1
     if job is not None:
-        append_cmd.finish_append(
-            dataclasses.replace(job, done=read_summary(config.output)), settings.source.input
-        )
+        try:
+            append_cmd.finish_append(
+                dataclasses.replace(job, done=read_summary(config.output)), settings.source.input
+            )
+        except append_cmd.AppendFailed as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
         return report(settings.config.output)
     return report(config.output)
 

@@ -159,6 +159,7 @@ class Plan:
     manifest_unmatched: list[str] = field(default_factory=list)
     grouping: GroupFacts = field(default_factory=GroupFacts)
     objects: ObjectFacts | None = None  # a detection run's
+    groups: dict[str, str] = field(default_factory=dict)  # relpath -> group, for files that have one
 
     @property
     def skipped(self) -> int:
@@ -283,6 +284,7 @@ def _make_plan(
         manifest_unmatched=label_source.manifest.unmatched() if label_source.manifest else [],
         grouping=grouping,
         objects=_object_facts(annotated, source, declared, rejects) if annotated is not None else None,
+        groups=groups,
     )
 
 
