@@ -138,7 +138,7 @@ def gcs_renumber(counts: list[int]) -> list[dict]:
     from gcsemulator import EMULATOR_ENV, Emulator, PermissionProxy
 
     from beam_tfrecord import names
-    from beam_tfrecord.write.append import renumber
+    from beam_tfrecord.write.append import _delete, renumber
 
     class CountingProxy(PermissionProxy):
         """Relays every request, counting them: copies (copyTo/rewriteTo), and all the others."""
@@ -165,41 +165,60 @@ def gcs_renumber(counts: list[int]) -> list[dict]:
             found[kind] = found.get(kind, 0) + 1
         return found
 
+    def per_object(out: str, keep: dict[str, str]) -> int:
+        """What the merge did before it batched: an exists check and a copy per name."""
+        given = 0
+        for name, target in keep.items():
+            for source, new_name in ((name, target), (names.index_path(name), names.index_path(target))):
+                if FileSystems.exists(f"{out}/{source}") and not FileSystems.exists(f"{out}/{new_name}"):
+                    FileSystems.copy([f"{out}/{source}"], [f"{out}/{new_name}"])
+                    given += 1
+        return given
+
     results = []
     with Emulator() as emulator, CountingProxy(emulator.url) as proxy:
         os.environ[EMULATOR_ENV] = proxy.url
         for count in counts:
-            bucket = f"renumber-{uuid.uuid4().hex[:10]}"
-            out = f"gs://{bucket}/out"
-            files = {}
-            for i in range(count):
-                name = names.shard_name("train", i, count)
-                files[name] = b"x" * 64
-                files[names.index_path(name)] = b"0\n"
-            emulator.upload_tree(bucket, "out", files)  # straight to the emulator: not counted
-            keep = {
-                names.shard_name("train", i, count): names.shard_name("train", i, count + 1)
-                for i in range(count)
-            }
-            proxy.seen.clear()
-            started = time.perf_counter()
-            given = renumber(out, keep)
-            renamed = time.perf_counter()
-            copies = kinds(proxy.seen)
-            proxy.seen.clear()
-            old = [f"{out}/{n}" for name in keep for n in (name, names.index_path(name))]
-            FileSystems.delete(old)
-            removed = time.perf_counter()
-            results.append(
-                {
-                    "old_shards": count,
-                    "names_given": given,
-                    "renumber_requests": copies,
-                    "renumber_s": round(renamed - started, 2),
-                    "remove_old_requests": kinds(proxy.seen),
-                    "remove_old_s": round(removed - renamed, 2),
+            for way in ("per_object", "batched"):
+                bucket = f"renumber-{uuid.uuid4().hex[:10]}"
+                out = f"gs://{bucket}/out"
+                files = {}
+                for i in range(count):
+                    name = names.shard_name("train", i, count)
+                    files[name] = b"x" * 64
+                    files[names.index_path(name)] = b"0\n"
+                emulator.upload_tree(bucket, "out", files)  # straight to the emulator: not counted
+                keep = {
+                    names.shard_name("train", i, count): names.shard_name("train", i, count + 1)
+                    for i in range(count)
                 }
-            )
+                proxy.seen.clear()
+                started = time.perf_counter()
+                given = per_object(out, keep) if way == "per_object" else renumber(out, keep)
+                renamed = time.perf_counter()
+                copies = kinds(proxy.seen)
+                proxy.seen.clear()
+                old = [f"{out}/{n}" for name in keep for n in (name, names.index_path(name))]
+                if way == "per_object":
+                    FileSystems.delete(old)
+                else:
+                    _delete(old)
+                removed = time.perf_counter()
+                (left,) = FileSystems.match([f"{out}/*"])
+                assert sorted(os.path.basename(m.path) for m in left.metadata_list) == sorted(
+                    n for target in keep.values() for n in (target, names.index_path(target))
+                ), "the renumbered names are not all there"
+                results.append(
+                    {
+                        "way": way,
+                        "old_shards": count,
+                        "names_given": given,
+                        "renumber_requests": copies,
+                        "renumber_s": round(renamed - started, 2),
+                        "remove_old_requests": kinds(proxy.seen),
+                        "remove_old_s": round(removed - renamed, 2),
+                    }
+                )
     return results
 
 

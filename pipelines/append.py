@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from beam_tfrecord import names
@@ -14,7 +15,7 @@ from beam_tfrecord.plan.listing import list_inputs
 from beam_tfrecord.plan.planner import KnownRecords
 from beam_tfrecord.write import append as append_lib
 from beam_tfrecord.write import outputs
-from beam_tfrecord.write.file_index import load_index
+from beam_tfrecord.write.file_index import IndexEntry, load_index
 from beam_tfrecord.write.summary import RunOptions, Summary, read_summary
 from pipelines.options import RunSettings, UsageError
 
@@ -37,6 +38,7 @@ class AppendJob:
     known: KnownRecords
     done: Summary | None = None
     merging: bool = False  # a merge was under way (its marker is there): finish it, convert nothing
+    index: Sequence[IndexEntry] | None = None  # the dataset's file index, loaded once for the merge
 
     @property
     def work(self) -> str:
@@ -99,7 +101,7 @@ def prepare_append(settings: RunSettings) -> AppendJob:
         {e.sha256: e.relpath for e in sorted(index, key=lambda e: e.relpath, reverse=True) if e.sha256},
     )
     merging = append_lib.marker_names(output) is not None
-    job = AppendJob(output, old, delta, known, _finished_work(output, merging), merging)
+    job = AppendJob(output, old, delta, known, _finished_work(output, merging), merging, index)
     if job.done is None and not merging and not delta.new:
         raise UsageError(
             f"--append: {source.input} holds no file the dataset lacks ({delta.converted} converted, "
@@ -121,17 +123,18 @@ def finish_append(job: AppendJob, input_spec: str) -> Summary:
 def _failed_line(output: str, failed: append_lib.MergeFailed) -> str:
     if failed.grown:
         state = (
-            f"the grown dataset in {output} is whole (its summary.json names every record), "
+            f"The grown dataset in {output} is whole (its summary.json names every record), "
             "but the old names of its renumbered shards are still there"
         )
     else:
         state = (
-            f"the dataset in {output} is still whole as it was (summary.json unchanged; readers see "
+            f"The dataset in {output} is still whole as it was (summary.json unchanged; readers see "
             "only the old records), and the new files' conversion is kept"
         )
+    reason = failed.reason.rstrip(". ")
     return (
-        f"--append could not finish: {failed.what}: {failed.reason}. {state}; fix that, then run "
-        "the same command with --append again to finish it"
+        f"--append could not finish: {failed.what}: {reason}. {state}; fix that, then run the same "
+        "command with --append again to finish it"
     )
 
 
@@ -163,4 +166,4 @@ def _finish_append(job: AppendJob, input_spec: str) -> Summary:
         entry["date"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))
     if new.run is not None:
         new = dataclasses.replace(new, run=dataclasses.replace(new.run, output=job.output))
-    return append_lib.merge(job.output, job.old, new, job.delta.lines(), entry)
+    return append_lib.merge(job.output, job.old, new, job.delta.lines(), entry, job.index)

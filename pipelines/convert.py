@@ -436,6 +436,10 @@ def report(output: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """The command: logging for a terminal, then `run`'s exit code."""
+    # The heap the imports built (Beam, protobuf: about 170,000 objects) lives as long as the
+    # process: frozen, the cycle collector never searches it again. Unfrozen, the first full
+    # collection of the run (set off by the listing of 10,000 files) took 50-120 ms.
+    gc.freeze()
     quiet.keep_python_stderr()  # before logging: decoder captures must never take our lines
     interrupts.watch()
     # Ours at INFO; Beam's (much of it logged on the root logger) only from WARNING up.

