@@ -402,6 +402,23 @@ def test_a_same_named_file_of_another_folder_is_another_picture(tmp_path):
     assert convert(tmp_path / "again", output, "--dedupe", "--append") == 2
 
 
+def test_a_merge_run_again_keeps_each_reject_line_once(tmp_path):
+    """rejects.jsonl holds the old lines then the new run's, the same text twice where two
+    folders' files met the same fate; a merge killed after writing it and run again neither
+    doubles the new lines nor drops the repeated one (the marker keeps how many were old)."""
+    day1, day2, output = tmp_path / "day1", tmp_path / "day2", tmp_path / "out"
+    for day, seed in ((day1, 0), (day2, 50)):
+        write_tree(day, {f"c/IMG_000{i}.jpg": jpeg(20 + i, 21, seed=seed + i) for i in range(1, 3)})
+        (day / "c" / "broken.jpg").write_bytes(b"\xff\xd8 not a picture")
+    assert convert(day1, output) == 0
+    _killed_at("append_metadata", day2, output, "--append")
+    assert convert(day2, output, "--append") == 0
+    summary = json.loads((output / "summary.json").read_text())
+    lines = (output / "rejects.jsonl").read_text().splitlines()
+    assert len(lines) == summary["rejects"] == 2 and lines[0] == lines[1]
+    assert summary["records"] == 4
+
+
 def test_a_manifest_groups_are_counted_over_the_grown_dataset(tmp_path):
     """A manifest's `group` column (found in review): a group that gained files in an append was
     counted twice. The index keeps each file's group, and a new file of a known group goes to
