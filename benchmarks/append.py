@@ -128,7 +128,7 @@ def index_check(count: int) -> dict:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def gcs_renumber(counts: list[int]) -> list[dict]:
+def gcs_renumber(counts: list[int], ways: tuple[str, ...] = ("per_object", "batched")) -> list[dict]:
     """Renumbering N old shards of one split on gs:// (the emulator): requests and seconds."""
     import time
     import uuid
@@ -179,7 +179,7 @@ def gcs_renumber(counts: list[int]) -> list[dict]:
     with Emulator() as emulator, CountingProxy(emulator.url) as proxy:
         os.environ[EMULATOR_ENV] = proxy.url
         for count in counts:
-            for way in ("per_object", "batched"):
+            for way in ways:
                 bucket = f"renumber-{uuid.uuid4().hex[:10]}"
                 out = f"gs://{bucket}/out"
                 files = {}
@@ -241,12 +241,16 @@ def main() -> None:
     parser.add_argument(
         "--gcs_renumber", default="", help="time renumbering N,... old shards on gs:// (the emulator)"
     )
+    parser.add_argument(
+        "--gcs_ways", default="per_object,batched", help="per_object (a request per copy), batched, or both"
+    )
     args = parser.parse_args()
     if args.index_check:
         print(json.dumps(index_check(args.index_check), indent=2))
         return
     if args.gcs_renumber:
-        print(json.dumps(gcs_renumber([int(n) for n in args.gcs_renumber.split(",")]), indent=2))
+        counts = [int(n) for n in args.gcs_renumber.split(",")]
+        print(json.dumps(gcs_renumber(counts, tuple(args.gcs_ways.split(","))), indent=2))
         return
     work = args.work or tempfile.mkdtemp(prefix="append-bench-")
     base = ensure_dataset(os.path.join(work, "base"), args.old, broken=False)

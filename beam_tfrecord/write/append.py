@@ -8,13 +8,15 @@ the old shards:
 
 - every split that grew is renumbered so TFDS's `{split}-{index:05d}-of-{count:05d}` template
   holds one count per split: an old shard gets its new name by a hard link (local: no byte
-  copied) or a server-side copy (gs://), a new one is moved out of the work folder;
+  copied; a copy where the filesystem refuses links) or a server-side copy (gs://, a hundred to a
+  batch request), a new one is moved out of the work folder;
 - the side files, the file index and TFDS's dataset_info.json count old plus new;
 - summary.json is replaced last, with a `history` of the runs; then the old names are removed.
 
 While it merges, a marker (names.APPEND_MARKER) names the files not in summary.json yet, so every
 reader keeps reading the old dataset whole (write.outputs.complete_summary); a merge killed
-anywhere is finished by the next `--append` (`merge` is idempotent).
+anywhere is finished by the next `--append` (`merge` is idempotent), and a step that fails is a
+MergeFailed that says whether the old dataset is still whole.
 """
 
 from __future__ import annotations
