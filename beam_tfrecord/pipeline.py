@@ -169,7 +169,10 @@ def _plan_and_stage(
     # detection run's tasks are serialized once (1,000,000 objects with masks: 19 s each time).
     tasks_digest = resume_lib.TextDigest()
     staged = staging.stage_plan(plan, config.output, source, tasks=tasks, staged_task=tasks_digest.add)
-    file_index.stage_listing(staged.plan_dir, listing)
+    # A manifest's groups go into the file index (an append counts them over it); a group
+    # pattern's are found again from the paths.
+    manifest_groups = plan.groups if plan.grouping.source == "manifest" else None
+    file_index.stage_listing(staged.plan_dir, listing, manifest_groups)
     fingerprint = _fingerprint(listing, source, config, tasks_digest, facts)
     resume_lib.write_json(resume_lib.fingerprint_path(staged.temp_dir), fingerprint.to_json())
     return staged

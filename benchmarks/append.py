@@ -5,10 +5,17 @@ from-scratch run over the union, each a whole process (median of `--repeats`).
     .venv/bin/python benchmarks/append.py                          # 8,000 + 2,000 + 100 copies + 1 class
     .venv/bin/python benchmarks/append.py --old 800 --new 200 --copies 10 --new_class 20   # quick check
     .venv/bin/python benchmarks/append.py --index_check 1000000    # the new-file check alone
+    .venv/bin/python benchmarks/append.py --gcs_renumber 100,1000  # renumbering old shards on gs://
 
 `--index_check N` times only what an append does before converting, at N existing records: load
 a file index of N entries (write.file_index), compare a listing of N + 1% files against it
 (write.append.compare_listing) and build the plan's known hashes, with the process's peak RSS.
+
+`--gcs_renumber N,...` times what a split that grows costs on gs:// against the GCS emulator
+(tests/gcsemulator.py) behind a proxy that counts the requests: N old shards (and their `.idx`)
+given their new names by the merge's own step (write.append.renumber, one server-side copy
+each), then the old names removed as the merge's last step does; the requests by kind and the
+seconds of each step.
 
 It also checks what the issue asks of the result: each file in the split and with the class a
 from-scratch run gives it, the same split digests as a from-scratch run given the append's class
@@ -102,7 +109,7 @@ def index_check(count: int) -> dict:
             for i in range(count + count // 100)
         ]
         listed = time.perf_counter()
-        delta = compare_listing(listing, index, same_input=True)
+        delta = compare_listing(listing, index, 0)
         compared = time.perf_counter()
         known = KnownRecords(("cat",), {e.sha256: e.relpath for e in index if e.sha256})
         hashed = time.perf_counter()
@@ -121,6 +128,100 @@ def index_check(count: int) -> dict:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def gcs_renumber(counts: list[int], ways: tuple[str, ...] = ("per_object", "batched")) -> list[dict]:
+    """Renumbering N old shards of one split on gs:// (the emulator): requests and seconds."""
+    import time
+    import uuid
+
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from apache_beam.io.filesystems import FileSystems
+    from gcsemulator import EMULATOR_ENV, Emulator, PermissionProxy
+
+    from beam_tfrecord import names
+    from beam_tfrecord.write.append import _delete, renumber
+
+    class CountingProxy(PermissionProxy):
+        """Relays every request, counting them: copies (copyTo/rewriteTo), and all the others."""
+
+        def __init__(self, upstream: str) -> None:
+            super().__init__(upstream, {})
+            self.seen: list[tuple[str, str]] = []
+
+        def intercept(self, handler, method, path, body) -> bool:
+            self.seen.append((method, path))
+            return False
+
+    def kinds(seen: list[tuple[str, str]]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for method, path in seen:
+            route = path.split("?")[0]
+            kind = (
+                "copy"
+                if "/copyTo/" in route or "/rewriteTo/" in route
+                else "batch"
+                if route.startswith("/batch/")
+                else f"{method} other"
+            )
+            found[kind] = found.get(kind, 0) + 1
+        return found
+
+    def per_object(out: str, keep: dict[str, str]) -> int:
+        """What the merge did before it batched: an exists check and a copy per name."""
+        given = 0
+        for name, target in keep.items():
+            for source, new_name in ((name, target), (names.index_path(name), names.index_path(target))):
+                if FileSystems.exists(f"{out}/{source}") and not FileSystems.exists(f"{out}/{new_name}"):
+                    FileSystems.copy([f"{out}/{source}"], [f"{out}/{new_name}"])
+                    given += 1
+        return given
+
+    results = []
+    with Emulator() as emulator, CountingProxy(emulator.url) as proxy:
+        os.environ[EMULATOR_ENV] = proxy.url
+        for count in counts:
+            for way in ways:
+                bucket = f"renumber-{uuid.uuid4().hex[:10]}"
+                out = f"gs://{bucket}/out"
+                files = {}
+                for i in range(count):
+                    name = names.shard_name("train", i, count)
+                    files[name] = b"x" * 64
+                    files[names.index_path(name)] = b"0\n"
+                emulator.upload_tree(bucket, "out", files)  # straight to the emulator: not counted
+                keep = {
+                    names.shard_name("train", i, count): names.shard_name("train", i, count + 1)
+                    for i in range(count)
+                }
+                proxy.seen.clear()
+                started = time.perf_counter()
+                given = per_object(out, keep) if way == "per_object" else renumber(out, keep)
+                renamed = time.perf_counter()
+                copies = kinds(proxy.seen)
+                proxy.seen.clear()
+                old = [f"{out}/{n}" for name in keep for n in (name, names.index_path(name))]
+                if way == "per_object":
+                    FileSystems.delete(old)
+                else:
+                    _delete(old)
+                removed = time.perf_counter()
+                (left,) = FileSystems.match([f"{out}/*"])
+                assert sorted(os.path.basename(m.path) for m in left.metadata_list) == sorted(
+                    n for target in keep.values() for n in (target, names.index_path(target))
+                ), "the renumbered names are not all there"
+                results.append(
+                    {
+                        "way": way,
+                        "old_shards": count,
+                        "names_given": given,
+                        "renumber_requests": copies,
+                        "renumber_s": round(renamed - started, 2),
+                        "remove_old_requests": kinds(proxy.seen),
+                        "remove_old_s": round(removed - renamed, 2),
+                    }
+                )
+    return results
+
+
 def summary(out: str) -> dict:
     with open(os.path.join(out, "summary.json"), encoding="utf-8") as handle:
         return json.load(handle)
@@ -137,9 +238,19 @@ def main() -> None:
     parser.add_argument(
         "--index_check", type=int, default=0, help="time the new-file check alone at N records"
     )
+    parser.add_argument(
+        "--gcs_renumber", default="", help="time renumbering N,... old shards on gs:// (the emulator)"
+    )
+    parser.add_argument(
+        "--gcs_ways", default="per_object,batched", help="per_object (a request per copy), batched, or both"
+    )
     args = parser.parse_args()
     if args.index_check:
         print(json.dumps(index_check(args.index_check), indent=2))
+        return
+    if args.gcs_renumber:
+        counts = [int(n) for n in args.gcs_renumber.split(",")]
+        print(json.dumps(gcs_renumber(counts, tuple(args.gcs_ways.split(","))), indent=2))
         return
     work = args.work or tempfile.mkdtemp(prefix="append-bench-")
     base = ensure_dataset(os.path.join(work, "base"), args.old, broken=False)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from beam_tfrecord import names
@@ -15,11 +16,15 @@ from beam_tfrecord.plan.listing import list_inputs
 from beam_tfrecord.plan.planner import KnownRecords
 from beam_tfrecord.write import append as append_lib
 from beam_tfrecord.write import grown_objects, outputs
-from beam_tfrecord.write.file_index import load_index
+from beam_tfrecord.write.file_index import IndexEntry, load_index
 from beam_tfrecord.write.summary import RunOptions, Summary, read_summary
 from pipelines.options import RunSettings, UsageError
 
-__all__ = ["AppendJob", "finish_append", "prepare_append"]
+__all__ = ["AppendFailed", "AppendJob", "finish_append", "prepare_append"]
+
+
+class AppendFailed(Exception):
+    """The merge could not finish: its one line for the command (exit status 1)."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,7 @@ class AppendJob:
     known: KnownRecords
     done: Summary | None = None
     merging: bool = False  # a merge was under way (its marker is there): finish it, convert nothing
+    index: Sequence[IndexEntry] | None = None  # the dataset's file index, loaded once for the merge
 
     @property
     def work(self) -> str:
@@ -82,11 +88,9 @@ def prepare_append(settings: RunSettings) -> AppendJob:
             f"--append: {output}'s {names.INDEX_FILE} lists {len(index)} of the dataset's "
             f"{old.inputs_listed} files: convert it again"
         )
-    inputs = {first.source.input if first.source is not None else None}
-    inputs |= {h.get("input") for h in old.history or []}
     listing = list_inputs(source.input)
-    # Gone only where every run listed this input: the index holds another folder's files too.
-    delta = append_lib.compare_listing(listing, index, inputs == {source.input})
+    # Against this input's entries alone: another folder's IMG_0001.jpg is another picture.
+    delta = append_lib.compare_listing(listing, index, append_lib.input_number(old, index, source.input))
     manifest = settings.label_source.manifest
     for entry in index if manifest is not None else ():  # rows of old files are matched, not stray
         with contextlib.suppress(Unlabeled):
@@ -100,7 +104,7 @@ def prepare_append(settings: RunSettings) -> AppendJob:
     else:
         known = KnownRecords(class_names, hashes)
     merging = append_lib.marker_names(output) is not None
-    job = AppendJob(output, old, delta, known, _finished_work(output, merging), merging)
+    job = AppendJob(output, old, delta, known, _finished_work(output, merging), merging, index)
     if job.done is None and not merging and not delta.new:
         raise UsageError(
             f"--append: {source.input} holds no file the dataset lacks ({delta.converted} converted, "
@@ -111,7 +115,33 @@ def prepare_append(settings: RunSettings) -> AppendJob:
 
 
 def finish_append(job: AppendJob, input_spec: str) -> Summary:
-    """Merge the work folder's finished run into the dataset (write.append.merge)."""
+    """Merge the work folder's finished run into the dataset (write.append.merge); AppendFailed
+    in one line where a step fails (what failed, what the dataset holds, that a rerun ends it)."""
+    try:
+        return _finish_append(job, input_spec)
+    except append_lib.MergeFailed as failed:
+        raise AppendFailed(_failed_line(job.output, failed)) from failed
+
+
+def _failed_line(output: str, failed: append_lib.MergeFailed) -> str:
+    if failed.grown:
+        state = (
+            f"The grown dataset in {output} is whole (its summary.json names every record), "
+            "but the old names of its renumbered shards are still there"
+        )
+    else:
+        state = (
+            f"The dataset in {output} is still whole as it was (summary.json unchanged; readers see "
+            "only the old records), and the new files' conversion is kept"
+        )
+    reason = failed.reason.rstrip(". ")
+    return (
+        f"--append could not finish: {failed.what}: {reason}. {state}; fix that, then run the same "
+        "command with --append again to finish it"
+    )
+
+
+def _finish_append(job: AppendJob, input_spec: str) -> Summary:
     if job.done is None and job.merging:  # merged, and the work folder already removed
         append_lib.finish(job.output)
         return job.old
@@ -139,4 +169,4 @@ def finish_append(job: AppendJob, input_spec: str) -> Summary:
         entry["date"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))
     if new.run is not None:
         new = dataclasses.replace(new, run=dataclasses.replace(new.run, output=job.output))
-    return append_lib.merge(job.output, job.old, new, job.delta.lines(), entry)
+    return append_lib.merge(job.output, job.old, new, job.delta.lines(), entry, job.index)

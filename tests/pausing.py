@@ -17,10 +17,13 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 __all__ = ["killed_at"]
 
 
-def killed_at(point: str, tree: Path, out: Path, *extra: str) -> None:
+def killed_at(
+    point: str, tree: Path | str, out: Path | str, *extra: str, marker_dir: Path | None = None
+) -> None:
     """Start `python -m pipelines.convert --input tree --output out *extra`, wait until it reaches
-    `point`, and SIGKILL it there; the test fails if it ends first or never gets there."""
-    marker = out.parent / f"paused-{point}"
+    `point`, and SIGKILL it there; the test fails if it ends first or never gets there. The run
+    says it got there with a file in `marker_dir` (default: beside a local `out`)."""
+    marker = (marker_dir or Path(out).parent) / f"paused-{point}"
     env = dict(os.environ, BEAM_TFRECORD_PAUSE_AT=point, BEAM_TFRECORD_PAUSE_FILE=str(marker))
     command = [sys.executable, "-m", "pipelines.convert", "--input", str(tree), "--output", str(out)]
     process = subprocess.Popen(

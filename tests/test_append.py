@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import subprocess
 
 import pausing
 import pytest
@@ -160,7 +161,9 @@ def appended(tmp_path_factory):
 # The new files' conversion in the work folder (a shard half written; shards renamed into place;
 # every shard written, its metadata not), then the merge (old shards linked to their new names,
 # new ones moved in; every side file written, summary.json not yet replaced).
-@pytest.mark.parametrize("point", ["writing", "finalizing", "metadata", "append_linked", "append_metadata"])
+@pytest.mark.parametrize(
+    "point", ["writing", "finalizing", "metadata", "append_marked", "append_linked", "append_metadata"]
+)
 def test_killed_append_leaves_the_old_dataset_readable_and_a_rerun_completes(
     tmp_path, appended, caplog, point
 ):
@@ -349,3 +352,177 @@ def test_an_index_that_lacks_files_is_refused(tmp_path, capsys):
     assert convert(images, out, *SPLITS, "--append") == 2
     assert "lists 5 of the dataset's 20 files" in capsys.readouterr().err
     assert len(_records(out)) == 20
+
+
+def test_a_same_named_file_of_another_folder_is_another_picture(tmp_path):
+    """A camera folder per day, each with its IMG_0001.jpg (found in review): the second day's
+    was called changed and never converted, and the merged index kept one entry of the two."""
+    day1, day2, output = tmp_path / "day1", tmp_path / "day2", tmp_path / "out"
+    broken = b"\xff\xd8 not a picture"
+    write_tree(day1, {f"c/IMG_000{i}.jpg": jpeg(20 + i, 20, seed=i) for i in range(1, 4)})
+    (day1 / "c" / "broken.jpg").write_bytes(broken)
+    assert convert(day1, output, "--dedupe") == 0
+    write_tree(day2, {f"c/IMG_000{i}.jpg": jpeg(30 + i, 24, seed=90 + i) for i in (1, 4)})
+    shutil.copy(day1 / "c" / "IMG_0002.jpg", day2 / "c" / "IMG_0002.jpg")  # the same picture again
+    (day2 / "c" / "broken.jpg").write_bytes(broken)  # the same reject line as day 1's
+    assert convert(day2, output, "--dedupe", "--append") == 0
+    summary = json.loads((output / "summary.json").read_text())
+    names_held = sorted(e["filename"] for s in summary["splits"] for e in iter_examples(str(output), s))
+    assert names_held == [
+        "c/IMG_0001.jpg",
+        "c/IMG_0001.jpg",
+        "c/IMG_0002.jpg",
+        "c/IMG_0003.jpg",
+        "c/IMG_0004.jpg",
+    ]
+    assert (output / names.CHANGED_SINCE_FILE).read_text() == ""
+    assert summary["history"][-1]["changed_since_converted"] == 0
+    rejects = [json.loads(line) for line in (output / "rejects.jsonl").read_text().splitlines()]
+    assert len(rejects) == summary["rejects"] == 3  # both broken.jpg lines, and the copy
+    assert [r["path"] for r in rejects if r["reason"] == "duplicate"] == ["c/IMG_0002.jpg"]
+    index = load_index(str(output))
+    assert len(index) == summary["inputs_listed"] == 8
+    assert sorted((e.relpath, e.input) for e in index if e.relpath == "c/IMG_0001.jpg") == [
+        ("c/IMG_0001.jpg", 0),
+        ("c/IMG_0001.jpg", 1),
+    ]
+    # Each folder is compared with its own entries: a third day's file of day 2 and one of day 1.
+    write_tree(day2, {"c/IMG_0005.jpg": jpeg(33, 27, seed=95)})
+    assert convert(day2, output, "--dedupe", "--append") == 0
+    write_tree(day1, {"c/IMG_0006.jpg": jpeg(23, 29, seed=96)})
+    assert convert(day1, output, "--dedupe", "--append") == 0
+    summary = json.loads((output / "summary.json").read_text())
+    assert summary["records"] == 7 and summary["inputs_listed"] == 10
+    assert [
+        (h.get("inputs"), h.get("changed_since_converted"), h.get("gone")) for h in summary["history"]
+    ] == [
+        (4, None, None),
+        (4, 0, 0),
+        (1, 0, 0),
+        (1, 0, 0),
+    ]
+    assert [e.input for e in load_index(str(output)) if e.relpath == "c/IMG_0006.jpg"] == [0]
+    # Day 1's folder reached by another path: the same files (path, size and time), none new.
+    (tmp_path / "again").symlink_to(day1)
+    assert convert(tmp_path / "again", output, "--dedupe", "--append") == 2
+
+
+def test_a_merge_run_again_keeps_each_reject_line_once(tmp_path):
+    """rejects.jsonl holds the old lines then the new run's, the same text twice where two
+    folders' files met the same fate; a merge killed after writing it and run again neither
+    doubles the new lines nor drops the repeated one (the marker keeps how many were old)."""
+    day1, day2, output = tmp_path / "day1", tmp_path / "day2", tmp_path / "out"
+    for day, seed in ((day1, 0), (day2, 50)):
+        write_tree(day, {f"c/IMG_000{i}.jpg": jpeg(20 + i, 21, seed=seed + i) for i in range(1, 3)})
+        (day / "c" / "broken.jpg").write_bytes(b"\xff\xd8 not a picture")
+    assert convert(day1, output) == 0
+    _killed_at("append_metadata", day2, output, "--append")
+    assert convert(day2, output, "--append") == 0
+    summary = json.loads((output / "summary.json").read_text())
+    lines = (output / "rejects.jsonl").read_text().splitlines()
+    assert len(lines) == summary["rejects"] == 2 and lines[0] == lines[1]
+    assert summary["records"] == 4
+
+
+def test_a_manifest_groups_are_counted_over_the_grown_dataset(tmp_path):
+    """A manifest's `group` column (found in review): a group that gained files in an append was
+    counted twice. The index keeps each file's group, and a new file of a known group goes to
+    that group's split."""
+    images, output, scratch = tmp_path / "in", tmp_path / "out", tmp_path / "scratch"
+    manifest = tmp_path / "labels.csv"
+    first = {f"p{g}_{i}.jpg": jpeg(20, 20 + i, seed=g * 10 + i) for g in range(8) for i in range(2)}
+    write_tree(images, {**first, "solo.jpg": jpeg(21, 21, seed=99)})
+    rows = [f"p{g}_{i}.jpg,{'ab'[g % 2]},pet{g}" for g in range(8) for i in range(2)] + ["solo.jpg,a,"]
+    manifest.write_text("path,label,group\n" + "\n".join(rows) + "\n")
+    args = (*SPLITS, "--label_source", "manifest", "--manifest", str(manifest))
+    assert convert(images, output, *args) == 0
+    group_split = {name.split("_")[0]: split for name, (split, _, _) in _records(output).items()}
+    write_tree(images, {f"p{g}_new.jpg": jpeg(24, 24, seed=500 + g) for g in range(8)})
+    manifest.write_text(
+        "path,label,group\n"
+        + "\n".join(rows + [f"p{g}_new.jpg,{'ab'[g % 2]},pet{g}" for g in range(8)])
+        + "\n"
+    )
+    assert convert(images, output, *args, "--append") == 0
+    after = _records(output)
+    assert all(after[f"p{g}_new.jpg"][0] == group_split[f"p{g}"] for g in range(8))
+    assert len({group_split[f"p{g}"] for g in range(8)}) == 2  # both splits hold groups: the check could fail
+    grown = complete_summary(str(output))
+    assert (grown.groups.source, grown.groups.groups, grown.groups.grouped_files) == ("manifest", 8, 24)
+    assert grown.groups.without_group == 1
+    assert convert(images, scratch, *args) == 0
+    again = complete_summary(str(scratch))
+    assert grown.groups == again.groups
+    assert {n: s.expected_deviation for n, s in grown.splits.items()} == {
+        n: s.expected_deviation for n, s in again.splits.items()
+    }
+
+
+def _immutable(paths, on: bool) -> bool:
+    """ext4's immutable flag (chattr +i): not even root may hard-link such a file, nor create a
+    name in such a folder, a real filesystem refusing as a FUSE mount, FAT or Linux's
+    protected_hardlinks do. False where the flag cannot be set (not root, another filesystem)."""
+    done = subprocess.run(
+        ["chattr", "+i" if on else "-i", *map(str, paths)], capture_output=True, check=False
+    )
+    return done.returncode == 0
+
+
+def _error_lines(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("error:")]
+
+
+def test_old_shards_that_cannot_be_hard_linked_are_copied(tmp_path, appended, caplog, capsys):
+    """A failed hard link in the merge was a traceback (found in review): now the shard is
+    copied, the log says so once, and what is left (here: the immutable old names, which cannot be
+    removed either) is one line that a rerun of the same --append finishes."""
+    images, out = tmp_path / "in", tmp_path / "out"
+    _first(images)
+    assert convert(images, out, *SPLITS) == 0
+    _more(images)
+    shards = sorted(out.glob("*.tfrecord"))
+    if not _immutable(shards, True):
+        pytest.skip("chattr +i is refused here (it needs root, on ext4, xfs or btrfs)")
+    try:
+        caplog.set_level(logging.WARNING, logger="beam_tfrecord")
+        capsys.readouterr()
+        assert convert(images, out, *SPLITS, "--append") == 1
+        (line,) = _error_lines(capsys.readouterr().err)
+        assert "could not remove the old shard names" in line and "is whole" in line
+        assert line.endswith("run the same command with --append again to finish it")
+        copying = [r for r in caplog.records if "copying them instead" in r.getMessage()]
+        assert len(copying) == 1  # said once, for every shard of every split that grew
+        records, summary = appended
+        assert _records(out) == records  # the grown dataset, readable as it stands
+    finally:
+        _immutable(shards, False)
+    assert convert(images, out, *SPLITS, "--append") == 0
+    assert _records(out) == records and _comparable(out) == summary
+    assert not (out / names.APPEND_MARKER).exists() and not (out / names.APPEND_DIR).exists()
+
+
+def test_a_merge_that_can_neither_link_nor_copy_leaves_the_old_dataset_whole(tmp_path, appended, capsys):
+    """Where the copy fails too (here the work folder takes no new name), one line says what
+    failed, that the old dataset is whole, and that the same --append again finishes it."""
+    images, out = tmp_path / "in", tmp_path / "out"
+    _first(images)
+    assert convert(images, out, *SPLITS) == 0
+    before, old_summary = _records(out), _comparable(out)
+    _more(images)
+    _killed_at("append_marked", images, out, *SPLITS, "--append")  # the new files converted
+    frozen = [*sorted(out.glob("*.tfrecord")), out / names.APPEND_DIR]
+    if not _immutable(frozen, True):
+        pytest.skip("chattr +i is refused here (it needs root, on ext4, xfs or btrfs)")
+    try:
+        capsys.readouterr()
+        assert convert(images, out, *SPLITS, "--append") == 1
+        (line,) = _error_lines(capsys.readouterr().err)
+        assert "(by a hard link, nor by a copy): Operation not permitted" in line
+        assert "is still whole as it was" in line
+        assert line.endswith("run the same command with --append again to finish it")
+        assert _records(out) == before and _comparable(out) == old_summary
+    finally:
+        _immutable(frozen, False)
+    assert convert(images, out, *SPLITS, "--append") == 0
+    records, summary = appended
+    assert _records(out) == records and _comparable(out) == summary

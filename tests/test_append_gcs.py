@@ -10,8 +10,9 @@ import pytest
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from conftest import convert
-from gcsemulator import EMULATOR_ENV, Emulator
+from gcsemulator import EMULATOR_ENV, Emulator, PermissionProxy
 from imagegen import jpeg, write_tree
+from pausing import killed_at
 
 from beam_tfrecord.read.examples import iter_examples
 from beam_tfrecord.write.outputs import complete_summary
@@ -73,3 +74,28 @@ def test_append_in_a_bucket_matches_the_same_append_on_disk(emulator, tmp_path):
     listed = {n for s in summary.splits.values() for n in s.files}
     left = [n for n in _objects(remote) if ".tfrecord" in n and n.removesuffix(".idx") not in listed]
     assert not left and not [n for n in _objects(remote) if n.startswith(".beam-tfrecord-append")]
+
+
+def test_an_append_whose_copies_are_refused_leaves_the_old_dataset_whole(emulator, tmp_path, capsys):
+    """The merge's server-side copies refused (IAM without copy rights, through the test proxy):
+    one line that says so and that the dataset is whole as it was; the same --append then
+    finishes once copies are allowed."""
+    bucket = f"test-{uuid.uuid4().hex[:12]}"
+    emulator.client().create_bucket(bucket)
+    remote, source = f"gs://{bucket}/out", f"gs://{bucket}/in"
+    emulator.upload_tree(bucket, "in", FIRST)
+    assert convert(source, remote, *SPLITS) == 0
+    before = _records(remote)
+    emulator.upload_tree(bucket, "in", MORE)
+    killed_at(
+        "append_marked", source, remote, *SPLITS, "--append", marker_dir=tmp_path
+    )  # new files converted
+    with PermissionProxy(emulator.url, {bucket: "copy"}) as proxy, pytest.MonkeyPatch.context() as patch:
+        patch.setenv(EMULATOR_ENV, proxy.url)
+        capsys.readouterr()
+        assert convert(source, remote, *SPLITS, "--append") == 1
+        (line,) = [x for x in capsys.readouterr().err.splitlines() if x.startswith("error:")]
+    assert "(by a server-side copy)" in line and "is still whole as it was" in line
+    assert _records(remote) == before
+    assert convert(source, remote, *SPLITS, "--append") == 0
+    assert complete_summary(remote).records == 18 and len(_records(remote)) == 18

@@ -161,6 +161,7 @@ class Plan:
     manifest_unmatched: list[str] = field(default_factory=list)
     grouping: GroupFacts = field(default_factory=GroupFacts)
     objects: ObjectFacts | None = None  # a detection run's
+    groups: dict[str, str] = field(default_factory=dict)  # relpath -> group, for files that have one
 
     @property
     def skipped(self) -> int:
@@ -303,6 +304,7 @@ def _make_plan(
         objects=_object_facts(annotated, source, declared, rejects, match_counts)
         if annotated is not None
         else None,
+        groups=groups,
     )
 
 

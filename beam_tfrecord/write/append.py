@@ -8,20 +8,23 @@ the old shards:
 
 - every split that grew is renumbered so TFDS's `{split}-{index:05d}-of-{count:05d}` template
   holds one count per split: an old shard gets its new name by a hard link (local: no byte
-  copied) or a server-side copy (gs://), a new one is moved out of the work folder;
+  copied; a copy where the filesystem refuses links) or a server-side copy (gs://, a hundred to a
+  batch request), a new one is moved out of the work folder;
 - the side files, the file index and TFDS's dataset_info.json count old plus new (a detection
   dataset's objects, label map and object files too: write.grown_objects);
 - summary.json is replaced last, with a `history` of the runs; then the old names are removed.
 
 While it merges, a marker (names.APPEND_MARKER) names the files not in summary.json yet, so every
 reader keeps reading the old dataset whole (write.outputs.complete_summary); a merge killed
-anywhere is finished by the next `--append` (`merge` is idempotent).
+anywhere is finished by the next `--append` (`merge` is idempotent), and a step that fails is a
+MergeFailed that says whether the old dataset is still whole.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import posixpath
 import re
@@ -53,17 +56,22 @@ from beam_tfrecord.write.summary import (
 )
 from beam_tfrecord.write.tally import DIGEST_MODULUS
 from beam_tfrecord.write.tfds_metadata import write_tfds_metadata
-from beam_tfrecord.write_failures import writing
+from beam_tfrecord.write_failures import WriteFailed, writing
 
 __all__ = [
     "UNCHECKED_OPTIONS",
     "ListingDelta",
+    "MergeFailed",
     "compare_listing",
+    "input_number",
     "marker_names",
     "merge",
     "option_differences",
+    "renumber",
     "work_dir",
 ]
+
+_LOGGER = logging.getLogger(__name__)
 
 # Options that may differ from the first run's: where files come from and go (the annotations
 # too: a new folder has its own), how the shards are cut and read, dedupe (which decides what is
@@ -136,41 +144,84 @@ class ListingDelta:
         return out
 
 
+def _run_inputs(old: Summary) -> list[str | None]:
+    """The input each run that made the dataset listed, in its history's order."""
+    first = old.options.source.input if old.options.source is not None else None
+    if not old.history:
+        return [old.run.input if old.run is not None and old.run.input else first]
+    return [h.get("input") or (first if i == 0 else None) for i, h in enumerate(old.history)]
+
+
+def input_number(old: Summary, index: Iterable[IndexEntry], input_spec: str | None) -> int | None:
+    """Which of the dataset's inputs `input_spec` is, as its index entries say it
+    (IndexEntry.input): the position in the history of the first run that listed it, or the
+    position this run takes there when none did (0: the first run's input).
+
+    None for an index written before its entries named their input, by runs of more than one
+    input: its entries cannot be told apart by input, so a listing is compared with all of them
+    by path (a same-named file of another input is taken for a changed one, as it was then)."""
+    inputs = [_same_spelling(i) for i in _run_inputs(old)]
+    if len(set(inputs)) > 1 and not any(e.input for e in index):
+        return None
+    spec = _same_spelling(input_spec)
+    return inputs.index(spec) if spec in inputs else len(inputs)
+
+
+def _same_spelling(input_spec: str | None) -> str | None:
+    """`gs://b/in/` and `gs://b/in` are one input (a local one is already absolute and clean)."""
+    return input_spec.rstrip("/") or input_spec if input_spec else input_spec
+
+
 def compare_listing(
-    listing: Sequence[InputFile], index: Sequence[IndexEntry], same_input: bool
+    listing: Sequence[InputFile], index: Sequence[IndexEntry], number: int | None
 ) -> ListingDelta:
-    """Which listed files are new, by relpath, size and mtime alone (no byte read). `gone` is
-    only looked for when the append lists the dataset's own input (another folder holds only
-    some of it)."""
-    known = {entry.relpath: entry for entry in index}
+    """Which listed files are new, by relpath, size and mtime alone (no byte read), against the
+    index entries of the same input (`number`, see `input_number`): a file of another folder
+    whose path an entry holds is another picture, so it is new (`--dedupe` still finds it if it
+    has the same bytes), unless its size and mtime are that entry's too (the same file reached
+    by another path: a symlink, a copy that kept its times), which is never converted twice.
+    `gone`: the input's entries it no longer lists. `number` None: every entry, and nothing
+    called gone (an index that does not say which input holds what)."""
+    mine = index if number is None else [entry for entry in index if entry.input == number]
+    known = {entry.relpath: entry for entry in mine}
+    elsewhere = (
+        set() if number is None else {(e.relpath, e.size, e.mtime) for e in index if e.input != number}
+    )
     new, changed = [], []
     converted = 0
     for file in listing:
         entry = known.get(file.relpath)
-        if entry is None:
+        if entry is None and (file.relpath, file.size, file.mtime) in elsewhere:
+            converted += 1
+        elif entry is None:
             new.append(file)
         elif entry.size != file.size or entry.mtime != file.mtime:
             changed.append((entry, file))
         else:
             converted += 1
     gone: list[IndexEntry] = []
-    if same_input:
+    if number is not None:
         listed = {f.relpath for f in listing}
-        gone = [entry for entry in index if entry.relpath not in listed]
+        gone = [entry for entry in mine if entry.relpath not in listed]
     return ListingDelta(new, changed, gone, converted)
+
+
+def _marker(output: str) -> dict[str, Any] | None:
+    path = FileSystems.join(output, names.APPEND_MARKER)
+    try:
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+            return json.loads(handle.read().decode("utf-8"))
+    except Exception:
+        if FileSystems.exists(path):
+            raise
+        return None
 
 
 def marker_names(output: str) -> set[str] | None:
     """File names an append under way has put beside the dataset (summary.json does not list
     them yet), or None when no append is under way."""
-    path = FileSystems.join(output, names.APPEND_MARKER)
-    try:
-        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-            return set(json.loads(handle.read().decode("utf-8"))["extra"])
-    except Exception:
-        if FileSystems.exists(path):
-            raise
-        return None
+    marker = _marker(output)
+    return set(marker["extra"]) if marker is not None else None
 
 
 def _write_json(path: str, data: Any) -> None:
@@ -216,14 +267,72 @@ def _renames(old: Summary, new: Summary, compression: str) -> tuple[dict[str, st
     return keep, move
 
 
-def _link(source: str, target: str) -> None:
-    """`target` names the bytes of `source`: a hard link where local, a server-side copy on GCS."""
-    if FileSystems.exists(target):
-        return
-    if "://" not in source:
-        os.link(source, target)
-    else:
-        FileSystems.copy([source], [target])
+class MergeFailed(Exception):
+    """A step of the merge failed (`what`, `reason`). `grown`: summary.json names the grown
+    dataset already (only the old names were left to remove); otherwise the old dataset is whole
+    as it was. Either way `merge` called again (the next `--append`) finishes it."""
+
+    def __init__(self, what: str, reason: str, grown: bool = False) -> None:
+        super().__init__(f"{what}: {reason}")
+        self.what, self.reason, self.grown = what, reason, grown
+
+
+def _why(error: BaseException) -> str:
+    """What went wrong, in the filesystem's words (Beam's BeamIOError holds them per file)."""
+    details = getattr(error, "exception_details", None)
+    if isinstance(details, dict) and details:
+        error = next(iter(details.values()))
+    if isinstance(error, WriteFailed):
+        return error.reason
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return f"{type(error).__name__}: {error}"
+
+
+class _Linker:
+    """Gives an old shard its new name without reading it where it can: a hard link on local disk
+    (no byte copied), a server-side copy on GCS (one Objects: copy request, no byte downloaded;
+    docs/append.md gives its cost). Where a hard link fails (a filesystem without them, a file the
+    user may not link: Linux's protected_hardlinks, an immutable file) the shard is copied
+    instead, to a temporary name in the work folder then renamed into place, so a merge killed
+    mid-copy leaves no partial shard under a final name; the log says so once."""
+
+    def __init__(self, work: str) -> None:
+        self.work = work
+        self.copied = 0
+
+    def __call__(self, source: str, target: str) -> None:
+        try:
+            if "://" in source:
+                FileSystems.copy([source], [target])
+            else:
+                self._local(source, target)
+        except OSError as error:
+            how = "by a server-side copy" if "://" in source else "by a hard link, nor by a copy"
+            raise MergeFailed(
+                f"could not give {posixpath.basename(source)} its new name "
+                f"{posixpath.basename(target)} ({how})",
+                _why(error),
+            ) from error
+
+    def _local(self, source: str, target: str) -> None:
+        try:
+            os.link(source, target)
+            return
+        except OSError as error:
+            if not self.copied:
+                _LOGGER.warning(
+                    "could not hard-link the old shards to their new names in %s (%s): copying them "
+                    "instead (each old shard of a split that grows is read and written once)",
+                    os.path.dirname(target),
+                    error.strerror or error,
+                )
+        import shutil
+
+        temp = os.path.join(self.work, posixpath.basename(target) + ".copying")
+        shutil.copyfile(source, temp)
+        os.replace(temp, target)
+        self.copied += 1
 
 
 def _move(source: str, target: str) -> None:
@@ -323,9 +432,11 @@ def _history_entry(summary: Summary, when: float | None, **more: Any) -> dict[st
 
 
 def _merged_groups(old: Summary, new: Summary, indexed: Iterable[IndexEntry]) -> GroupSummary:
-    """The grown dataset's groups: with a group pattern, counted again over every record of the
-    merged index (a group that gained files is one group, not two); a manifest's groups, which the
-    index does not hold, are the runs' counts added up."""
+    """The grown dataset's groups, counted again over the merged index (a group that gained files
+    is one group, not two): with a group pattern, over every record's path; with a manifest's
+    `group` column, over the groups the index keeps (the files of no group, each its own, are
+    the runs' counts added up). Added up only where the index does not hold every run's groups
+    (one written before it kept them)."""
     source = old.options.source
     if old.groups.source == "group_pattern" and source is not None and source.group_pattern:
         pattern = re.compile(source.group_pattern)
@@ -336,6 +447,14 @@ def _merged_groups(old: Summary, new: Summary, indexed: Iterable[IndexEntry]) ->
             groups=len(set(named)),
             grouped_files=len(named),
             without_group=len(found) - len(named),
+        )
+    kept = [e.group for e in indexed if e.group is not None]
+    if old.groups.source == "manifest" and len(kept) == old.groups.grouped_files + new.groups.grouped_files:
+        return dataclasses.replace(
+            old.groups,
+            groups=len(set(kept)),
+            grouped_files=len(kept),
+            without_group=old.groups.without_group + new.groups.without_group,
         )
     return dataclasses.replace(
         old.groups,
@@ -435,29 +554,138 @@ def _merged_summary(
     return dataclasses.replace(grown, warnings=_warnings(grown, earlier, recounted))
 
 
+def renumber(output: str, keep: Mapping[str, str]) -> int:
+    """Each old shard of a split that grows, and its `.idx`, under its new name beside the old
+    one (`keep`: old name -> new name); the number of names given. One listing of the output
+    says which are there already (a merge run again skips them), not a request per name; on
+    gs:// the copies go a hundred to a request (see `_copy_in_gcs`)."""
+    (found,) = FileSystems.match([FileSystems.join(output, "*")])
+    present = {posixpath.basename(m.path) for m in found.metadata_list}
+    pairs = [
+        (FileSystems.join(output, source), FileSystems.join(output, new_name))
+        for name, target in keep.items()
+        for source, new_name in ((name, target), (names.index_path(name), names.index_path(target)))
+        if source != new_name and source in present and new_name not in present
+    ]
+    if "://" in output:
+        _copy_in_gcs(pairs)
+    else:
+        link = _Linker(work_dir(output))
+        for source, target in pairs:
+            link(source, target)
+    return len(pairs)
+
+
+def _copy_in_gcs(pairs: Sequence[tuple[str, str]]) -> None:
+    """Server-side copies on gs://, up to a hundred in one batch request of GCS's JSON API
+    (Beam's GcsIO.copy_batch, retried as its calls are), not one or two requests per copy as
+    FileSystems.copy sends them (docs/append.md has the counts)."""
+    from beam_tfrecord import gcs
+
+    if not pairs:
+        return
+    try:
+        done = gcs.thread_client().copy_batch(list(pairs))
+    except Exception as error:  # the batch request itself refused (google.api_core's errors)
+        done = [(pairs[0][0], pairs[0][1], f"{type(error).__name__}: {error}")]
+    for source, target, code in done:
+        if code is not None:
+            raise MergeFailed(
+                f"could not give {posixpath.basename(source)} its new name {posixpath.basename(target)} "
+                "(by a server-side copy)",
+                f"Cloud Storage answered HTTP {code}" if isinstance(code, int) else str(code),
+            )
+
+
+def _delete(paths: Sequence[str]) -> None:
+    """`paths` gone: on gs:// a hundred to a batch request (FileSystems.delete lists each path
+    first, then sends a batch of one); elsewhere through Beam's filesystems."""
+    if not paths:
+        return
+    if not paths[0].startswith("gs://"):
+        FileSystems.delete(list(paths))
+        return
+    from beam_tfrecord import gcs
+
+    for path, code in gcs.thread_client().delete_batch(list(paths)):
+        if code is not None:
+            raise OSError(None, f"Cloud Storage answered HTTP {code} deleting {posixpath.basename(path)}")
+
+
+# Side files whose lines the grown dataset holds for every run: the old dataset's, then the new
+# run's (two inputs' `IMG_0001.jpg` may each have a line, the same text: both are kept).
+_RUN_LINES = (names.REJECTS_FILE, names.CHANGES_FILE)
+
+
+def _merged_lines(output: str, work: str, name: str, before: int | None) -> list[str]:
+    """`name`'s lines for the grown dataset: the old dataset's first `before` lines (as many as
+    it had when the merge began: a merge run again knows which are old), then the new run's.
+    `before` None: a merge begun by an earlier version, whose files were joined as a set of lines
+    (as then)."""
+    old, added = _lines(FileSystems.join(output, name)), _lines(FileSystems.join(work, name))
+    return sorted(set(old) | set(added)) if before is None else old[:before] + added
+
+
+def _replace_lines(output: str, work: str, name: str, lines: Sequence[str]) -> None:
+    """`name` under `output` holding `lines`: written aside and renamed over the old, so it is
+    always one or the other whole."""
+    path = FileSystems.join(output, name)
+    temp = FileSystems.join(work, name + ".merged")
+    write_text(temp, "".join(f"{line}\n" for line in lines))
+    with writing(path):
+        FileSystems.rename([temp], [path])
+
+
 def merge(
-    output: str, old: Summary, new: Summary, delta_lines: Sequence[str], entry: dict[str, Any]
+    output: str,
+    old: Summary,
+    new: Summary,
+    delta_lines: Sequence[str],
+    entry: dict[str, Any],
+    old_index: Sequence[IndexEntry] | None = None,
 ) -> Summary:
     """Put the work folder's finished run (`new`) beside the dataset (`old`, its summary as it
     stands) and replace summary.json last; returns the grown dataset's summary. `delta_lines`
-    are changed_since_converted.jsonl's lines, `entry` this run's line of the history.
+    are changed_since_converted.jsonl's lines, `entry` this run's line of the history,
+    `old_index` the dataset's file index as the append loaded it (None: loaded here; at
+    1,000,000 entries a second load took 4 s).
 
     Idempotent: a merge killed anywhere is finished by calling it again with the same arguments
-    (each link or move is skipped where already done; summary.json is replaced at one point)."""
+    (each link or move is skipped where already done; summary.json is replaced at one point).
+    A step that fails raises MergeFailed, which says whether the old dataset is still whole."""
+    try:
+        summary = _merge(output, old, new, delta_lines, entry, old_index)
+    except MergeFailed:
+        raise
+    except WriteFailed as error:
+        raise MergeFailed(f"could not write {error.path}", error.reason) from error
+    except OSError as error:
+        raise MergeFailed("could not put the new shards beside the old ones", _why(error)) from error
+    finish(output)
+    return summary
+
+
+def _merge(
+    output: str,
+    old: Summary,
+    new: Summary,
+    delta_lines: Sequence[str],
+    entry: dict[str, Any],
+    old_index: Sequence[IndexEntry] | None,
+) -> Summary:
     work = work_dir(output)
     compression = old.compression
     keep, move = _renames(old, new, compression)
     extra = [*keep, *keep.values(), *move.values()]
     extra += [names.index_path(n) for n in extra]
-    _write_json(FileSystems.join(output, names.APPEND_MARKER), {"extra": sorted(set(extra))})
-    for name, target in keep.items():
-        if name != target:
-            _link(FileSystems.join(output, name), FileSystems.join(output, target))
-            if FileSystems.exists(FileSystems.join(output, names.index_path(name))):
-                _link(
-                    FileSystems.join(output, names.index_path(name)),
-                    FileSystems.join(output, names.index_path(target)),
-                )
+    marker = _marker(output)
+    if marker is None:  # the merge begins: how many lines each side file has before it
+        before = {name: len(_lines(FileSystems.join(output, name))) for name in _RUN_LINES}
+    else:
+        before = marker.get("lines", {})
+    _write_json(FileSystems.join(output, names.APPEND_MARKER), {"extra": sorted(set(extra)), "lines": before})
+    fault_injection.pause_point("append_marked")
+    renumber(output, keep)
     for name, target in move.items():
         _move(
             FileSystems.join(work, names.index_path(name)), FileSystems.join(output, names.index_path(target))
@@ -466,15 +694,15 @@ def merge(
     fault_injection.pause_point("append_linked")
     lengths = {keep.get(n, n): v for n, v in _shard_lengths(output, old).items()}
     lengths.update({move.get(n, n): v for n, v in _shard_lengths(work, new).items()})
-    old_index = load_index(output) or []
-    new_index = load_index(work) or []
-    index = {e.relpath: e for e in old_index}
-    index.update({e.relpath: e for e in new_index})
+    if old_index is None:
+        old_index = load_index(output) or []
+    # The new files are this run's input's (the same folder as an earlier run's, or another).
+    number = input_number(old, old_index, entry.get("input")) or 0
+    index = {e.key: e for e in old_index}
+    new_index = [dataclasses.replace(e, input=number) for e in load_index(work) or []]
+    index.update((e.key, e) for e in new_index)
     groups = _duplicates(index.values())
-    merged_lines = {
-        name: sorted(set(_lines(FileSystems.join(output, name))) | set(_lines(FileSystems.join(work, name))))
-        for name in (names.REJECTS_FILE, names.CHANGES_FILE)
-    }
+    merged_lines = {name: _merged_lines(output, work, name, before.get(name)) for name in _RUN_LINES}
     unmatched: list[str] = []
     recounted: list[str] = []
     if old.objects is not None:  # a detection dataset's dropped objects and unmatched entries
@@ -489,7 +717,7 @@ def merge(
         if summary.objects is not None:
             grown_objects.write_label_map(output, summary.class_names)
     for name, lines in merged_lines.items():
-        write_text(FileSystems.join(output, name), "".join(f"{line}\n" for line in lines))
+        _replace_lines(output, work, name, lines)
     write_text(FileSystems.join(output, names.DUPLICATES_FILE), "".join(g.to_json() + "\n" for g in groups))
     write_text(
         FileSystems.join(output, names.CHANGED_SINCE_FILE), "".join(f"{line}\n" for line in delta_lines)
@@ -511,13 +739,19 @@ def merge(
     write_text(temp, summary.to_text())
     with writing(FileSystems.join(output, names.SUMMARY_FILE)):
         FileSystems.rename([temp], [FileSystems.join(output, names.SUMMARY_FILE)])
-    finish(output)
     return summary
 
 
 def finish(output: str) -> None:
     """After summary.json names the grown dataset: remove the old names no longer listed, the
-    work folder, then the marker."""
+    work folder, then the marker (MergeFailed, `grown`, where that fails)."""
+    try:
+        _finish(output)
+    except OSError as error:
+        raise MergeFailed("could not remove the old shard names", _why(error), grown=True) from error
+
+
+def _finish(output: str) -> None:
     from beam_tfrecord.write.outputs import existing_outputs
     from beam_tfrecord.write.summary import read_summary
 
@@ -529,8 +763,7 @@ def finish(output: str) -> None:
         shard = name[: -len(names.INDEX_SUFFIX)] if names.is_index_name(name) else name
         if names.is_shard_name(shard) and shard not in listed:
             stale.append(path)
-    if stale:
-        FileSystems.delete(stale)
+    _delete(stale)
     work = work_dir(output)
     if "://" not in work:
         import shutil
@@ -538,8 +771,7 @@ def finish(output: str) -> None:
         shutil.rmtree(work, ignore_errors=True)
     else:
         (found,) = FileSystems.match([work + "/**"])
-        if found.metadata_list:
-            FileSystems.delete([m.path for m in found.metadata_list])
+        _delete([m.path for m in found.metadata_list])
     marker = FileSystems.join(output, names.APPEND_MARKER)
     if FileSystems.exists(marker):
         FileSystems.delete([marker])
