@@ -28,8 +28,9 @@ from beam_tfrecord.config import ConvertConfig, SourceConfig
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import ChangeLine, DroppedObjectLine, DuplicateGroup, FinalShard, RejectLine
 from beam_tfrecord.plan import bulk, staging
+from beam_tfrecord.plan.annotations.growing import annotations_digest
 from beam_tfrecord.plan.listing import InputFile, list_inputs
-from beam_tfrecord.plan.planner import KnownRecords, LabelSource, make_plan, shard_tasks
+from beam_tfrecord.plan.planner import KnownRecords, LabelSource, Plan, make_plan, shard_tasks
 from beam_tfrecord.plan.sharding import ShardSettings
 from beam_tfrecord.plan.staging import StagedPlan
 from beam_tfrecord.transforms import (
@@ -49,6 +50,7 @@ from beam_tfrecord.transforms import (
     content_key,
     make_sink,
 )
+from beam_tfrecord.write import append as append_lib
 from beam_tfrecord.write import file_index, outputs
 from beam_tfrecord.write import resume as resume_lib
 from beam_tfrecord.write.claim import Claim
@@ -154,6 +156,7 @@ def _plan_and_stage(
                 found.records,
             )
             outputs.clear_temp(config.output, keep=found.temp_dir)
+            _stage_annotation_changes(plan, config.output, known)
             located = staging.locate_plan(plan, config.output)
             return dataclasses.replace(
                 located,
@@ -172,10 +175,25 @@ def _plan_and_stage(
     # A manifest's groups go into the file index (an append counts them over it); a group
     # pattern's are found again from the paths.
     manifest_groups = plan.groups if plan.grouping.source == "manifest" else None
-    file_index.stage_listing(staged.plan_dir, listing, manifest_groups)
+    # A detection record's objects' digest goes into the index too: an append tells by it an old
+    # picture whose annotations changed since (plan.annotations.growing).
+    digests = (
+        {p.relpath: annotations_digest(p.annotations) for p in plan.inputs}
+        if plan.objects is not None
+        else None
+    )
+    file_index.stage_listing(staged.plan_dir, listing, manifest_groups, digests)
+    _stage_annotation_changes(plan, config.output, known)
     fingerprint = _fingerprint(listing, source, config, tasks_digest, facts)
     resume_lib.write_json(resume_lib.fingerprint_path(staged.temp_dir), fingerprint.to_json())
     return staged
+
+
+def _stage_annotation_changes(plan: Plan, output: str, known: KnownRecords | None) -> None:
+    """An append's old pictures whose annotations changed, kept in its work folder (`output`) for
+    the merge (write.append.stage_annotation_changes); only where they were compared."""
+    if known is not None and known.converted is not None:
+        append_lib.stage_annotation_changes(output, plan.annotations_changed)
 
 
 def _refuse_append_without_pictures(skipped: Sequence[RejectLine], source: SourceConfig) -> None:

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from beam_tfrecord import names
 from beam_tfrecord.plan.labels import Unlabeled
-from beam_tfrecord.plan.listing import list_inputs
+from beam_tfrecord.plan.listing import InputFile, list_inputs
 from beam_tfrecord.plan.planner import KnownRecords
 from beam_tfrecord.write import append as append_lib
 from beam_tfrecord.write import grown_objects, outputs
@@ -21,6 +22,8 @@ from beam_tfrecord.write.summary import RunOptions, Summary, read_summary
 from pipelines.options import RunSettings, UsageError
 
 __all__ = ["AppendFailed", "AppendJob", "finish_append", "prepare_append"]
+
+_LOGGER = logging.getLogger(__name__)
 
 
 class AppendFailed(Exception):
@@ -90,7 +93,8 @@ def prepare_append(settings: RunSettings) -> AppendJob:
         )
     listing = list_inputs(source.input)
     # Against this input's entries alone: another folder's IMG_0001.jpg is another picture.
-    delta = append_lib.compare_listing(listing, index, append_lib.input_number(old, index, source.input))
+    number = append_lib.input_number(old, index, source.input)
+    delta = append_lib.compare_listing(listing, index, number)
     manifest = settings.label_source.manifest
     for entry in index if manifest is not None else ():  # rows of old files are matched, not stray
         with contextlib.suppress(Unlabeled):
@@ -100,7 +104,8 @@ def prepare_append(settings: RunSettings) -> AppendJob:
     if source.annotations is not None:  # its annotations are read against every picture, old too
         indexed = frozenset(e.relpath for e in index)
         reported = grown_objects.reported_unmatched(output)
-        known = KnownRecords(class_names, hashes, listing, indexed, reported, old.split_method)
+        converted = _converted_annotations(index, listing, number)
+        known = KnownRecords(class_names, hashes, listing, indexed, reported, old.split_method, converted)
     else:
         known = KnownRecords(class_names, hashes)
     merging = append_lib.marker_names(output) is not None
@@ -112,6 +117,26 @@ def prepare_append(settings: RunSettings) -> AppendJob:
             "a full run with --overwrite rebuilds)"
         )
     return job
+
+
+def _converted_annotations(
+    index: Sequence[IndexEntry], listing: Sequence[InputFile], number: int | None
+) -> dict[str, tuple[str, str | None]] | None:
+    """relpath -> (the digest of the objects its record was made from, its split), for each listed
+    picture of this input the dataset holds a record of (IndexEntry.annotations): the append
+    lists those whose annotations now differ. Entries written before the index kept digests are
+    not compared (the log says so once); None where no entry has one."""
+    listed = {f.relpath for f in listing}
+    mine = [e for e in index if e.sha256 is not None and e.relpath in listed and number in (None, e.input)]
+    converted = {e.relpath: (e.annotations, e.split) for e in mine if e.annotations is not None}
+    older = len(mine) - len(converted)
+    if older:
+        _LOGGER.info(
+            "%d of the dataset's records were indexed before it kept their annotations' digest: whether "
+            "their annotations changed since is not checked (a full run with --overwrite records it)",
+            older,
+        )
+    return converted or None
 
 
 def finish_append(job: AppendJob, input_spec: str) -> Summary:
@@ -152,6 +177,9 @@ def _finish_append(job: AppendJob, input_spec: str) -> Summary:
         append_lib.finish(job.output)
         return job.old
     old_names = set(job.old.class_names or ())
+    # A detection dataset's old pictures whose annotations changed (their lines staged in the
+    # work folder with the append's plan: write.append.stage_annotation_changes).
+    annotation_lines = append_lib.annotation_changes(job.work) if job.old.objects is not None else []
     entry = {
         "date": None,
         "input": input_spec,
@@ -163,10 +191,14 @@ def _finish_append(job: AppendJob, input_spec: str) -> Summary:
         "gone": len(job.delta.gone),
         "started_at": started,
     }
+    if job.old.objects is not None:
+        entry[append_lib.ANNOTATIONS_CHANGED] = len(annotation_lines)
     if started is not None:
         import time
 
         entry["date"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))
     if new.run is not None:
         new = dataclasses.replace(new, run=dataclasses.replace(new.run, output=job.output))
-    return append_lib.merge(job.output, job.old, new, job.delta.lines(), entry, job.index)
+    return append_lib.merge(
+        job.output, job.old, new, [*job.delta.lines(), *annotation_lines], entry, job.index
+    )

@@ -139,6 +139,9 @@ def test_coco_declared_split_files_grow_like_a_run_over_the_union(tmp_path):
     # are kept as converted), never read as new pictures.
     changed = [json.loads(line)["path"] for line in (out / names.CHANGED_SINCE_FILE).read_text().splitlines()]
     assert changed == ["annotations/instances_train2017.json", "annotations/instances_val2017.json"]
+    # No old picture's annotations changed: none is listed as such, and the history says 0.
+    assert summary.history[-1]["annotations_changed"] == 0
+    assert not any("annotations changed" in w for w in summary.warnings)
     _every_reader_sees_boxes(out)
 
 
@@ -405,3 +408,85 @@ def test_a_batch_of_background_pictures_is_appended_when_allowed(tmp_path, capsy
     assert _records(out)["images/train/background_1.jpg"] == ("train", (), (), ())
     grown, whole = complete_summary(str(out)).objects, complete_summary(str(scratch)).objects
     assert grown.negatives == whole.negatives == 2 and grown.consistent
+
+
+def _annotation_changes(output) -> list[dict]:
+    lines = (output / names.CHANGED_SINCE_FILE).read_text().splitlines()
+    return [line for line in map(json.loads, lines) if line["change"] == "annotations_changed"]
+
+
+def test_an_old_picture_whose_boxes_a_reexport_edits_is_listed_never_converted_again(tmp_path, capsys):
+    """A COCO re-export that edits an old picture's boxes and adds new pictures: the new ones
+    are appended, the edited one keeps its record as converted and is listed (with its split),
+    counted in the history and warned of (a full run rebuilds); a rerun lists it again."""
+    images, out = tmp_path / "coco", tmp_path / "out"
+    coco2017(images)
+    assert convert(images, out, "--annotations", "coco") == 0
+    before = _records(out)
+    path = images / "annotations" / "instances_val2017.json"
+    data = json.loads(path.read_text())
+    edited = next(a for a in data["annotations"])  # one box of an old picture, moved
+    edited["bbox"] = [edited["bbox"][0] + 5, *edited["bbox"][1:]]
+    name = next(i["file_name"] for i in data["images"] if i["id"] == edited["image_id"])
+    path.write_text(json.dumps(data))
+    _coco_reexport(images, "train2017", 2, 100)
+    capsys.readouterr()
+    assert convert(images, out, "--annotations", "coco", "--append") == 0
+    assert "old pictures' annotations changed" in capsys.readouterr().out
+    grown = _records(out)
+    assert {k: v for k, v in grown.items() if k in before} == before  # never converted again
+    assert {"train2017/new_0.jpg", "train2017/new_1.jpg"} <= set(grown)
+    assert _annotation_changes(out) == [
+        {"path": f"val2017/{name}", "change": "annotations_changed", "split": "validation"}
+    ]
+    summary = complete_summary(str(out))
+    assert summary.history[-1]["annotations_changed"] == 1
+    warning = "1 old pictures' annotations changed since they were converted"
+    assert any(w.startswith(warning) and "--overwrite" in w for w in summary.warnings)
+    # The next append (one more new picture) still finds it: the index keeps the digest the
+    # record was made from, and the warning is this run's, not repeated.
+    _coco_reexport(images, "val2017", 1, 900)
+    assert convert(images, out, "--annotations", "coco", "--append") == 0
+    assert [c["path"] for c in _annotation_changes(out)] == [f"val2017/{name}"]
+    warnings = complete_summary(str(out)).warnings
+    assert sum("annotations changed" in w for w in warnings) == 1
+
+
+def test_a_label_file_for_an_old_unannotated_picture_is_listed(tmp_path):
+    """An Ultralytics tree whose old background picture (no label file) gets a label file, as new
+    pictures arrive with theirs: the old picture stays a negative record and is listed."""
+    root, out = tmp_path / "ds", tmp_path / "out"
+    ultralytics_tree(root)
+    write_tree(root, {"images/train/negative.jpg": jpeg(48, 32, seed=333)})
+    assert convert(root, out, "--annotations", "yolo") == 0
+    assert _records(out)["images/train/negative.jpg"] == ("train", (), (), ())
+    (root / "labels/train/negative.txt").write_text(yolo_box(1, 0.1, 0.1, 0.5, 0.9))
+    write_tree(root, {"images/val/new.jpg": jpeg(48, 32, seed=334)})
+    (root / "labels/val/new.txt").write_text(yolo_box(0, 0.1, 0.1, 0.5, 0.9))
+    assert convert(root, out, "--annotations", "yolo", "--append") == 0
+    grown = _records(out)
+    assert grown["images/train/negative.jpg"] == ("train", (), (), ())
+    assert grown["images/val/new.jpg"][:3] == ("validation", (0,), ("cat",))
+    listed = {"path": "images/train/negative.jpg", "change": "annotations_changed", "split": "train"}
+    assert _annotation_changes(out) == [listed]
+    assert complete_summary(str(out)).history[-1]["annotations_changed"] == 1
+
+
+def test_an_index_without_annotation_digests_is_not_compared(tmp_path, caplog):
+    """A dataset indexed before the index kept annotation digests: its old pictures are not
+    compared (the log says so once), nothing is listed, and the append goes on."""
+    root, out = tmp_path / "ds", tmp_path / "out"
+    ultralytics_tree(root)
+    assert convert(root, out, "--annotations", "yolo") == 0
+    index = out / names.INDEX_FILE
+    rows = [json.loads(line) for line in index.read_text().splitlines()]
+    assert all(len(r) == 8 for r in rows if r[3] is not None)  # each record's digest is kept
+    index.write_text("".join(json.dumps(r[:5]) + "\n" for r in rows))  # as written before
+    (root / "labels/train/images_train_0.txt").write_text(yolo_box(1, 0.2, 0.2, 0.6, 0.9))
+    write_tree(root, {"images/val/new.jpg": jpeg(48, 32, seed=334)})
+    (root / "labels/val/new.txt").write_text(yolo_box(0, 0.1, 0.1, 0.5, 0.9))
+    caplog.set_level("INFO")
+    assert convert(root, out, "--annotations", "yolo", "--append") == 0
+    assert sum("annotations' digest" in r.getMessage() for r in caplog.records) == 1
+    assert _annotation_changes(out) == []
+    assert complete_summary(str(out)).history[-1]["annotations_changed"] == 0

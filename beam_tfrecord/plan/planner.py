@@ -162,6 +162,8 @@ class Plan:
     grouping: GroupFacts = field(default_factory=GroupFacts)
     objects: ObjectFacts | None = None  # a detection run's
     groups: dict[str, str] = field(default_factory=dict)  # relpath -> group, for files that have one
+    # An append's old pictures whose annotations changed since converted: (relpath, split).
+    annotations_changed: list[tuple[str, str | None]] = field(default_factory=list)
 
     @property
     def skipped(self) -> int:
@@ -194,8 +196,10 @@ class KnownRecords:
     matched against every picture, old and new, as a run over all of them matches them), the
     relpaths the dataset's index holds (`indexed`: an entry naming one is an old picture's, never
     `unmatched`), the entries it already lists as naming no picture (`unmatched`: their
-    growing.entry_key), and how it was split (`split_method`, summary.json's: its declared
-    splits stay declared)."""
+    growing.entry_key), how it was split (`split_method`, summary.json's: its declared
+    splits stay declared), and, for the listed pictures it holds a record of, the digest of the
+    objects each was made from and its split (`converted`: relpath -> (digest, split); those
+    whose annotations now differ are the plan's `annotations_changed`; None: not compared)."""
 
     class_names: tuple[str, ...] | None = None
     hashes: Mapping[str, str] = field(default_factory=dict)
@@ -203,6 +207,7 @@ class KnownRecords:
     indexed: frozenset[str] = frozenset()
     unmatched: frozenset[str] = frozenset()
     split_method: str | None = None
+    converted: Mapping[str, tuple[str, str | None]] | None = None
 
 
 def make_plan(
@@ -233,7 +238,7 @@ def _make_plan(
     known: KnownRecords | None = None,
 ) -> Plan:
     rejects: list[RejectLine] = []
-    annotated, match_counts = _annotations(files, source, known)
+    annotated, match_counts, annotations_changed = _annotations(files, source, known)
     declared = _used_declared_splits(annotated, source)
     if annotated is not None and known is not None:
         _check_split_method(known, declared, source)
@@ -305,23 +310,26 @@ def _make_plan(
         if annotated is not None
         else None,
         groups=groups,
+        annotations_changed=annotations_changed,
     )
 
 
 def _annotations(
     files: Sequence[InputFile], source: SourceConfig, known: KnownRecords | None = None
-) -> tuple[AnnotationSet | None, MatchCounts | None]:
-    """The annotation source's say on every listed file (None: not a detection run), and how
-    well it matched them; a source that matches none of the pictures, or (unless allowed) few of
-    them, fails here, before any work (plan.annotations.matching).
+) -> tuple[AnnotationSet | None, MatchCounts | None, list[tuple[str, str | None]]]:
+    """The annotation source's say on every listed file (None: not a detection run), how well
+    it matched them, and an append's old pictures whose annotations changed (growing
+    .changed_annotations); a source that matches none of the pictures, or (unless allowed) few
+    of them, fails here, before any work (plan.annotations.matching).
 
     An append (`known` with its listing) reads the source against the whole listing and keeps the
     new files' share (plan.annotations.growing): the check is on the new pictures, the counts
     (for the summary) are a run's over all of them."""
     options = source.annotations
     if options is None:
-        return None, None
+        return None, None, []
     whole = known.listing if known is not None else ()
+    changed: list[tuple[str, str | None]] = []
     try:
         found = load_annotations(
             options.kind,
@@ -335,6 +343,8 @@ def _annotations(
         allow = options.allow_unmatched_annotations
         if known is not None and whole:
             new = {f.relpath for f in files}
+            if known.converted is not None:
+                changed = growing_lib.changed_annotations(found, known.converted)
             found = growing_lib.for_new_pictures(found, new, known.indexed, known.unmatched)
             warning = growing_lib.check_new_matches(found, counts, allow)
         else:
@@ -352,7 +362,7 @@ def _annotations(
     if warning:
         _LOGGER.warning("%s", warning)
         found = dataclasses.replace(found, warnings=(*found.warnings, warning))
-    return found, counts
+    return found, counts, changed
 
 
 def _grown_classes(old: Sequence[str], annotated: AnnotationSet, source: SourceConfig) -> tuple[str, ...]:

@@ -59,15 +59,18 @@ from beam_tfrecord.write.tfds_metadata import write_tfds_metadata
 from beam_tfrecord.write_failures import WriteFailed, writing
 
 __all__ = [
+    "ANNOTATIONS_CHANGED",
     "UNCHECKED_OPTIONS",
     "ListingDelta",
     "MergeFailed",
+    "annotation_changes",
     "compare_listing",
     "input_number",
     "marker_names",
     "merge",
     "option_differences",
     "renumber",
+    "stage_annotation_changes",
     "work_dir",
 ]
 
@@ -94,6 +97,11 @@ UNCHECKED_OPTIONS = frozenset(
         "declared_splits",
     }
 )
+
+
+# changed_since_converted.jsonl's change kind for an old picture whose annotations changed since
+# its record was made (beside `changed` and `gone`, which its size, mtime or absence tell).
+ANNOTATIONS_CHANGED = "annotations_changed"
 
 
 def work_dir(output: str) -> str:
@@ -142,6 +150,23 @@ class ListingDelta:
             for old in self.gone
         ]
         return out
+
+
+def stage_annotation_changes(work: str, changed: Iterable[tuple[str, str | None]]) -> None:
+    """A detection append's old pictures whose annotations changed (plan.annotations.growing
+    .changed_annotations: (relpath, split)), as changed_since_converted.jsonl's lines in the work
+    folder, written with its plan: a merge finished by a later `--append` (a kill) plans nothing
+    again and still lists them."""
+    lines = [
+        json.dumps({"path": path, "change": ANNOTATIONS_CHANGED, "split": split}, ensure_ascii=False)
+        for path, split in changed
+    ]
+    write_text(FileSystems.join(work, names.CHANGED_SINCE_FILE), "".join(f"{line}\n" for line in lines))
+
+
+def annotation_changes(work: str) -> list[str]:
+    """The lines `stage_annotation_changes` wrote in the work folder (none: not compared)."""
+    return _lines(FileSystems.join(work, names.CHANGED_SINCE_FILE))
 
 
 def _run_inputs(old: Summary) -> list[str | None]:
@@ -369,6 +394,7 @@ def _recounted(text: str) -> bool:
         or "records have the same" in text
         or "objects were annotated," in text
         or "pictures are in none of the declared splits" in text
+        or "annotations changed since they were converted" in text
     )
 
 
@@ -404,6 +430,13 @@ def _warnings(summary: Summary, earlier: Iterable[str], recounted: Iterable[str]
         )
     found += [w for w in dict.fromkeys(earlier) if not _recounted(w)]
     found += recounted
+    changed = (summary.history or [{}])[-1].get(ANNOTATIONS_CHANGED)
+    if changed:
+        found.append(
+            f"{changed} old pictures' annotations changed since they were converted: their records "
+            f"keep the objects they had (see {names.CHANGED_SINCE_FILE}; a full run with --overwrite "
+            "rebuilds)"
+        )
     objects = summary.objects
     if objects is not None and not objects.consistent:
         found.append(

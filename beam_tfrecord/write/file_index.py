@@ -1,8 +1,10 @@
 """The dataset's file index (names.INDEX_FILE): one line per listed input of every run that made
 the dataset, `[relpath, size, mtime, sha256, split]` (sha256 and split null for a reject), then,
 only where they say something, `input` (which input the file was listed in: the position in
-summary.json's `history` of the first run that listed it; absent: the first run's) and `group`
-(a manifest's `group` column, for a run that has one); sorted by relpath.
+summary.json's `history` of the first run that listed it; absent: the first run's), `group`
+(a manifest's `group` column, for a run that has one) and `annotations` (a detection record's:
+the digest of the objects it was made from, plan.annotations.growing.annotations_digest; an
+append lists an old picture whose annotations have another digest now); sorted by relpath.
 
 Why: `--append` (write.append) tells new files from converted ones by the listing alone (path,
 size, modification time) against this index, and finds copies of old records by their sha256,
@@ -50,13 +52,17 @@ class IndexEntry:
     split: str | None = None
     input: int = 0  # which input it was listed in (write.append.input_number); 0: the first run's
     group: str | None = None  # its manifest group, where the run had manifest groups
+    annotations: str | None = None  # a detection record's objects' digest; None: none (or older)
 
     def to_json(self) -> str:
         row: list = [self.relpath, self.size, self.mtime, self.sha256, self.split]
-        if self.input or self.group is not None:  # absent where they say nothing: a compact index
+        more = self.annotations is not None
+        if self.input or self.group is not None or more:  # absent where they say nothing: compact
             row.append(self.input)
-        if self.group is not None:
+        if self.group is not None or more:
             row.append(self.group)
+        if more:
+            row.append(self.annotations)
         return _ENCODE(row)
 
     @classmethod
@@ -64,6 +70,7 @@ class IndexEntry:
         relpath, size, mtime, sha256, split, *more = json.loads(line)
         number = int(more[0]) if more else 0
         group = more[1] if len(more) > 1 else None
+        annotations = more[2] if len(more) > 2 else None  # an index written before: none
         # A few split names (and groups) for a million entries: one string each, not one per entry.
         return cls(
             relpath,
@@ -73,6 +80,7 @@ class IndexEntry:
             sys.intern(split) if split else None,
             number,
             sys.intern(group) if group is not None else None,
+            annotations,
         )
 
     @property
@@ -105,14 +113,21 @@ def _read_lines(path: str) -> Iterator[str]:
 
 
 def stage_listing(
-    plan_dir: str, listing: Sequence[InputFile], groups: Mapping[str, str] | None = None
+    plan_dir: str,
+    listing: Sequence[InputFile],
+    groups: Mapping[str, str] | None = None,
+    digests: Mapping[str, str] | None = None,
 ) -> None:
-    """The run's listing (relpath, size, mtime, and the file's manifest group where `groups` has
-    one) beside its staged plan, for the metadata step."""
+    """The run's listing (relpath, size, mtime, the file's manifest group where `groups` has one
+    and its annotations' digest where `digests` has one) beside its staged plan, for the
+    metadata step."""
     groups = groups or {}
+    digests = digests or {}
 
     def row(f: InputFile) -> list:
-        group = groups.get(f.relpath)
+        group, digest = groups.get(f.relpath), digests.get(f.relpath)
+        if digest is not None:
+            return [f.relpath, f.size, f.mtime, group, digest]
         return [f.relpath, f.size, f.mtime] if group is None else [f.relpath, f.size, f.mtime, group]
 
     _write_lines(
@@ -122,20 +137,21 @@ def stage_listing(
 
 
 def index_entries(plan_dir: str, contents: Iterable[tuple[str, tuple[str, str]]]) -> list[IndexEntry] | None:
-    """The staged listing joined with the records' `(sha256, (relpath, split))` content keys;
-    None for a plan staged by an older version (a resumed run): no index, never an empty one,
-    which would make an `--append` take every file for new and convert it twice."""
+    """The staged listing joined with the records' `(sha256, (relpath, split))` content keys (an
+    annotations digest kept only where the file became a record); None for a plan staged by an
+    older version (a resumed run): no index, never an empty one, which would make an `--append`
+    take every file for new and convert it twice."""
     records = {relpath: (sha256, split) for sha256, (relpath, split) in contents}
     path = FileSystems.join(plan_dir, PLAN_LISTING_FILE)
     if not FileSystems.exists(path):
         return None
     entries = []
     for line in _read_lines(path):
-        relpath, size, mtime, *group = json.loads(line)
+        relpath, size, mtime, *more = json.loads(line)
         sha256, split = records.get(relpath, (None, None))
-        entries.append(
-            IndexEntry(relpath, int(size), float(mtime), sha256, split, 0, group[0] if group else None)
-        )
+        group = more[0] if more else None
+        digest = more[1] if len(more) > 1 and sha256 is not None else None
+        entries.append(IndexEntry(relpath, int(size), float(mtime), sha256, split, 0, group, digest))
     return sorted(entries, key=lambda e: e.key)
 
 

@@ -11,14 +11,21 @@ and the declared split that run would give it; then only the new pictures' share
   Where the source numbers its classes (COCO's category ids, YOLO's class indices, a label map),
   a number that now names another class than the dataset's is refused (`ClassIdConflict`): the
   new pictures' objects would be stored under the other class's id.
+- Old pictures whose annotations changed since they were converted (a re-export that edits
+  their boxes, a label file written for a picture that had none) keep their records as they
+  are; `changed_annotations` finds them, by the digest the file index keeps of each record's
+  objects (`annotations_digest`), so the append lists them rather than staying silent.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from beam_tfrecord import reasons
+from beam_tfrecord.elements import ImageAnnotations, ObjectBox, RunLengths
 from beam_tfrecord.plan.annotations.catalog import Catalog, stem
 from beam_tfrecord.plan.annotations.label_map import is_unused
 from beam_tfrecord.plan.annotations.matching import ALLOW_OPTION, MatchCounts, NothingMatched, check_matches
@@ -27,6 +34,8 @@ from beam_tfrecord.plan.listing import InputFile
 
 __all__ = [
     "ClassIdConflict",
+    "annotations_digest",
+    "changed_annotations",
     "check_new_matches",
     "entry_key",
     "for_new_pictures",
@@ -41,6 +50,43 @@ _NUMBERED_BY = {"coco": "COCO's categories in id order", "yolo": "YOLO's class i
 
 class ClassIdConflict(ValueError):
     """The annotations give an old class id to another class than the dataset's."""
+
+
+def _canonical(item: ObjectBox) -> list:
+    """What a record stores of an object: its box, class and flags, and its mask; not where the
+    source keeps it (`source_ref`: a re-export renumbers COCO's annotation ids)."""
+    mask: object = None
+    if isinstance(item.mask, RunLengths):
+        mask = {"rle": [item.mask.height, item.mask.width, list(item.mask.counts)]}
+    elif item.mask:
+        mask = {"poly": [list(polygon.points) for polygon in item.mask]}
+    return [
+        item.xmin, item.ymin, item.xmax, item.ymax, item.label, item.area,
+        item.is_crowd, item.difficult, item.truncated, item.pose, mask,
+    ]  # fmt: skip
+
+
+def annotations_digest(annotations: ImageAnnotations | None) -> str:
+    """A short digest (16 hex digits of SHA-256) of a picture's objects as the plan stages them
+    (None or none: a picture without objects), the same in every run and process: each object's
+    JSON text, sorted (a re-export that only reorders them changes nothing), one per line."""
+    objects = annotations.objects if annotations is not None else ()
+    rows = sorted(json.dumps(_canonical(o), ensure_ascii=False) for o in objects)
+    return hashlib.sha256("\n".join(rows).encode("utf-8")).hexdigest()[:16]
+
+
+def changed_annotations(
+    found: AnnotationSet, converted: Mapping[str, tuple[str, str | None]]
+) -> list[tuple[str, str | None]]:
+    """The old pictures whose annotations in `found` (read against the whole listing) have
+    another digest than the one their record was made from (`converted`: relpath -> (digest,
+    split), for the listed pictures the dataset holds a record of); (relpath, split), sorted. A
+    picture that had no object and now has some counts, and the reverse."""
+    return sorted(
+        (relpath, split)
+        for relpath, (digest, split) in converted.items()
+        if annotations_digest(found.images.get(relpath)) != digest
+    )
 
 
 def for_new_pictures(
