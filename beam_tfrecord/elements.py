@@ -44,6 +44,7 @@ __all__ = [
     "ShardTask",
     "StoredObject",
     "WrittenShard",
+    "object_row",
 ]
 
 # Annotations (detection and segmentation runs).
@@ -141,7 +142,7 @@ class ImageAnnotations:
 
     def to_row(self) -> dict[str, Any]:
         """The staged form (shard task files): compact, every object as one list."""
-        row: dict[str, Any] = {"id": self.source_id, "o": [_object_row(o) for o in self.objects]}
+        row: dict[str, Any] = {"id": self.source_id, "o": [object_row(o) for o in self.objects]}
         if self.normalized:
             row["n"] = 1
         if self.width is not None or self.height is not None:
@@ -160,7 +161,9 @@ class ImageAnnotations:
         return cls(objects, row["id"], bool(row.get("n")), width, height, row.get("split"), notes)
 
 
-def _object_row(item: ObjectBox) -> list[Any]:
+def object_row(item: ObjectBox) -> list[Any]:
+    """An object as the plan stages it (JSON-ready); its last item is `source_ref`, where the
+    source keeps it."""
     mask: Any = None
     if isinstance(item.mask, RunLengths):
         mask = {"rle": [item.mask.height, item.mask.width, list(item.mask.counts)]}

@@ -25,7 +25,7 @@ import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from beam_tfrecord import reasons
-from beam_tfrecord.elements import ImageAnnotations, ObjectBox, RunLengths
+from beam_tfrecord.elements import ImageAnnotations, ObjectBox, object_row
 from beam_tfrecord.plan.annotations.catalog import Catalog, stem
 from beam_tfrecord.plan.annotations.label_map import is_unused
 from beam_tfrecord.plan.annotations.matching import ALLOW_OPTION, MatchCounts, NothingMatched, check_matches
@@ -53,17 +53,9 @@ class ClassIdConflict(ValueError):
 
 
 def _canonical(item: ObjectBox) -> list:
-    """What a record stores of an object: its box, class and flags, and its mask; not where the
-    source keeps it (`source_ref`: a re-export renumbers COCO's annotation ids)."""
-    mask: object = None
-    if isinstance(item.mask, RunLengths):
-        mask = {"rle": [item.mask.height, item.mask.width, list(item.mask.counts)]}
-    elif item.mask:
-        mask = {"poly": [list(polygon.points) for polygon in item.mask]}
-    return [
-        item.xmin, item.ymin, item.xmax, item.ymax, item.label, item.area,
-        item.is_crowd, item.difficult, item.truncated, item.pose, mask,
-    ]  # fmt: skip
+    """What a record stores of an object (as the plan stages it): its box, class, flags and mask;
+    not where the source keeps it (`source_ref`: a re-export renumbers COCO's annotation ids)."""
+    return object_row(item)[:-1]
 
 
 def annotations_digest(annotations: ImageAnnotations | None) -> str:
