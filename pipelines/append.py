@@ -110,6 +110,7 @@ def prepare_append(settings: RunSettings) -> AppendJob:
         known = KnownRecords(class_names, hashes)
     merging = append_lib.marker_names(output) is not None
     job = AppendJob(output, old, delta, known, _finished_work(output, merging), merging, index)
+    _check_same_input(job, source.input)
     if job.done is None and not merging and not delta.new:
         raise UsageError(
             f"--append: {source.input} holds no file the dataset lacks ({delta.converted} converted, "
@@ -137,6 +138,20 @@ def _converted_annotations(
             older,
         )
     return converted or None
+
+
+def _check_same_input(job: AppendJob, input_spec: str) -> None:
+    """A converted append waiting for its merge is finished only by the run of its own input
+    (found in review): another --input's run merged it under that input, so the history, the
+    index entries' input numbers and changed_since_converted.jsonl named the wrong folder, and the
+    later append from the folder it came from called its files gone."""
+    run = job.done.run if job.done is not None else None
+    if run is None or not run.input or append_lib.same_input(run.input, input_spec):
+        return
+    raise UsageError(
+        f"--append: {job.output} holds the converted files of an append from {run.input}, not yet "
+        f"merged: run the same command with --input {run.input} to finish it first"
+    )
 
 
 def finish_append(job: AppendJob, input_spec: str) -> Summary:

@@ -526,3 +526,33 @@ def test_a_merge_that_can_neither_link_nor_copy_leaves_the_old_dataset_whole(tmp
     assert convert(images, out, *SPLITS, "--append") == 0
     records, summary = appended
     assert _records(out) == records and _comparable(out) == summary
+
+
+@pytest.mark.parametrize("point", ["append_marked", "append_linked"])
+def test_a_converted_append_is_finished_only_from_its_own_input(tmp_path, capsys, point):
+    """An append from a second folder killed before its merge ended, run again from the first
+    folder (found in review): it merged the second folder's files as the first's (history, index
+    input numbers), so a later append from the first folder called them gone. Now it is refused
+    in one line naming the input that finishes it, and that input's rerun merges it as its own."""
+    first, more, output = tmp_path / "a", tmp_path / "b", tmp_path / "out"
+    write_tree(first, {f"c/{i}.jpg": jpeg(20 + i, 20, seed=i) for i in range(4)})
+    assert convert(first, output) == 0
+    before = _records(output)
+    write_tree(more, {f"c/n{i}.jpg": jpeg(30 + i, 20, seed=50 + i) for i in range(2)})
+    _killed_at(point, more, output, "--append")
+    write_tree(first, {"c/4.jpg": jpeg(25, 20, seed=4)})  # the first folder has a new file too
+    capsys.readouterr()
+    assert convert(first, output, "--append") == 2
+    (line,) = _error_lines(capsys.readouterr().err)
+    assert f"run the same command with --input {more} to finish it first" in line
+    assert _records(output) == before
+    assert convert(more, output, "--append") == 0
+    summary = json.loads((output / "summary.json").read_text())
+    assert [h["input"] for h in summary["history"]] == [str(first), str(more)]
+    assert sorted((e.relpath, e.input) for e in load_index(str(output)) if e.relpath.startswith("c/n")) == [
+        ("c/n0.jpg", 1),
+        ("c/n1.jpg", 1),
+    ]
+    assert convert(first, output, "--append") == 0
+    assert (output / names.CHANGED_SINCE_FILE).read_text() == ""
+    assert json.loads((output / "summary.json").read_text())["records"] == 7

@@ -70,6 +70,7 @@ __all__ = [
     "merge",
     "option_differences",
     "renumber",
+    "same_input",
     "stage_annotation_changes",
     "work_dir",
 ]
@@ -195,6 +196,11 @@ def input_number(old: Summary, index: Iterable[IndexEntry], input_spec: str | No
 def _same_spelling(input_spec: str | None) -> str | None:
     """`gs://b/in/` and `gs://b/in` are one input (a local one is already absolute and clean)."""
     return input_spec.rstrip("/") or input_spec if input_spec else input_spec
+
+
+def same_input(a: str | None, b: str | None) -> bool:
+    """Whether two runs' `--input`s name one input (see `_same_spelling`)."""
+    return _same_spelling(a) == _same_spelling(b)
 
 
 def compare_listing(
