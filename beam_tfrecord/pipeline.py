@@ -172,9 +172,9 @@ def _plan_and_stage(
     # detection run's tasks are serialized once (1,000,000 objects with masks: 19 s each time).
     tasks_digest = resume_lib.TextDigest()
     staged = staging.stage_plan(plan, config.output, source, tasks=tasks, staged_task=tasks_digest.add)
-    # A manifest's groups go into the file index (an append counts them over it); a group
-    # pattern's are found again from the paths.
-    manifest_groups = plan.groups if plan.grouping.source == "manifest" else None
+    # Each file's group goes into the file index, a group pattern's too: an append counts the
+    # groups over it as the plan counts them (a picture a worker rejects is still in its group),
+    # which the paths of the records alone cannot tell.
     # A detection record's objects' digest goes into the index too: an append tells by it an old
     # picture whose annotations changed since (plan.annotations.growing).
     digests = (
@@ -182,7 +182,7 @@ def _plan_and_stage(
         if plan.objects is not None
         else None
     )
-    file_index.stage_listing(staged.plan_dir, listing, manifest_groups, digests)
+    file_index.stage_listing(staged.plan_dir, listing, plan.groups, digests)
     _stage_annotation_changes(plan, config.output, known)
     fingerprint = _fingerprint(listing, source, config, tasks_digest, facts)
     resume_lib.write_json(resume_lib.fingerprint_path(staged.temp_dir), fingerprint.to_json())

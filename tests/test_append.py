@@ -556,3 +556,25 @@ def test_a_converted_append_is_finished_only_from_its_own_input(tmp_path, capsys
     assert convert(first, output, "--append") == 0
     assert (output / names.CHANGED_SINCE_FILE).read_text() == ""
     assert json.loads((output / "summary.json").read_text())["records"] == 7
+
+
+def test_a_group_keeps_a_rejected_picture_when_it_grows(tmp_path):
+    """A group pattern's groups were counted over the records' paths alone (found in review): a
+    picture a worker rejected, which a run's plan counts in its group, was left out of the grown
+    dataset's count, so it and its splits' expected deviation differed from a from-scratch run's."""
+    images, out, scratch = tmp_path / "in", tmp_path / "out", tmp_path / "scratch"
+    args = (*SPLITS, "--label_source", "none", "--group_pattern", r"^(g\d+)_")
+    write_tree(
+        images, {f"g{g}_{i}.jpg": jpeg(20, 20 + i, seed=g * 10 + i) for g in range(4) for i in range(2)}
+    )
+    (images / "g1_broken.jpg").write_bytes(b"\xff\xd8 not a picture")
+    assert convert(images, out, *args) == 0
+    write_tree(images, {f"g{g}_new.jpg": jpeg(24, 24, seed=500 + g) for g in range(4)})
+    assert convert(images, out, *args, "--append") == 0
+    assert convert(images, scratch, *args) == 0
+    grown, whole = complete_summary(str(out)), complete_summary(str(scratch))
+    assert (whole.groups.groups, whole.groups.grouped_files, whole.rejects) == (4, 13, 1)
+    assert grown.groups == whole.groups
+    assert {n: s.expected_deviation for n, s in grown.splits.items()} == {
+        n: s.expected_deviation for n, s in whole.splits.items()
+    }

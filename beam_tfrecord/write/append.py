@@ -472,10 +472,19 @@ def _history_entry(summary: Summary, when: float | None, **more: Any) -> dict[st
 
 def _merged_groups(old: Summary, new: Summary, indexed: Iterable[IndexEntry]) -> GroupSummary:
     """The grown dataset's groups, counted again over the merged index (a group that gained files
-    is one group, not two): with a group pattern, over every record's path; with a manifest's
-    `group` column, over the groups the index keeps (the files of no group, each its own, are
-    the runs' counts added up). Added up only where the index does not hold every run's groups
-    (one written before it kept them)."""
+    is one group, not two): over the groups the index keeps, as the plans counted them (a
+    picture a worker rejected is in its group: found in review, a group pattern's count over the
+    records' paths missed it); the files of no group, each its own, are the runs' counts added
+    up. Where the index does not hold every run's groups (one written before it kept them): a
+    group pattern's over every record's path, a manifest's the runs' counts added up."""
+    kept = [e.group for e in indexed if e.group is not None]
+    if old.groups.source and len(kept) == old.groups.grouped_files + new.groups.grouped_files:
+        return dataclasses.replace(
+            old.groups,
+            groups=len(set(kept)),
+            grouped_files=len(kept),
+            without_group=old.groups.without_group + new.groups.without_group,
+        )
     source = old.options.source
     if old.groups.source == "group_pattern" and source is not None and source.group_pattern:
         pattern = re.compile(source.group_pattern)
@@ -486,14 +495,6 @@ def _merged_groups(old: Summary, new: Summary, indexed: Iterable[IndexEntry]) ->
             groups=len(set(named)),
             grouped_files=len(named),
             without_group=len(found) - len(named),
-        )
-    kept = [e.group for e in indexed if e.group is not None]
-    if old.groups.source == "manifest" and len(kept) == old.groups.grouped_files + new.groups.grouped_files:
-        return dataclasses.replace(
-            old.groups,
-            groups=len(set(kept)),
-            grouped_files=len(kept),
-            without_group=old.groups.without_group + new.groups.without_group,
         )
     return dataclasses.replace(
         old.groups,
