@@ -490,3 +490,26 @@ def test_an_index_without_annotation_digests_is_not_compared(tmp_path, caplog):
     assert sum("annotations' digest" in r.getMessage() for r in caplog.records) == 1
     assert _annotation_changes(out) == []
     assert complete_summary(str(out)).history[-1]["annotations_changed"] == 0
+
+
+@pytest.mark.parametrize("killed", [None, "append_metadata"])
+def test_the_same_dropped_box_of_two_folders_is_listed_twice(tmp_path, killed):
+    """A second folder whose pictures and label files have the names of the first's (an export
+    delivered again, copied without its times), each with the same box that has no area (found
+    in review): dropped_objects.jsonl joined the two runs' lines as a set, so it listed the box
+    once while the summary counted it twice. A merge killed after writing it and run again lists
+    each once."""
+    first, again, out = tmp_path / "a", tmp_path / "b", tmp_path / "out"
+    args = ("--annotations", "yolo")
+    ultralytics_tree(first)
+    label = sorted((first / "labels" / "train").glob("*.txt"))[0]
+    label.write_text(label.read_text() + yolo_box(0, 0.5, 0.5, 0.5, 0.5))  # a box with no area
+    assert convert(first, out, *args) == 0
+    shutil.copytree(first, again, copy_function=shutil.copyfile)  # new times: other files
+    if killed:
+        pausing.killed_at(killed, again, out, "--no_progress", *args, "--append")
+    assert convert(again, out, *args, "--append") == 0
+    summary = complete_summary(str(out))
+    lines = (out / names.DROPPED_OBJECTS_FILE).read_text().splitlines()
+    assert summary.objects.dropped_per_reason == {reasons.ZERO_AREA.code: 2}
+    assert len(lines) == summary.objects.dropped == 2 and lines[0] == lines[1]

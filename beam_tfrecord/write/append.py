@@ -719,8 +719,9 @@ def _merge(
     extra = [*keep, *keep.values(), *move.values()]
     extra += [names.index_path(n) for n in extra]
     marker = _marker(output)
+    counted = (*_RUN_LINES, names.DROPPED_OBJECTS_FILE) if old.objects is not None else _RUN_LINES
     if marker is None:  # the merge begins: how many lines each side file has before it
-        before = {name: len(_lines(FileSystems.join(output, name))) for name in _RUN_LINES}
+        before = {name: len(_lines(FileSystems.join(output, name))) for name in counted}
     else:
         before = marker.get("lines", {})
     _write_json(FileSystems.join(output, names.APPEND_MARKER), {"extra": sorted(set(extra)), "lines": before})
@@ -746,7 +747,9 @@ def _merge(
     unmatched: list[str] = []
     recounted: list[str] = []
     if old.objects is not None:  # a detection dataset's dropped objects and unmatched entries
-        unmatched = grown_objects.merge_object_files(output, work, (e.relpath for e in new_index))
+        unmatched = grown_objects.merge_object_files(
+            output, work, (e.relpath for e in new_index), before.get(names.DROPPED_OBJECTS_FILE)
+        )
         found = grown_objects.undeclared_warning(merged_lines[names.REJECTS_FILE])
         recounted = [found] if found else []
     summary = _merged_summary(old, new, keep, move, groups, entry, index.values(), unmatched, recounted)

@@ -44,18 +44,25 @@ def _lines(path: str) -> list[str]:
         return [line for line in handle.read().decode("utf-8").splitlines() if line]
 
 
-def merge_object_files(output: str, work: str, new_files: Iterable[str]) -> list[str]:
+def merge_object_files(
+    output: str, work: str, new_files: Iterable[str], dropped_before: int | None = None
+) -> list[str]:
     """dropped_objects.jsonl and annotations_without_image.jsonl in `output` for the dataset and
     the append's run in `work` together; returns the entries that name no picture (their lines).
-    Idempotent, as write.append.merge must be: a rerun finds its own lines already merged."""
-    dropped = {
-        DroppedObjectLine.from_json(line)
-        for folder in (output, work)
-        for line in _lines(FileSystems.join(folder, DROPPED_OBJECTS_FILE))
-    }
-    write_text(
-        FileSystems.join(output, DROPPED_OBJECTS_FILE), "".join(d.to_json() + "\n" for d in sorted(dropped))
-    )
+    Idempotent, as write.append.merge must be: a rerun finds its own lines already merged.
+
+    `dropped_before`: how many dropped objects the dataset listed when the merge began (the
+    merge's marker keeps it), so a rerun takes those of its lines as the old ones and each of
+    the append's once: two folders' `IMG_0001.jpg` may each drop the same box, one line each
+    (found in review: joined as a set, the second was lost while the summary counted both).
+    None (a merge begun by an earlier version): joined as a set, as then."""
+    old = _lines(FileSystems.join(output, DROPPED_OBJECTS_FILE))
+    added = _lines(FileSystems.join(work, DROPPED_OBJECTS_FILE))
+    if dropped_before is None:
+        joined = [d.to_json() for d in sorted({DroppedObjectLine.from_json(line) for line in old + added})]
+    else:  # the old lines first, as they were, then the append's: a rerun finds the old ones again
+        joined = old[:dropped_before] + added
+    write_text(FileSystems.join(output, DROPPED_OBJECTS_FILE), "".join(line + "\n" for line in joined))
     names_new = names_one_of(new_files)
     kept = [
         line
