@@ -94,7 +94,7 @@ def prepare_append(settings: RunSettings) -> AppendJob:
     listing = list_inputs(source.input)
     # Against this input's entries alone: another folder's IMG_0001.jpg is another picture.
     number = append_lib.input_number(old, index, source.input)
-    delta = append_lib.compare_listing(listing, index, number)
+    delta = append_lib.compare_listing(listing, index, number, append_lib.run_inputs(old))
     manifest = settings.label_source.manifest
     for entry in index if manifest is not None else ():  # rows of old files are matched, not stray
         with contextlib.suppress(Unlabeled):

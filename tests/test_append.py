@@ -578,3 +578,23 @@ def test_a_group_keeps_a_rejected_picture_when_it_grows(tmp_path):
     assert {n: s.expected_deviation for n, s in grown.splits.items()} == {
         n: s.expected_deviation for n, s in whole.splits.items()
     }
+
+
+def test_a_folder_inside_or_around_an_earlier_input_adds_only_its_new_files(tmp_path):
+    """An append from a day's folder inside the first run's input, then from a folder that holds
+    that input (found in review): the converted files there have other relative paths, so they
+    were taken for new and converted a second time. The same file at the same place, with its
+    size and time, is converted once."""
+    around, output = tmp_path / "all", tmp_path / "out"
+    root = around / "photos"
+    args = ("--label_source", "none")
+    write_tree(root, {f"day1/{i}.jpg": jpeg(20 + i, 20, seed=i) for i in range(4)})
+    assert convert(root, output, *args) == 0
+    write_tree(root, {"day1/new.jpg": jpeg(33, 20, seed=77)})
+    assert convert(root / "day1", output, *args, "--append") == 0
+    write_tree(root, {"day2/0.jpg": jpeg(34, 21, seed=78)})
+    assert convert(around, output, *args, "--append") == 0
+    summary = json.loads((output / "summary.json").read_text())
+    assert [h["inputs"] for h in summary["history"]] == [4, 1, 1]
+    assert summary["records"] == 6 and summary.get("duplicate_records", 0) == 0
+    assert [h.get("gone") for h in summary["history"]] == [None, 0, 0]

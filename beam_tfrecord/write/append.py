@@ -40,7 +40,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecord import fault_injection, names
 from beam_tfrecord.elements import DuplicateGroup
 from beam_tfrecord.plan.annotations.label_map import is_unused
-from beam_tfrecord.plan.listing import InputFile
+from beam_tfrecord.plan.listing import InputFile, split_input_spec
 from beam_tfrecord.plan.splits import expected_deviation, group_of
 from beam_tfrecord.write import grown_objects
 from beam_tfrecord.write.file_index import IndexEntry, load_index, write_index
@@ -70,6 +70,7 @@ __all__ = [
     "merge",
     "option_differences",
     "renumber",
+    "run_inputs",
     "same_input",
     "stage_annotation_changes",
     "work_dir",
@@ -170,7 +171,7 @@ def annotation_changes(work: str) -> list[str]:
     return _lines(FileSystems.join(work, names.CHANGED_SINCE_FILE))
 
 
-def _run_inputs(old: Summary) -> list[str | None]:
+def run_inputs(old: Summary) -> list[str | None]:
     """The input each run that made the dataset listed, in its history's order."""
     first = old.options.source.input if old.options.source is not None else None
     if not old.history:
@@ -186,7 +187,7 @@ def input_number(old: Summary, index: Iterable[IndexEntry], input_spec: str | No
     None for an index written before its entries named their input, by runs of more than one
     input: its entries cannot be told apart by input, so a listing is compared with all of them
     by path (a same-named file of another input is taken for a changed one, as it was then)."""
-    inputs = [_same_spelling(i) for i in _run_inputs(old)]
+    inputs = [_same_spelling(i) for i in run_inputs(old)]
     if len(set(inputs)) > 1 and not any(e.input for e in index):
         return None
     spec = _same_spelling(input_spec)
@@ -204,13 +205,18 @@ def same_input(a: str | None, b: str | None) -> bool:
 
 
 def compare_listing(
-    listing: Sequence[InputFile], index: Sequence[IndexEntry], number: int | None
+    listing: Sequence[InputFile],
+    index: Sequence[IndexEntry],
+    number: int | None,
+    inputs: Sequence[str | None] = (),
 ) -> ListingDelta:
     """Which listed files are new, by relpath, size and mtime alone (no byte read), against the
     index entries of the same input (`number`, see `input_number`): a file of another folder
     whose path an entry holds is another picture, so it is new (`--dedupe` still finds it if it
-    has the same bytes), unless its size and mtime are that entry's too (the same file reached
-    by another path: a symlink, a copy that kept its times), which is never converted twice.
+    has the same bytes), unless it is that entry's file: its size and mtime are the entry's and
+    it lies at the same relative path (the same file reached by another path: a symlink, a copy
+    that kept its times) or at the same place (`inputs`, the dataset's inputs by number: a
+    folder inside an earlier input, or one holding it), which is never converted twice.
     `gone`: the input's entries it no longer lists. `number` None: every entry, and nothing
     called gone (an index that does not say which input holds what)."""
     mine = index if number is None else [entry for entry in index if entry.input == number]
@@ -218,11 +224,22 @@ def compare_listing(
     elsewhere = (
         set() if number is None else {(e.relpath, e.size, e.mtime) for e in index if e.input != number}
     )
+    bases = {b for i, spec in enumerate(inputs) if i != number and (b := _base(spec)) is not None}
+
+    def held_elsewhere(file: InputFile) -> bool:
+        if (file.relpath, file.size, file.mtime) in elsewhere:
+            return True
+        return any(
+            (file.path[len(base) :], file.size, file.mtime) in elsewhere
+            for base in bases
+            if file.path.startswith(base)
+        )
+
     new, changed = [], []
     converted = 0
     for file in listing:
         entry = known.get(file.relpath)
-        if entry is None and (file.relpath, file.size, file.mtime) in elsewhere:
+        if entry is None and elsewhere and held_elsewhere(file):
             converted += 1
         elif entry is None:
             new.append(file)
@@ -235,6 +252,11 @@ def compare_listing(
         listed = {f.relpath for f in listing}
         gone = [entry for entry in mine if entry.relpath not in listed]
     return ListingDelta(new, changed, gone, converted)
+
+
+def _base(input_spec: str | None) -> str | None:
+    """What the listing of `input_spec` puts before each relpath (plan.listing)."""
+    return split_input_spec(input_spec)[0].rstrip("/") + "/" if input_spec else None
 
 
 def _marker(output: str) -> dict[str, Any] | None:
