@@ -2,7 +2,8 @@
 the dataset, `[relpath, size, mtime, sha256, split]` (sha256 and split null for a reject), then,
 only where they say something, `input` (which input the file was listed in: the position in
 summary.json's `history` of the first run that listed it; absent: the first run's), `group`
-(a manifest's `group` column, for a run that has one) and `annotations` (a detection record's:
+(the file's split group, from `--group_pattern` or a manifest's `group` column, for a run that
+has groups) and `annotations` (a detection record's:
 the digest of the objects it was made from, plan.annotations.growing.annotations_digest; an
 append lists an old picture whose annotations have another digest now); sorted by relpath.
 
@@ -13,9 +14,9 @@ from the listing staged with the plan (`stage_listing`) and the records' content
 pipeline already gathers for duplicates.jsonl. About 120 bytes a file: 1,000,000 files, 120 MB.
 
 `input` tells a camera's `IMG_0001.jpg` of one day's folder from another day's (each is its own
-file; an append compares a listing only with its own input's entries); `group` keeps a manifest's
-group -> split map with the dataset, so the merged groups are counted over the index (a group
-pattern's group is the path's, found again from it).
+file; an append compares a listing only with its own input's entries); `group` keeps the
+group -> split map with the dataset, so the merged groups are counted over the index, rejected
+files included, as the plan counts them.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class IndexEntry:
     sha256: str | None = None  # None: the input became a reject, not a record
     split: str | None = None
     input: int = 0  # which input it was listed in (write.append.input_number); 0: the first run's
-    group: str | None = None  # its manifest group, where the run had manifest groups
+    group: str | None = None  # its split group (group pattern or manifest column), where it has one
     annotations: str | None = None  # a detection record's objects' digest; None: none (or older)
 
     def to_json(self) -> str:
@@ -118,7 +119,7 @@ def stage_listing(
     groups: Mapping[str, str] | None = None,
     digests: Mapping[str, str] | None = None,
 ) -> None:
-    """The run's listing (relpath, size, mtime, the file's manifest group where `groups` has one
+    """The run's listing (relpath, size, mtime, the file's split group where `groups` has one
     and its annotations' digest where `digests` has one) beside its staged plan, for the
     metadata step."""
     groups = groups or {}
