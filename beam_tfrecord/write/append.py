@@ -281,6 +281,19 @@ def _write_json(path: str, data: Any) -> None:
     write_text(path, json.dumps(data, ensure_ascii=False))
 
 
+def _write_marker(output: str, data: dict[str, Any]) -> None:
+    """The merge's marker, never half written (readers and the rerun read it): on local disk
+    written in the work folder and renamed over the old one (os.replace); a gs:// object is
+    whole or absent by itself."""
+    path = FileSystems.join(output, names.APPEND_MARKER)
+    if "://" in path:
+        _write_json(path, data)
+        return
+    temp = FileSystems.join(work_dir(output), names.APPEND_MARKER + ".tmp")
+    _write_json(temp, data)
+    os.replace(temp, path)
+
+
 def _read_text(path: str) -> str:
     if not FileSystems.exists(path):
         return ""
@@ -746,7 +759,9 @@ def _merge(
         before = {name: len(_lines(FileSystems.join(output, name))) for name in counted}
     else:
         before = marker.get("lines", {})
-    _write_json(FileSystems.join(output, names.APPEND_MARKER), {"extra": sorted(set(extra)), "lines": before})
+    wanted = {"extra": sorted(set(extra)), "lines": before}
+    if marker != wanted:  # a merge run again rewrites nothing
+        _write_marker(output, wanted)
     fault_injection.pause_point("append_marked")
     renumber(output, keep)
     for name, target in move.items():
