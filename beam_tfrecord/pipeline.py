@@ -359,7 +359,8 @@ class ImagesToTFRecords(beam.PTransform):
             | "SpreadShards" >> beam.Reshuffle()
             | "LoadShardPlan" >> beam.Map(staging.load_task)
         )
-        # PendingRecord: one validated image, in shard order | RejectLine.
+        # PendingRecord: one validated image, in shard order (ConvertedRecord, already serialized,
+        # when no model is fed) | RejectLine.
         read = tasks | "ReadValidate" >> beam.ParDo(
             ReadShardFn(config, staged, self.progress_dir)
         ).with_outputs(REJECTS, main="pending")
