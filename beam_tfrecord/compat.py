@@ -29,6 +29,9 @@ Uses:
 - `dataflow_environment`: the Dataflow `Environment` message a submission would send, for dry
   runs: `apiclient.Environment` with the private `_FNAPI_ENVIRONMENT_MAJOR_VERSION` and
   `DataflowApplicationClient._apply_sdk_environment_overrides`, which Beam applies on submission.
+- `exit_now`: `os._exit`, the standard library's documented exit that skips other threads' joins
+  and atexit handlers (its name has an underscore, so it lives here): a Ctrl-C from the signal
+  thread ends the command without waiting on Beam's threads for workers just killed.
 
 Nothing here imports from beam_tfrecord: callers pass in what a use needs to know.
 """
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -46,6 +50,7 @@ __all__ = [
     "client_hook_installed",
     "dataflow_environment",
     "emulator_switch_installed",
+    "exit_now",
     "filesystem_pipeline_options",
     "install_client_hook",
     "install_emulator_switch",
@@ -224,3 +229,9 @@ def dataflow_environment(job: Any, packages: list[str], staged_pipeline_url: str
         proto_pipeline_staged_url=staged_pipeline_url,
         proto_pipeline=proto,
     ).proto
+
+
+def exit_now(code: int) -> None:
+    """End the process with `code` at once, from any thread: no other thread is joined and no
+    atexit handler runs (sys.exit from a thread ends only that thread)."""
+    os._exit(code)

@@ -207,7 +207,7 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
 
 @contextlib.contextmanager
 def claim_output(output: str) -> Iterator[claims.Claim]:
-    """The library's claim, renewed while the run lives; released on Ctrl-C too (os._exit skips
+    """The library's claim, renewed while the run lives; released on Ctrl-C too (the exit skips
     every `with`); a run whose claim another run took over stops at once."""
     with claims.claim_output(output, claims.timing_from_environment(), on_lost=_claim_lost) as claim:
         interrupts.set_cleanup(claim.release)

@@ -24,6 +24,8 @@ import threading
 from collections.abc import Callable
 from contextlib import suppress
 
+from beam_tfrecord import compat
+
 __all__ = [
     "EXIT_INTERRUPTED",
     "block",
@@ -96,9 +98,9 @@ def stop(line: str, code: int) -> None:
     with suppress(Exception):  # the line and the exit come whatever the clean-up meets
         _cleanup[0]()
     print(f"\n{line}", file=sys.stderr, flush=True)
-    # os._exit is the documented way out that skips the other threads' joins and atexit
-    # handlers (Beam's would wait on the workers just killed); sys.exit from a thread ends only it.
-    os._exit(code)
+    # Skips the other threads' joins and atexit handlers (Beam's would wait on the workers just
+    # killed); sys.exit from a thread ends only it.
+    compat.exit_now(code)
 
 
 def watch() -> bool:

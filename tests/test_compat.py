@@ -151,3 +151,22 @@ def test_bound_requests_caps_google_cloud_storages_own_time_limit(monkeypatch):
         with pytest.raises(Exception, match="503"):  # the proxy let go first, then answered 503
             uncapped.bucket("b").blob("x").download_as_bytes(retry=None)
     assert proxy.stalls == ["client gave up", "held"]
+
+
+def test_exit_now_ends_the_process_from_a_thread_without_joining_the_others(tmp_path):
+    """A non-daemon thread that would wait an hour, and an atexit handler: neither holds the exit."""
+    import subprocess
+    import sys
+
+    marker = tmp_path / "atexit-ran"
+    script = f"""
+import atexit, threading, time
+from beam_tfrecord import compat
+atexit.register(lambda: open({str(marker)!r}, "w").close())
+threading.Thread(target=time.sleep, args=(3600,)).start()
+threading.Thread(target=compat.exit_now, args=(7,)).start()
+time.sleep(3600)
+"""
+    done = subprocess.run([sys.executable, "-c", script], timeout=60, check=False)
+    assert done.returncode == 7
+    assert not marker.exists()
