@@ -4,8 +4,8 @@ only (no Beam, no TensorFlow, no stage imported), so every stage can name them.
 
 In flow order, one flow on every runner:
 
-    str (a staged shard plan's path) --LoadShardPlan--> ShardTask (one output shard's PlannedInputs)
-    ShardTask --ReadValidate--> PendingRecord (RecordFields + facts) | RejectLine
+    str (a staged shard plan's path) --ReadValidate, which loads its ShardTask (one output shard's
+        PlannedInputs)--> PendingRecord (RecordFields + facts) | RejectLine
     PendingRecord --RunInference--> PredictionResult(example=PendingRecord, inference=array | str)
         (feature runs only)
     PendingRecord | PredictionResult --BuildRecords--> ConvertedRecord | RejectLine | ChangeLine

@@ -350,14 +350,14 @@ class ImagesToTFRecords(beam.PTransform):
         runner = type(root.pipeline.runner)
         runners.check_runner(f"{runner.__module__}.{runner.__qualname__}")  # before it fails mid-run
         config, staged = self.config, self.staged
-        # ShardTask: one output shard and its inputs' paths. The Reshuffle spreads the tasks
-        # (file names, never image bytes) over the workers; a fused Create would keep them on one.
+        # str: a staged shard plan's path (one output shard and its inputs' paths). The
+        # Reshuffle spreads them (file names, never image bytes) over the workers; a fused Create
+        # would keep them on one. ReadValidate loads each.
         tasks = (
             root
             | "Start" >> beam.Create([staged.plan_dir])
             | "ListShardPlans" >> beam.ParDo(ListShardPlansFn(config, staged))
             | "SpreadShards" >> beam.Reshuffle()
-            | "LoadShardPlan" >> beam.Map(staging.load_task)
         )
         # PendingRecord: one validated image, in shard order (ConvertedRecord, already serialized,
         # when no model is fed) | RejectLine.

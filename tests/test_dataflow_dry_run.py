@@ -23,7 +23,6 @@ DATAFLOW = [
 FLOW_STEPS = [
     "ImagesToTFRecords/ListShardPlans",
     "ImagesToTFRecords/SpreadShards/ReshufflePerKey/GroupByKey",
-    "ImagesToTFRecords/LoadShardPlan",
     "ImagesToTFRecords/ReadValidate/ParDo(ReadShardFn)",
     "ImagesToTFRecords/BuildRecords/ParDo(BuildRecordFn)",
     "ImagesToTFRecords/WriteMetadata",

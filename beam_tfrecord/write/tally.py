@@ -46,7 +46,10 @@ def _key(key: Any) -> Any:
 
 
 def size_bucket(area: float) -> str:
-    return next(name for name, limit in SIZE_BUCKETS if area < limit)
+    for name, limit in SIZE_BUCKETS:
+        if area < limit:
+            return name
+    raise ValueError(f"no size bucket holds an area of {area}")  # NaN
 
 
 @dataclass

@@ -52,6 +52,11 @@ class ClassIdConflict(ValueError):
     """The annotations give an old class id to another class than the dataset's."""
 
 
+# `json.dumps(row, ensure_ascii=False)`'s text from one encoder: `dumps` builds an encoder per call
+# when given an option, and every detection run digests every object (84,000 for 12,000 photos).
+_ROW_TEXT = json.JSONEncoder(ensure_ascii=False)
+
+
 def _canonical(item: ObjectBox) -> list:
     """What a record stores of an object (as the plan stages it): its box, class, flags and mask;
     not where the source keeps it (`source_ref`: a re-export renumbers COCO's annotation ids)."""
@@ -63,7 +68,7 @@ def annotations_digest(annotations: ImageAnnotations | None) -> str:
     (None or none: a picture without objects), the same in every run and process: each object's
     JSON text, sorted (a re-export that only reorders them changes nothing), one per line."""
     objects = annotations.objects if annotations is not None else ()
-    rows = sorted(json.dumps(_canonical(o), ensure_ascii=False) for o in objects)
+    rows = sorted(_ROW_TEXT.encode(_canonical(o)) for o in objects)
     return hashlib.sha256("\n".join(rows).encode("utf-8")).hexdigest()[:16]
 
 
