@@ -170,3 +170,34 @@ time.sleep(3600)
     done = subprocess.run([sys.executable, "-c", script], timeout=60, check=False)
     assert done.returncode == 7
     assert not marker.exists()
+
+
+def test_decode_in_one_call_hands_pillow_s_decoder_the_whole_file_at_once():
+    """Pillow reads an in-memory JPEG's scan 64 KB a call; with the file's size it reads it once."""
+    import io
+
+    import imagegen
+    from PIL import Image
+
+    data = imagegen.jpeg(1024, 768)
+    assert len(data) > 3 * 65536
+
+    class CountingBytes(io.BytesIO):
+        reads: list[int] = []
+
+        def read(self, size: int | None = -1) -> bytes:
+            chunk = super().read(size)
+            self.reads.append(len(chunk))
+            return chunk
+
+    def scan_reads(one_call: bool) -> list[int]:
+        handle = CountingBytes(data)
+        image = Image.open(handle, formats=["JPEG"])
+        if one_call:
+            compat.decode_in_one_call(image, len(data))
+        handle.reads = []
+        image.load()
+        return [n for n in handle.reads if n]
+
+    assert max(scan_reads(False)) <= 65536 and len(scan_reads(False)) >= 3
+    assert len(scan_reads(True)) == 1

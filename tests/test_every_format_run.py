@@ -4,16 +4,21 @@ is named in changes.jsonl and counted in the summary table."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import threading
+import time
 
 import imagegen
+import pytest
 from conftest import convert
 from outputcheck import all_inputs, read_records, rejects, summary
 from test_formats import GOOD, REFUSED
 
 from beam_tfrecord.elements import PlannedInput, RejectLine
-from beam_tfrecord.images.inputs import prepare_input
+from beam_tfrecord.images.inputs import prepare_input, read_bytes
 from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.write.records import change_line, convert_input
 
@@ -92,3 +97,34 @@ def test_what_an_option_does_to_every_record_is_counted_but_makes_no_line(tmp_pa
     assert outcomes["a.jpg"].changes == ("resized",) and change_line(outcomes["a.jpg"]) is None
     assert outcomes["b.jpg"].changes == ("cmyk", "resized")
     assert change_line(outcomes["b.jpg"]).reasons == ("cmyk", "resized")
+
+
+@pytest.mark.parametrize("size", [0, 1, 99, 100, 101, 3_000_000])
+def test_a_local_file_is_read_whole_or_to_a_byte_past_the_limit(tmp_path, size):
+    data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    path = tmp_path / "f.bin"
+    path.write_bytes(data)
+    assert read_bytes(str(path)) == data
+    assert read_bytes(str(path), limit=100) == data[:101]  # the caller sees it is over the limit
+
+
+def test_a_file_that_arrives_in_pieces_is_read_to_its_end(tmp_path):
+    """A pipe reads short, as a network filesystem may: every piece is read, and only a byte
+    past the limit when there is one."""
+    pieces = [b"a" * 70_000, b"b" * 5, b"c" * 200_000]
+    for limit, expected in ((None, b"".join(pieces)), (70_003, (b"a" * 70_000 + b"b" * 4))):
+        fifo = tmp_path / f"pipe-{limit}"
+        os.mkfifo(fifo)
+
+        def write_slowly(path=fifo) -> None:
+            with contextlib.suppress(BrokenPipeError), open(path, "wb", buffering=0) as handle:
+                for piece in pieces:  # the reader stops past the limit: the pipe breaks
+                    handle.write(piece)
+                    time.sleep(0.05)
+
+        writer = threading.Thread(target=write_slowly)
+        writer.start()
+        try:
+            assert read_bytes(str(fifo), limit=limit) == expected
+        finally:
+            writer.join()

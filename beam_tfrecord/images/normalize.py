@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from beam_tfrecord import reasons
+from beam_tfrecord import compat, reasons
 from beam_tfrecord.images import formats, geometry, modes
 from beam_tfrecord.images.geometry import PixelTransform
 from beam_tfrecord.images.options import ImageOptions
@@ -108,6 +108,7 @@ def _to_tensorflow(data: bytes, options: ImageOptions, name: str | None) -> Enco
         # The pixels are not needed, only proof that every byte decodes: JPEG's DCT scaling
         # decodes all entropy-coded data (so truncation and corruption still show) at 1/8 size.
         image.draft(image.mode, ((width + 7) // 8, (height + 7) // 8))
+    compat.decode_in_one_call(image, len(data))
     _load(image, source_format)
     if name is not None and formats.wrong_extension(name, source_format) is not None:
         changes.append(reasons.WRONG_EXTENSION.code)
