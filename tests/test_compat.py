@@ -183,7 +183,9 @@ def test_decode_in_one_call_hands_pillow_s_decoder_the_whole_file_at_once():
     assert len(data) > 3 * 65536
 
     class CountingBytes(io.BytesIO):
-        reads: list[int] = []
+        def __init__(self, initial: bytes) -> None:
+            super().__init__(initial)
+            self.reads: list[int] = []
 
         def read(self, size: int | None = -1) -> bytes:
             chunk = super().read(size)
