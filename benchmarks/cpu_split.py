@@ -48,7 +48,7 @@ PARTS = (
     ("protobuf (upb)", re.compile(r"^_message")),
     ("json's C scanner", re.compile(r"^_json")),
     ("CRC32C", re.compile(r"^libcrc32c")),
-    ("Beam's compiled operations", re.compile(r"\.cpython-.*\.so$")),
+    ("other compiled modules (Beam's operations, pickle, struct)", re.compile(r"\.(cpython-.*|abi3)\.so$")),
 )
 OTHER = "other libraries"
 _LINE = re.compile(r"^\s*(\d+)\s+(\S.*?)\s*$")
