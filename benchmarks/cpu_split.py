@@ -122,14 +122,7 @@ def main() -> None:
     counts = []
     with tempfile.TemporaryDirectory(prefix="bench-split-") as out:
         for size in sizes:
-            kind = "photos" if args.task == "detection" else "synthetic"
-            data = os.path.join(HERE, "data", f"{kind}-{size}-{args.seed}")
-            if args.task == "detection":
-                peers.ensure_photos(data, size, args.seed)
-                tools, _ = peers.detection_tools(data, os.path.join(out, str(size)), False, extra)
-            else:
-                peers.ensure_dataset(data, size, args.seed)
-                tools, _ = peers.classification_tools(data, os.path.join(out, str(size)), extra)
+            tools, _ = peers.task_tools(args.task, size, args.seed, os.path.join(out, str(size)), extra)
             tool = next((t for t in tools if t.name == args.tool), None)
             if tool is None:
                 sys.exit(f"--tool {args.tool}: this task runs {', '.join(t.name for t in tools)}")

@@ -233,6 +233,20 @@ def classification_tools(data: str, out: str, extra: list[str]) -> tuple[list[To
     return tools, [os.path.join(data, label) for label in CLASSES]
 
 
+def task_tools(
+    task: str, images: int, seed: int, out: str, extra: list[str], masks: bool = False
+) -> tuple[list[Tool], list[str]]:
+    """The task's set of `images` under benchmarks/data (made on first use) and its two tools
+    writing under `out` (the peer, then this project), with the folders of images they read."""
+    kind = "photos" if task == "detection" else "synthetic"
+    data = os.path.join(HERE, "data", f"{kind}-{images}-{seed}")
+    if task == "detection":
+        ensure_photos(data, images, seed)
+        return detection_tools(data, out, masks, extra)
+    ensure_dataset(data, images, seed)
+    return classification_tools(data, out, extra)
+
+
 def _median(runs: list[Run], name: str) -> float | None:
     values = [getattr(run, name) for run in runs if getattr(run, name) is not None]
     return statistics.median(values) if values else None

@@ -255,14 +255,7 @@ def _cpu(
 ) -> tuple[float, str]:
     """(median unprofiled CPU seconds of the task's pipelines.convert on `images`, and with `spy`
     its summed raw profile)."""
-    kind = "photos" if args.task == "detection" else "synthetic"
-    data = os.path.join(HERE, "data", f"{kind}-{images}-{args.seed}")
-    if args.task == "detection":
-        peers.ensure_photos(data, images, args.seed)
-        tools, watched = peers.detection_tools(data, out, args.masks, extra)
-    else:
-        peers.ensure_dataset(data, images, args.seed)
-        tools, watched = peers.classification_tools(data, out, extra)
+    tools, watched = peers.task_tools(args.task, images, args.seed, out, extra, args.masks)
     ours = tools[1]
     cpus = []
     for _ in range(args.rounds):
