@@ -33,10 +33,10 @@ Uses:
   and atexit handlers (its name has an underscore, so it lives here): a Ctrl-C from the signal
   thread ends the command without waiting on Beam's threads for workers just killed.
 
-- `decode_in_one_call`: sets a Pillow image's `decodermaxblock` (an `ImageFile` attribute that
-  Pillow does not document) to the size of the data, so `load` hands the decoder the whole file
-  in one call: one release of the GIL per picture rather than one per 64 KB, and no copies of
-  the part left over between calls (issue 28).
+- `decode_in_one_call` (and `ONE_CALL_MAX_BYTES`, its cap): sets a Pillow image's
+  `decodermaxblock` (an `ImageFile` attribute that Pillow does not document) to the size of the
+  data, so `load` hands the decoder the whole file in one call: one release of the GIL per
+  picture rather than one per 64 KB, and no copies of the part left over between calls (issue 28).
 
 Nothing here imports from beam_tfrecord: callers pass in what a use needs to know.
 """
@@ -51,6 +51,7 @@ from typing import Any
 
 __all__ = [
     "KNOWN_BEAM_NOISE",
+    "ONE_CALL_MAX_BYTES",
     "bound_requests",
     "client_hook_installed",
     "dataflow_environment",
@@ -243,9 +244,14 @@ def exit_now(code: int) -> None:
     os._exit(code)
 
 
+# The most `decode_in_one_call` hands the decoder at once: each call copies what it reads from the
+# in-memory file, so a very large file is still fed in pieces of this size, not copied whole.
+ONE_CALL_MAX_BYTES = 8 * 1024 * 1024
+
+
 def decode_in_one_call(image: Any, size: int) -> None:
-    """`image.load()` feeds its decoder `size` bytes a call (Pillow's default: 64 KB): give the
-    file's size and an in-memory file is decoded in one call. A no-op for an image without
-    the attribute (a Pillow that renamed it: the decode is the same, only slower)."""
+    """`image.load()` feeds its decoder at most `size` bytes a call (Pillow's default: 64 KB):
+    give the file's size and an in-memory file of up to 8 MB is decoded in one call. A no-op for
+    an image without the attribute (a Pillow that renamed it: the decode is the same, slower)."""
     if hasattr(image, "decodermaxblock"):
-        image.decodermaxblock = max(size, 65536)
+        image.decodermaxblock = min(max(size, 65536), ONE_CALL_MAX_BYTES)

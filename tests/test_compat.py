@@ -203,3 +203,6 @@ def test_decode_in_one_call_hands_pillow_s_decoder_the_whole_file_at_once():
 
     assert max(scan_reads(False)) <= 65536 and len(scan_reads(False)) >= 3
     assert len(scan_reads(True)) == 1
+    image = Image.open(io.BytesIO(data), formats=["JPEG"])
+    compat.decode_in_one_call(image, 100 * compat.ONE_CALL_MAX_BYTES)  # a huge file: in pieces
+    assert image.decodermaxblock == compat.ONE_CALL_MAX_BYTES
