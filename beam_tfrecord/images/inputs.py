@@ -3,8 +3,10 @@ the worker's first step, Beam-free; and the ordered thread pool that overlaps re
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import stat
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
@@ -53,9 +55,12 @@ def _read_local(path: str, limit: int | None) -> bytes:
     read that finds the end): each lets another thread take the GIL, and on 2 cores every hand-off
     costs a wake-up (issue 28). Sized from fstat, as read() sizes it (a read(limit) would
     allocate the whole limit each time), with a byte more to see whether the file grew."""
-    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
     try:
-        size = os.fstat(descriptor).st_size
+        status = os.fstat(descriptor)
+        if stat.S_ISDIR(status.st_mode):  # as open() says it, naming the path (read() would not)
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        size = status.st_size
         data = os.read(descriptor, (size if limit is None else min(size, limit)) + 1)
         if len(data) == size and (limit is None or size <= limit):
             return data  # all of it, and the end reached: what a local disk gives

@@ -88,6 +88,10 @@ def encode_for_tensorflow(
             raise reject.with_detail(f"{reject.detail} (Pillow: {said})") from None
 
 
+# What Pillow's `ImageFile.load` hands its decoder a call unless told otherwise (its MAXBLOCK).
+_PILLOW_BLOCK = 65536
+
+
 def _to_tensorflow(data: bytes, options: ImageOptions, name: str | None) -> EncodedImage:
     if not data:
         raise Reject(reasons.EMPTY, "the file has zero bytes")
@@ -104,12 +108,26 @@ def _to_tensorflow(data: bytes, options: ImageOptions, name: str | None) -> Enco
     ends = _check_jpeg_segments(data) if source_format == "JPEG" else True
     changes = _changes(data, image, source_format, ends, options)
     keep = not changes  # (a wrong extension alone, added below, keeps the bytes)
-    if keep and source_format == "JPEG":
+    draft = keep and source_format == "JPEG"
+    if draft:
         # The pixels are not needed, only proof that every byte decodes: JPEG's DCT scaling
         # decodes all entropy-coded data (so truncation and corruption still show) at 1/8 size.
         image.draft(image.mode, ((width + 7) // 8, (height + 7) // 8))
-    compat.decode_in_one_call(image, len(data))
-    _load(image, source_format)
+    whole = source_format == "JPEG" and len(data) > _PILLOW_BLOCK
+    if whole:  # one release of the GIL a JPEG, not one per 64 KB (issue 28)
+        compat.decode_in_one_call(image, len(data))
+    try:
+        _load(image, source_format)
+    except Reject:
+        if not whole:
+            raise
+        # How Pillow feeds its decoder shows in what it says of a broken file ("N bytes not
+        # processed"): a reject is decoded again as Pillow feeds it by default, so its reason
+        # and detail are the ones every run gave. Only broken files pay for the second decode.
+        image = _open(data)
+        if draft:
+            image.draft(image.mode, ((width + 7) // 8, (height + 7) // 8))
+        _load(image, source_format)
     if name is not None and formats.wrong_extension(name, source_format) is not None:
         changes.append(reasons.WRONG_EXTENSION.code)
     ordered = tuple(code for code in reasons.codes("change") if code in changes)
