@@ -8,16 +8,13 @@ import struct
 
 import imagegen
 import numpy as np
-import pytest
 from PIL import Image
 
 from beam_tfrecord import compat
-from beam_tfrecord.elements import ImageAnnotations, ObjectBox, PlannedInput, RejectLine
+from beam_tfrecord.elements import PlannedInput, RejectLine
 from beam_tfrecord.images.inputs import prepare_input
 from beam_tfrecord.images.normalize import Reject, encode_for_tensorflow
 from beam_tfrecord.images.options import ImageOptions
-from beam_tfrecord.write.records import finish_record
-from beam_tfrecord.write.tally import Tally
 
 
 def _noisy(width: int, height: int, seed: int, mode: str = "RGB") -> Image.Image:
@@ -90,18 +87,3 @@ def test_a_path_that_became_a_folder_is_named_in_its_reject(tmp_path):
     reject = prepare_input(item, ImageOptions())
     assert isinstance(reject, RejectLine) and reject.reason == "unreadable"
     assert reject.detail == f"IsADirectoryError: [Errno 21] Is a directory: '{folder}'"
-
-
-def test_a_coco_area_that_overflows_when_resized_is_the_kept_boxs_area(tmp_path):
-    """A finite COCO `area` near the float limit, scaled up by --resize, would be infinite, which
-    no size bucket of the summary holds: the record keeps the box's area, and the tally counts it."""
-    path = tmp_path / "a.jpg"
-    path.write_bytes(imagegen.jpeg(48, 32))
-    annotations = ImageAnnotations((ObjectBox(1, 1, 20, 20, "cat", area=1e308),), "a", width=48, height=32)
-    item = PlannedInput("a.jpg", str(path), path.stat().st_size, "train", annotations=annotations)
-    pending = prepare_input(item, ImageOptions(resize=(224, 224)), class_names=("cat",))
-    (stored,) = pending.fields.objects
-    box = (stored.xmax - stored.xmin) * (stored.ymax - stored.ymin)  # stored as fractions
-    assert stored.area == pytest.approx(box * 224 * 224)
-    tally = Tally().add(finish_record("tfds", pending))
-    assert sum(tally.object_sizes.values()) == 1

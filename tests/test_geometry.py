@@ -22,6 +22,8 @@ from beam_tfrecord.images.inputs import prepare_input
 from beam_tfrecord.images.normalize import encode_for_tensorflow
 from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.images.placement import annotation_frame, place_annotations
+from beam_tfrecord.write.records import finish_record
+from beam_tfrecord.write.tally import Tally
 
 BACKGROUND = (60, 70, 80)
 MAGENTA = (250, 0, 250)
@@ -584,3 +586,18 @@ def test_each_task_gets_the_ids_of_its_own_class_names(tmp_path):
     assert ids(("dog", "cat")) == ([("cat", 2), ("dog", 1)], [])
     assert ids(["cat"]) == ([("cat", 1)], [reasons.UNKNOWN_CATEGORY.code])
     assert ids(("dog",)) == ([("dog", 1)], [reasons.UNKNOWN_CATEGORY.code])
+
+
+def test_a_coco_area_that_overflows_when_resized_is_the_kept_boxs_area(tmp_path):
+    """A finite COCO `area` near the float limit, scaled up by --resize, would be infinite, which
+    no size bucket of the summary holds: the record keeps the box's area, and the tally counts it."""
+    path = tmp_path / "a.jpg"
+    path.write_bytes(imagegen.jpeg(48, 32))
+    annotations = ImageAnnotations((ObjectBox(1, 1, 20, 20, "cat", area=1e308),), "a", width=48, height=32)
+    item = PlannedInput("a.jpg", str(path), path.stat().st_size, "train", annotations=annotations)
+    pending = prepare_input(item, ImageOptions(resize=(224, 224)), class_names=("cat",))
+    (stored,) = pending.fields.objects
+    box = (stored.xmax - stored.xmin) * (stored.ymax - stored.ymin)  # stored as fractions
+    assert stored.area == pytest.approx(box * 224 * 224)
+    tally = Tally().add(finish_record("tfds", pending))
+    assert sum(tally.object_sizes.values()) == 1
