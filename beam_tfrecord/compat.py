@@ -32,7 +32,6 @@ Uses:
 - `exit_now`: `os._exit`, the standard library's documented exit that skips other threads' joins
   and atexit handlers (its name has an underscore, so it lives here): a Ctrl-C from the signal
   thread ends the command without waiting on Beam's threads for workers just killed.
-
 - `decode_in_one_call` (and `ONE_CALL_MAX_BYTES`, its cap): sets a Pillow image's
   `decodermaxblock` (an `ImageFile` attribute that Pillow does not document) to the size of the
   data, so `load` hands the decoder the whole file in one call: one release of the GIL per

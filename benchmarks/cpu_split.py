@@ -103,12 +103,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--task", choices=("detection", "classification"), default="detection")
-    parser.add_argument(
-        "--images", type=int, help="default: 12000 photos (detection), 32000 (classification)"
-    )
+    peers.add_task_arguments(parser)
     parser.add_argument("--small", type=int, help="the small run's images (default: a tenth)")
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--tool",
         default="pipelines.convert",
@@ -117,7 +113,7 @@ def main() -> None:
     args, extra = parser.parse_known_args()
     if shutil.which("perf") is None:
         sys.exit("cpu_split.py needs Linux perf (apt install linux-perf)")
-    images = args.images or (12_000 if args.task == "detection" else 32_000)
+    images = args.images or peers.DEFAULT_IMAGES[args.task]
     sizes = (args.small or images // 10, images)
     counts = []
     with tempfile.TemporaryDirectory(prefix="bench-split-") as out:

@@ -233,6 +233,18 @@ def classification_tools(data: str, out: str, extra: list[str]) -> tuple[list[To
     return tools, [os.path.join(data, label) for label in CLASSES]
 
 
+DEFAULT_IMAGES = {"detection": 12_000, "classification": 32_000}
+
+
+def add_task_arguments(parser: argparse.ArgumentParser) -> None:
+    """--task, --images and --seed, as every benchmark of the two tasks takes them."""
+    parser.add_argument("--task", choices=tuple(DEFAULT_IMAGES), default="detection")
+    parser.add_argument(
+        "--images", type=int, help="default: 12000 photos (detection), 32000 (classification)"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+
+
 def task_tools(
     task: str, images: int, seed: int, out: str, extra: list[str], masks: bool = False
 ) -> tuple[list[Tool], list[str]]:
@@ -286,13 +298,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--task", choices=("detection", "classification"), default="detection")
-    parser.add_argument(
-        "--images", type=int, help="default: 12000 photos (detection), 32000 (classification)"
-    )
+    add_task_arguments(parser)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--masks", action="store_true", help="detection: store instance masks in both")
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--data", help="the set's folder (default: benchmarks/data/photos-N-SEED or synthetic-N-SEED)"
     )
@@ -306,7 +314,7 @@ def main() -> None:
     if args.masks and args.task != "detection":
         parser.error("--masks is for --task detection")
     become_subreaper()
-    images = args.images or (12_000 if args.task == "detection" else 32_000)
+    images = args.images or DEFAULT_IMAGES[args.task]
     kind = "photos" if args.task == "detection" else "synthetic"
     data = args.data or os.path.join(HERE, "data", f"{kind}-{images}-{args.seed}")
     if args.task == "detection":

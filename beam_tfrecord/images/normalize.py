@@ -108,11 +108,11 @@ def _to_tensorflow(data: bytes, options: ImageOptions, name: str | None) -> Enco
     ends = _check_jpeg_segments(data) if source_format == "JPEG" else True
     changes = _changes(data, image, source_format, ends, options)
     keep = not changes  # (a wrong extension alone, added below, keeps the bytes)
-    draft = keep and source_format == "JPEG"
-    if draft:
-        # The pixels are not needed, only proof that every byte decodes: JPEG's DCT scaling
-        # decodes all entropy-coded data (so truncation and corruption still show) at 1/8 size.
-        image.draft(image.mode, ((width + 7) // 8, (height + 7) // 8))
+    # The pixels of a JPEG kept as it is are not needed, only proof that every byte decodes: JPEG's
+    # DCT scaling decodes all entropy-coded data (so truncation and corruption still show) at 1/8.
+    draft_size = ((width + 7) // 8, (height + 7) // 8) if keep and source_format == "JPEG" else None
+    if draft_size:
+        image.draft(image.mode, draft_size)
     whole = source_format == "JPEG" and len(data) > _PILLOW_BLOCK
     if whole:  # one release of the GIL a JPEG, not one per 64 KB (issue 28)
         compat.decode_in_one_call(image, len(data))
@@ -125,8 +125,8 @@ def _to_tensorflow(data: bytes, options: ImageOptions, name: str | None) -> Enco
         # processed"): a reject is decoded again as Pillow feeds it by default, so its reason
         # and detail are the ones every run gave. Only broken files pay for the second decode.
         image = _open(data)
-        if draft:
-            image.draft(image.mode, ((width + 7) // 8, (height + 7) // 8))
+        if draft_size:
+            image.draft(image.mode, draft_size)
         _load(image, source_format)
     if name is not None and formats.wrong_extension(name, source_format) is not None:
         changes.append(reasons.WRONG_EXTENSION.code)

@@ -34,7 +34,6 @@ without one.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from math import isfinite
@@ -258,7 +257,7 @@ def _area(
     area = source_area * scale_x * scale_y * min(1.0, kept_area / whole_area)
     # A source's area near the float limit overflows when the picture is scaled up: the kept
     # box's area then, never an infinity that no size bucket of the summary holds.
-    return area if math.isfinite(area) else kept_area
+    return area if isfinite(area) else kept_area
 
 
 def _moved(before: tuple[float, ...], after: tuple[float, ...]) -> bool:
