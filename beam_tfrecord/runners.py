@@ -192,10 +192,10 @@ def read_threads(input_path: str, workers: int | None) -> int:
     """Threads that read and decode inside one shard task, when the user does not say.
 
     gs:// input: 8, as each read waits tens of milliseconds on the network. Local input: 2 for
-    one in-process worker (one thread decodes, with the GIL released, while the other runs
-    Python), 1 per worker process: the processes already keep every core busy, and a pool
-    would only add a hand-off per image (32,000 images, 2 processes, medians of 3 interleaved
-    runs: 23.0 s with 1 thread, 25.6 s with 2)."""
+    one in-process worker (the bundle's own thread and one more: one decodes, with the GIL
+    released, while the other runs Python), 1 per worker process: the processes already keep
+    every core busy, and a pool would only add a hand-off per image (32,000 images, 2
+    processes, medians of 3 interleaved runs: 23.0 s with 1 thread, 25.6 s with 2)."""
     if "://" in input_path:
         return 8
     return 2 if (workers or 1) == 1 else 1

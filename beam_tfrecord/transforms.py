@@ -178,7 +178,8 @@ class ReadShardFn(RunStepFn):
             self._progress = ProgressCounter(self.progress_dir)
         threads = self.config.read_threads
         if threads > 1:  # one pool per worker: its threads keep their GCS clients (gcs.py)
-            self._pool = ThreadPoolExecutor(threads, thread_name_prefix="read")
+            # The bundle's own thread reads too (`ordered_submit`): the pool holds the others.
+            self._pool = ThreadPoolExecutor(threads - 1, thread_name_prefix="read")
 
     def teardown(self) -> None:
         if self._pool is not None:
@@ -207,13 +208,15 @@ class ReadShardFn(RunStepFn):
         return prepared
 
     def _outcomes(self, task: ShardTask) -> Iterator[PendingRecord | ConvertedRecord | RejectLine]:
-        """The task's inputs prepared in order: on the pool's threads when there is one."""
+        """The task's inputs prepared in order: on the pool's threads and this one when there is
+        a pool."""
         shard = ShardKey(task.split, task.index, task.count)
         work = ((item, shard, task.class_names) for item in task.inputs)
         if self._pool is None:
             return map(self._prepare, work)
-        # A batch on each thread and one done, waiting for this thread to take it: the threads
-        # never wait on the consumer's pace, and no more images are held than that.
+        # A batch for each reading thread (the pool's and this one) and one done, waiting for this
+        # thread to take it: the pool never waits on the consumer's pace, and no more images are
+        # held than that.
         window = (self.config.read_threads + 1) * READ_BATCH
         return ordered_submit(self._pool, self._prepare, work, window, READ_BATCH)
 

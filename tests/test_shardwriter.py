@@ -7,6 +7,7 @@ import os
 import struct
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import imagegen
@@ -15,7 +16,7 @@ from conftest import plan_listing
 from outputcheck import read_records
 
 from beam_tfrecord.elements import RejectLine, ShardKey
-from beam_tfrecord.images.inputs import ordered_map
+from beam_tfrecord.images.inputs import ordered_map, ordered_submit
 from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.plan.listing import InputFile
 from beam_tfrecord.plan.planner import LabelSource, shard_tasks
@@ -83,6 +84,47 @@ def test_ordered_map_in_batches_gives_the_results_before_an_error():
         for result in ordered_map(boom, range(20), threads=2, batch=4):
             seen.append(result)
     assert seen == [0, 1, 2, 3, 4, 5]
+
+
+def test_ordered_submit_runs_what_the_pool_has_not_started_on_the_consumers_thread():
+    """The consumer never waits for a batch no pool thread has taken: with the pool's one thread
+    held up, every item is still done, in order, on the consumer's own thread."""
+    held = threading.Event()
+    release = threading.Timer(30, held.set)  # a safety net: a regression fails below, never hangs
+    release.start()
+    ran_on: list[int] = []
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(held.wait)
+
+        def square(i: int) -> int:
+            ran_on.append(threading.get_ident())
+            return i * i
+
+        assert list(ordered_submit(pool, square, range(21), window=8, batch=4)) == [i * i for i in range(21)]
+        held.set()
+    release.cancel()
+    assert set(ran_on) == {threading.get_ident()}
+
+
+def test_ordered_submit_gives_a_stolen_batchs_error_after_the_results_before_it():
+    held = threading.Event()
+    release = threading.Timer(30, held.set)
+    release.start()
+
+    def boom(i: int) -> int:
+        if i == 9:
+            raise RuntimeError("bug in a worker")
+        return i
+
+    seen = []
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(held.wait)
+        with pytest.raises(RuntimeError, match="bug in a worker"):
+            for result in ordered_submit(pool, boom, range(20), window=8, batch=4):
+                seen.append(result)
+        held.set()
+    release.cancel()
+    assert seen == list(range(9))
 
 
 def test_ordered_map_passes_worker_errors_on():

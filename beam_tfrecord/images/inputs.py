@@ -10,8 +10,9 @@ import stat
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from itertools import islice
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from beam_tfrecord import gcs, reasons
 from beam_tfrecord.elements import (
@@ -195,7 +196,8 @@ def _too_big(relpath: str, size: int, image_options: ImageOptions) -> RejectLine
 def ordered_map(
     fn: Callable[[T], R], items: Iterable[T], threads: int, window: int | None = None, batch: int = 1
 ) -> Iterator[R]:
-    """`map` on a thread pool, in input order, with at most `window` items in flight.
+    """`map` on `threads` threads (this one and a pool of the others), in input order, with at
+    most `window` items in flight.
 
     Reads and decodes release the GIL, so a few threads keep one core busy while another file
     is read; the window bounds memory whatever the shard size. `batch`: items per hand-off
@@ -204,34 +206,49 @@ def ordered_map(
     if threads <= 1:
         yield from map(fn, items)
         return
-    with ThreadPoolExecutor(threads, thread_name_prefix="decode") as pool:
+    with ThreadPoolExecutor(threads - 1, thread_name_prefix="decode") as pool:
         yield from ordered_submit(pool, fn, items, window or 2 * threads * batch, batch)
 
 
 def ordered_submit(
     pool: Executor, fn: Callable[[T], R], items: Iterable[T], window: int, batch: int = 1
 ) -> Iterator[R]:
-    """Results of `fn` over `items` from any executor, in input order, at most `window` items
-    in flight (and at least one batch).
+    """Results of `fn` over `items` from any executor and this thread, in input order, at most
+    `window` items in flight (and at least one batch).
 
     Items go to the pool `batch` at a time, one future each: a future, a queue hand-off and a
     wait per item cost 5-150 us of CPU (mostly waits for the GIL) beside a 0.5-1 ms decode
-    (issue 28's profile). An error in `fn` is raised here after the results of the items before
-    it, as one item at a time would.
+    (issue 28's profile). This thread works too: rather than wait for a batch the pool is still
+    running, it takes back (`Future.cancel`) the first batch no pool thread has started and runs
+    it itself, so a pool of one thread fewer keeps as many threads busy, and one fewer contends
+    for the GIL. An error in `fn` is raised here after the results of the items before it, as
+    one item at a time would.
     """
     batch = max(1, batch)
     batches = max(1, window // batch)
-    pending: deque[Future[tuple[list[R], BaseException | None]]] = deque()
+    pending: deque[_Batch[T, R]] = deque()
     iterator = iter(items)
     while chunk := list(islice(iterator, batch)):
-        pending.append(pool.submit(_run_batch, fn, chunk))
+        pending.append(_Batch(chunk, pool.submit(_run_batch, fn, chunk)))
         if len(pending) >= batches:
-            yield from _batch_results(pending.popleft())
+            yield from _batch_results(pending.popleft(), pending, fn)
     while pending:
-        yield from _batch_results(pending.popleft())
+        yield from _batch_results(pending.popleft(), pending, fn)
 
 
-def _run_batch(fn: Callable[[T], R], chunk: list[T]) -> tuple[list[R], BaseException | None]:
+Outcome = tuple[list[R], BaseException | None]  # a batch's results, and the error that stopped it
+
+
+@dataclass(slots=True)
+class _Batch(Generic[T, R]):
+    """Items handed to the pool together; `outcome` is set when this thread ran them instead."""
+
+    items: list[T]
+    future: Future[Outcome[R]]
+    outcome: Outcome[R] | None = None
+
+
+def _run_batch(fn: Callable[[T], R], chunk: list[T]) -> Outcome[R]:
     """`fn` over a batch, stopping at the first error: the results before it, and the error."""
     results: list[R] = []
     try:
@@ -242,8 +259,15 @@ def _run_batch(fn: Callable[[T], R], chunk: list[T]) -> tuple[list[R], BaseExcep
     return results, None
 
 
-def _batch_results(future: Future[tuple[list[R], BaseException | None]]) -> Iterator[R]:
-    results, error = future.result()
+def _batch_results(head: _Batch[T, R], later: deque[_Batch[T, R]], fn: Callable[[T], R]) -> Iterator[R]:
+    """`head`'s results in order; while a pool thread is still at them, this thread runs the
+    first batch (`head` itself or a later one) that no pool thread has started."""
+    while head.outcome is None and not head.future.done():
+        idle = next((b for b in (head, *later) if b.outcome is None and b.future.cancel()), None)
+        if idle is None:  # every batch is started: only waiting is left
+            break
+        idle.outcome = _run_batch(fn, idle.items)
+    results, error = head.outcome if head.outcome is not None else head.future.result()
     yield from results
     if error is not None:
         raise error
