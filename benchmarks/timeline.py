@@ -47,17 +47,22 @@ def tree_cpu_s(root: psutil.Process) -> float:
 def timeline(command: list[str]) -> tuple[float, list[float]]:
     """The command's wall seconds and the cores its tree kept busy in each tick."""
     started = time.perf_counter()
-    child = subprocess.Popen(command, cwd=peers.ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    root = psutil.Process(child.pid)
-    cores, last, last_at = [], 0.0, started
-    while child.poll() is None:
-        time.sleep(TICK_S)
-        with contextlib.suppress(psutil.Error):
-            now, now_at = tree_cpu_s(root), time.perf_counter()
-            cores.append((now - last) / (now_at - last_at))
-            last, last_at = now, now_at
-    if child.returncode:
-        sys.exit(f"{command[0]} ... failed with exit code {child.returncode}")
+    with tempfile.TemporaryFile() as errors:
+        child = subprocess.Popen(command, cwd=peers.ROOT, stdout=subprocess.DEVNULL, stderr=errors)
+        root = psutil.Process(child.pid)
+        cores, last, last_at = [], 0.0, started
+        while child.poll() is None:
+            time.sleep(TICK_S)
+            with contextlib.suppress(psutil.Error):
+                now, now_at = tree_cpu_s(root), time.perf_counter()
+                # A process that ends unreaped (its parent gone first) takes its time with it: a
+                # tick never counts below zero for it.
+                cores.append(max(0.0, now - last) / (now_at - last_at))
+                last, last_at = max(now, last), now_at
+        if child.returncode:
+            errors.seek(0)
+            tail = errors.read().decode(errors="replace")[-2000:]
+            sys.exit(f"{' '.join(command[:4])} ... failed with exit code {child.returncode}:\n{tail}")
     return time.perf_counter() - started, cores
 
 

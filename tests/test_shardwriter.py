@@ -127,6 +127,44 @@ def test_ordered_submit_gives_a_stolen_batchs_error_after_the_results_before_it(
     assert seen == list(range(9))
 
 
+def test_ordered_submit_raises_an_interrupt_in_a_batch_it_runs_at_once():
+    """Ctrl-C in a batch the consumer runs itself is not held back behind the results before it
+    (nor lost if the consumer stops before it would have come out)."""
+    held = threading.Event()
+    release = threading.Timer(30, held.set)
+    release.start()
+
+    def interrupted(i: int) -> int:
+        if i == 5:
+            raise KeyboardInterrupt
+        return i
+
+    seen = []
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(held.wait)
+        with pytest.raises(KeyboardInterrupt):
+            for result in ordered_submit(pool, interrupted, range(20), window=8, batch=4):
+                seen.append(result)
+        held.set()
+    release.cancel()
+    assert seen == [0, 1, 2, 3]  # item 4's result, in the interrupted batch, is not waited for
+
+
+def test_ordered_submit_closed_early_runs_nothing_it_had_not_started():
+    held = threading.Event()
+    release = threading.Timer(30, held.set)
+    release.start()
+    ran: list[int] = []
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(held.wait)
+        results = ordered_submit(pool, lambda i: ran.append(i) or i, range(40), window=12, batch=4)
+        assert next(results) == 0  # the consumer ran the first batch itself
+        results.close()
+        held.set()
+    release.cancel()
+    assert ran == [0, 1, 2, 3]
+
+
 def test_ordered_map_passes_worker_errors_on():
     def boom(i: int) -> int:
         if i == 4:

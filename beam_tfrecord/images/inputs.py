@@ -222,18 +222,23 @@ def ordered_submit(
     running, it takes back (`Future.cancel`) the first batch no pool thread has started and runs
     it itself, so a pool of one thread fewer keeps as many threads busy, and one fewer contends
     for the GIL. An error in `fn` is raised here after the results of the items before it, as
-    one item at a time would.
+    one item at a time would; an interrupt (KeyboardInterrupt, SystemExit) in a batch this
+    thread runs is raised at once. Closed early, it cancels the batches no thread has started.
     """
     batch = max(1, batch)
     batches = max(1, window // batch)
     pending: deque[_Batch[T, R]] = deque()
     iterator = iter(items)
-    while chunk := list(islice(iterator, batch)):
-        pending.append(_Batch(chunk, pool.submit(_run_batch, fn, chunk)))
-        if len(pending) >= batches:
+    try:
+        while chunk := list(islice(iterator, batch)):
+            pending.append(_Batch(chunk, pool.submit(_run_batch, fn, chunk)))
+            if len(pending) >= batches:
+                yield from _batch_results(pending.popleft(), pending, fn)
+        while pending:
             yield from _batch_results(pending.popleft(), pending, fn)
-    while pending:
-        yield from _batch_results(pending.popleft(), pending, fn)
+    finally:  # closed early (the consumer stopped, or an error): what no thread started never runs
+        for waiting in pending:
+            waiting.future.cancel()
 
 
 Outcome = tuple[list[R], BaseException | None]  # a batch's results, and the error that stopped it
@@ -267,6 +272,9 @@ def _batch_results(head: _Batch[T, R], later: deque[_Batch[T, R]], fn: Callable[
         if idle is None:  # every batch is started: only waiting is left
             break
         idle.outcome = _run_batch(fn, idle.items)
+        interrupt = idle.outcome[1]
+        if interrupt is not None and not isinstance(interrupt, Exception):
+            raise interrupt  # Ctrl-C, SystemExit: at once, as while this thread only waited
     results, error = head.outcome if head.outcome is not None else head.future.result()
     yield from results
     if error is not None:
