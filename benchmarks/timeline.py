@@ -102,9 +102,11 @@ def main() -> None:
             before, during, after = phases(cores)
             mean = sum(c * TICK_S for c in cores) / max(wall, TICK_S)
             print(f"\n{tool.name}, {images} images: {wall:.2f} s wall, {mean:.2f} cores busy on average")
+            first, last = round(before / TICK_S), round((before + during) / TICK_S)
+            converting = sum(cores[first:last]) / max(1, last - first)
             print(
                 f"  {before:.2f} s before the tree first keeps {BUSY} cores busy, {during:.2f} s from then "
-                f"to the last such tick, {after:.2f} s after"
+                f"to the last such tick ({converting:.2f} cores busy on average), {after:.2f} s after"
             )
             print("\n".join(chart(cores)))
 
