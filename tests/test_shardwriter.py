@@ -3,10 +3,12 @@ files, temp-then-rename with empty shards for fully rejected tasks."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -86,53 +88,53 @@ def test_ordered_map_in_batches_gives_the_results_before_an_error():
     assert seen == [0, 1, 2, 3, 4, 5]
 
 
+@contextlib.contextmanager
+def pool_held_up() -> Iterator[ThreadPoolExecutor]:
+    """A pool of one thread, busy until the block ends: every batch the consumer gets done in
+    the block, it ran itself. A safety timer frees the thread after 30 s, so a regression fails
+    an assertion rather than hanging."""
+    held = threading.Event()
+    release = threading.Timer(30, held.set)
+    release.start()
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(held.wait)
+        try:
+            yield pool
+        finally:
+            held.set()
+    release.cancel()
+
+
 def test_ordered_submit_runs_what_the_pool_has_not_started_on_the_consumers_thread():
     """The consumer never waits for a batch no pool thread has taken: with the pool's one thread
     held up, every item is still done, in order, on the consumer's own thread."""
-    held = threading.Event()
-    release = threading.Timer(30, held.set)  # a safety net: a regression fails below, never hangs
-    release.start()
     ran_on: list[int] = []
-    with ThreadPoolExecutor(1) as pool:
-        pool.submit(held.wait)
 
-        def square(i: int) -> int:
-            ran_on.append(threading.get_ident())
-            return i * i
+    def square(i: int) -> int:
+        ran_on.append(threading.get_ident())
+        return i * i
 
+    with pool_held_up() as pool:
         assert list(ordered_submit(pool, square, range(21), window=8, batch=4)) == [i * i for i in range(21)]
-        held.set()
-    release.cancel()
     assert set(ran_on) == {threading.get_ident()}
 
 
 def test_ordered_submit_gives_a_stolen_batchs_error_after_the_results_before_it():
-    held = threading.Event()
-    release = threading.Timer(30, held.set)
-    release.start()
-
     def boom(i: int) -> int:
         if i == 9:
             raise RuntimeError("bug in a worker")
         return i
 
     seen = []
-    with ThreadPoolExecutor(1) as pool:
-        pool.submit(held.wait)
-        with pytest.raises(RuntimeError, match="bug in a worker"):
-            for result in ordered_submit(pool, boom, range(20), window=8, batch=4):
-                seen.append(result)
-        held.set()
-    release.cancel()
+    with pool_held_up() as pool, pytest.raises(RuntimeError, match="bug in a worker"):
+        for result in ordered_submit(pool, boom, range(20), window=8, batch=4):
+            seen.append(result)
     assert seen == list(range(9))
 
 
 def test_ordered_submit_raises_an_interrupt_in_a_batch_it_runs_at_once():
     """Ctrl-C in a batch the consumer runs itself is not held back behind the results before it
     (nor lost if the consumer stops before it would have come out)."""
-    held = threading.Event()
-    release = threading.Timer(30, held.set)
-    release.start()
 
     def interrupted(i: int) -> int:
         if i == 5:
@@ -140,28 +142,18 @@ def test_ordered_submit_raises_an_interrupt_in_a_batch_it_runs_at_once():
         return i
 
     seen = []
-    with ThreadPoolExecutor(1) as pool:
-        pool.submit(held.wait)
-        with pytest.raises(KeyboardInterrupt):
-            for result in ordered_submit(pool, interrupted, range(20), window=8, batch=4):
-                seen.append(result)
-        held.set()
-    release.cancel()
+    with pool_held_up() as pool, pytest.raises(KeyboardInterrupt):
+        for result in ordered_submit(pool, interrupted, range(20), window=8, batch=4):
+            seen.append(result)
     assert seen == [0, 1, 2, 3]  # item 4's result, in the interrupted batch, is not waited for
 
 
 def test_ordered_submit_closed_early_runs_nothing_it_had_not_started():
-    held = threading.Event()
-    release = threading.Timer(30, held.set)
-    release.start()
     ran: list[int] = []
-    with ThreadPoolExecutor(1) as pool:
-        pool.submit(held.wait)
+    with pool_held_up() as pool:
         results = ordered_submit(pool, lambda i: ran.append(i) or i, range(40), window=12, batch=4)
         assert next(results) == 0  # the consumer ran the first batch itself
         results.close()
-        held.set()
-    release.cancel()
     assert ran == [0, 1, 2, 3]
 
 
