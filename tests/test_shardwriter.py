@@ -8,7 +8,7 @@ import os
 import struct
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -75,12 +75,19 @@ def test_ordered_map_in_batches_keeps_order_and_bounds_work_in_flight():
     assert consumed == [i * i for i in range(61)]
 
 
-def test_ordered_map_in_batches_gives_the_results_before_an_error():
-    def boom(i: int) -> int:
-        if i == 6:
-            raise RuntimeError("bug in a worker")
+def fails_at(index: int, error: BaseException | None = None) -> Callable[[int], int]:
+    """The identity on ints, raising `error` (a worker's bug by default) at `index`."""
+
+    def work(i: int) -> int:
+        if i == index:
+            raise error if error is not None else RuntimeError("bug in a worker")
         return i
 
+    return work
+
+
+def test_ordered_map_in_batches_gives_the_results_before_an_error():
+    boom = fails_at(6)
     seen = []
     with pytest.raises(RuntimeError, match="bug in a worker"):
         for result in ordered_map(boom, range(20), threads=2, batch=4):
@@ -120,11 +127,7 @@ def test_ordered_submit_runs_what_the_pool_has_not_started_on_the_consumers_thre
 
 
 def test_ordered_submit_gives_a_stolen_batchs_error_after_the_results_before_it():
-    def boom(i: int) -> int:
-        if i == 9:
-            raise RuntimeError("bug in a worker")
-        return i
-
+    boom = fails_at(9)
     seen = []
     with pool_held_up() as pool, pytest.raises(RuntimeError, match="bug in a worker"):
         for result in ordered_submit(pool, boom, range(20), window=8, batch=4):
@@ -136,11 +139,7 @@ def test_ordered_submit_raises_an_interrupt_in_a_batch_it_runs_at_once():
     """Ctrl-C in a batch the consumer runs itself is not held back behind the results before it
     (nor lost if the consumer stops before it would have come out)."""
 
-    def interrupted(i: int) -> int:
-        if i == 5:
-            raise KeyboardInterrupt
-        return i
-
+    interrupted = fails_at(5, KeyboardInterrupt())
     seen = []
     with pool_held_up() as pool, pytest.raises(KeyboardInterrupt):
         for result in ordered_submit(pool, interrupted, range(20), window=8, batch=4):
@@ -158,11 +157,7 @@ def test_ordered_submit_closed_early_runs_nothing_it_had_not_started():
 
 
 def test_ordered_map_passes_worker_errors_on():
-    def boom(i: int) -> int:
-        if i == 4:
-            raise RuntimeError("bug in a worker")
-        return i
-
+    boom = fails_at(4)
     with pytest.raises(RuntimeError, match="bug in a worker"):
         list(ordered_map(boom, range(10), threads=2))
 
