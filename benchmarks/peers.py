@@ -5,6 +5,9 @@ process, on the same files, in interleaved rounds (issue 28):
   od_api_coco.py) against `python -m pipelines.convert --annotations coco`, on N real photographs
   with boxes and polygons (benchmarks/photos.py); `--masks` stores masks in both;
   `--peer_validates` has the peer decode every image too (the check this project makes).
+- either task, `--ours_without_decode`: a third tool, this project's command with the validating
+  decode skipped (benchmarks/without_decode: a measurement, never an option of the product), so
+  the table shows what everything but the check costs against the peer, and the check itself.
 - `--task classification`: the tutorials' loop (benchmarks/tf_loop.py) against
   `python -m pipelines.convert`, on N synthetic JPEGs in two class folders (benchmarks/synthetic.py,
   the set benchmarks/run.py uses).
@@ -13,6 +16,7 @@ process, on the same files, in interleaved rounds (issue 28):
     .venv/bin/python benchmarks/peers.py --task detection --images 12000 --rounds 3 --masks
     .venv/bin/python benchmarks/peers.py --task detection --images 12000 --rounds 3 --peer_validates
     .venv/bin/python benchmarks/peers.py --task classification --images 32000 --rounds 3
+    .venv/bin/python benchmarks/peers.py --task detection --images 12000 --rounds 3 --ours_without_decode
     .venv/bin/python benchmarks/peers.py --task detection --images 300 --rounds 2   # a check, < 1 min
 
 Arguments it does not know go to this project's command (say `--direct_num_workers=2`).
@@ -91,6 +95,7 @@ class Tool:
     command: list[str]
     output: str
     runs: list[Run] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)  # over this process's environment
 
 
 class FirstRead:
@@ -163,15 +168,18 @@ def _reap_descendants(timeout: float = 60.0) -> None:
 
 
 def measure(
-    command: list[str], watched: Iterable[str]
+    command: list[str], watched: Iterable[str], env: dict[str, str] | None = None
 ) -> tuple[float, float, float, tuple[int, int], float | None]:
     """(wall, user, sys, (peak RSS, peak PSS) in bytes, first read) of `command` and all its
-    descendants."""
+    descendants, with `env` over this process's environment."""
     _reap_descendants(0)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     first = FirstRead(watched)
     started = time.perf_counter()
-    child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    environment = {**os.environ, **(env or {})}
+    child = subprocess.Popen(
+        command, cwd=ROOT, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     stderr: list[bytes] = []
     reader = threading.Thread(target=lambda: stderr.append(child.stderr.read()), daemon=True)
     reader.start()
@@ -233,6 +241,16 @@ def classification_tools(data: str, out: str, extra: list[str]) -> tuple[list[To
     return tools, [os.path.join(data, label) for label in CLASSES]
 
 
+def without_decode(ours: Tool, out: str) -> Tool:
+    """This project's command again, every process of it skipping the validating decode
+    (benchmarks/without_decode/sitecustomize.py), writing beside the others under `out`."""
+    skip = os.path.join(HERE, "without_decode")
+    path = os.pathsep.join(p for p in (skip, ROOT, os.environ.get("PYTHONPATH")) if p)
+    output = os.path.join(out, "ours-without-decode")
+    command = [output if arg == ours.output else arg for arg in ours.command]
+    return Tool("convert, no decode", command, output, env={"PYTHONPATH": path})
+
+
 DEFAULT_IMAGES = {"detection": 12_000, "classification": 32_000}
 
 
@@ -265,8 +283,9 @@ def _median(runs: list[Run], name: str) -> float | None:
 
 
 def report(tools: list[Tool], images: int) -> list[str]:
-    """The side-by-side table: medians of the rounds, and this project's ratio to the peer."""
-    peer, ours = tools
+    """The side-by-side table: medians of the rounds, and each other tool's ratio to the peer
+    (the first)."""
+    peer, others = tools[0], tools[1:]
     rows = [
         ("wall s", "wall_s", 1.0, "{:.2f}"),
         ("CPU s (user+sys)", "cpu_s", 1.0, "{:.2f}"),
@@ -276,14 +295,18 @@ def report(tools: list[Tool], images: int) -> list[str]:
         ("start-up s (to 1st read)", "first_read_s", 1.0, "{:.2f}"),
         ("records", "records", 1.0, "{:.0f}"),
     ]
-    lines = [
-        f"{'median of ' + str(len(ours.runs)) + ' rounds':<26}{peer.name:>16}{ours.name:>19}{'ratio':>8}"
-    ]
+    header = f"{'median of ' + str(len(peer.runs)) + ' rounds':<26}{peer.name:>16}"
+    header += "".join(f"{tool.name:>19}{'ratio':>8}" for tool in others)
+    lines = [header]
     for label, name, scale, form in rows:
-        a, b = _median(peer.runs, name), _median(ours.runs, name)
-        shown = [form.format(v * scale) if v is not None else "-" for v in (a, b)]
-        ratio = f"{b / a:.2f}" if a and b is not None and name != "records" else ""
-        lines.append(f"{label:<26}{shown[0]:>16}{shown[1]:>19}{ratio:>8}")
+        base = _median(peer.runs, name)
+        line = f"{label:<26}{form.format(base * scale) if base is not None else '-':>16}"
+        for tool in others:
+            value = _median(tool.runs, name)
+            shown = form.format(value * scale) if value is not None else "-"
+            ratio = f"{value / base:.2f}" if base and value is not None and name != "records" else ""
+            line += f"{shown:>19}{ratio:>8}"
+        lines.append(line)
     return lines
 
 
@@ -309,6 +332,11 @@ def main() -> None:
         action="store_true",
         help="detection: the peer also decodes every image (tf.io.decode_image) and skips one that fails",
     )
+    parser.add_argument(
+        "--ours_without_decode",
+        action="store_true",
+        help="also run this project with the validating decode skipped (benchmarks/without_decode)",
+    )
     parser.add_argument("--json", help="also write every run's figures here")
     args, extra = parser.parse_known_args()
     if args.masks and args.task != "detection":
@@ -326,6 +354,8 @@ def main() -> None:
             tools, watched = detection_tools(data, out, args.masks, extra, args.peer_validates)
         else:
             tools, watched = classification_tools(data, out, extra)
+        if args.ours_without_decode:
+            tools.append(without_decode(tools[-1], out))
         for tool in tools:
             os.makedirs(tool.output, exist_ok=True)
         size = sum(
@@ -340,7 +370,7 @@ def main() -> None:
         for round_index in range(args.rounds):
             order = tools if round_index % 2 == 0 else tools[::-1]  # ABBA: drift hits both alike
             for tool in order:
-                wall, user, system, peaks, first = measure(tool.command, watched)
+                wall, user, system, peaks, first = measure(tool.command, watched, tool.env)
                 records = count_records(tool.output)
                 shutil.rmtree(tool.output)
                 os.makedirs(tool.output)
