@@ -35,11 +35,17 @@ def _scan_names_a_missing_component() -> bytes:
     return bytes(data)
 
 
-def _verdict(python_path: str) -> str:
+def _truncated() -> bytes:
+    buffer = io.BytesIO()
+    Image.effect_noise((64, 48), 64).convert("RGB").save(buffer, "JPEG")
+    return buffer.getvalue()[:-300]
+
+
+def _verdict(python_path: str, data: bytes) -> str:
     env = {**os.environ, "PYTHONPATH": python_path}
     done = subprocess.run(
         [sys.executable, "-c", _CHECK],
-        input=_scan_names_a_missing_component(),
+        input=data,
         capture_output=True,
         env=env,
         cwd=ROOT,
@@ -49,8 +55,13 @@ def _verdict(python_path: str) -> str:
 
 
 def test_the_product_rejects_what_only_the_decode_finds() -> None:
-    assert _verdict(ROOT) == "rejected corrupt"
+    assert _verdict(ROOT, _scan_names_a_missing_component()) == "rejected corrupt"
 
 
 def test_without_decode_keeps_it_as_it_is() -> None:
-    assert _verdict(os.pathsep.join([SKIP_DECODE, ROOT])) == "kept False"
+    assert _verdict(os.pathsep.join([SKIP_DECODE, ROOT]), _scan_names_a_missing_component()) == "kept False"
+
+
+def test_without_decode_still_decodes_what_it_re_encodes() -> None:
+    """A truncated JPEG is re-encoded, so decoded: still a reject, never a crash of the run."""
+    assert _verdict(os.pathsep.join([SKIP_DECODE, ROOT]), _truncated()) == "rejected truncated"
