@@ -28,7 +28,7 @@ polled every 50 ms (shared pages counted in each process, as benchmarks/run.py c
 of their PSS (shared pages split: fairer to a pool forked after `import tensorflow`);
 start-up, the time from the command to the first read of an input image (inotify on the image
 folders: the first IN_ACCESS of a file in them, by whatever process). The medians of the rounds
-are printed side by side with this project's ratio to the peer (below 1.0: this project spends
+are printed side by side with each other tool's ratio to the peer (below 1.0: that tool spends
 less). The records each wrote are counted from the files.
 """
 
@@ -193,9 +193,11 @@ def measure(
     reader.join()
     first.close()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    said = b"".join(stderr).decode(errors="replace")
     if child.returncode != 0:
-        said = b"".join(stderr).decode(errors="replace")[-3000:]
-        sys.exit(f"{' '.join(command)} failed ({child.returncode}):\n{said}")
+        sys.exit(f"{' '.join(command)} failed ({child.returncode}):\n{said[-3000:]}")
+    if "Error in sitecustomize" in said:  # Python goes on without it: the run measured the wrong thing
+        sys.exit(f"{' '.join(command)}: its sitecustomize failed to load:\n{said[-3000:]}")
     read_at = None if first.at is None else first.at - started
     user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
     return wall, user, system, (peak_rss, peak_pss), read_at
@@ -247,6 +249,8 @@ def without_decode(ours: Tool, out: str) -> Tool:
     skip = os.path.join(HERE, "without_decode")
     path = os.pathsep.join(p for p in (skip, ROOT, os.environ.get("PYTHONPATH")) if p)
     output = os.path.join(out, "ours-without-decode")
+    if ours.command.count(ours.output) != 1:
+        raise ValueError(f"{ours.command}: not one --output {ours.output} to write elsewhere")
     command = [output if arg == ours.output else arg for arg in ours.command]
     return Tool("convert, no decode", command, output, env={"PYTHONPATH": path})
 
@@ -295,17 +299,17 @@ def report(tools: list[Tool], images: int) -> list[str]:
         ("start-up s (to 1st read)", "first_read_s", 1.0, "{:.2f}"),
         ("records", "records", 1.0, "{:.0f}"),
     ]
-    header = f"{'median of ' + str(len(peer.runs)) + ' rounds':<26}{peer.name:>16}"
-    header += "".join(f"{tool.name:>19}{'ratio':>8}" for tool in others)
+    header = f"{'median of ' + str(len(peer.runs)) + ' rounds':<26}{peer.name:>19}"
+    header += "".join(f"{tool.name:>20}{'ratio':>8}" for tool in others)
     lines = [header]
     for label, name, scale, form in rows:
         base = _median(peer.runs, name)
-        line = f"{label:<26}{form.format(base * scale) if base is not None else '-':>16}"
+        line = f"{label:<26}{form.format(base * scale) if base is not None else '-':>19}"
         for tool in others:
             value = _median(tool.runs, name)
             shown = form.format(value * scale) if value is not None else "-"
             ratio = f"{value / base:.2f}" if base and value is not None and name != "records" else ""
-            line += f"{shown:>19}{ratio:>8}"
+            line += f"{shown:>20}{ratio:>8}"
         lines.append(line)
     return lines
 
@@ -368,7 +372,7 @@ def main() -> None:
             flush=True,
         )
         for round_index in range(args.rounds):
-            order = tools if round_index % 2 == 0 else tools[::-1]  # ABBA: drift hits both alike
+            order = tools if round_index % 2 == 0 else tools[::-1]  # ABBA: drift hits all alike
             for tool in order:
                 wall, user, system, peaks, first = measure(tool.command, watched, tool.env)
                 records = count_records(tool.output)
@@ -394,6 +398,8 @@ def main() -> None:
                 {
                     "task": args.task,
                     "masks": args.masks,
+                    "peer_validates": args.peer_validates,
+                    "ours_without_decode": args.ours_without_decode,
                     "images": images,
                     "extra": extra,
                     "tools": {tool.name: [asdict(run) for run in tool.runs] for tool in tools},

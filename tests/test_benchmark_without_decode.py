@@ -49,8 +49,8 @@ def _verdict(python_path: str, data: bytes) -> str:
         capture_output=True,
         env=env,
         cwd=ROOT,
-        check=True,
     )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
     return done.stdout.decode().strip()
 
 

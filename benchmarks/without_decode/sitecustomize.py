@@ -9,17 +9,17 @@ JPEG gets; tests/test_benchmark_without_decode.py checks that a file only the de
 kept here, so a rename cannot leave this measuring the decode after all.
 """
 
-from typing import Any
+from PIL import ImageFile
 
 from beam_tfrecord.images import normalize
 
 _decode = normalize._load
 
 
-def _load_unless_kept(image: Any, source_format: str) -> None:
+def _load_unless_kept(image: ImageFile.ImageFile, source_format: str) -> None:
     """Stands in for `normalize._load`: a JPEG put in draft mode (its bytes kept, so its pixels
     are only checked) is left undecoded; anything else is decoded."""
-    if source_format == "JPEG" and image.decoderconfig:
+    if source_format == "JPEG" and image.decoderconfig:  # what `draft` sets
         return
     _decode(image, source_format)
 
