@@ -5,12 +5,12 @@ process, on the same files, in interleaved rounds (issue 28):
   od_api_coco.py) against `python -m pipelines.convert --annotations coco`, on N real photographs
   with boxes and polygons (benchmarks/photos.py); `--masks` stores masks in both;
   `--peer_validates` has the peer decode every image too (the check this project makes).
-- either task, `--ours_without_decode`: a third tool, this project's command with the validating
-  decode skipped (benchmarks/without_decode: a measurement, never an option of the product), so
-  the table shows what everything but the check costs against the peer, and the check itself.
 - `--task classification`: the tutorials' loop (benchmarks/tf_loop.py) against
   `python -m pipelines.convert`, on N synthetic JPEGs in two class folders (benchmarks/synthetic.py,
   the set benchmarks/run.py uses).
+- either task, `--ours_without_decode`: a third tool, this project's command with the validating
+  decode skipped (benchmarks/without_decode: a measurement, never an option of the product), so
+  the table shows what everything but the check costs against the peer, and the check itself.
 
     .venv/bin/python benchmarks/peers.py --task detection --images 12000 --rounds 3
     .venv/bin/python benchmarks/peers.py --task detection --images 12000 --rounds 3 --masks
