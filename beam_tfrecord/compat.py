@@ -253,4 +253,4 @@ def decode_in_one_call(image: Any, size: int) -> None:
     give the file's size and an in-memory file of up to 8 MB is decoded in one call. A no-op for
     an image without the attribute (a Pillow that renamed it: the decode is the same, slower)."""
     if hasattr(image, "decodermaxblock"):
-        image.decodermaxblock = min(max(size, 65536), ONE_CALL_MAX_BYTES)
+        image.decodermaxblock = min(max(size, image.decodermaxblock), ONE_CALL_MAX_BYTES)

@@ -14,7 +14,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 
-from PIL import Image, ImageOps, UnidentifiedImageError
+from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
 
 from beam_tfrecord import compat, reasons
 from beam_tfrecord.images import formats, geometry, modes
@@ -88,10 +88,6 @@ def encode_for_tensorflow(
             raise reject.with_detail(f"{reject.detail} (Pillow: {said})") from None
 
 
-# What Pillow's `ImageFile.load` hands its decoder a call unless told otherwise (its MAXBLOCK).
-_PILLOW_BLOCK = 65536
-
-
 def _to_tensorflow(data: bytes, options: ImageOptions, name: str | None) -> EncodedImage:
     if not data:
         raise Reject(reasons.EMPTY, "the file has zero bytes")
@@ -113,8 +109,8 @@ def _to_tensorflow(data: bytes, options: ImageOptions, name: str | None) -> Enco
     draft_size = ((width + 7) // 8, (height + 7) // 8) if keep and source_format == "JPEG" else None
     if draft_size:
         image.draft(image.mode, draft_size)
-    whole = source_format == "JPEG" and len(data) > _PILLOW_BLOCK
-    if whole:  # one release of the GIL a JPEG, not one per 64 KB (issue 28)
+    whole = source_format == "JPEG" and len(data) > ImageFile.MAXBLOCK
+    if whole:  # one release of the GIL a JPEG, not one per MAXBLOCK (64 KB: issue 28)
         compat.decode_in_one_call(image, len(data))
     try:
         _load(image, source_format)
