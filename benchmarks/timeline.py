@@ -66,12 +66,10 @@ def timeline(command: list[str]) -> tuple[float, list[float]]:
     return time.perf_counter() - started, cores
 
 
-def phases(cores: list[float]) -> tuple[float, float, float]:
-    """Seconds before the first tick at BUSY or more cores, between it and the last, and after."""
+def busy_ticks(cores: list[float]) -> tuple[int, int]:
+    """The first tick at BUSY or more cores and the one after the last such tick ((n, n): none)."""
     busy = [i for i, c in enumerate(cores) if c >= BUSY]
-    if not busy:
-        return len(cores) * TICK_S, 0.0, 0.0
-    return busy[0] * TICK_S, (busy[-1] + 1 - busy[0]) * TICK_S, (len(cores) - busy[-1] - 1) * TICK_S
+    return (busy[0], busy[-1] + 1) if busy else (len(cores), len(cores))
 
 
 def chart(cores: list[float]) -> list[str]:
@@ -99,11 +97,11 @@ def main() -> None:
             shutil.rmtree(tool.output, ignore_errors=True)
             os.makedirs(tool.output)
             wall, cores = timeline(tool.command)
-            before, during, after = phases(cores)
+            first, last = busy_ticks(cores)
             mean = sum(c * TICK_S for c in cores) / max(wall, TICK_S)
             print(f"\n{tool.name}, {images} images: {wall:.2f} s wall, {mean:.2f} cores busy on average")
-            first, last = round(before / TICK_S), round((before + during) / TICK_S)
             converting = sum(cores[first:last]) / max(1, last - first)
+            before, during, after = first * TICK_S, (last - first) * TICK_S, (len(cores) - last) * TICK_S
             print(
                 f"  {before:.2f} s before the tree first keeps {BUSY} cores busy, {during:.2f} s from then "
                 f"to the last such tick ({converting:.2f} cores busy on average), {after:.2f} s after"
