@@ -26,9 +26,16 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecord import fault_injection, gcs, runners
 from beam_tfrecord.config import ConvertConfig, SourceConfig
 from beam_tfrecord.config_base import ConfigError
-from beam_tfrecord.elements import ChangeLine, DroppedObjectLine, DuplicateGroup, FinalShard, RejectLine
+from beam_tfrecord.elements import (
+    ChangeLine,
+    DroppedObjectLine,
+    DuplicateGroup,
+    FinalShard,
+    PlannedInput,
+    RejectLine,
+)
 from beam_tfrecord.plan import bulk, staging
-from beam_tfrecord.plan.annotations.growing import annotations_digest
+from beam_tfrecord.plan.annotations.growing import annotations_digest, objects_digest
 from beam_tfrecord.plan.listing import InputFile, list_inputs
 from beam_tfrecord.plan.planner import KnownRecords, LabelSource, Plan, make_plan, shard_tasks
 from beam_tfrecord.plan.sharding import ShardSettings
@@ -171,14 +178,27 @@ def _plan_and_stage(
     # Nothing to compare with (the usual case): each task is hashed as it is staged, so a
     # detection run's tasks are serialized once (1,000,000 objects with masks: 19 s each time).
     tasks_digest = resume_lib.TextDigest()
-    staged = staging.stage_plan(plan, config.output, source, tasks=tasks, staged_task=tasks_digest.add)
+    # A detection record's objects' digest goes into the file index: an append tells by it an old
+    # picture whose annotations changed since (plan.annotations.growing). Made from the texts
+    # staged for the objects, so their numbers are encoded once.
+    staged_digests: dict[str, str] = {}
+
+    def objects_staged(item: PlannedInput, texts: list[str]) -> None:
+        staged_digests[item.relpath] = objects_digest(texts)
+
+    staged = staging.stage_plan(
+        plan,
+        config.output,
+        source,
+        tasks=tasks,
+        staged_task=tasks_digest.add,
+        objects_staged=objects_staged if plan.objects is not None else None,
+    )
     # Each file's group goes into the file index, a group pattern's too: an append counts the
     # groups over it as the plan counts them (a picture a worker rejects is still in its group),
     # which the paths of the records alone cannot tell.
-    # A detection record's objects' digest goes into the index too: an append tells by it an old
-    # picture whose annotations changed since (plan.annotations.growing).
     digests = (
-        {p.relpath: annotations_digest(p.annotations) for p in plan.inputs}
+        {p.relpath: staged_digests.get(p.relpath) or annotations_digest(p.annotations) for p in plan.inputs}
         if plan.objects is not None
         else None
     )

@@ -9,9 +9,10 @@ from collections import Counter
 import pytest
 from conftest import plan_listing
 
-from beam_tfrecord.elements import PlannedInput, ShardTask
+from beam_tfrecord.elements import ImageAnnotations, ObjectBox, PlannedInput, Polygon, RunLengths, ShardTask
 from beam_tfrecord.plan import columns as columns_lib
 from beam_tfrecord.plan import labels, splits
+from beam_tfrecord.plan.annotations.growing import annotations_digest, objects_digest
 from beam_tfrecord.plan.listing import InputFile
 from beam_tfrecord.plan.planner import LabelSource
 
@@ -321,6 +322,35 @@ def test_planned_inputs_survive_the_staged_plan_file():
     )
     task = ShardTask("train", 0, 1, (item, PlannedInput("b.jpg", "/d/b.jpg", 3, "train", 1, "dog")))
     assert ShardTask.from_json(task.to_json()) == task
+
+
+def test_annotated_inputs_survive_the_staged_plan_file_and_are_digested_from_its_text():
+    """The staged text is assembled from each object's text (issue 28): every shape of
+    annotation a source gives reads back as it was, and the digest the file index keeps of a
+    picture's objects is the one made from them directly."""
+    polygon = (Polygon((1.0, 2.0, 3.0, 4.5)),)
+    objects = (
+        ObjectBox(1.5, 2.25, 30.1, 40.000000000000004, "café", 12.5, source_ref="a.json#annotation 7"),
+        ObjectBox(0.1, 0.2, 0.3, 0.4, "dog", None, True, True, True, "Left", polygon, "a.xml#object 1"),
+        ObjectBox(0, 0, 5, 5, 'quote"and\\back', 25.0, mask=RunLengths(5, 5, (0, 3, 22)), source_ref=7),
+    )
+    annotated = ImageAnnotations(objects, "7", False, 640, 480, "train", ("mask_malformed",))
+    items = (
+        PlannedInput("é/a.jpg", "/d/é/a.jpg", 3, "train", None, None, (), annotated),
+        PlannedInput("b.jpg", "/d/b.jpg", 3, "train", annotations=ImageAnnotations((), "b", True)),
+        PlannedInput("c.jpg", "/d/c.jpg", 3, "train", 1, "dog", (("tags", "str_list", ("x",)),)),
+    )
+    task = ShardTask("train", 0, 1, items, ("café", "dog"))
+    staged: dict[str, str] = {}
+    text = task.to_json(lambda item, texts: staged.setdefault(item.relpath, objects_digest(texts)))
+    assert ShardTask.from_json(text) == task
+    assert json.loads(text) == json.loads(json.dumps({
+        "split": "train", "index": 0, "count": 1, "class_names": ["café", "dog"],
+        "inputs": [i.to_row() for i in items],
+    }))  # fmt: skip
+    assert staged == {i.relpath: annotations_digest(i.annotations) for i in items[:2]}
+    assert staged["b.jpg"] == annotations_digest(None)
+    assert len(set(staged.values())) == 2
 
 
 def test_expected_deviation_of_hash_splits():

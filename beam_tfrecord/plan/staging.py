@@ -25,7 +25,7 @@ from typing import Any
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord.elements import DroppedObjectLine, RejectLine, ShardTask
+from beam_tfrecord.elements import DroppedObjectLine, PlannedInput, RejectLine, ShardTask
 from beam_tfrecord.names import (
     PLAN_DIR,
     PLAN_DROPPED_OBJECTS_FILE,
@@ -213,14 +213,16 @@ def stage_plan(
     run_id: str | None = None,
     tasks: Sequence[ShardTask] | None = None,
     staged_task: Callable[[str], None] | None = None,
+    objects_staged: Callable[[PlannedInput, list[str]], None] | None = None,
 ) -> StagedPlan:
     """Write the plan's files under `output` (see the module docstring); returns where they are.
 
     `source` is the config the plan was made from: its split seed orders the shards' inputs, and
     summary.json records it. `tasks` are its shard tasks when already made. `staged_task` is
-    given each task's text, in order, as it is written (the resume fingerprint hashes them)."""
+    given each task's text, in order, as it is written (the resume fingerprint hashes them);
+    `objects_staged` each annotated input and its objects' texts (`ShardTask.to_json`)."""
     with bulk.cycles_paused():  # a detection run's tasks hold an object per box: see plan.bulk
-        return _stage(plan, output, source, run_id, tasks, staged_task)
+        return _stage(plan, output, source, run_id, tasks, staged_task, objects_staged)
 
 
 def _stage(
@@ -230,13 +232,14 @@ def _stage(
     run_id: str | None,
     tasks: Sequence[ShardTask] | None,
     staged_task: Callable[[str], None] | None,
+    objects_staged: Callable[[PlannedInput, list[str]], None] | None,
 ) -> StagedPlan:
     staged = locate_plan(plan, output, run_id)
     base = staged.plan_dir
     if tasks is None:
         tasks = shard_tasks(plan, source.split_seed if source is not None else 0)
     for task in tasks:
-        text = task.to_json()
+        text = task.to_json(objects_staged)
         _write(FileSystems.join(base, PLAN_TASKS_DIR, task_file_name(task.split, task.index)), text.encode())
         if staged_task is not None:
             staged_task(text)

@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from beam_tfrecord import reasons
-from beam_tfrecord.elements import ImageAnnotations, ObjectBox, object_row
+from beam_tfrecord.elements import ImageAnnotations, object_text
 from beam_tfrecord.plan.annotations.catalog import Catalog, stem
 from beam_tfrecord.plan.annotations.label_map import is_unused
 from beam_tfrecord.plan.annotations.matching import ALLOW_OPTION, MatchCounts, NothingMatched, check_matches
@@ -41,6 +40,7 @@ __all__ = [
     "for_new_pictures",
     "grown_class_names",
     "names_one_of",
+    "objects_digest",
 ]
 
 # How each kind numbers its classes, for the refusal's words; VOC names classes without ids
@@ -52,24 +52,19 @@ class ClassIdConflict(ValueError):
     """The annotations give an old class id to another class than the dataset's."""
 
 
-# `json.dumps(row, ensure_ascii=False)`'s text from one encoder: `dumps` builds an encoder per call
-# when given an option, and every detection run digests every object (84,000 for 12,000 photos).
-_ROW_TEXT = json.JSONEncoder(ensure_ascii=False)
-
-
-def _canonical(item: ObjectBox) -> list:
-    """What a record stores of an object (as the plan stages it): its box, class, flags and mask;
-    not where the source keeps it (`source_ref`: a re-export renumbers COCO's annotation ids)."""
-    return object_row(item)[:-1]
-
-
 def annotations_digest(annotations: ImageAnnotations | None) -> str:
     """A short digest (16 hex digits of SHA-256) of a picture's objects as the plan stages them
     (None or none: a picture without objects), the same in every run and process: each object's
-    JSON text, sorted (a re-export that only reorders them changes nothing), one per line."""
+    JSON text (`object_text`: its box, class, flags and mask; not where the source keeps it, since
+    a re-export renumbers COCO's annotation ids), sorted (a re-export that only reorders them
+    changes nothing), one per line."""
     objects = annotations.objects if annotations is not None else ()
-    rows = sorted(_ROW_TEXT.encode(_canonical(o)) for o in objects)
-    return hashlib.sha256("\n".join(rows).encode("utf-8")).hexdigest()[:16]
+    return objects_digest([object_text(o) for o in objects])
+
+
+def objects_digest(texts: Iterable[str]) -> str:
+    """`annotations_digest` from the objects' texts, where staging has made them already."""
+    return hashlib.sha256("\n".join(sorted(texts)).encode("utf-8")).hexdigest()[:16]
 
 
 def changed_annotations(
