@@ -230,13 +230,30 @@ class _Stream:
                 return
 
     def elements(self) -> Iterator[Any]:
+        """An array's values, one at a time. The usual case, a value and the comma after it in
+        the text at hand, is walked here without `value` and `expect`, whose calls cost a COCO
+        file's annotation as much as decoding it (issue 28); anything else goes through them."""
         self.expect("[")
         if self.peek() == "]":
             self.position += 1
             return
+        decode, skip = self.json.raw_decode, _WHITESPACE.match
         while True:
-            yield self.value()
-            if self.expect(",]") == "]":
+            text = self.text
+            start = skip(text, self.position).end()
+            try:
+                value, end = decode(text, start)
+            except json.JSONDecodeError:  # cut by the chunk's end, or broken: `value` tells which
+                end = len(text)
+            if end < len(text):  # ends before the text does, so it is whole (a number too)
+                self.position = end
+            else:
+                self.position = start
+                value = self.value()
+            yield value
+            if self.text[self.position : self.position + 1] == ",":
+                self.position += 1
+            elif self.expect(",]") == "]":
                 return
 
     def end(self) -> None:
@@ -393,9 +410,10 @@ def _not_instances(entry: dict) -> str | None:
 
 
 def _parse_annotation(entry: Any, index: int, result: _File, masks: bool) -> None:
-    if isinstance(entry, dict) and (other := _not_instances(entry)) is not None:
+    is_object = isinstance(entry, dict)
+    if is_object and "bbox" not in entry and (other := _not_instances(entry)) is not None:
         raise _NotInstances(f"is {other}, not an instances file; {_PASS}")
-    if not isinstance(entry, dict) or not _image_id(entry.get("image_id")):
+    if not is_object or not _image_id(entry.get("image_id")):
         what = "not an object" if not isinstance(entry, dict) else f"image_id {entry.get('image_id')!r}"
         result.bad_entries.append(
             UnmatchedEntry(
@@ -423,7 +441,7 @@ def _parse_annotation(entry: Any, index: int, result: _File, masks: bool) -> Non
         elif raw_box[2] <= 0 or raw_box[3] <= 0:
             drop = (reasons.ZERO_AREA.code, f"bbox {_short(raw_box)} has no area")
         else:
-            x, y, width, height = (float(v) for v in raw_box)
+            x, y, width, height = map(float, raw_box)
             box = (x, y, x + width, y + height)
     else:
         box = _extent(mask)
