@@ -172,7 +172,7 @@ def _place_object(
         right if right < xmax else xmax,
         bottom if bottom < ymax else ymax,
     )
-    if _moved(box, inside):
+    if inside != box and _moved(box, inside):  # (a box inside the picture, as most are, equals it)
         notes.append(reasons.CLIPPED.code)
 
     mapped = map_box(*inside)
@@ -186,7 +186,7 @@ def _place_object(
     if kept[2] <= kept[0] or kept[3] <= kept[1]:
         detail = f"box {_pixels(box)}, outside the crop window {_pixels(transform.window)}"
         return _drop(item, reasons.CROPPED_OUT, detail)
-    if _moved(mapped, kept):
+    if kept != mapped and _moved(mapped, kept):
         notes.append(reasons.CROPPED.code)
 
     mask_png = None
@@ -210,7 +210,7 @@ def _place_object(
         xmax=kept[2] / transform.width,
         ymax=kept[3] / transform.height,
         label=item.label,
-        area=_area(item, transform, normalized, box, kept, map_box),
+        area=_area(item, transform, normalized, kept, mapped if inside == box else map_box(*box)),
         is_crowd=item.is_crowd,
         difficult=item.difficult,
         truncated=item.truncated,
@@ -242,17 +242,17 @@ def _area(
     item: ObjectBox,
     transform: PixelTransform,
     normalized: bool,
-    box: tuple[float, float, float, float],
     kept: tuple[float, float, float, float],
-    map_box: BoxMapper,
+    whole: tuple[float, float, float, float],
 ) -> float:
-    """The object's area in the stored image's pixels (rule in the module docstring)."""
+    """The object's area in the stored image's pixels (rule in the module docstring). `whole` is
+    its box before clipping, in the final image (what `map_box` gives: the box as it was mapped
+    when nothing was clipped)."""
     kept_area = (kept[2] - kept[0]) * (kept[3] - kept[1])
     if item.area is None:
         return kept_area
     source_area = item.area * transform.stored_width * transform.stored_height if normalized else item.area
     scale_x, scale_y = transform.scale
-    whole = map_box(*box)
     whole_area = (whole[2] - whole[0]) * (whole[3] - whole[1])
     area = source_area * scale_x * scale_y * min(1.0, kept_area / whole_area)
     # A source's area near the float limit overflows when the picture is scaled up: the kept
