@@ -208,9 +208,7 @@ def _renamed(result: AnnotationSet, aliases: dict[str, str]) -> AnnotationSet:
     images = dict(result.images)
     for relpath, found in result.images.items():
         if any(aliases.get(obj.label, obj.label) != obj.label for obj in found.objects):
-            objects = tuple(
-                dataclasses.replace(obj, label=aliases.get(obj.label, obj.label)) for obj in found.objects
-            )
+            objects = tuple(obj._replace(label=aliases.get(obj.label, obj.label)) for obj in found.objects)
             images[relpath] = dataclasses.replace(found, objects=objects)
     return dataclasses.replace(result, images=images)
 
