@@ -148,8 +148,13 @@ class ImageAnnotations:
     notes: tuple[str, ...] = ()
 
     def to_row(self) -> dict[str, Any]:
-        """The staged form (shard task files): compact, every object as one list."""
-        return {**self._facts_row(), "o": [object_row(o) for o in self.objects]}
+        """The staged form (shard task files): compact, every object as one list (`object_row`),
+        and where each is in its source in a list of their own (`source_ref`s: what a record
+        stores is the same, wherever the source keeps it)."""
+        row = self._facts_row()
+        row["o"] = [object_row(o) for o in self.objects]
+        row["r"] = [o.source_ref for o in self.objects]
+        return row
 
     def _facts_row(self) -> dict[str, Any]:
         """The staged form without its objects."""
@@ -167,14 +172,13 @@ class ImageAnnotations:
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> ImageAnnotations:
         width, height = row.get("size", (None, None))
-        objects = tuple(_object_from_row(o) for o in row["o"])
+        objects = tuple(map(_object_from_row, row["o"], row["r"]))
         notes = tuple(row.get("notes", ()))
         return cls(objects, row["id"], bool(row.get("n")), width, height, row.get("split"), notes)
 
 
 def object_row(item: ObjectBox) -> list[Any]:
-    """An object as the plan stages it (JSON-ready); its last item is `source_ref`, where the
-    source keeps it."""
+    """An object as the plan stages it (JSON-ready): everything but its `source_ref`."""
     mask: Any = None
     if isinstance(item.mask, RunLengths):
         mask = {"rle": [item.mask.height, item.mask.width, list(item.mask.counts)]}
@@ -182,7 +186,7 @@ def object_row(item: ObjectBox) -> list[Any]:
         mask = {"poly": [list(polygon.points) for polygon in item.mask]}
     return [
         item.xmin, item.ymin, item.xmax, item.ymax, item.label, item.area,
-        int(item.is_crowd), int(item.difficult), int(item.truncated), item.pose, mask, item.source_ref,
+        int(item.is_crowd), int(item.difficult), int(item.truncated), item.pose, mask,
     ]  # fmt: skip
 
 
@@ -192,14 +196,14 @@ _TEXT = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def object_text(item: ObjectBox) -> str:
-    """An object's staged row without `source_ref`, as JSON text: what its record is made from,
-    and what `plan.annotations.growing.annotations_digest` hashes (a re-export that renumbers
-    COCO's annotation ids changes no record)."""
-    return _TEXT(object_row(item)[:-1])
+    """An object's staged row (`object_row`) as JSON text: what its record is made from, and
+    what `plan.annotations.growing.annotations_digest` hashes (a re-export that renumbers COCO's
+    annotation ids changes no record)."""
+    return _TEXT(object_row(item))
 
 
-def _object_from_row(row: Sequence[Any]) -> ObjectBox:
-    xmin, ymin, xmax, ymax, label, area, crowd, difficult, truncated, pose, mask, ref = row
+def _object_from_row(row: Sequence[Any], ref: str) -> ObjectBox:
+    xmin, ymin, xmax, ymax, label, area, crowd, difficult, truncated, pose, mask = row
     found: Mask = None
     if mask and "rle" in mask:
         height, width, counts = mask["rle"]
@@ -288,18 +292,17 @@ class PlannedInput:
 
 
 def _input_text(item: PlannedInput, objects_staged: Callable[[PlannedInput, list[str]], None] | None) -> str:
-    """`item.to_row()` as JSON text, each object's from its `object_text` and `source_ref`."""
+    """`item.to_row()` as JSON text, its objects' from their `object_text`."""
     annotations = item.annotations
     if annotations is None:
         return _TEXT(item.to_row())
     texts = [object_text(o) for o in annotations.objects]
     if objects_staged is not None:
         objects_staged(item, texts)
-    objects = ", ".join(
-        f"{text[:-1]}, {_TEXT(o.source_ref)}]" for text, o in zip(texts, annotations.objects, strict=True)
-    )
+    facts = annotations._facts_row()
+    facts["r"] = [o.source_ref for o in annotations.objects]
     row = _TEXT([item.relpath, item.path, item.size, item.split, item.label, item.label_text, item.extras])
-    return f'{row[:-1]}, {_TEXT(annotations._facts_row())[:-1]}, "o": [{objects}]}}]'
+    return f'{row[:-1]}, {_TEXT(facts)[:-1]}, "o": [{", ".join(texts)}]}}]'
 
 
 def _tuple(value: Any) -> Any:

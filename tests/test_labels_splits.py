@@ -349,8 +349,9 @@ def test_annotated_inputs_survive_the_staged_plan_file_and_are_digested_from_its
         "inputs": [i.to_row() for i in items],
     }))  # fmt: skip
     assert staged == {i.relpath: annotations_digest(i.annotations) for i in items[:2]}
-    assert staged["b.jpg"] == annotations_digest(None)
-    assert len(set(staged.values())) == 2
+    # The values the file index of a dataset made by earlier versions holds (an append compares
+    # with them): taken with the code before the staged text was assembled from these texts.
+    assert staged == {"é/a.jpg": "2b789e35c9b52619", "b.jpg": "e3b0c44298fc1c14"}
 
 
 def test_expected_deviation_of_hash_splits():
