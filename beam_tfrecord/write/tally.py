@@ -101,12 +101,15 @@ class Tally:
 
     def _add_objects(self, outcome: ConvertedRecord) -> None:
         objects = outcome.objects or ()
-        for name in {label for label, _ in objects}:
-            self.by_split_label[(outcome.split, name)] += 1
-        self.objects_per_class.update(label for label, _ in objects)
+        labels = [label for label, _ in objects]  # (lists and maps: Counter counts them in C)
+        split = outcome.split
+        for name in set(labels):
+            self.by_split_label[(split, name)] += 1
+        self.objects_per_class.update(labels)
         self.objects_per_image[len(objects)] += 1
-        self.object_sizes.update(size_bucket(area) for _, area in objects)
-        self.objects_dropped.update(line.reason for line in outcome.objects_dropped)
+        self.object_sizes.update(map(size_bucket, [area for _, area in objects]))
+        if outcome.objects_dropped:
+            self.objects_dropped.update(line.reason for line in outcome.objects_dropped)
 
     def to_json(self) -> dict[str, Any]:
         """The counts as JSON (a finished shard task's, kept for a rerun: write.resume)."""
