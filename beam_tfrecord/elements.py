@@ -275,10 +275,14 @@ class PlannedInput:
     annotations: ImageAnnotations | None = None  # a detection run's objects (none: a negative)
 
     def to_row(self) -> list[Any]:
-        row = [self.relpath, self.path, self.size, self.split, self.label, self.label_text, self.extras]
+        row = self._head_row()
         if self.annotations is not None:
             row.append(self.annotations.to_row())
         return row
+
+    def _head_row(self) -> list[Any]:
+        """The staged form without its annotations."""
+        return [self.relpath, self.path, self.size, self.split, self.label, self.label_text, self.extras]
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> PlannedInput:
@@ -301,7 +305,7 @@ def _input_text(item: PlannedInput, objects_staged: Callable[[PlannedInput, list
         objects_staged(item, texts)
     facts = annotations._facts_row()
     facts["r"] = [o.source_ref for o in annotations.objects]
-    row = _TEXT([item.relpath, item.path, item.size, item.split, item.label, item.label_text, item.extras])
+    row = _TEXT(item._head_row())
     return f'{row[:-1]}, {_TEXT(facts)[:-1]}, "o": [{", ".join(texts)}]}}]'
 
 

@@ -414,7 +414,7 @@ def _parse_annotation(entry: Any, index: int, result: _File, masks: bool) -> Non
     if is_object and "bbox" not in entry and (other := _not_instances(entry)) is not None:
         raise _NotInstances(f"is {other}, not an instances file; {_PASS}")
     if not is_object or not _image_id(entry.get("image_id")):
-        what = "not an object" if not isinstance(entry, dict) else f"image_id {entry.get('image_id')!r}"
+        what = "not an object" if not is_object else f"image_id {entry.get('image_id')!r}"
         result.bad_entries.append(
             UnmatchedEntry(
                 f"{result.display}#annotations[{index}]",
