@@ -172,7 +172,7 @@ class ImageAnnotations:
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> ImageAnnotations:
         width, height = row.get("size", (None, None))
-        objects = tuple(map(_object_from_row, row["o"], row["r"]))
+        objects = tuple(_object_from_row(o, ref) for o, ref in zip(row["o"], row["r"], strict=True))
         notes = tuple(row.get("notes", ()))
         return cls(objects, row["id"], bool(row.get("n")), width, height, row.get("split"), notes)
 

@@ -202,4 +202,4 @@ def test_a_detection_rerun_resumes_only_while_its_objects_are_the_same(tmp_path,
     assert "its shard plan differs" in caplog.text
     assert outputs.leftover_temp(str(tmp_path / "out")) == [changed.temp_dir]
     with open(resume_lib.fingerprint_path(changed.temp_dir)) as handle:
-        assert json.load(handle)["version"] == resume_lib.FINGERPRINT_VERSION == 2
+        assert json.load(handle)["version"] == resume_lib.FINGERPRINT_VERSION == 3

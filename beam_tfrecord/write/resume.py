@@ -55,7 +55,8 @@ __all__ = [
 
 # A change to what a finished task's files say, or to how the fingerprint is made, makes earlier
 # ones unusable. 2: the listing and the staged tasks are hashed one file, one task at a time.
-FINGERPRINT_VERSION = 2
+# 3: a staged task's objects keep their source_refs in a list of their own (elements.ShardTask).
+FINGERPRINT_VERSION = 3
 
 
 def task_name(split: str, index: int) -> str:

@@ -209,10 +209,16 @@ class _Stream:
                 if self._more():
                     continue
                 raise _Broken(f"is not valid JSON: {error.msg} at {self._where(error.pos)}") from None
-            if end == len(self.text) and self._more():
+            if not self._whole(value, end) and self._more():
                 continue
             self.position = end
             return value
+
+    def _whole(self, value: Any, end: int) -> bool:
+        """Whether a value decoded up to `end` of the text at hand is all of it: one that ends
+        with the text, or a number that ends two characters or less before it, may go on in the
+        next chunk (`1|.5`, `1.5e|+3`, `12|3`)."""
+        return end < len(self.text) - 2 or (end < len(self.text) and type(value) not in (int, float))
 
     def members(self) -> Iterator[str]:
         """The keys of an object; the caller consumes each value before the next key."""
@@ -244,8 +250,8 @@ class _Stream:
             try:
                 value, end = decode(text, start)
             except json.JSONDecodeError:  # cut by the chunk's end, or broken: `value` tells which
-                end = len(text)
-            if end < len(text):  # ends before the text does, so it is whole (a number too)
+                value, end = None, len(text)
+            if self._whole(value, end):
                 self.position = end
             else:
                 self.position = start
