@@ -169,6 +169,13 @@ class ImageAnnotations:
             row["notes"] = list(self.notes)
         return row
 
+    def staged_text(self, object_texts: Sequence[str]) -> str:
+        """`to_row()` as JSON text, given its objects' `object_text`s (made once by the caller,
+        which also digests them)."""
+        facts = self._facts_row()
+        facts["r"] = [o.source_ref for o in self.objects]
+        return f'{_TEXT(facts)[:-1]}, "o": [{", ".join(object_texts)}]}}'
+
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> ImageAnnotations:
         width, height = row.get("size", (None, None))
@@ -284,6 +291,16 @@ class PlannedInput:
         """The staged form without its annotations."""
         return [self.relpath, self.path, self.size, self.split, self.label, self.label_text, self.extras]
 
+    def staged_text(self, objects_staged: Callable[[PlannedInput, list[str]], None] | None = None) -> str:
+        """`to_row()` as JSON text, its objects' from their `object_text`, which `objects_staged`
+        (when given) is handed for an annotated input."""
+        if self.annotations is None:
+            return _TEXT(self.to_row())
+        texts = [object_text(o) for o in self.annotations.objects]
+        if objects_staged is not None:
+            objects_staged(self, texts)
+        return f"{_TEXT(self._head_row())[:-1]}, {self.annotations.staged_text(texts)}]"
+
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> PlannedInput:
         """The inverse of `to_row` (JSON gives lists where the plan had tuples)."""
@@ -293,20 +310,6 @@ class PlannedInput:
         )
         annotations = ImageAnnotations.from_row(rest[1]) if len(rest) > 1 else None
         return cls(relpath, path, size, split, _tuple(label), _tuple(label_text), extras, annotations)
-
-
-def _input_text(item: PlannedInput, objects_staged: Callable[[PlannedInput, list[str]], None] | None) -> str:
-    """`item.to_row()` as JSON text, its objects' from their `object_text`."""
-    annotations = item.annotations
-    if annotations is None:
-        return _TEXT(item.to_row())
-    texts = [object_text(o) for o in annotations.objects]
-    if objects_staged is not None:
-        objects_staged(item, texts)
-    facts = annotations._facts_row()
-    facts["r"] = [o.source_ref for o in annotations.objects]
-    row = _TEXT(item._head_row())
-    return f'{row[:-1]}, {_TEXT(facts)[:-1]}, "o": [{", ".join(texts)}]}}]'
 
 
 def _tuple(value: Any) -> Any:
@@ -334,7 +337,7 @@ class ShardTask:
         head: dict[str, Any] = {"split": self.split, "index": self.index, "count": self.count}
         if self.class_names:
             head["class_names"] = list(self.class_names)
-        inputs = ", ".join(_input_text(item, objects_staged) for item in self.inputs)
+        inputs = ", ".join(item.staged_text(objects_staged) for item in self.inputs)
         return f'{_TEXT(head)[:-1]}, "inputs": [{inputs}]}}'
 
     @classmethod
