@@ -10,6 +10,8 @@ without its counting of threads that wait for the GIL.
     .venv/bin/python benchmarks/cpu_split.py --task detection --images 12000
     .venv/bin/python benchmarks/cpu_split.py --task classification --images 32000
     .venv/bin/python benchmarks/cpu_split.py --task detection --images 12000 --tool od_api_coco
+    .venv/bin/python benchmarks/cpu_split.py --task detection --images 12000 --tool least_work
+    .venv/bin/python benchmarks/cpu_split.py --task detection --images 12000 --tool library_steps
 
 Needs Linux `perf` (Debian's linux-perf) allowed to sample the processes it starts
 (kernel.perf_event_paranoid <= 2; the kernel's own share needs root or <= 1). The same data and
@@ -108,7 +110,7 @@ def main() -> None:
     parser.add_argument(
         "--tool",
         default="pipelines.convert",
-        help="pipelines.convert (default), or the peer: od_api_coco, tf_loop",
+        help="pipelines.convert (default), the peer (od_api_coco, tf_loop), least_work or library_steps",
     )
     args, extra = parser.parse_known_args()
     if shutil.which("perf") is None:

@@ -11,12 +11,17 @@ process, on the same files, in interleaved rounds (issue 28):
 - either task, `--ours_without_decode`: a third tool, this project's command with the validating
   decode skipped (benchmarks/without_decode: a measurement, never an option of the product), so
   the table shows what everything but the check costs against the peer, and the check itself.
+- detection, `--least_work`: two more tools, benchmarks/least_work.py: the least work that
+  writes this project's records (the same bytes, checked), and the same loop through this
+  project's own steps without Beam (`--library`), so the table shows what the output needs, what
+  the checks and the plan add, and what the runner adds.
 
     .venv/bin/python benchmarks/peers.py --task detection --images 12000 --rounds 3
     .venv/bin/python benchmarks/peers.py --task detection --images 12000 --rounds 3 --masks
     .venv/bin/python benchmarks/peers.py --task detection --images 12000 --rounds 3 --peer_validates
     .venv/bin/python benchmarks/peers.py --task classification --images 32000 --rounds 3
     .venv/bin/python benchmarks/peers.py --task detection --images 12000 --rounds 3 --ours_without_decode
+    .venv/bin/python benchmarks/peers.py --task detection --images 12000 --rounds 3 --least_work
     .venv/bin/python benchmarks/peers.py --task detection --images 300 --rounds 2   # a check, < 1 min
 
 Arguments it does not know go to this project's command (say `--direct_num_workers=2`).
@@ -233,6 +238,16 @@ def detection_tools(
     return tools, [images]
 
 
+def least_work(data: str, out: str, library: bool = False) -> Tool:
+    """benchmarks/least_work.py on the detection set: this project's records and nothing else
+    (`least_work`), or with the library's own steps, without Beam (`library_steps`)."""
+    name = "library_steps" if library else "least_work"
+    output = os.path.join(out, name)
+    command = [sys.executable, os.path.join(HERE, "least_work.py"), "--image_dir"]
+    command += [os.path.join(data, IMAGE_FOLDER), "--instances", os.path.join(data, SPLIT_FILE)]
+    return Tool(name, [*command, "--output", output, *(["--library"] if library else [])], output)
+
+
 def classification_tools(data: str, out: str, extra: list[str]) -> tuple[list[Tool], list[str]]:
     loop_out = os.path.join(out, "loop")
     loop = [sys.executable, os.path.join(HERE, "tf_loop.py"), data, os.path.join(loop_out, "loop.tfrecord")]
@@ -270,13 +285,15 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
 def task_tools(
     task: str, images: int, seed: int, out: str, extra: list[str], masks: bool = False
 ) -> tuple[list[Tool], list[str]]:
-    """The task's set of `images` under benchmarks/data (made on first use) and its two tools
-    writing under `out` (the peer, then this project), with the folders of images they read."""
+    """The task's set of `images` under benchmarks/data (made on first use) and its tools writing
+    under `out` (the peer, this project, and for detection the least work), with the folders of
+    images they read."""
     kind = "photos" if task == "detection" else "synthetic"
     data = os.path.join(HERE, "data", f"{kind}-{images}-{seed}")
     if task == "detection":
         ensure_photos(data, images, seed)
-        return detection_tools(data, out, masks, extra)
+        tools, watched = detection_tools(data, out, masks, extra)
+        return [*tools, least_work(data, out), least_work(data, out, library=True)], watched
     ensure_dataset(data, images, seed)
     return classification_tools(data, out, extra)
 
@@ -341,10 +358,17 @@ def main() -> None:
         action="store_true",
         help="also run this project with the validating decode skipped (benchmarks/without_decode)",
     )
+    parser.add_argument(
+        "--least_work",
+        action="store_true",
+        help="detection: also run benchmarks/least_work.py, plain and --library",
+    )
     parser.add_argument("--json", help="also write every run's figures here")
     args, extra = parser.parse_known_args()
     if args.masks and args.task != "detection":
         parser.error("--masks is for --task detection")
+    if args.least_work and (args.task != "detection" or args.masks):
+        parser.error("--least_work is for --task detection, without --masks")
     become_subreaper()
     images = args.images or DEFAULT_IMAGES[args.task]
     kind = "photos" if args.task == "detection" else "synthetic"
@@ -360,6 +384,8 @@ def main() -> None:
             tools, watched = classification_tools(data, out, extra)
         if args.ours_without_decode:
             tools.append(without_decode(tools[-1], out))
+        if args.least_work:
+            tools += [least_work(data, out), least_work(data, out, library=True)]
         for tool in tools:
             os.makedirs(tool.output, exist_ok=True)
         size = sum(
@@ -400,6 +426,7 @@ def main() -> None:
                     "masks": args.masks,
                     "peer_validates": args.peer_validates,
                     "ours_without_decode": args.ours_without_decode,
+                    "least_work": args.least_work,
                     "images": images,
                     "extra": extra,
                     "tools": {tool.name: [asdict(run) for run in tool.runs] for tool in tools},

@@ -86,7 +86,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     peers.add_task_arguments(parser)
-    parser.add_argument("--tool", help="one tool only: pipelines.convert, od_api_coco or tf_loop")
+    parser.add_argument(
+        "--tool", help="one tool only: pipelines.convert, od_api_coco, tf_loop, least_work or library_steps"
+    )
     args, extra = parser.parse_known_args()
     images = args.images or peers.DEFAULT_IMAGES[args.task]
     with tempfile.TemporaryDirectory(prefix="bench-timeline-") as out:

@@ -1,0 +1,110 @@
+"""benchmarks/least_work.py is the floor that issue 28's detection figures are read against: it
+must write exactly the records `pipelines.convert` writes, or its CPU would be the cost of some
+other, cheaper output."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+from PIL import Image
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LEAST_WORK = os.path.join(ROOT, "benchmarks", "least_work.py")
+
+
+def _photo(seed: int) -> bytes:
+    """A noisy JPEG of its own size, so that each file and its sha256 differ."""
+    size = (96 + 8 * seed, 64 + 4 * seed)
+    buffer = io.BytesIO()
+    Image.effect_noise(size, 40 + seed).convert("RGB").save(buffer, "JPEG", quality=90)
+    return buffer.getvalue()
+
+
+def _coco_set(root: str) -> tuple[str, str]:
+    """Six photos with boxes as COCO keeps them: categories listed out of name order, a box that
+    reaches past the picture's right and bottom edges, fractional corners, a crowd box."""
+    images = os.path.join(root, "train2017")
+    os.makedirs(images)
+    rng = random.Random(7)
+    entries, annotations = [], []
+    for index in range(6):
+        name = f"{index:012d}.jpg"
+        data = _photo(index)
+        with open(os.path.join(images, name), "wb") as handle:
+            handle.write(data)
+        width, height = Image.open(io.BytesIO(data)).size
+        entries.append({"id": index + 1, "file_name": name, "width": width, "height": height})
+        for number in range(3):
+            x, y = round(rng.uniform(0, width / 2), 2), round(rng.uniform(0, height / 2), 2)
+            w, h = round(rng.uniform(4, width / 2), 2), round(rng.uniform(4, height / 2), 2)
+            if number == 2 and index % 2:
+                w, h = width - x + 3.5, height - y + 1.25  # past both far edges: clipped
+            annotations.append(
+                {
+                    "id": len(annotations) + 1,
+                    "image_id": index + 1,
+                    "category_id": (3, 1, 2)[number],
+                    "bbox": [x, y, w, h],
+                    "area": round(w * h, 2),
+                    "iscrowd": int(number == 1 and index == 4),
+                    "segmentation": [[x, y, x + w, y, x + w, y + h]],
+                }
+            )
+    categories = [{"id": 3, "name": "zebra"}, {"id": 1, "name": "cat"}, {"id": 2, "name": "bus"}]
+    instances = os.path.join(root, "instances_train2017.json")
+    with open(instances, "w") as handle:
+        json.dump({"images": entries, "annotations": annotations, "categories": categories}, handle)
+    return images, instances
+
+
+@pytest.mark.parametrize("mode", [[], ["--library"]], ids=["plain", "library"])
+def test_least_work_writes_the_records_the_pipeline_writes(tmp_path, mode: list[str]) -> None:
+    images, instances = _coco_set(str(tmp_path / "data"))
+    ours, least = str(tmp_path / "ours"), str(tmp_path / "least")
+    convert = [sys.executable, "-m", "pipelines.convert", "--input", images, "--output", ours]
+    convert += ["--annotations", "coco", f"--annotations_path=train={instances}", "--runner=DirectRunner"]
+    done = subprocess.run([*convert, "--no_progress"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    command = [sys.executable, LEAST_WORK, "--image_dir", images, "--instances", instances, *mode]
+    done = subprocess.run(
+        [*command, "--output", least, "--compare", ours], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    with open(os.path.join(ours, "summary.json")) as handle:
+        summary = json.load(handle)
+    digest = summary["splits"]["train"]["digest"]
+    assert done.stdout.splitlines() == [
+        f"6 records, digest {digest}",
+        f"the same 6 records as {ours}",
+    ]
+
+
+def test_least_work_tells_other_records_apart(tmp_path) -> None:
+    """The comparison is not vacuous: another category order gives other labels, so other bytes."""
+    images, instances = _coco_set(str(tmp_path / "data"))
+    ours = str(tmp_path / "ours")
+    convert = [sys.executable, "-m", "pipelines.convert", "--input", images, "--output", ours]
+    convert += ["--annotations", "coco", f"--annotations_path=train={instances}", "--runner=DirectRunner"]
+    assert subprocess.run([*convert, "--no_progress"], cwd=ROOT, capture_output=True).returncode == 0
+    with open(instances) as handle:
+        coco = json.load(handle)
+    for category in coco["categories"]:
+        category["id"] = {3: 1, 1: 3, 2: 2}[category["id"]]  # the same names, other ids
+    renumbered = str(tmp_path / "renumbered.json")
+    with open(renumbered, "w") as handle:
+        json.dump(coco, handle)
+    command = [sys.executable, LEAST_WORK, "--image_dir", images, "--instances", renumbered]
+    done = subprocess.run(
+        [*command, "--output", str(tmp_path / "least"), "--compare", ours],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode != 0
+    assert "records differ" in done.stderr
