@@ -121,6 +121,12 @@ UNREADABLE = _reason(
     "reject",
     "the file cannot be read (a broken symlink, a FIFO, a directory that cannot be listed)",
 )
+UNDECODABLE_NAME = _reason(
+    "undecodable_name",
+    "reject",
+    "its path is not valid UTF-8, which `image/filename` and every JSON output need (rename it; the "
+    "path is shown with `\\xNN` for each byte that is not)",
+)
 UNLABELED = _reason("unlabeled", "reject", "no label found for it")
 UNKNOWN_CLASS = _reason("unknown_class", "reject", "its class is not in `--class_names`")
 BAD_MANIFEST_VALUE = _reason(

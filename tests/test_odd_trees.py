@@ -203,3 +203,32 @@ def test_a_file_rewritten_while_being_read_gives_a_consistent_outcome(
         assert data not in (old, new)  # the race did happen: the reader saw parts of both
     else:
         assert data == old  # the descriptor still reads the file that was opened
+
+
+def test_a_path_that_is_not_utf8_is_a_reject_not_a_crash(tmp_path):
+    """A name from an old archive or another system (`caf\\xe9`, Latin-1) cannot be a record's
+    `image/filename` or a line of any JSON output: each such file is one reject line that says
+    so, shown with `\\xNN`, and the rest of the run goes on (it used to stop with a
+    UnicodeEncodeError while the splits were hashed)."""
+    from pipelines.convert import run
+
+    root = tmp_path / "in"
+    imagegen.write_tree(root, {"cat/1.jpg": imagegen.jpeg(seed=1), "dog/2.jpg": imagegen.jpeg(seed=2)})
+    base = os.fsencode(root)
+    os.makedirs(base + b"/caf\xe9")  # a folder: every file in it
+    for name in (b"/caf\xe9/3.jpg", b"/cat/\xff4.jpg"):
+        with open(base + name, "wb") as handle:
+            handle.write(imagegen.jpeg(seed=3))
+    out = tmp_path / "out"
+    assert run(["--input", str(root), "--output", str(out), "--no_progress"]) == 0
+
+    written = sorted(r["image/filename"].decode() for r in read_records(out, "train"))
+    assert written == ["cat/1.jpg", "dog/2.jpg"]
+    assert {r["path"]: r["reason"] for r in rejects(out)} == {
+        "caf\\xe9/3.jpg": "undecodable_name",
+        "cat/\\xff4.jpg": "undecodable_name",
+    }
+    result = summary(out)
+    assert result["consistent"] and result["inputs"] == 4
+    assert result["class_names"] == ["cat", "dog"]  # the folder of rejects is no class
+    assert (out / "labels.txt").read_text().split() == ["cat", "dog"]

@@ -95,16 +95,25 @@ def list_inputs(input_spec: str) -> list[InputFile]:
         raise ConfigError("input", f"{input_spec} holds no files")
     prefix = base.rstrip("/") + "/"
     files = [
-        InputFile(
-            relpath=path[len(prefix) :] if path.startswith(prefix) else path,
-            path=path,
-            size=size,
-            problem=problem,
-            mtime=mtime,
-        )
+        _input_file(path[len(prefix) :] if path.startswith(prefix) else path, path, size, problem, mtime)
         for path, size, problem, mtime in found
     ]
     return sorted(files)
+
+
+def _input_file(
+    relpath: str, path: str, size: int, problem: tuple[str, str] | None, mtime: float
+) -> InputFile:
+    """One listed file. A local name that is not valid UTF-8 (Python lists its bytes as lone
+    surrogates) can be neither a record's `image/filename` nor a line of any JSON output: the file
+    is a reject, its relpath shown with `\\xNN` for each such byte."""
+    try:
+        relpath.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(relpath).decode("utf-8", "backslashreplace")
+        detail = "its path's bytes are not valid UTF-8: rename the file or its folder"
+        return InputFile(shown, path, size, (reasons.UNDECODABLE_NAME.code, detail), mtime)
+    return InputFile(relpath, path, size, problem, mtime)
 
 
 def _is_file(path: str) -> bool:
