@@ -29,6 +29,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
 from beam_tfrecord import gcs, runners
 from beam_tfrecord.config import ConvertConfig, FeatureOptions, SourceConfig
 from beam_tfrecord.config_base import GROUPS, ConfigError, Declared, declared, setting
+from beam_tfrecord.plan.listing import shown_path
 from beam_tfrecord.plan.planner import LabelSource, label_source_for
 from beam_tfrecord.runners import read_threads
 from beam_tfrecord.write.outputs import OutputInUse
@@ -353,6 +354,12 @@ def parse_options(argv: Sequence[str]) -> PipelineOptions:
     `--help` prints the converter's options (and a line on Beam's) and exits 0; `--help_beam`
     prints every option, Beam's then ours."""
     argv = list(argv)
+    for arg in argv:  # Python hands over the bytes of one that is not UTF-8 as lone surrogates
+        if shown_path(arg) != arg:
+            raise UsageError(
+                f"{shown_path(arg)} is not valid UTF-8 (shown with \\xNN): every option is written "
+                "to summary.json; rename the path"
+            )
     try:
         runner = runners.load_runner(_runner_named(argv))
     except ConfigError as error:

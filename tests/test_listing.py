@@ -113,3 +113,33 @@ def test_unreadable_directory_is_reported():
     assert problems(listed) == {"cat/1.jpg": None, "locked": "unreadable"}
     detail = next(f for f in listed if f.relpath == "locked").problem[1]
     assert detail == "directory cannot be listed: PermissionError: Permission denied"
+
+
+def test_a_name_that_is_not_utf8_is_shown_escaped_and_keeps_what_the_listing_found(tmp_path):
+    base = os.fsencode(tmp_path)
+    for name in (b"/caf\xe9.jpg", b"/ok.jpg"):
+        with open(base + name, "wb") as handle:
+            handle.write(b"xyz")
+    os.symlink(base + b"/nowhere", base + b"/gone\xff.jpg")
+    listed = {f.relpath: f.problem for f in list_inputs(str(tmp_path))}
+    assert listed["ok.jpg"] is None
+    assert listed["caf\\xe9.jpg"][0] == "undecodable_name"
+    assert listed["gone\\xff.jpg"][0] == "unreadable"  # a broken link stays one
+
+
+def test_an_escaped_name_that_equals_another_files_name_fails_in_one_line(tmp_path):
+    base = os.fsencode(tmp_path)
+    for name in (b"/caf\xe9.jpg", b"/caf\\xe9.jpg"):  # the second is a real name with a backslash
+        with open(base + name, "wb") as handle:
+            handle.write(b"xyz")
+    with pytest.raises(ValueError, match=r"names two files .* rename one of them"):
+        list_inputs(str(tmp_path))
+
+
+def test_an_input_folder_that_is_not_utf8_is_a_clear_error(tmp_path):
+    folder = os.fsencode(tmp_path) + b"/caf\xe9"
+    os.makedirs(folder)
+    with open(folder + b"/1.jpg", "wb") as handle:
+        handle.write(b"xyz")
+    with pytest.raises(ValueError, match=r"caf\\xe9 is not valid UTF-8: rename it"):
+        list_inputs(os.fsdecode(folder))

@@ -3,6 +3,7 @@ unknown option stops the run naming the closest valid one, and none of ours shad
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -110,3 +111,13 @@ def test_settings_that_contradict_each_other_are_refused(pets_tree, tmp_path, ca
     assert convert(pets_tree, tmp_path / "out", *extra) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_an_argument_that_is_not_utf8_is_one_line(pets_tree, tmp_path, capsys):
+    """Every option is written to summary.json: a path whose bytes are not UTF-8 (Python hands
+    them over as lone surrogates) is refused before anything runs, shown with \\xNN."""
+    output = os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9")
+    assert convert(pets_tree, output) == 2
+    err = capsys.readouterr().err
+    assert "caf\\xe9 is not valid UTF-8" in err and len(err.strip().splitlines()) == 1
+    assert not os.path.exists(output)

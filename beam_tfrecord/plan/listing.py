@@ -7,11 +7,12 @@ size cannot be read (a broken symlink), which would lose inputs without a word.
 
 from __future__ import annotations
 
+import collections
 import os
 import posixpath
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from apache_beam.io.filesystem import FileSystem
@@ -20,7 +21,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecord import gcs, reasons
 from beam_tfrecord.config_base import ConfigError
 
-__all__ = ["InputFile", "list_inputs", "skip_reason", "split_input_spec", "walk_local"]
+__all__ = ["InputFile", "list_inputs", "shown_path", "skip_reason", "split_input_spec", "walk_local"]
 
 # Files that operating systems and photo tools leave beside images. They become `skipped`
 # reject lines, counted apart from inputs that failed.
@@ -76,6 +77,8 @@ def list_inputs(input_spec: str) -> list[InputFile]:
     Raises `ValueError` for a missing or empty input, so a run fails before any work starts.
     """
     base, pattern = split_input_spec(input_spec)
+    if not _is_utf8(base):
+        raise ConfigError("input", f"{shown_path(base)} is not valid UTF-8: rename it or a folder above it")
     match = _match if "://" in pattern else _match_local
     try:
         found = match(pattern)
@@ -98,22 +101,51 @@ def list_inputs(input_spec: str) -> list[InputFile]:
         _input_file(path[len(prefix) :] if path.startswith(prefix) else path, path, size, problem, mtime)
         for path, size, problem, mtime in found
     ]
+    _refuse_shown_twice(files)
     return sorted(files)
+
+
+def shown_path(path: str) -> str:
+    """A local path as valid UTF-8 text: each byte of its name that is not (Python lists such
+    bytes as lone surrogates) written `\\xNN`; any other path as it is."""
+    return path if _is_utf8(path) else os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _input_file(
     relpath: str, path: str, size: int, problem: tuple[str, str] | None, mtime: float
 ) -> InputFile:
-    """One listed file. A local name that is not valid UTF-8 (Python lists its bytes as lone
-    surrogates) can be neither a record's `image/filename` nor a line of any JSON output: the file
-    is a reject, its relpath shown with `\\xNN` for each such byte."""
-    try:
-        relpath.encode("utf-8")
-    except UnicodeEncodeError:
-        shown = os.fsencode(relpath).decode("utf-8", "backslashreplace")
-        detail = "its path's bytes are not valid UTF-8: rename the file or its folder"
-        return InputFile(shown, path, size, (reasons.UNDECODABLE_NAME.code, detail), mtime)
-    return InputFile(relpath, path, size, problem, mtime)
+    """One listed file. A local name that is not valid UTF-8 can be neither a record's
+    `image/filename` nor a line of any JSON output: the file is a reject (or keeps the problem
+    the listing found), its relpath shown with `\\xNN` for each such byte."""
+    if _is_utf8(relpath):
+        return InputFile(relpath, path, size, problem, mtime)
+    detail = "its path's bytes are not valid UTF-8: rename the file or its folder"
+    return InputFile(
+        shown_path(relpath), path, size, problem or (reasons.UNDECODABLE_NAME.code, detail), mtime
+    )
+
+
+def _refuse_shown_twice(files: Sequence[InputFile]) -> None:
+    """A relpath is a file's identity in every output (the file index, rejects.jsonl): a name
+    shown with `\\xNN` that equals another file's name fails the run in one line, never merges
+    two files into one."""
+    relpaths = [f.relpath for f in files]
+    if len(set(relpaths)) == len(relpaths):
+        return
+    twice = sorted(r for r, n in collections.Counter(relpaths).items() if n > 1)
+    raise ConfigError(
+        "input",
+        f"{twice[0]!r} names two files once a name that is not valid UTF-8 is shown with \\xNN: "
+        "rename one of them",
+    )
 
 
 def _is_file(path: str) -> bool:
@@ -172,7 +204,10 @@ def walk_local(root: str) -> Iterator[Entry]:
                     yield (
                         entry.path,
                         0,
-                        (reasons.SKIPPED.code, f"symlink loop: leads back to {real}, not followed"),
+                        (
+                            reasons.SKIPPED.code,
+                            f"symlink loop: leads back to {shown_path(real)}, not followed",
+                        ),
                         0.0,
                     )
                     continue
