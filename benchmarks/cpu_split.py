@@ -120,7 +120,9 @@ def main() -> None:
     counts = []
     with tempfile.TemporaryDirectory(prefix="bench-split-") as out:
         for size in sizes:
-            tools, _ = peers.task_tools(args.task, size, args.seed, os.path.join(out, str(size)), extra)
+            least = args.tool in ("least_work", "library_steps")
+            where = os.path.join(out, str(size))
+            tools, _ = peers.task_tools(args.task, size, args.seed, where, extra, least_work_tools=least)
             tool = next((t for t in tools if t.name == args.tool), None)
             if tool is None:
                 sys.exit(f"--tool {args.tool}: this task runs {', '.join(t.name for t in tools)}")

@@ -19,10 +19,11 @@ of `python -m pipelines.convert` on the same data (as a multiset: the shards dif
 launcher's `prepare` (the COCO file read and checked, the plan made and staged, the file index's
 digests), and per staged shard task `load_task`, `prepare_input` (the read, the JPEG segment walk,
 the decode, EXIF, the boxes placed, the sha256), `finish_record` (the Example, its sha256) and
-the tally, each thread writing whole shard tasks: everything the product does per photo, but no
-Beam and no hand-off of records between threads. Between the three (the least work, `--library`,
-`pipelines.convert`) the CPU a photo splits into what the output needs, what the product's checks
-and plan add, and what the runner adds.
+the tally, each thread writing whole shard tasks. It leaves out Beam, the hand-off of records
+between threads and the output's bookkeeping: the `.idx` files, the resume ledger, the reject,
+change and duplicate lines, the file index's rows and `summary.json`. Between the three (the least
+work, `--library`, `pipelines.convert`) the CPU a photo splits into what the output needs, what
+the product's checks and plan add, and what the runner and the bookkeeping add.
 
     python benchmarks/least_work.py --image_dir DIR --instances FILE --output OUT [--threads 2]
         [--library] [--compare OURS_OUTPUT]
@@ -50,8 +51,11 @@ sys.path[:0] = [os.path.dirname(HERE)]
 import google_crc32c  # noqa: E402
 from PIL import Image  # noqa: E402
 
+from beam_tfrecord import compat  # noqa: E402
 from beam_tfrecord.write.messages import Example  # noqa: E402
 
+# TFRecord's framing and the summary's digest, written out here as a plain converter would
+# (beam_tfrecord.write.tfrecord_files and write.tally hold the project's own).
 _MASK_DELTA = 0xA282EAD8
 _DIGEST_MODULUS = 2**256
 
@@ -87,7 +91,7 @@ def convert(
     image = Image.open(io.BytesIO(data), formats=["JPEG"])
     width, height = image.size
     image.draft(image.mode, ((width + 7) // 8, (height + 7) // 8))
-    image.decodermaxblock = max(len(data), image.decodermaxblock)
+    compat.decode_in_one_call(image, len(data))
     image.load()  # the validating decode: raises on a broken file
     xmin, ymin, xmax, ymax, areas, labels, texts = [], [], [], [], [], [], []
     for annotation in annotations:
@@ -140,7 +144,10 @@ def read_bytes(path: str) -> bytes:
 
 
 def write_part(
-    part: Sequence[tuple[dict, list[dict]]], image_dir: str, categories: dict, path: str
+    part: Sequence[tuple[dict, list[dict]]],
+    image_dir: str,
+    categories: dict[int, tuple[int, bytes]],
+    path: str,
 ) -> tuple[int, int]:
     """One thread's photos into one file and its `.idx`: (records, sum of their sha256)."""
     digest, offsets, offset = 0, [], 0
@@ -246,8 +253,11 @@ def main() -> None:
     if args.compare:
         ours, mine = collections.Counter(_records(args.compare)), collections.Counter(_records(args.output))
         if ours != mine:
-            missing = sum((ours - mine).values())
-            sys.exit(f"records differ: {missing} of {args.compare}'s are not written here")
+            missing, extra = sum((ours - mine).values()), sum((mine - ours).values())
+            sys.exit(
+                f"records differ: {missing} of {args.compare}'s are not written here, "
+                f"{extra} written here are not there"
+            )
         print(f"the same {count} records as {args.compare}")
 
 

@@ -283,17 +283,25 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def task_tools(
-    task: str, images: int, seed: int, out: str, extra: list[str], masks: bool = False
+    task: str,
+    images: int,
+    seed: int,
+    out: str,
+    extra: list[str],
+    masks: bool = False,
+    least_work_tools: bool = False,
 ) -> tuple[list[Tool], list[str]]:
-    """The task's set of `images` under benchmarks/data (made on first use) and its tools writing
-    under `out` (the peer, this project, and for detection the least work), with the folders of
-    images they read."""
+    """The task's set of `images` under benchmarks/data (made on first use) and its two tools
+    writing under `out` (the peer, then this project), with the folders of images they read;
+    `least_work` adds benchmarks/least_work.py's two (detection)."""
     kind = "photos" if task == "detection" else "synthetic"
     data = os.path.join(HERE, "data", f"{kind}-{images}-{seed}")
     if task == "detection":
         ensure_photos(data, images, seed)
         tools, watched = detection_tools(data, out, masks, extra)
-        return [*tools, least_work(data, out), least_work(data, out, library=True)], watched
+        if least_work_tools:
+            tools += [least_work(data, out), least_work(data, out, library=True)]
+        return tools, watched
     ensure_dataset(data, images, seed)
     return classification_tools(data, out, extra)
 

@@ -86,7 +86,8 @@ def test_least_work_writes_the_records_the_pipeline_writes(tmp_path, mode: list[
 
 
 def test_least_work_tells_other_records_apart(tmp_path) -> None:
-    """The comparison is not vacuous: another category order gives other labels, so other bytes."""
+    """The comparison is not vacuous: the same class names under other ids give other labels and
+    class texts, so other bytes."""
     images, instances = _coco_set(str(tmp_path / "data"))
     ours = str(tmp_path / "ours")
     convert = [sys.executable, "-m", "pipelines.convert", "--input", images, "--output", ours]
