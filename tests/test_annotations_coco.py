@@ -104,6 +104,17 @@ def test_annotation_files_are_sources_never_inputs(coco_tree):
     assert not set(found.sources) & set(found.images)
 
 
+def test_an_instances_file_whose_name_is_not_utf8_is_found_and_read(coco_tree):
+    """Found beside --input like any other (never left out without a word), and named with \\xNN
+    in what the run says of it."""
+    folder = os.fsencode(coco_tree / "annotations")
+    os.rename(folder + b"/instances_train2017.json", folder + b"/instances_train2017\xe9.json")
+    found = load(coco_tree / "train2017")
+    assert found.class_names == ("person", "cat", "dog")
+    assert len(found.images["000001.jpg"].objects) == 2
+    assert "instances_train2017\\xe9.json" in found.found_at
+
+
 def test_masks_false_keeps_boxes_only(coco_tree):
     found = load(coco_tree, masks=False)
     objects = [obj for image in found.images.values() for obj in image.objects]

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import yaml
 
+from beam_tfrecord import reasons
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.plan.annotations import coco
 from beam_tfrecord.plan.annotations.catalog import ANNOTATION_EXTENSIONS, Catalog, read_one
@@ -126,7 +127,9 @@ def _list(folder: str, keep: tuple[str, ...] = tuple(ANNOTATION_EXTENSIONS)) -> 
         files = list_inputs(folder)
     except (ConfigError, ValueError, OSError):
         return []
-    return [f for f in files if f.problem is None and f.relpath.lower().endswith(keep)]
+    # A name that is not UTF-8 is read all the same (its path is the bytes) and shown with \xNN.
+    readable = (None, reasons.UNDECODABLE_NAME.code)
+    return [f for f in files if (f.problem or (None,))[0] in readable and f.relpath.lower().endswith(keep)]
 
 
 def _rerooted(catalog: Catalog, prefix: str, beside: dict[str, InputFile]) -> Catalog:
