@@ -120,9 +120,9 @@ def main() -> None:
     counts = []
     with tempfile.TemporaryDirectory(prefix="bench-split-") as out:
         for size in sizes:
-            least = args.tool in ("least_work", "library_steps")
+            least = args.tool in peers.LEAST_WORK_TOOLS
             where = os.path.join(out, str(size))
-            tools, _ = peers.task_tools(args.task, size, args.seed, where, extra, least_work_tools=least)
+            tools, _ = peers.task_tools(args.task, size, args.seed, where, extra, least_work=least)
             tool = next((t for t in tools if t.name == args.tool), None)
             if tool is None:
                 sys.exit(f"--tool {args.tool}: this task runs {', '.join(t.name for t in tools)}")

@@ -14,7 +14,7 @@ process, on the same files, in interleaved rounds (issue 28):
 - detection, `--least_work`: two more tools, benchmarks/least_work.py: the least work that
   writes this project's records (the same bytes, checked), and the same loop through this
   project's own steps without Beam (`--library`), so the table shows what the output needs, what
-  the checks and the plan add, and what the runner adds.
+  the checks and the plan add, and what the runner and the output's bookkeeping add.
 
     .venv/bin/python benchmarks/peers.py --task detection --images 12000 --rounds 3
     .venv/bin/python benchmarks/peers.py --task detection --images 12000 --rounds 3 --masks
@@ -238,14 +238,19 @@ def detection_tools(
     return tools, [images]
 
 
-def least_work(data: str, out: str, library: bool = False) -> Tool:
+LEAST_WORK_TOOLS = ("least_work", "library_steps")
+
+
+def least_work_tools(data: str, out: str) -> list[Tool]:
     """benchmarks/least_work.py on the detection set: this project's records and nothing else
-    (`least_work`), or with the library's own steps, without Beam (`library_steps`)."""
-    name = "library_steps" if library else "least_work"
-    output = os.path.join(out, name)
+    (`least_work`), and with the library's own steps, without Beam (`library_steps`)."""
     command = [sys.executable, os.path.join(HERE, "least_work.py"), "--image_dir"]
     command += [os.path.join(data, IMAGE_FOLDER), "--instances", os.path.join(data, SPLIT_FILE)]
-    return Tool(name, [*command, "--output", output, *(["--library"] if library else [])], output)
+    tools = []
+    for name, flags in zip(LEAST_WORK_TOOLS, ([], ["--library"]), strict=True):
+        output = os.path.join(out, name)
+        tools.append(Tool(name, [*command, "--output", output, *flags], output))
+    return tools
 
 
 def classification_tools(data: str, out: str, extra: list[str]) -> tuple[list[Tool], list[str]]:
@@ -289,7 +294,7 @@ def task_tools(
     out: str,
     extra: list[str],
     masks: bool = False,
-    least_work_tools: bool = False,
+    least_work: bool = False,
 ) -> tuple[list[Tool], list[str]]:
     """The task's set of `images` under benchmarks/data (made on first use) and its two tools
     writing under `out` (the peer, then this project), with the folders of images they read;
@@ -299,8 +304,8 @@ def task_tools(
     if task == "detection":
         ensure_photos(data, images, seed)
         tools, watched = detection_tools(data, out, masks, extra)
-        if least_work_tools:
-            tools += [least_work(data, out), least_work(data, out, library=True)]
+        if least_work:
+            tools += least_work_tools(data, out)
         return tools, watched
     ensure_dataset(data, images, seed)
     return classification_tools(data, out, extra)
@@ -393,7 +398,7 @@ def main() -> None:
         if args.ours_without_decode:
             tools.append(without_decode(tools[-1], out))
         if args.least_work:
-            tools += [least_work(data, out), least_work(data, out, library=True)]
+            tools += least_work_tools(data, out)
         for tool in tools:
             os.makedirs(tool.output, exist_ok=True)
         size = sum(

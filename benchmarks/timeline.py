@@ -92,8 +92,8 @@ def main() -> None:
     args, extra = parser.parse_known_args()
     images = args.images or peers.DEFAULT_IMAGES[args.task]
     with tempfile.TemporaryDirectory(prefix="bench-timeline-") as out:
-        least = args.tool in ("least_work", "library_steps")
-        tools, _ = peers.task_tools(args.task, images, args.seed, out, extra, least_work_tools=least)
+        least = args.tool in peers.LEAST_WORK_TOOLS
+        tools, _ = peers.task_tools(args.task, images, args.seed, out, extra, least_work=least)
         for tool in tools:
             if args.tool and tool.name != args.tool:
                 continue

@@ -128,8 +128,12 @@ def _list(folder: str, keep: tuple[str, ...] = tuple(ANNOTATION_EXTENSIONS)) -> 
     except (ConfigError, ValueError, OSError):
         return []
     # A name that is not UTF-8 is read all the same (its path is the bytes) and shown with \xNN.
-    readable = (None, reasons.UNDECODABLE_NAME.code)
-    return [f for f in files if (f.problem or (None,))[0] in readable and f.relpath.lower().endswith(keep)]
+    return [
+        f
+        for f in files
+        if (f.problem is None or f.problem[0] == reasons.UNDECODABLE_NAME.code)
+        and f.relpath.lower().endswith(keep)
+    ]
 
 
 def _rerooted(catalog: Catalog, prefix: str, beside: dict[str, InputFile]) -> Catalog:
