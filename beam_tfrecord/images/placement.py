@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from math import isfinite
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from PIL import Image
 
@@ -131,14 +131,42 @@ def place_annotations(
         )
         return PlacedAnnotations((), dropped, None)
     moved = transform if frame == "stored" else transform.upright()
+    sizes = _Sizes.of(moved)
     map_box = moved.box_mapper()  # the transform's numbers once per image, not per box
     ids = label_ids or {}
     stored: list[StoredObject] = []
     dropped_objects: list[DroppedObject] = []
     for item in annotations.objects:
-        outcome = _place_object(item, moved, annotations.normalized, masks, map_box, ids)
-        (stored if isinstance(outcome, StoredObject) else dropped_objects).append(outcome)
+        outcome = _place_object(item, moved, annotations.normalized, masks, map_box, ids, sizes)
+        (stored if type(outcome) is StoredObject else dropped_objects).append(outcome)
     return PlacedAnnotations(tuple(stored), tuple(dropped_objects), frame)
+
+
+class _Sizes(NamedTuple):
+    """A transform's numbers that every box of an image uses, looked up once per image: each
+    attribute or property read per box (`scale` divides each time) cost more than the box's own
+    arithmetic (issue 28)."""
+
+    width: int  # the stored picture's
+    height: int
+    right: float  # the same, as the floats a box is clipped to
+    bottom: float
+    final_width: int  # the stored image's
+    final_height: int
+    final_right: float
+    final_bottom: float
+    scale_x: float
+    scale_y: float
+
+    @classmethod
+    def of(cls, transform: PixelTransform) -> _Sizes:
+        width, height, final_width, final_height = (
+            transform.stored_width, transform.stored_height, transform.width, transform.height
+        )  # fmt: skip
+        return cls(
+            width, height, float(width), float(height),
+            final_width, final_height, float(final_width), float(final_height), *transform.scale,
+        )  # fmt: skip
 
 
 def _place_object(
@@ -148,10 +176,11 @@ def _place_object(
     masks: bool,
     map_box: BoxMapper,
     label_ids: Mapping[str, int],
+    sizes: _Sizes,
 ) -> StoredObject | DroppedObject:
     """One object through clipping, the transform, the crop and (optionally) its mask.
-    `map_box` is `transform.box_mapper()`."""
-    width, height = transform.stored_width, transform.stored_height
+    `map_box` is `transform.box_mapper()`, `sizes` its numbers (`_Sizes.of(transform)`)."""
+    width, height = sizes.width, sizes.height
     box = (item.xmin, item.ymin, item.xmax, item.ymax)
     if not (isfinite(box[0]) and isfinite(box[1]) and isfinite(box[2]) and isfinite(box[3])):
         return _drop(item, reasons.INVALID_BOX, f"box {box}")
@@ -165,7 +194,7 @@ def _place_object(
     notes = []
     # max(value, 0.0) and min(value, edge) as the builtins decide (the second argument only when
     # strictly greater or less), without a call each: this runs for every object of every image.
-    right, bottom = float(width), float(height)
+    right, bottom = sizes.right, sizes.bottom
     inside = (
         0.0 if xmin < 0.0 else xmin,
         0.0 if ymin < 0.0 else ymin,
@@ -176,7 +205,7 @@ def _place_object(
         notes.append(reasons.CLIPPED.code)
 
     mapped = map_box(*inside)
-    right, bottom = float(transform.width), float(transform.height)
+    right, bottom = sizes.final_right, sizes.final_bottom
     kept = (
         0.0 if mapped[0] < 0.0 else mapped[0],
         0.0 if mapped[1] < 0.0 else mapped[1],
@@ -204,22 +233,16 @@ def _place_object(
             notes.append(reasons.MASK_EMPTY.code)
         mask_png = geometry.encode_mask_png(mask)
 
+    final_width, final_height = sizes.final_width, sizes.final_height
+    area = _area(item, sizes, normalized, kept, mapped if inside == box else map_box(*box))
+    # Positional, in the fields' order: a NamedTuple built from keywords costs a third more.
     return StoredObject(
-        xmin=kept[0] / transform.width,
-        ymin=kept[1] / transform.height,
-        xmax=kept[2] / transform.width,
-        ymax=kept[3] / transform.height,
-        label=item.label,
-        area=_area(item, transform, normalized, kept, mapped if inside == box else map_box(*box)),
-        is_crowd=item.is_crowd,
-        difficult=item.difficult,
-        truncated=item.truncated,
-        pose=item.pose,
-        mask_png=mask_png,
-        source_ref=item.source_ref,
-        notes=tuple(code for code in reasons.codes("object_note") if code in notes) if notes else (),
-        label_id=label_ids.get(item.label, 0),
-    )
+        kept[0] / final_width, kept[1] / final_height, kept[2] / final_width, kept[3] / final_height,
+        item.label, area, item.is_crowd, item.difficult, item.truncated, item.pose, mask_png,
+        item.source_ref,
+        tuple(code for code in reasons.codes("object_note") if code in notes) if notes else (),
+        label_ids.get(item.label, 0),
+    )  # fmt: skip
 
 
 def _drop(item: ObjectBox, reason: reasons.Reason, detail: str) -> DroppedObject:
@@ -240,7 +263,7 @@ def _stored_mask(
 
 def _area(
     item: ObjectBox,
-    transform: PixelTransform,
+    sizes: _Sizes,
     normalized: bool,
     kept: tuple[float, float, float, float],
     whole: tuple[float, float, float, float],
@@ -251,10 +274,9 @@ def _area(
     kept_area = (kept[2] - kept[0]) * (kept[3] - kept[1])
     if item.area is None:
         return kept_area
-    source_area = item.area * transform.stored_width * transform.stored_height if normalized else item.area
-    scale_x, scale_y = transform.scale
+    source_area = item.area * sizes.width * sizes.height if normalized else item.area
     whole_area = (whole[2] - whole[0]) * (whole[3] - whole[1])
-    area = source_area * scale_x * scale_y * min(1.0, kept_area / whole_area)
+    area = source_area * sizes.scale_x * sizes.scale_y * min(1.0, kept_area / whole_area)
     # A source's area near the float limit overflows when the picture is scaled up: the kept
     # box's area then, never an infinity that no size bucket of the summary holds.
     return area if isfinite(area) else kept_area
