@@ -11,6 +11,7 @@ without its counting of threads that wait for the GIL.
     .venv/bin/python benchmarks/cpu_split.py --task classification --images 32000
     .venv/bin/python benchmarks/cpu_split.py --task detection --images 12000 --tool od_api_coco
     .venv/bin/python benchmarks/cpu_split.py --task detection --images 12000 --tool least_work
+    .venv/bin/python benchmarks/cpu_split.py --task detection --images 12000 --tool checked_steps
     .venv/bin/python benchmarks/cpu_split.py --task detection --images 12000 --tool library_steps
 
 Needs Linux `perf` (Debian's linux-perf) allowed to sample the processes it starts
@@ -110,7 +111,8 @@ def main() -> None:
     parser.add_argument(
         "--tool",
         default="pipelines.convert",
-        help="pipelines.convert (default), the peer (od_api_coco, tf_loop), least_work or library_steps",
+        help="pipelines.convert (default), the peer (od_api_coco, tf_loop), or least_work.py's "
+        "least_work, checked_steps or library_steps",
     )
     args, extra = parser.parse_known_args()
     if shutil.which("perf") is None:

@@ -238,16 +238,17 @@ def detection_tools(
     return tools, [images]
 
 
-LEAST_WORK_TOOLS = ("least_work", "library_steps")
+LEAST_WORK_TOOLS = ("least_work", "checked_steps", "library_steps")
 
 
 def least_work_tools(data: str, out: str) -> list[Tool]:
     """benchmarks/least_work.py on the detection set: this project's records and nothing else
-    (`least_work`), and with the library's own steps, without Beam (`library_steps`)."""
+    (`least_work`), with the project's checks and plan on the least work's record path
+    (`checked_steps`), and with the library's own steps, without Beam (`library_steps`)."""
     command = [sys.executable, os.path.join(HERE, "least_work.py"), "--image_dir"]
     command += [os.path.join(data, IMAGE_FOLDER), "--instances", os.path.join(data, SPLIT_FILE)]
     tools = []
-    for name, flags in zip(LEAST_WORK_TOOLS, ([], ["--library"]), strict=True):
+    for name, flags in zip(LEAST_WORK_TOOLS, ([], ["--checked"], ["--library"]), strict=True):
         output = os.path.join(out, name)
         tools.append(Tool(name, [*command, "--output", output, *flags], output))
     return tools

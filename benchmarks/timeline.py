@@ -87,7 +87,9 @@ def main() -> None:
     )
     peers.add_task_arguments(parser)
     parser.add_argument(
-        "--tool", help="one tool only: pipelines.convert, od_api_coco, tf_loop, least_work or library_steps"
+        "--tool",
+        help="one tool only: pipelines.convert, od_api_coco, tf_loop, or least_work.py's least_work, "
+        "checked_steps or library_steps",
     )
     args, extra = parser.parse_known_args()
     images = args.images or peers.DEFAULT_IMAGES[args.task]

@@ -27,8 +27,8 @@ def _photo(seed: int) -> bytes:
 
 
 def _coco_set(root: str) -> tuple[str, str]:
-    """Six photos with boxes as COCO keeps them: categories listed out of name order, a box that
-    reaches past the picture's right and bottom edges, fractional corners, a crowd box."""
+    """Six photos with boxes as COCO keeps them: categories listed out of name order, boxes that
+    reach past the picture's edges, fractional corners, a crowd box."""
     images = os.path.join(root, "train2017")
     os.makedirs(images)
     rng = random.Random(7)
@@ -45,6 +45,8 @@ def _coco_set(root: str) -> tuple[str, str]:
             w, h = round(rng.uniform(4, width / 2), 2), round(rng.uniform(4, height / 2), 2)
             if number == 2 and index % 2:
                 w, h = width - x + 3.5, height - y + 1.25  # past both far edges: clipped
+            if number == 0 and index == 3:
+                x, y = -2.5, -0.25  # past the left and top edges: clipped
             annotations.append(
                 {
                     "id": len(annotations) + 1,
@@ -63,7 +65,7 @@ def _coco_set(root: str) -> tuple[str, str]:
     return images, instances
 
 
-@pytest.mark.parametrize("mode", [[], ["--library"]], ids=["plain", "library"])
+@pytest.mark.parametrize("mode", [[], ["--checked"], ["--library"]], ids=["plain", "checked", "library"])
 def test_least_work_writes_the_records_the_pipeline_writes(tmp_path, mode: list[str]) -> None:
     images, instances = _coco_set(str(tmp_path / "data"))
     ours, least = str(tmp_path / "ours"), str(tmp_path / "least")
@@ -109,3 +111,35 @@ def test_least_work_tells_other_records_apart(tmp_path) -> None:
     )
     assert done.returncode != 0
     assert "records differ" in done.stderr
+
+
+def test_checked_steps_give_a_photo_the_record_path_does_not_place_to_the_library(tmp_path) -> None:
+    """`--checked` places boxes inline only in a photo kept as it is: one the library re-encodes
+    (EXIF orientation 6, turned upright, its boxes turned with it) goes through the library's own
+    steps, so its record is still the pipeline's."""
+    images, instances = _coco_set(str(tmp_path / "data"))
+    turned = Image.effect_noise((120, 80), 50).convert("RGB")
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    turned.save(os.path.join(images, "000000000099.jpg"), "JPEG", exif=exif.tobytes())
+    with open(instances) as handle:
+        coco = json.load(handle)
+    # No size declared: the boxes are in the stored picture's frame and turn with it.
+    coco["images"].append({"id": 99, "file_name": "000000000099.jpg"})
+    box = {"id": 999, "image_id": 99, "category_id": 1, "bbox": [10.0, 5.0, 30.0, 20.0], "area": 600.0}
+    coco["annotations"].append({**box, "iscrowd": 0})
+    with open(instances, "w") as handle:
+        json.dump(coco, handle)
+    ours, least = str(tmp_path / "ours"), str(tmp_path / "least")
+    convert = [sys.executable, "-m", "pipelines.convert", "--input", images, "--output", ours]
+    convert += ["--annotations", "coco", f"--annotations_path=train={instances}", "--runner=DirectRunner"]
+    done = subprocess.run([*convert, "--no_progress"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(os.path.join(ours, "changes.jsonl")) as handle:
+        assert any("exif_rotation" in line for line in handle), "the photo was not turned"
+    command = [sys.executable, LEAST_WORK, "--checked", "--image_dir", images, "--instances", instances]
+    done = subprocess.run(
+        [*command, "--output", least, "--compare", ours], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert done.stdout.splitlines()[-1] == f"the same 7 records as {ours}"
