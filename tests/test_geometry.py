@@ -567,6 +567,21 @@ def test_label_ids_are_given_when_the_object_is_placed():
     ] == [0, 0]
 
 
+def test_each_objects_flags_and_names_reach_its_stored_object():
+    """A stored object is built by position (the cost of keywords, issue 28): each flag, the pose
+    and where the object comes from land in their own field, never a neighbour's."""
+    found = ObjectBox(1, 1, 9, 9, "cat", 20.0, is_crowd=True, difficult=False, truncated=True,
+                      pose="Left", source_ref="a.xml#object 2")  # fmt: skip
+    (stored,) = place_annotations(
+        ImageAnnotations((found,), "x"), geometry.identity_transform(20, 20)
+    ).objects
+    assert (stored.is_crowd, stored.difficult, stored.truncated) == (True, False, True)
+    assert (stored.label, stored.pose, stored.source_ref, stored.mask_png, stored.notes) == (
+        "cat", "Left", "a.xml#object 2", None, ()
+    )  # fmt: skip
+    assert stored.area == 20.0
+
+
 def test_each_task_gets_the_ids_of_its_own_class_names(tmp_path):
     """The worker remembers the last task's ids (a task's inputs share its tuple of names):
     another task's names, or the same names in a list, still give their own ids."""

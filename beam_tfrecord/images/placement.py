@@ -160,9 +160,8 @@ class _Sizes(NamedTuple):
 
     @classmethod
     def of(cls, transform: PixelTransform) -> _Sizes:
-        width, height, final_width, final_height = (
-            transform.stored_width, transform.stored_height, transform.width, transform.height
-        )  # fmt: skip
+        width, height = transform.stored_width, transform.stored_height
+        final_width, final_height = transform.width, transform.height
         return cls(
             width, height, float(width), float(height),
             final_width, final_height, float(final_width), float(final_height), *transform.scale,
@@ -235,7 +234,8 @@ def _place_object(
 
     final_width, final_height = sizes.final_width, sizes.final_height
     area = _area(item, sizes, normalized, kept, mapped if inside == box else map_box(*box))
-    # Positional, in the fields' order: a NamedTuple built from keywords costs a third more.
+    # Positional, in the fields' order (a NamedTuple built from keywords costs a third more);
+    # tests/test_geometry.py checks that each flag lands in its own field.
     return StoredObject(
         kept[0] / final_width, kept[1] / final_height, kept[2] / final_width, kept[3] / final_height,
         item.label, area, item.is_crowd, item.difficult, item.truncated, item.pose, mask_png,
