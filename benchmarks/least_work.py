@@ -267,15 +267,17 @@ def library_run(image_dir: str, instances: str, output: str, threads: int) -> tu
     return sum(total.records.values()), sum(total.digests.values()) % _DIGEST_MODULUS
 
 
-def checked_run(image_dir: str, instances: str, output: str, threads: int) -> tuple[int, int]:
+def checked_run(image_dir: str, instances: str, output: str, threads: int) -> tuple[int, int, int]:
     """The project's checks and plan with the least work's record path: (records, sum of their
-    sha256). The launcher's `prepare` (the COCO file read and checked, the plan staged); per
-    staged task `load_task`; per photo the read and `encode_for_tensorflow` (the JPEG segment walk,
-    the decode, EXIF, the change reasons, the extension), then the boxes placed inline as the
-    placement places them in a picture kept as it is (clipped, a note when an edge moved, a drop
-    with a reason), the record through `example_bytes` and the counts the summary shows. A photo
-    that is not kept as it is goes through the library's own steps."""
-    from beam_tfrecord.elements import RejectLine, ShardKey
+    sha256, photos that went through the library's steps). The launcher's `prepare` (the COCO file
+    read and checked, the plan staged); per staged task `load_task`; per photo the read and
+    `encode_for_tensorflow` (the JPEG segment walk, the decode, EXIF, the change reasons, the
+    extension), then the boxes placed inline as the placement places them in a picture whose
+    geometry is unchanged (clipped, a note when an edge moved, a drop with a reason), the record
+    through `example_bytes`, and what the summary counts (counted, not written). Any other photo
+    goes through the library's own steps, and is counted: the benchmark sets should have none."""
+    from beam_tfrecord.elements import PlannedInput, RejectLine, ShardKey, ShardTask
+    from beam_tfrecord.images.geometry import identity_transform
     from beam_tfrecord.images.inputs import prepare_input
     from beam_tfrecord.images.inputs import read_bytes as read_input
     from beam_tfrecord.images.normalize import Reject, encode_for_tensorflow
@@ -294,7 +296,7 @@ def checked_run(image_dir: str, instances: str, output: str, threads: int) -> tu
     tasks = staging.list_task_files(staged.plan_dir)
 
     def place(
-        item: Any, width: int, height: int, ids: dict[str, int], counts: collections.Counter
+        item: PlannedInput, width: int, height: int, ids: dict[str, int], counts: collections.Counter
     ) -> _Boxes | None:
         """The boxes of a picture kept as it is (None: a picture without annotations, or objects
         the inline form does not place: masks, VOC's flags, another frame)."""
@@ -354,7 +356,7 @@ def checked_run(image_dir: str, instances: str, output: str, threads: int) -> tu
             counts["change boxes_clipped"] += 1
         return boxes
 
-    def run_tasks(part: int) -> tuple[int, int]:
+    def run_tasks(part: int) -> tuple[int, int, int]:
         counts: collections.Counter = collections.Counter()
         count = digest = 0
         for number, path in enumerate(tasks[part::threads]):
@@ -367,27 +369,27 @@ def checked_run(image_dir: str, instances: str, output: str, threads: int) -> tu
                     if record is not None:
                         writer.write(record)
             count, digest = count + writer.count, digest + writer.digest
-        return count, digest
+        return count, digest, counts["library's steps"]
 
     def _checked_record(
-        item: Any, task: Any, shard: Any, ids: dict[str, int], counts: collections.Counter
+        item: PlannedInput, task: ShardTask, shard: ShardKey, ids: dict[str, int], counts: collections.Counter
     ) -> bytes | None:
-        if item.size > options.max_file_bytes:
-            counts["reject too_large"] += 1
-            return None
-        data = read_input(item.path, options.max_file_bytes)
+        limit = options.max_file_bytes
+        try:
+            data = read_input(item.path, limit) if item.size <= limit else b""
+        except Exception:  # unreadable: the library's steps say why
+            data = b""
+        if not data or len(data) > limit:  # too large, unreadable or empty: the library says which
+            return _library_record(item, task, shard, counts)
         try:
             image = encode_for_tensorflow(data, options, name=item.relpath)
         except Reject as reject:
             counts[f"reject {reject.reason}"] += 1
             return None
-        boxes = None if image.reencoded else place(item, image.width, image.height, ids, counts)
-        if boxes is None:  # not kept as it is, or boxes the inline form does not place
-            pending = prepare_input(item, options, shard, class_names=task.class_names)
-            if isinstance(pending, RejectLine):
-                counts[f"reject {pending.reason}"] += 1
-                return None
-            return finish_record(config.schema, pending).example
+        unchanged = image.transform == identity_transform(image.width, image.height)
+        boxes = place(item, image.width, image.height, ids, counts) if unchanged else None
+        if boxes is None:  # turned or resized, or boxes the inline form does not place
+            return _library_record(item, task, shard, counts)
         counts[("records", item.split)] += 1
         counts[("height", image.height)] += 1
         counts[("width", image.width)] += 1
@@ -400,9 +402,21 @@ def checked_run(image_dir: str, instances: str, output: str, threads: int) -> tu
             image.data, image.format.encode(), *head, image.height, image.width, image.channels, boxes
         )
 
+    def _library_record(
+        item: PlannedInput, task: ShardTask, shard: ShardKey, counts: collections.Counter
+    ) -> bytes | None:
+        counts["library's steps"] += 1
+        pending = prepare_input(item, options, shard, class_names=task.class_names)
+        if isinstance(pending, RejectLine):
+            counts[f"reject {pending.reason}"] += 1
+            return None
+        counts[("records", item.split)] += 1
+        return finish_record(config.schema, pending).example
+
     with concurrent.futures.ThreadPoolExecutor(threads) as pool:
         done = list(pool.map(run_tasks, range(threads)))
-    return sum(n for n, _ in done), sum(d for _, d in done) % _DIGEST_MODULUS
+    total = sum(n for n, _, _ in done), sum(d for _, d, _ in done) % _DIGEST_MODULUS
+    return (*total, sum(library for _, _, library in done))
 
 
 def _records(folder: str) -> Iterator[bytes]:
@@ -446,10 +460,12 @@ def main() -> None:
     if args.library:
         count, digest = library_run(args.image_dir, args.instances, args.output, args.threads)
     elif args.checked:
-        count, digest = checked_run(args.image_dir, args.instances, args.output, args.threads)
+        count, digest, library = checked_run(args.image_dir, args.instances, args.output, args.threads)
     else:
         count, digest = least_work_run(args.image_dir, args.instances, args.output, args.threads)
     print(f"{count} records, digest {digest:064x}")
+    if args.checked:
+        print(f"photos through the library's own steps: {library}")
     if args.compare:
         ours, mine = collections.Counter(_records(args.compare)), collections.Counter(_records(args.output))
         if ours != mine:

@@ -81,8 +81,10 @@ def test_least_work_writes_the_records_the_pipeline_writes(tmp_path, mode: list[
     with open(os.path.join(ours, "summary.json")) as handle:
         summary = json.load(handle)
     digest = summary["splits"]["train"]["digest"]
+    inline = ["photos through the library's own steps: 0"] if mode == ["--checked"] else []
     assert done.stdout.splitlines() == [
         f"6 records, digest {digest}",
+        *inline,
         f"the same 6 records as {ours}",
     ]
 
@@ -113,21 +115,44 @@ def test_least_work_tells_other_records_apart(tmp_path) -> None:
     assert "records differ" in done.stderr
 
 
-def test_checked_steps_give_a_photo_the_record_path_does_not_place_to_the_library(tmp_path) -> None:
-    """`--checked` places boxes inline only in a photo kept as it is: one the library re-encodes
-    (EXIF orientation 6, turned upright, its boxes turned with it) goes through the library's own
-    steps, so its record is still the pipeline's."""
+def test_checked_steps_place_what_placement_places_and_leave_the_rest_to_the_library(tmp_path) -> None:
+    """`--checked` places boxes inline only in a picture whose geometry is unchanged, by
+    placement's rules: a corner at -0.0 is stored as 0.0, a box wholly outside the picture is
+    dropped. A photo turned by its EXIF orientation (6, its size left out of the COCO file, so
+    its boxes are in the stored frame and turn with it) goes through the library's own steps.
+    Every record is still the pipeline's."""
     images, instances = _coco_set(str(tmp_path / "data"))
+    with open(instances) as handle:
+        coco = json.load(handle)
+    kept = _photo(9)
+    with open(os.path.join(images, "000000000098.jpg"), "wb") as handle:
+        handle.write(kept)
+    width, height = Image.open(io.BytesIO(kept)).size
+    coco["images"].append({"id": 98, "file_name": "000000000098.jpg", "width": width, "height": height})
     turned = Image.effect_noise((120, 80), 50).convert("RGB")
     exif = Image.Exif()
     exif[0x0112] = 6
     turned.save(os.path.join(images, "000000000099.jpg"), "JPEG", exif=exif.tobytes())
-    with open(instances) as handle:
-        coco = json.load(handle)
-    # No size declared: the boxes are in the stored picture's frame and turn with it.
     coco["images"].append({"id": 99, "file_name": "000000000099.jpg"})
-    box = {"id": 999, "image_id": 99, "category_id": 1, "bbox": [10.0, 5.0, 30.0, 20.0], "area": 600.0}
-    coco["annotations"].append({**box, "iscrowd": 0})
+    for number, (image_id, bbox) in enumerate(
+        [
+            (98, [-0.0, -0.0, 20.0, 10.0]),  # a corner at -0.0
+            (98, [width + 5.0, 3.0, 10.0, 10.0]),  # wholly outside: dropped
+            (98, [4.0, 5.0, 12.0, 6.0]),
+            (99, [10.0, 5.0, 30.0, 20.0]),
+        ]
+    ):
+        area = bbox[2] * bbox[3]
+        coco["annotations"].append(
+            {
+                "id": 900 + number,
+                "image_id": image_id,
+                "category_id": 1,
+                "bbox": bbox,
+                "area": area,
+                "iscrowd": 0,
+            }
+        )
     with open(instances, "w") as handle:
         json.dump(coco, handle)
     ours, least = str(tmp_path / "ours"), str(tmp_path / "least")
@@ -137,9 +162,14 @@ def test_checked_steps_give_a_photo_the_record_path_does_not_place_to_the_librar
     assert done.returncode == 0, done.stderr[-3000:]
     with open(os.path.join(ours, "changes.jsonl")) as handle:
         assert any("exif_rotation" in line for line in handle), "the photo was not turned"
+    with open(os.path.join(ours, "dropped_objects.jsonl")) as handle:
+        assert "outside_image" in handle.read(), "the box outside was not dropped"
     command = [sys.executable, LEAST_WORK, "--checked", "--image_dir", images, "--instances", instances]
     done = subprocess.run(
         [*command, "--output", least, "--compare", ours], cwd=ROOT, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
-    assert done.stdout.splitlines()[-1] == f"the same 7 records as {ours}"
+    assert done.stdout.splitlines()[1:] == [
+        "photos through the library's own steps: 1",
+        f"the same 8 records as {ours}",
+    ]
