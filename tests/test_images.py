@@ -80,6 +80,18 @@ def test_resize_gives_exactly_the_asked_size(mode, size):
     assert tf_decode(image.data).shape == (size[1], size[0], 3)
 
 
+def test_a_picture_too_thin_to_pad_is_padded_not_a_crash():
+    """A 1000x2 banner padded into 224x224 is 0.45 pixel tall once scaled: Pillow's own pad raises
+    (and stopped the whole run); the record keeps a one-pixel line of it, centred, at the size
+    asked."""
+    buffer = io.BytesIO()
+    Image.new("RGB", (1000, 2), (250, 250, 250)).save(buffer, "JPEG")
+    image = encode_for_tensorflow(buffer.getvalue(), ImageOptions(resize=(224, 224), resize_mode="pad"))
+    pixels = tf_decode(image.data)
+    assert pixels.shape == (224, 224, 3)
+    assert pixels[112].mean() > 200 and pixels[100].mean() < 10  # the line, in black borders
+
+
 def test_forced_format_reencodes_other_sources():
     as_png = encode_for_tensorflow(imagegen.jpeg(), ImageOptions(image_format="png"))
     assert as_png.format == "png" and as_png.data.startswith(b"\x89PNG")

@@ -228,13 +228,17 @@ def _fit_window(width: int, height: int, size: tuple[int, int]) -> tuple[float, 
 
 
 def _pad_placement(width: int, height: int, size: tuple[int, int]) -> tuple[int, int, int, int]:
-    """Where `ImageOps.pad` puts the picture: `ImageOps.contain`'s size, centred by `round`."""
+    """Where `ImageOps.pad` puts the picture: `ImageOps.contain`'s size, centred by `round`.
+
+    At least one pixel on each side: a picture more than twice as thin as the image (a 1000x2
+    banner padded into 224x224) rounds to no pixel, where Pillow's own `pad` raises and stopped
+    the whole run; it keeps a line of one pixel instead."""
     placed_width, placed_height = size
     picture_ratio, target_ratio = width / height, size[0] / size[1]
     if picture_ratio > target_ratio:
-        placed_height = round(height / width * size[0])
+        placed_height = max(1, round(height / width * size[0]))
     elif picture_ratio < target_ratio:
-        placed_width = round(width / height * size[1])
+        placed_width = max(1, round(width / height * size[1]))
     left = round((size[0] - placed_width) * 0.5) if placed_width != size[0] else 0
     top = round((size[1] - placed_height) * 0.5) if placed_height != size[1] else 0
     return left, top, placed_width, placed_height
