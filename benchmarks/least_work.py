@@ -298,18 +298,13 @@ def checked_run(image_dir: str, instances: str, output: str, threads: int) -> tu
     def place(
         item: PlannedInput, width: int, height: int, ids: dict[str, int], counts: collections.Counter
     ) -> _Boxes | None:
-        """The boxes of a picture kept as it is (None: a picture without annotations, or objects
-        the inline form does not place: masks, VOC's flags, another frame)."""
+        """The boxes of a picture whose geometry is unchanged (None: a picture without
+        annotations, or objects the inline form does not place: normalized, masks, VOC's flags,
+        a declared size that is not the picture's)."""
         annotations = item.annotations
-        if (
-            annotations is None
-            or annotations.normalized
-            or (annotations.width, annotations.height)
-            not in (
-                (None, None),
-                (width, height),
-            )
-        ):
+        if annotations is None or annotations.normalized:
+            return None
+        if (annotations.width, annotations.height) not in ((None, None), (width, height)):
             return None
         boxes, right, bottom, clipped = _Boxes(), float(width), float(height), False
         for found in annotations.objects:
