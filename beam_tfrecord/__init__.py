@@ -74,6 +74,7 @@ SUBMODULES = (
     "progress",
     "reasons",
     "runners",
+    "tasks",
     "transforms",
     "write_failures",
 )

@@ -105,6 +105,8 @@ class Setting:
       nested: the config class the field holds (its settings are options of their own).
       needs: a nested optional config's fields, one of which makes it (the others need it).
       needs_text: what the others' message asks for (`--annotations coco, voc or yolo`).
+      record_default: summary.json records the value when it is the default too; False for a
+        setting added after outputs were made, so theirs and a new run's read the same.
     """
 
     help: str = ""
@@ -128,6 +130,7 @@ class Setting:
     nested: type | None = None
     needs: tuple[str, ...] = ()
     needs_text: str = ""
+    record_default: bool = True
 
 
 _KEY = "beam_tfrecord.setting"
@@ -208,6 +211,8 @@ class Config:
             if item.spec.nested is not None:
                 data.update(_nested_json(item, value))
             elif item.record_key is not None:
+                if not item.spec.record_default and value == item.default:
+                    continue
                 data[item.record_key] = (
                     item.spec.record_text(value) if value is not None and item.spec.record_text else value
                 )

@@ -33,6 +33,8 @@ __all__ = [
     "Extras",
     "FinalShard",
     "ImageAnnotations",
+    "MaskFile",
+    "MaskRule",
     "ObjectBox",
     "PendingRecord",
     "PlannedInput",
@@ -63,7 +65,7 @@ __all__ = [
 # width and height when it is True (YOLO, whose files do not know the image size). A box is not
 # checked against the image here: only the worker knows the image's size.
 
-AnnotationKind = Literal["coco", "voc", "yolo"]
+AnnotationKind = Literal["coco", "voc", "yolo", "cityscapes", "ade20k", "folders"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +127,67 @@ class ObjectBox(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class MaskFile:
+    """A segmentation run's mask of one picture: a file of class ids (or of colours that name
+    them), read by the worker beside the picture.
+
+    Args:
+      path: where it is (local or gs://).
+      size: its size in bytes, from the listing.
+      name: how messages name it (its path under the dataset's root).
+    """
+
+    path: str
+    size: int
+    name: str
+
+
+@dataclass(frozen=True)
+class MaskRule:
+    """How a segmentation run's worker reads every mask file into class ids: one rule per run,
+    decided while planning and staged with each shard task.
+
+    Args:
+      classes: how many classes there are (ids 0 .. classes - 1).
+      ignore: the value that means "not labelled" (borders, padding), stored as it is and never
+        a class; None: the masks have none (padding then uses 0).
+      palette: the dataset's colours, one (r, g, b) per class id, for masks saved as colours
+        (RGB PNGs of a palette, Cityscapes' `_color.png`); () when colours are refused.
+      palette_ignore: colours that mean the ignore value (VOC's border colour).
+      remap: (file value, class id) pairs applied first (a two-valued 0/255 mask's 255 -> 1).
+    """
+
+    classes: int
+    ignore: int | None = 255
+    palette: tuple[tuple[int, int, int], ...] = ()
+    palette_ignore: tuple[tuple[int, int, int], ...] = ()
+    remap: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def fill(self) -> int:
+        """What a margin of a padded picture holds."""
+        return self.ignore if self.ignore is not None else 0
+
+    def to_row(self) -> dict[str, Any]:
+        row: dict[str, Any] = {"classes": self.classes, "ignore": self.ignore}
+        if self.palette:
+            row["palette"] = [list(c) for c in self.palette]
+        if self.palette_ignore:
+            row["palette_ignore"] = [list(c) for c in self.palette_ignore]
+        if self.remap:
+            row["remap"] = [list(pair) for pair in self.remap]
+        return row
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> MaskRule:
+        def colours(key: str) -> tuple[tuple[int, int, int], ...]:
+            return tuple((int(r), int(g), int(b)) for r, g, b in row.get(key, ()))
+
+        remap = tuple((int(a), int(b)) for a, b in row.get("remap", ()))
+        return cls(row["classes"], row["ignore"], colours("palette"), colours("palette_ignore"), remap)
+
+
+@dataclass(frozen=True, slots=True)
 class ImageAnnotations:
     """Everything a source says about one image.
 
@@ -137,6 +200,7 @@ class ImageAnnotations:
         decoded image by the worker; None when the source does not say.
       split: the split the source assigns (a COCO file given per split), else None: hashed.
       notes: what planning changed on its objects (`mask_malformed`), for changes.jsonl.
+      class_mask: a segmentation run's mask file of the picture (None: the picture has none).
     """
 
     objects: tuple[ObjectBox, ...]
@@ -146,6 +210,7 @@ class ImageAnnotations:
     height: int | None = None
     split: str | None = None
     notes: tuple[str, ...] = ()
+    class_mask: MaskFile | None = None
 
     def to_row(self) -> dict[str, Any]:
         """The staged form (shard task files): compact, every object as one list (`object_row`),
@@ -167,6 +232,8 @@ class ImageAnnotations:
             row["split"] = self.split
         if self.notes:
             row["notes"] = list(self.notes)
+        if self.class_mask is not None:
+            row["mask"] = [self.class_mask.path, self.class_mask.size, self.class_mask.name]
         return row
 
     def staged_text(self, object_texts: Sequence[str]) -> str:
@@ -181,7 +248,8 @@ class ImageAnnotations:
         width, height = row.get("size", (None, None))
         objects = tuple(_object_from_row(o, ref) for o, ref in zip(row["o"], row["r"], strict=True))
         notes = tuple(row.get("notes", ()))
-        return cls(objects, row["id"], bool(row.get("n")), width, height, row.get("split"), notes)
+        mask = MaskFile(*row["mask"]) if "mask" in row else None
+        return cls(objects, row["id"], bool(row.get("n")), width, height, row.get("split"), notes, mask)
 
 
 def object_row(item: ObjectBox) -> list[Any]:
@@ -327,6 +395,8 @@ class ShardTask:
     inputs: tuple[PlannedInput, ...]
     # A detection run's class names in id order (ids from 1): the worker gives objects their ids.
     class_names: tuple[str, ...] = ()
+    # A segmentation run's rule for reading its mask files.
+    mask_rule: MaskRule | None = None
 
     def to_json(self, objects_staged: Callable[[PlannedInput, list[str]], None] | None = None) -> str:
         """The staged text: JSON that `from_json` reads back, assembled from each object's
@@ -337,6 +407,8 @@ class ShardTask:
         head: dict[str, Any] = {"split": self.split, "index": self.index, "count": self.count}
         if self.class_names:
             head["class_names"] = list(self.class_names)
+        if self.mask_rule is not None:
+            head["mask_rule"] = self.mask_rule.to_row()
         inputs = ", ".join(item.staged_text(objects_staged) for item in self.inputs)
         return f'{_TEXT(head)[:-1]}, "inputs": [{inputs}]}}'
 
@@ -344,7 +416,9 @@ class ShardTask:
     def from_json(cls, text: str) -> ShardTask:
         task = json.loads(text)
         inputs = tuple(PlannedInput.from_row(row) for row in task["inputs"])
-        return cls(task["split"], task["index"], task["count"], inputs, tuple(task.get("class_names", ())))
+        rule = MaskRule.from_row(task["mask_rule"]) if "mask_rule" in task else None
+        names = tuple(task.get("class_names", ()))
+        return cls(task["split"], task["index"], task["count"], inputs, names, rule)
 
 
 @dataclass(frozen=True, order=True)
@@ -407,6 +481,7 @@ class RecordFields:
     source_id: str | None = None
     objects: tuple[StoredObject, ...] | None = None
     masks: bool = False
+    class_mask: bytes | None = None  # a segmentation run's: the class-id mask as a PNG
 
 
 class ShardKey(NamedTuple):
@@ -437,6 +512,9 @@ class ConvertedRecord(NamedTuple):
     # classification run), and the lines of the objects left out of the record.
     objects: tuple[tuple[str, float], ...] | None = None
     objects_dropped: tuple[DroppedObjectLine, ...] = ()
+    # A segmentation run's: (class id, pixels) of each value its mask holds (the ignore value's
+    # too); None in other runs.
+    pixels: tuple[tuple[int, int], ...] | None = None
 
     @property
     def split(self) -> str:
@@ -453,6 +531,7 @@ class PendingRecord(NamedTuple):
     mode: str = ""
     changes: tuple[str, ...] = ()
     dropped: tuple[DroppedObject, ...] = ()  # a detection run's objects left out of the record
+    pixels: tuple[tuple[int, int], ...] | None = None  # a segmentation run's: see ConvertedRecord
 
     @property
     def split(self) -> str:

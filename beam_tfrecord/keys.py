@@ -46,7 +46,9 @@ DType = Literal["bytes", "int64", "float32"]
 # class names), or not at all: TFDS nests keys at each `/`, and `image/features` cannot be both a
 # leaf and the folder of `image/features/shape`, so a feature run's output is read with
 # load_dataset or iter_examples, not through TFDS.
-TfdsKind = Literal["image", "text", "scalar", "class_label", "object_class_label", "mask", "none"]
+TfdsKind = Literal[
+    "image", "text", "scalar", "class_label", "object_class_label", "mask", "class_mask", "none"
+]
 EXTRA_TYPES = {"str": "bytes", "int": "int64", "float": "float32"}
 
 
@@ -91,6 +93,9 @@ class KeyTable:
     source_id: RecordKey | None = None
     objects: tuple[RecordKey, ...] = ()
     masks: RecordKey | None = None
+    # A segmentation run's: the picture's class-id mask (a single-channel PNG) and its format, as
+    # DeepLab's converters and TF Model Garden's segmentation decoder name them.
+    segmentation: tuple[RecordKey, ...] = ()
 
 
 _TEXT = {"dtype": "bytes", "text": True, "tfds": "text"}
@@ -129,6 +134,10 @@ TABLES: dict[str, KeyTable] = {
             RecordKey("object_view", "image/object/view", **_TEXT, ragged=True),
         ),
         masks=RecordKey("object_mask", "image/object/mask", "bytes", ragged=True, tfds="mask"),
+        segmentation=(
+            RecordKey("mask", "image/segmentation/class/encoded", "bytes", tfds="class_mask"),
+            RecordKey("mask_format", "image/segmentation/class/format", **_TEXT),
+        ),
     ),
     "simple": KeyTable(
         schema="simple",
@@ -178,6 +187,7 @@ class RecordLayout:
         `plan.columns.COLUMN_TYPES` (str, int, float, or their `_list`).
       features: the feature model's output, when the run has one.
       objects: a detection run's records hold objects (boxes, classes, flags); `masks`, their masks.
+      segmentation: a segmentation run's records hold a class-id mask of the picture.
     """
 
     schema: str = "tfds"
@@ -187,6 +197,7 @@ class RecordLayout:
     features: FeatureLayout | None = None
     objects: bool = False
     masks: bool = False
+    segmentation: bool = False
 
     def __post_init__(self) -> None:
         keys = table(self.schema)
@@ -194,6 +205,11 @@ class RecordLayout:
             raise ValueError(
                 f"the {self.schema} schema holds one label per image, no objects: detection records "
                 "use the tfds schema (the Object Detection API's keys)"
+            )
+        if self.segmentation and not keys.segmentation:
+            raise ValueError(
+                f"the {self.schema} schema holds one label per image, no mask: segmentation records "
+                "use the tfds schema (DeepLab's and Model Garden's keys)"
             )
         object.__setattr__(self, "extra_columns", tuple((str(n), str(t)) for n, t in self.extra_columns))
 
@@ -237,6 +253,8 @@ def record_keys(layout: RecordLayout) -> tuple[RecordKey, ...]:
         found += [keys.source_id, *keys.objects]
         if layout.masks and keys.masks is not None:
             found.append(keys.masks)
+    if layout.segmentation:
+        found += keys.segmentation
     features = layout.features
     if features is not None:
         rank = len(features.shape)
@@ -277,4 +295,4 @@ def _fixed(keys: KeyTable) -> list[RecordKey]:
     """A table's keys but the manifest columns' and the features' (whose shape is the run's)."""
     found = [*keys.image, keys.label, *((keys.label_text,) if keys.label_text else ())]
     found += [key for key in (keys.source_id, *keys.objects, keys.masks) if key is not None]
-    return found
+    return found + list(keys.segmentation)

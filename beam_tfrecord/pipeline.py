@@ -112,10 +112,15 @@ def prepare(
         what = "no longer held" if not claim.held else f"on {claim.output}, not on this output"
         raise ConfigError("output", f"{config.output}: the claim passed to prepare is {what}")
     if source.annotations is not None and config.schema != "tfds":
+        task = source.annotations.task
+        keys = (
+            "DeepLab's and Model Garden's keys"
+            if task == "segmentation"
+            else "the Object Detection API's keys"
+        )
         raise ConfigError(
             "schema",
-            f"{config.schema} holds one label per image; detection records use the tfds schema "
-            "(the Object Detection API's keys)",
+            f"{config.schema} holds one label per image; {task} records use the tfds schema ({keys})",
         )
     shards = ShardSettings(config.num_shards, config.shard_size_mb, parallelism, round_robin)
     listing = list_inputs(source.input) if files is None else files
@@ -313,7 +318,10 @@ class WriteMetadataFn(RunStepFn):
         yield summary
 
     def _object_files(self, dropped: list[DroppedObjectLine]) -> ObjectFiles | None:
-        """A detection run's dropped objects (planning's and the workers') and unmatched entries."""
+        """A detection run's dropped objects (planning's and the workers') and unmatched entries;
+        a segmentation run's masks that name no listed picture."""
+        if self.staged.segmentation:
+            return ObjectFiles([], staging.load_unmatched(self.staged.plan_dir), label_map=False)
         if not self.staged.objects:
             return None
         plan_dir = self.staged.plan_dir

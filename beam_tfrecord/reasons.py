@@ -160,6 +160,25 @@ ANNOTATION_SIZE_MISMATCH = _reason(
     "reject",
     "the size its annotation source declares fits neither the stored nor the upright picture",
 )
+# A segmentation run's mask file (the picture's own bytes are fine).
+CLASS_MASK_UNREADABLE = _reason(
+    "class_mask_unreadable",
+    "reject",
+    "its mask file cannot be read or decoded, or is not a mask of class ids",
+)
+CLASS_MASK_SIZE_MISMATCH = _reason(
+    "class_mask_size_mismatch", "reject", "its mask's size fits neither the stored nor the upright picture"
+)
+CLASS_MASK_COLOURS = _reason(
+    "class_mask_colours",
+    "reject",
+    "its mask holds colours and no class of the dataset's palette has them (the detail names them)",
+)
+CLASS_MASK_UNKNOWN_VALUE = _reason(
+    "class_mask_unknown_value",
+    "reject",
+    "its mask holds values that are neither a class id nor the ignore value (the detail names them)",
+)
 FEATURE_FAILED = _reason("feature_failed", "reject", "the feature model cannot be fed the image")
 INFERENCE_FAILED = _reason(
     "inference_failed",
@@ -212,6 +231,11 @@ MASKS_FROM_BOXES = _reason(
 MASKS_EMPTY = _reason("masks_empty", "change", "an object's mask has no pixel left in the stored image")
 MASKS_DROPPED = _reason(
     "masks_dropped", "change", "an object's mask was malformed and left out (its box is kept)"
+)
+CLASS_MASK_FROM_COLOURS = _reason(
+    "class_mask_from_colours",
+    "change",
+    "its mask file held colours (an RGB PNG), mapped to class ids through the dataset's palette",
 )
 OBJECTS_DROPPED = _reason(
     "objects_dropped",

@@ -44,7 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
 def draw(report: OutputReport, output: str, pictures_dir: str) -> list[str]:
     """Write the contact sheet and (for a labeled run) the histogram; returns their paths."""
     name = os.path.basename(output.rstrip("/")) or output
-    sheet = pictures.contact_sheet(report.samples, f"{name}: {len(report.samples)} sampled records")
+    masks = report.summary.segmentation if report.summary is not None else None
+    palette, ignore = (masks.palette, masks.ignore) if masks is not None else ([], None)
+    title = f"{name}: {len(report.samples)} sampled records"
+    sheet = pictures.contact_sheet(report.samples, title, palette=palette, ignore=ignore)
     paths = [FileSystems.join(pictures_dir, CONTACT_SHEET_FILE)]
     pictures.save_png(sheet, paths[0])
     counts: dict[str, dict[str, int]] = defaultdict(dict)

@@ -214,7 +214,7 @@ def usage_text(error: Exception) -> str:
     return text
 
 
-_FIELD_WORD = re.compile(r"(?<![\w/.-])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
+_FIELD_WORD = re.compile(r"(?<![\w/.-])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b(?!\.\w)")  # not a file's name
 
 
 def parse_bool(value: str) -> bool:

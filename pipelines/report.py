@@ -4,7 +4,7 @@ command's view of summary.json (the library writes the file; how a terminal show
 from __future__ import annotations
 
 from beam_tfrecord.names import CHANGES_FILE
-from beam_tfrecord.write.summary import ObjectSummary, SplitSummary, Summary
+from beam_tfrecord.write.summary import ObjectSummary, SegmentationSummary, SplitSummary, Summary
 
 __all__ = ["format_table"]
 
@@ -39,6 +39,20 @@ def _object_rows(objects: ObjectSummary) -> list[tuple[str, str]]:
     sizes = ", ".join(f"{n} {name}" for name, n in objects.sizes.items())
     rows.append(("box sizes (COCO's)", sizes))
     rows.append(("annotated = stored + dropped", "yes" if objects.consistent else "NO"))
+    return rows
+
+
+def _segmentation_rows(masks: SegmentationSummary) -> list[tuple[str, str]]:
+    """A segmentation run's masks: where they came from, and each class's share of the pixels."""
+    rows = [("masks", masks.found_at)] if masks.found_at else []
+    rows.append(("pixels per class", "share of labelled pixels, in pictures"))
+    rows += [(f"  {name}", f"{n['share']:.1%} in {n['pictures']}") for name, n in masks.per_class.items()]
+    if masks.ignore is not None:
+        rows.append((f"ignored ({masks.ignore})", f"{masks.ignored_pixels} pixels"))
+    if masks.pictures_without_mask:
+        rows.append(("pictures without a mask", f"{masks.pictures_without_mask} (stored all ignored)"))
+    if masks.unmatched_masks:
+        rows.append(("masks without a picture", f"{masks.unmatched_masks} (annotations_without_image.jsonl)"))
     return rows
 
 
@@ -86,6 +100,8 @@ def format_table(summary: Summary) -> str:
     rows.append(("inputs = records + rejects", "yes" if summary.consistent else "NO"))
     if summary.objects is not None:
         rows += _object_rows(summary.objects)
+    if summary.segmentation is not None:
+        rows += _segmentation_rows(summary.segmentation)
     wall = summary.run.wall_time_s if summary.run is not None else None
     if wall is not None:
         rate = summary.inputs / wall if wall else 0.0

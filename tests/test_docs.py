@@ -34,6 +34,7 @@ from pathlib import Path
 import annotationgen
 import imagegen
 import pytest
+import segmentationgen
 from test_sample_detection import PREFIX as SAMPLE_PREFIX
 from test_sample_detection import readme_commands as sample_commands
 
@@ -242,6 +243,17 @@ def make_inputs(text: str, folder: Path, weights: Path) -> None:
             objects = [(("cat", "dog")[i % 2], (4, 4, 30, 20), "")]
             files[f"Annotations/2012_{i:06d}.xml"] = annotationgen.voc_xml(f"2012_{i:06d}.jpg", objects)
         imagegen.write_tree(folder / "VOC2012", files)
+    # Segmentation datasets as their tools lay them out (segmentationgen).
+    if "--input VOCdevkit/VOC2012" in text:
+        segmentationgen.voc2012(folder)
+    if "--input cityscapes" in text:
+        segmentationgen.cityscapes(folder / "cityscapes")
+    if "--input ADEChallengeData2016" in text:
+        segmentationgen.ade20k(folder)
+    if "--input CamVid" in text:
+        segmentationgen.camvid(folder)
+    if "--input kaggle" in text:
+        segmentationgen.kaggle_binary(folder / "kaggle")
     if any(path in text for path in REWRITES):
         (folder / "models").mkdir()
         (folder / "models" / weights.name).symlink_to(weights)

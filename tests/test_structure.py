@@ -26,6 +26,7 @@ SHARED = (
     "progress",
     "runners",
     "reasons",
+    "tasks",
 )
 # The assembly on top: the typed settings of a whole run, the composite transform, the DoFns.
 ASSEMBLY = ("config", "pipeline", "transforms")

@@ -17,6 +17,7 @@ from typing import Generic, TypeVar
 from beam_tfrecord import gcs, reasons
 from beam_tfrecord.elements import (
     DroppedObject,
+    MaskRule,
     PendingRecord,
     PlannedInput,
     RecordFields,
@@ -24,6 +25,7 @@ from beam_tfrecord.elements import (
     ShardKey,
     StoredObject,
 )
+from beam_tfrecord.images.class_masks import PlacedMask, empty_mask, place_class_mask
 from beam_tfrecord.images.normalize import EncodedImage, Reject, encode_for_tensorflow
 from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.images.placement import RECORD_CHANGES, place_annotations, size_mismatch_detail
@@ -86,14 +88,17 @@ def prepare_input(
     *,
     class_names: Sequence[str] = (),
     masks: bool = False,
+    mask_rule: MaskRule | None = None,
     storage: gcs.GcsSettings | None = None,
 ) -> PendingRecord | RejectLine:
     """Read, validate and normalize one planned input: everything but the serialization.
 
     `shard` is the output shard its record goes to (default: the only shard of its split). In a
     detection run (`item.annotations`) its objects follow the pixels (`placement`), get their ids
-    from `class_names` (from 1: 0 is background) and, with `masks`, one mask PNG each. `storage`:
-    how long a gs:// read may wait (the run's settings, passed by the worker that reads)."""
+    from `class_names` (from 1: 0 is background) and, with `masks`, one mask PNG each. In a
+    segmentation run (`mask_rule`) its mask file is read by the rule and moves with the pixels
+    (`class_masks`). `storage`: how long a gs:// read may wait (the run's settings, passed by the
+    worker that reads)."""
     limit = image_options.max_file_bytes
     if item.size > limit:
         return _too_big(item.relpath, item.size, image_options)
@@ -109,13 +114,21 @@ def prepare_input(
         objects = len(item.annotations.objects) if item.annotations is not None else 0
         return RejectLine(item.relpath, reject.reason, reject.detail, objects=objects)
     stored, dropped, changes = None, (), image.changes
-    if item.annotations is not None:
+    if item.annotations is not None and mask_rule is None:  # a detection run's objects
         placed = _objects(item, image, class_names, masks)
         if isinstance(placed, RejectLine):
             return placed
         stored, dropped, notes = placed
         if notes:  # (image.changes is already in this order)
             noted = {*image.changes, *notes}
+            changes = tuple(code for code in reasons.codes("change") if code in noted)
+    class_mask = None
+    if mask_rule is not None:
+        class_mask = _class_mask(item, image, mask_rule, limit, storage)
+        if isinstance(class_mask, RejectLine):
+            return class_mask
+        if class_mask.changes:
+            noted = {*changes, *class_mask.changes}
             changes = tuple(code for code in reasons.codes("change") if code in noted)
     content_sha256 = hashlib.sha256(data).hexdigest()
     fields = RecordFields(
@@ -132,9 +145,35 @@ def prepare_input(
         source_id=item.annotations.source_id if item.annotations is not None else None,
         objects=stored,
         masks=masks,
+        class_mask=class_mask.png if class_mask is not None else None,
     )
     shard = shard or ShardKey(item.split)
-    return PendingRecord(shard, fields, image.source_format, image.reencoded, image.mode, changes, dropped)
+    pixels = class_mask.pixels if class_mask is not None else None
+    return PendingRecord(
+        shard, fields, image.source_format, image.reencoded, image.mode, changes, dropped, pixels
+    )
+
+
+def _class_mask(
+    item: PlannedInput, image: EncodedImage, rule: MaskRule, limit: int, storage: gcs.GcsSettings | None
+) -> PlacedMask | RejectLine:
+    """The picture's class-id mask as its record stores it, or the reject its mask file makes
+    (the picture itself was fine). A picture without a mask file gets one of the ignore value."""
+    assert image.transform is not None
+    found = item.annotations.class_mask if item.annotations is not None else None
+    if found is None:
+        return empty_mask(rule, image.width, image.height)
+    try:
+        if found.size > limit:
+            raise OSError(f"{found.size / 1e6:.1f} MB is over max_file_mb")
+        data = read_bytes(found.path, limit, storage)
+    except Exception as error:  # a mask gone since listing, a flaky remote read
+        detail = f"{found.name}: {type(error).__name__}: {error}"
+        return RejectLine(item.relpath, reasons.CLASS_MASK_UNREADABLE.code, detail)
+    try:
+        return place_class_mask(data, rule, image.transform, found.name)
+    except Reject as reject:
+        return RejectLine(item.relpath, reject.reason, reject.detail)
 
 
 def _objects(

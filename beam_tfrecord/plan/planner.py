@@ -22,6 +22,7 @@ from beam_tfrecord.elements import (
     DroppedObjectLine,
     Extras,
     ImageAnnotations,
+    MaskRule,
     PlannedInput,
     RejectLine,
     ShardTask,
@@ -33,7 +34,7 @@ from beam_tfrecord.plan import labels as labels_lib
 from beam_tfrecord.plan import splits as splits_lib
 from beam_tfrecord.plan.annotations import growing as growing_lib
 from beam_tfrecord.plan.annotations.declared import DeclaredSplits
-from beam_tfrecord.plan.annotations.load import load_annotations
+from beam_tfrecord.plan.annotations.load import find_kind, load_annotations
 from beam_tfrecord.plan.annotations.matching import (
     MatchCounts,
     MostlyUnmatched,
@@ -41,6 +42,11 @@ from beam_tfrecord.plan.annotations.matching import (
     check_matches,
 )
 from beam_tfrecord.plan.annotations.results import AnnotationSet
+from beam_tfrecord.plan.annotations.segmentation import (
+    SegmentationSettings,
+    display_palette,
+    load_segmentation,
+)
 from beam_tfrecord.plan.columns import ExtraColumn
 from beam_tfrecord.plan.listing import InputFile, list_inputs, skip_reason
 from beam_tfrecord.plan.sharding import ShardSettings
@@ -52,6 +58,7 @@ __all__ = [
     "LabelSource",
     "ObjectFacts",
     "Plan",
+    "SegmentationFacts",
     "label_source_for",
     "make_plan",
     "plan_inputs",
@@ -150,6 +157,30 @@ class ObjectFacts:
     split_source: str = ""  # where the splits came from, when the dataset declares its own
 
 
+@dataclass(frozen=True)
+class SegmentationFacts:
+    """What planning learnt of a segmentation run's masks, for the summary and the side files.
+
+    Args:
+      kind: voc, cityscapes, ade20k or folders.
+      rule: how every mask file is read (staged with each shard task).
+      unmatched: masks that name no listed picture, as JSON lines (annotations_without_image.jsonl).
+      found_at: where the masks were found, the class names and the rule, and how many pictures
+        they matched.
+      warnings: for the summary's warnings.
+      split_source: where the splits came from, when the dataset declares its own.
+      palette: each class id's colour on the contact sheet (the dataset's own where it has one).
+    """
+
+    kind: str
+    rule: MaskRule
+    unmatched: tuple[str, ...] = ()
+    found_at: str = ""
+    warnings: tuple[str, ...] = ()
+    split_source: str = ""
+    palette: tuple[tuple[int, int, int], ...] = ()
+
+
 @dataclass
 class Plan:
     inputs: list[PlannedInput]
@@ -164,6 +195,14 @@ class Plan:
     groups: dict[str, str] = field(default_factory=dict)  # relpath -> group, for files that have one
     # An append's old pictures whose annotations changed since converted: (relpath, split).
     annotations_changed: list[tuple[str, str | None]] = field(default_factory=list)
+    segmentation: SegmentationFacts | None = None  # a segmentation run's
+
+    @property
+    def unmatched_lines(self) -> tuple[str, ...]:
+        """annotations_without_image.jsonl's lines (a detection or segmentation run's)."""
+        if self.objects is not None:
+            return self.objects.unmatched
+        return self.segmentation.unmatched if self.segmentation is not None else ()
 
     @property
     def skipped(self) -> int:
@@ -307,10 +346,13 @@ def _make_plan(
         manifest_unmatched=label_source.manifest.unmatched() if label_source.manifest else [],
         grouping=grouping,
         objects=_object_facts(annotated, source, declared, rejects, match_counts)
-        if annotated is not None
+        if annotated is not None and annotated.mask_rule is None
         else None,
         groups=groups,
         annotations_changed=annotations_changed,
+        segmentation=_segmentation_facts(annotated, source, declared, rejects, match_counts)
+        if annotated is not None and annotated.mask_rule is not None
+        else None,
     )
 
 
@@ -330,17 +372,28 @@ def _annotations(
         return None, None, []
     whole = known.listing if known is not None else ()
     changed: list[tuple[str, str | None]] = []
+    kind = options.kind
     try:
-        found = load_annotations(
-            options.kind,
-            whole or files,
-            options.paths(),
-            class_names=source.class_names,
-            masks=options.masks,
-            label_map=options.label_map,
-        )
+        kind = kind or find_kind(options.task or "detection", whole or files, options.paths())
+        if options.task == "segmentation":
+            settings = SegmentationSettings(
+                options.ignore_value, options.train_ids, source.class_names, options.declared_splits
+            )
+            found = load_segmentation(kind, whole or files, options.paths(), settings)
+        else:
+            found = load_annotations(
+                kind,
+                whole or files,
+                options.paths(),
+                class_names=source.class_names,
+                masks=options.masks,
+                label_map=options.label_map,
+            )
         counts = MatchCounts.of(found)
-        allow = options.allow_unmatched_annotations
+        # Pictures without a mask left out on purpose (`--unannotated drop`) are no poor match.
+        allow = options.allow_unmatched_annotations or (
+            found.mask_rule is not None and options.unannotated == "drop"
+        )
         if known is not None and whole:
             new = {f.relpath for f in files}
             if known.converted is not None:
@@ -350,14 +403,16 @@ def _annotations(
         else:
             warning = check_matches(found, allow)
     except (NothingMatched, MostlyUnmatched) as error:
-        raise ConfigError("annotations", f"{options.kind}: {error}") from None
+        raise ConfigError("annotations", f"{kind}: {error}") from None
     except ConfigError:
         raise
     except ValueError as error:  # the sources name the field their message starts with
         name, _, problem = str(error).partition(" ")
-        if name in ("annotations_path", "class_names", "label_map"):
+        if name in ("annotations_path", "class_names", "label_map", "ignore_value"):
             raise ConfigError(name, problem) from None
-        raise ConfigError("annotations", f"({source.annotations.kind}): {error}") from None
+        if name == "annotations:":
+            raise ConfigError("annotations", problem) from None
+        raise ConfigError("annotations", f"({kind}): {error}") from None
     _LOGGER.info("%s; %s", found.found_at, counts.describe())
     if warning:
         _LOGGER.warning("%s", warning)
@@ -544,6 +599,28 @@ def _object_facts(
         found_at=f"{annotated.found_at}; {(counts or MatchCounts.of(annotated)).describe()}",
         warnings=tuple(warnings),
         split_source=split_source,
+    )
+
+
+def _segmentation_facts(
+    annotated: AnnotationSet,
+    source: SourceConfig,
+    declared: DeclaredSplits | None,
+    rejects: Sequence[RejectLine],
+    counts: MatchCounts | None = None,
+) -> SegmentationFacts:
+    objects = _object_facts(annotated, source, declared, rejects, counts)
+    assert annotated.mask_rule is not None
+    assert source.annotations is not None
+    palette = display_palette(annotated.kind, annotated.class_names, source.annotations.train_ids)
+    return SegmentationFacts(
+        annotated.kind,
+        annotated.mask_rule,
+        objects.unmatched,
+        objects.found_at,
+        objects.warnings,
+        objects.split_source,
+        palette,
     )
 
 
@@ -747,5 +824,8 @@ def shard_tasks(plan: Plan, split_seed: int = 0) -> list[ShardTask]:
             members[index].append(item)
             heapq.heappush(heap, (size + item.size, index))
         names = tuple(plan.class_names or ()) if plan.objects is not None else ()
-        tasks += [ShardTask(split, index, count, tuple(members[index]), names) for index in range(count)]
+        rule = plan.segmentation.rule if plan.segmentation is not None else None
+        tasks += [
+            ShardTask(split, index, count, tuple(members[index]), names, rule) for index in range(count)
+        ]
     return tasks

@@ -196,8 +196,8 @@ class SourceConfig(Config):
     annotations: AnnotationOptions | None = setting(
         None,
         nested=AnnotationOptions,
-        needs=("kind",),
-        needs_text="--annotations coco, voc or yolo",
+        needs=("kind", "task"),
+        needs_text="--annotations (coco, voc, yolo, cityscapes, ade20k, folders) or --task",
     )
 
     def __post_init__(self) -> None:
@@ -227,6 +227,8 @@ class SourceConfig(Config):
         object.__setattr__(self, "splits", dict(self.splits))
         if self.class_names is not None:
             object.__setattr__(self, "class_names", tuple(self.class_names))
+        if self.annotations is not None and self.annotations.task == "classification":
+            object.__setattr__(self, "annotations", None)  # `--task classification`: the default
         if self.annotations is not None:
             if self.label_source not in ("folder", "none"):
                 raise ConfigError(

@@ -19,7 +19,15 @@ from beam_tfrecord.read.detection import detection_target
 from beam_tfrecord.read.files import SplitFiles, iter_range, plan_reads, split_files
 from beam_tfrecord.write.messages import Example
 
-__all__ = ["DETECTION_KEYS", "KEYS", "decode_image", "iter_examples", "record_to_dict"]
+__all__ = [
+    "DETECTION_KEYS",
+    "KEYS",
+    "SEGMENTATION_KEYS",
+    "decode_class_mask",
+    "decode_image",
+    "iter_examples",
+    "record_to_dict",
+]
 
 # The dict's keys for an image record, named the same in both schemas (the stored keys differ:
 # see beam_tfrecord/keys.py; the simple schema has no `format` or `label_text`). Manifest columns
@@ -41,6 +49,9 @@ KEYS = (
 # image, `labels` int64 [N] from 0 (the stored `object_label` counts from 1), and, where the run
 # stored masks, `masks` uint8 [N, height, width] of 0 and 1.
 DETECTION_KEYS = ("boxes", "labels", "masks")
+# A segmentation record's class ids as a NumPy array: uint8 [height, width] (the ignore value
+# where nothing is labelled); `mask_png` keeps the stored PNG bytes.
+SEGMENTATION_KEYS = ("mask", "mask_png")
 
 
 def _values(feature: Any) -> list[Any]:
@@ -55,7 +66,8 @@ def record_to_dict(serialized: bytes, files: SplitFiles) -> dict[str, Any]:
     feature run's `features` as a float32 NumPy array of the stored shape (float16 runs
     included), and each manifest column under its name: str, int, float, or a list of them.
     A detection record adds its objects as NumPy arrays (`DETECTION_KEYS`): `boxes` in pixel
-    xyxy, `labels` from 0, `masks` decoded."""
+    xyxy, `labels` from 0, `masks` decoded. A segmentation record's `mask` is its class ids,
+    decoded (`SEGMENTATION_KEYS`)."""
     stored = Example.FromString(serialized).features.feature
     result: dict[str, Any] = {}
     layout = files.layout
@@ -83,7 +95,18 @@ def record_to_dict(serialized: bytes, files: SplitFiles) -> dict[str, Any]:
     if layout.objects:
         target = detection_target(result, labels_from=0)
         result.update({key: target[key] for key in DETECTION_KEYS if key in target})
+    if layout.segmentation:
+        result["mask_png"] = result["mask"]
+        result["mask"] = decode_class_mask(result["mask_png"])
     return result
+
+
+def decode_class_mask(encoded: bytes) -> np.ndarray:
+    """uint8 `[height, width]` class ids from a segmentation record's mask PNG."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(encoded), formats=("PNG",)) as mask:
+        return np.array(mask, dtype=np.uint8)
 
 
 def decode_image(encoded: bytes, channels: int = 3, image_size: tuple[int, int] | None = None) -> np.ndarray:

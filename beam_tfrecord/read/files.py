@@ -56,6 +56,8 @@ class SplitFiles:
     objects: bool = False  # a detection run's records hold objects (and, with `masks`, masks)
     masks: bool = False
     max_objects: int | None = None  # the most objects one record of the run holds (summary.json)
+    segmentation: bool = False  # a segmentation run's records hold a class-id mask of the picture
+    ignore: int | None = None  # its masks' ignore value
 
     @property
     def one_size(self) -> bool:
@@ -72,9 +74,11 @@ class SplitFiles:
         """A reader that hands out detection targets beside the picture cannot serve a
         `features_only` detection run (no picture): one clear error rather than a KeyError, or
         features without their targets."""
-        if self.objects and not self.has_images:
+        if (self.objects or self.segmentation) and not self.has_images:
+            task = "segmentation" if self.segmentation else "detection"
+            what = "masks" if self.segmentation else "objects"
             raise ValueError(
-                f"{output} is a features_only detection run: its records hold features and objects but "
+                f"{output} is a features_only {task} run: its records hold features and {what} but "
                 f"no image, and {reader} hands out targets with an image. Read them with "
                 "iter_examples(...) or load_dataset(..., features=True) (every stored key)"
             )
@@ -83,10 +87,18 @@ class SplitFiles:
     def layout(self) -> RecordLayout:
         """Which keys the split's records hold (see `beam_tfrecord.keys`)."""
         columns = tuple((c.name, c.type) for c in self.extra_columns)
-        labeled = self.labeled and not self.objects  # a detection run's classes are its objects'
+        # A detection run's classes are its objects', a segmentation run's its masks' values.
+        labeled = self.labeled and not self.objects and not self.segmentation
         multi_label = self.multi_label and labeled
         return RecordLayout(
-            self.schema, labeled, multi_label, columns, self.features, self.objects, self.masks
+            self.schema,
+            labeled,
+            multi_label,
+            columns,
+            self.features,
+            self.objects,
+            self.masks,
+            self.segmentation,
         )
 
 
@@ -122,6 +134,8 @@ def split_files(output_dir: str, split: str = "train", summary: Summary | None =
         objects=layout.objects,
         masks=layout.masks,
         max_objects=int(most) if most is not None else None,
+        segmentation=layout.segmentation,
+        ignore=summary.segmentation.ignore if summary.segmentation is not None else None,
     )
 
 

@@ -16,7 +16,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from beam_tfrecord.read.verify import Sample
 
-__all__ = ["contact_sheet", "draw_objects", "label_histogram", "save_png", "thumbnail"]
+__all__ = ["contact_sheet", "draw_class_mask", "draw_objects", "label_histogram", "save_png", "thumbnail"]
 
 BACKGROUND = (255, 255, 255)
 CELL_BACKGROUND = (235, 235, 235)
@@ -99,9 +99,37 @@ def draw_objects(
     return thumb
 
 
-def contact_sheet(samples: Sequence[Sample], title: str, columns: int = 6, cell: int = 160) -> Image.Image:
+def draw_class_mask(
+    thumb: Image.Image, png: bytes, palette: Sequence[Sequence[int]], ignore: int | None
+) -> Image.Image:
+    """`thumb` with a segmentation record's class ids laid over it in the dataset's palette (class
+    id i in `palette[i]`); the ignore value's pixels are left as the picture shows them."""
+    try:
+        with Image.open(io.BytesIO(png), formats=("PNG",)) as mask:
+            ids = mask.convert("L").resize(thumb.size, Image.Resampling.NEAREST)
+    except Exception:
+        return thumb
+    colours = [tuple(palette[i]) if i < len(palette) else INK for i in range(256)]
+    overlay = Image.new("P", thumb.size)
+    overlay.putpalette([channel for colour in colours for channel in colour[:3]])
+    overlay.putdata(list(ids.getdata()))
+    alpha = ids.point(lambda v: 0 if v == ignore else int(255 * MASK_OPACITY))
+    thumb = thumb.convert("RGB")
+    thumb.paste(overlay.convert("RGB"), (0, 0), alpha)
+    return thumb
+
+
+def contact_sheet(
+    samples: Sequence[Sample],
+    title: str,
+    columns: int = 6,
+    cell: int = 160,
+    palette: Sequence[Sequence[int]] = (),
+    ignore: int | None = None,
+) -> Image.Image:
     """A grid of thumbnails, each with its label (large) and split and file name (small) under it;
-    a detection record's boxes, class names and masks drawn on it."""
+    a detection record's boxes, class names and masks drawn on it, a segmentation record's class
+    ids in `palette` (the dataset's colours, class id i in `palette[i]`)."""
     columns = max(1, min(columns, len(samples) or 1))
     rows = max(1, -(-len(samples) // columns))
     pad, caption, header = 8, 40, 36
@@ -117,6 +145,8 @@ def contact_sheet(samples: Sequence[Sample], title: str, columns: int = 6, cell:
         y = header + (i // columns) * (cell + caption + pad)
         draw.rectangle([x, y, x + cell - 1, y + cell - 1], fill=CELL_BACKGROUND)
         thumb = draw_objects(thumbnail(sample.encoded, cell), sample, colours)
+        if sample.class_mask is not None:
+            thumb = draw_class_mask(thumb, sample.class_mask, palette, ignore)
         sheet.paste(thumb, (x + (cell - thumb.width) // 2, y + (cell - thumb.height) // 2))
         label = sample.label if sample.label is not None else "(unlabeled)"
         split_width = int(draw.textlength(sample.split, font=small))

@@ -234,7 +234,8 @@ def load_dataset(
     max_objects: int | None = None,
 ) -> tf.data.Dataset:
     """A dataset of `(image, label)` (or `image` alone for an unlabeled run) from a conversion;
-    `(image, {"boxes", "labels"[, "masks"]})` from a detection run (below).
+    `(image, {"boxes", "labels"[, "masks"]})` from a detection run, `(image, mask)` from a
+    segmentation run (below).
 
     Works with no argument but the folder on any output: `batch_size="auto"` batches 32 when
     every image has one size (summary.json says) or `image_size` is given, and otherwise gives
@@ -266,6 +267,12 @@ def load_dataset(
     dense ones padded to K with -1 boxes and -1 labels (Keras's and KerasHub's padding); a K
     below the run's most objects in one image (summary.json) is refused here.
 
+    A segmentation run (`--task segmentation`) gives `(image, mask)`: `mask` uint8 [height,
+    width, 1] of class ids (labels.txt's, from 0) and the ignore value (summary.json's
+    `segmentation.ignore`, 255 by default: Keras's `SparseCategoricalCrossentropy(ignore_class=255)`
+    skips it). `image_size`, crop and pad move the mask with the picture, nearest neighbour, a
+    pad's margins holding the ignore value.
+
     Shuffling is over shard files and then records; give `seed` for a repeatable order.
     Raises `IncompleteOutput` for a folder without a finished run.
     """
@@ -292,6 +299,7 @@ def load_dataset(
     image_key, label_key = key_of(files.schema, "image"), key_of(files.schema, "label")
     classes = len(files.class_names or [])
     height_key, width_key = key_of(files.schema, "height"), key_of(files.schema, "width")
+    mask_key = key_of(files.schema, "mask") if files.segmentation else ""
     deterministic = not shuffle or seed is not None
 
     paths = tf.data.Dataset.from_tensor_slices(files.paths)
@@ -349,6 +357,10 @@ def load_dataset(
         image = _fit(source, channels, image_size, crop_to_aspect_ratio, pad_to_aspect_ratio)
         if features:
             return {**record, "image": image}
+        if files.segmentation:
+            mask = tf.io.decode_png(record[mask_key], channels=1)
+            fill = files.ignore if files.ignore is not None else 0
+            return image, _fit_class_mask(mask, image_size, crop_to_aspect_ratio, pad_to_aspect_ratio, fill)
         if files.objects:
             frame = _frame(tf.shape(source)[:2], image_size, crop_to_aspect_ratio, pad_to_aspect_ratio)
             if image_size is None and files.one_size and files.heights and files.widths:
@@ -459,6 +471,24 @@ def _pad(targets: dict[str, tf.Tensor], size: int) -> dict[str, tf.Tensor]:
         masks.set_shape([size, *targets["masks"].shape[1:]])
         padded["masks"] = masks
     return padded
+
+
+def _fit_class_mask(
+    mask: tf.Tensor, image_size: tuple[int, int] | None, crop: bool, pad: bool, fill: int
+) -> tf.Tensor:
+    """A class-id mask (uint8 [height, width, 1]) through the picture's own resize, crop or pad:
+    nearest neighbour, so no value blends into another, and a pad's margins `fill` (the ignore
+    value), never class 0."""
+    if image_size is None:
+        return mask
+    if not pad:
+        return _fit(mask, 1, image_size, crop, False, method="nearest")
+    shifted = tf.cast(mask, tf.int32) + 1  # 0 is the margin resize_with_pad adds
+    resized = tf.image.resize_with_pad(shifted, image_size[0], image_size[1], method="nearest")
+    resized = tf.cast(tf.round(resized), tf.int32)
+    fitted = tf.cast(tf.where(resized == 0, fill, resized - 1), tf.uint8)
+    fitted.set_shape([image_size[0], image_size[1], 1])
+    return fitted
 
 
 def multi_hot(ids: tf.Tensor, classes: int) -> tf.Tensor:

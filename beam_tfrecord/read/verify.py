@@ -52,6 +52,7 @@ class Sample:
     boxes: tuple[tuple[float, float, float, float], ...] = ()
     box_labels: tuple[str, ...] = ()
     masks: tuple[bytes, ...] = ()
+    class_mask: bytes | None = None  # a segmentation record's mask PNG of class ids
 
 
 @dataclass
@@ -60,6 +61,7 @@ class OutputReport:
 
     summary: Summary | None  # None when the folder has none (an error says so)
     objects_per_class: Counter = field(default_factory=Counter)  # a detection run's stored objects
+    class_pixels: Counter = field(default_factory=Counter)  # a segmentation run's: class id -> pixels
     errors: list[str] = field(default_factory=list)
     records: Counter = field(default_factory=Counter)  # split -> n
     by_split_label: Counter = field(default_factory=Counter)  # (split, label) -> n
@@ -177,6 +179,8 @@ def _facts_fn(layout: RecordLayout):
         for name in OBJECT_FIELDS:
             if name in names:
                 result[name] = parsed[key_of(layout, name)]
+        if "mask" in names:
+            result["mask"] = parsed[key_of(layout, "mask")]
         return result
 
     return facts
@@ -249,7 +253,13 @@ def read_shard(
                 labels, objects = _check_objects(
                     facts, class_names or [], shape, f"{name} record {count} ({filename})", report
                 )
-            label = "|".join(str(n) for n in labels) if labeled or layout.objects else None
+            class_mask = None
+            if layout.segmentation:
+                class_mask = bytes(facts["mask"].numpy())
+                where = f"{name} record {count} ({filename})"
+                labels = _check_class_mask(class_mask, shape, class_names or [], summary, where, report)
+            shown = labeled or layout.objects or layout.segmentation  # a record's classes, as a label
+            label = "|".join(str(n) for n in labels) if shown else None
             report.records[split] += 1
             for one in labels:  # a multi-label record counts for each of its classes
                 report.by_split_label[(split, one)] += 1
@@ -257,7 +267,8 @@ def read_shard(
             report.channels[shape[2]] += 1
             slot = sampler.wants()
             if slot is not None:
-                sampler.put(slot, Sample(split, filename, label, facts["encoded"].numpy(), *objects))
+                sample = Sample(split, filename, label, facts["encoded"].numpy(), *objects, class_mask)
+                sampler.put(slot, sample)
             count += 1
     except tf.errors.DataLossError as error:
         first = tf_message(error)
@@ -312,6 +323,33 @@ def _check_objects(
     return sorted(set(texts)), (tuple(map(tuple, boxes.tolist())), tuple(texts), tuple(masks))
 
 
+def _check_class_mask(
+    png: bytes,
+    shape: tuple[int, ...],
+    class_names: list[str],
+    summary: Summary,
+    where: str,
+    report: OutputReport,
+) -> list[str | None]:
+    """A segmentation record's mask: one channel, the image's size, every value a class id or the
+    ignore value; its pixels are counted against summary.json's. Returns the classes it holds."""
+    try:
+        mask = tf.io.decode_png(png, channels=0).numpy()
+    except tf.errors.InvalidArgumentError as error:
+        report.errors.append(f"{where}: its mask does not decode: {tf_message(error)}")
+        return []
+    if mask.shape[2] != 1 or mask.shape[:2] != shape[:2]:
+        report.errors.append(f"{where}: its mask is {mask.shape}, the image {shape[:2]} with one channel")
+        return []
+    values, counts = np.unique(mask, return_counts=True)
+    ignore = summary.segmentation.ignore if summary.segmentation is not None else None
+    wrong = [int(v) for v in values if int(v) >= len(class_names) and int(v) != ignore]
+    if wrong:
+        report.errors.append(f"{where}: its mask holds {wrong}, not class ids (0..{len(class_names) - 1})")
+    report.class_pixels.update({int(v): int(n) for v, n in zip(values, counts, strict=True)})
+    return [class_names[int(v)] for v in values if int(v) < len(class_names)]
+
+
 def check_index(path: str) -> list[str]:
     """A shard's `.idx` must give every record's offset and framed size, as its headers do (a
     reader that seeks by it would otherwise read garbage). No `.idx` is not an error: output
@@ -353,6 +391,11 @@ def check_counts(report: OutputReport, broken: set[str]) -> list[str]:
                 )
     if not broken and sum(report.records.values()) != summary.records:
         errors.append(f"{sum(report.records.values())} records read, summary.json says {summary.records}")
+    if not broken and summary.segmentation is not None and not summary.segmentation.pictures_without_mask:
+        for index, (name, counts) in enumerate(summary.segmentation.per_class.items()):
+            if report.class_pixels[index] != counts["pixels"]:
+                found = report.class_pixels[index]
+                errors.append(f"class {name}: {found} pixels read, summary.json says {counts['pixels']}")
     if not broken and summary.objects is not None:
         for name, counts in summary.objects.per_class.items():
             if report.objects_per_class[name] != counts["objects"]:

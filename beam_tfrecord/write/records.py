@@ -62,6 +62,7 @@ def finish_record(
         changes=pending.changes,
         objects=tuple((o.label, o.area) for o in fields.objects) if fields.objects is not None else None,
         objects_dropped=tuple(dropped_lines(pending)),
+        pixels=pending.pixels,
     )
 
 

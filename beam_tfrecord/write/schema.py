@@ -39,7 +39,8 @@ def layout_of(schema: str, fields: RecordFields) -> RecordLayout:
     extras = tuple((name, kind) for name, kind, _ in fields.extras)
     labels = (fields.label is not None, isinstance(fields.label, tuple))
     objects = fields.objects is not None
-    return _layout(schema, *labels, extras, features, objects, objects and fields.masks)
+    segmentation = fields.class_mask is not None
+    return _layout(schema, *labels, extras, features, objects, objects and fields.masks, segmentation)
 
 
 @functools.lru_cache(maxsize=256)
@@ -51,11 +52,12 @@ def _layout(
     features: tuple[tuple[int, ...], str, bool] | None,
     objects: bool = False,
     masks: bool = False,
+    segmentation: bool = False,
 ) -> RecordLayout:
     """Cached: a run's records share one or two layouts, and building one per record cost about
     a third of the serialization time."""
     feature_layout = FeatureLayout(*features) if features else None
-    return RecordLayout(schema, labeled, multi_label, extras, feature_layout, objects, masks)
+    return RecordLayout(schema, labeled, multi_label, extras, feature_layout, objects, masks, segmentation)
 
 
 # A field's value by its key name (keys.RecordKey.name); manifest columns and features aside.
@@ -85,6 +87,8 @@ _FIELDS: dict[str, Callable[[RecordFields], Any]] = {
     "object_truncated": lambda fields: tuple(int(o.truncated) for o in fields.objects),
     "object_view": lambda fields: tuple(o.pose for o in fields.objects),
     "object_mask": lambda fields: tuple(o.mask_png or b"" for o in fields.objects),
+    "mask": attrgetter("class_mask"),
+    "mask_format": lambda fields: "png",
 }
 
 

@@ -38,11 +38,14 @@ __all__ = ["ObjectFiles", "label_map", "write_metadata", "write_text"]
 
 @dataclass(frozen=True)
 class ObjectFiles:
-    """A detection run's side files' lines: every object in no record (planning's and the
-    workers'), and every annotation entry that names no listed image (JSON lines)."""
+    """An annotated run's side files' lines: every object in no record (planning's and the
+    workers'), and every annotation entry that names no listed image (JSON lines); `label_map`:
+    the run's ids are a detection label map's (from 1), with dropped_objects.jsonl beside it
+    (a segmentation run's ids are labels.txt's, from 0)."""
 
     dropped: Sequence[DroppedObjectLine] = ()
     unmatched: Sequence[str] = ()
+    label_map: bool = True
 
 
 def label_map(class_names: Sequence[str]) -> str:
@@ -91,10 +94,11 @@ def write_metadata(
     write_text(
         FileSystems.join(output, DUPLICATES_FILE), "".join(g.to_json() + "\n" for g in sorted(duplicates))
     )
-    if objects is not None:
+    if objects is not None and objects.label_map:
         write_text(FileSystems.join(output, LABEL_MAP_FILE), label_map(class_names or ()))
         lines = "".join(line.to_json() + "\n" for line in sorted(objects.dropped))
         write_text(FileSystems.join(output, DROPPED_OBJECTS_FILE), lines)
+    if objects is not None:
         unmatched = "".join(line + "\n" for line in objects.unmatched)
         write_text(FileSystems.join(output, ANNOTATIONS_UNMATCHED_FILE), unmatched)
     if manifest_unmatched:

@@ -43,6 +43,7 @@ __all__ = [
     "ObjectSummary",
     "RunInfo",
     "RunOptions",
+    "SegmentationSummary",
     "SizeRange",
     "SplitSummary",
     "Summary",
@@ -171,6 +172,59 @@ class ObjectSummary:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ObjectSummary:
         return cls(**_fields_from(cls, data))
+
+
+@dataclass
+class SegmentationSummary:
+    """A segmentation run's masks: what every class covers, and what the records hold.
+
+    `per_class` gives each class's pixels, its share of the labelled pixels (the ignore value's
+    aside) and the records whose mask holds it; `ignored_pixels` the ignore value's pixels;
+    `pictures_without_mask` the records stored with a mask of the ignore value alone (no mask
+    file, `--unannotated keep`)."""
+
+    kind: str
+    ignore: int | None
+    per_class: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ignored_pixels: int = 0
+    pictures_without_mask: int = 0
+    unmatched_masks: int = 0
+    class_ids: str = "from 0, as labels.txt lists them: a mask's value is its pixel's class id"
+    mask_key: str = "image/segmentation/class/encoded (a single-channel PNG the picture's size)"
+    found_at: str = ""
+    palette: list[list[int]] = field(default_factory=list)  # class id i's colour, for pictures
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SegmentationSummary:
+        return cls(**_fields_from(cls, data))
+
+
+def _segmentation(facts: PlanFacts, tally: Tally, class_names: Sequence[str]) -> SegmentationSummary | None:
+    """The segmentation section (None for any other run)."""
+    plan = facts.segmentation
+    if plan is None:
+        return None
+    labelled = sum(n for value, n in tally.class_pixels.items() if value != plan.ignore)
+    per_class = {
+        name: {
+            "pixels": tally.class_pixels[index],
+            "share": round(tally.class_pixels[index] / labelled, 6) if labelled else 0.0,
+            "pictures": tally.class_pictures[index],
+        }
+        for index, name in enumerate(class_names)
+    }
+    return SegmentationSummary(
+        kind=plan.kind,
+        ignore=plan.ignore,
+        per_class=per_class,
+        ignored_pixels=tally.class_pixels[plan.ignore] if plan.ignore is not None else 0,
+        pictures_without_mask=tally.masks_missing,
+        unmatched_masks=plan.unmatched_entries,
+        class_ids="from 0, as labels.txt lists them: a mask's value is its pixel's class id"
+        + (f"; {plan.ignore} is ignored (not labelled)" if plan.ignore is not None else ""),
+        found_at=plan.found_at,
+        palette=plan.palette,
+    )
 
 
 # Objects per record, bucketed for the summary.
@@ -328,6 +382,7 @@ class Summary:
     warnings: list[str] = field(default_factory=list)
     features: FeatureSummary | None = None
     objects: ObjectSummary | None = None  # a detection run's
+    segmentation: SegmentationSummary | None = None  # a segmentation run's
     # A rerun that kept an interrupted run's finished shard tasks: how many, and their records.
     resumed: dict[str, int] | None = None
     # The settings, as each config records them.
@@ -369,9 +424,11 @@ class Summary:
         columns = tuple((c.name, c.type) for c in self.extra_columns)
         objects = self.objects is not None
         masks = bool(self.objects and self.objects.masks)
-        labeled = self.labeled and not objects  # a detection run's classes are its objects'
+        segmentation = self.segmentation is not None
+        # A detection run's classes are its objects', a segmentation run's its masks' values.
+        labeled = self.labeled and not objects and not segmentation
         multi = self.multi_label and labeled
-        return RecordLayout(self.schema, labeled, multi, columns, features, objects, masks)
+        return RecordLayout(self.schema, labeled, multi, columns, features, objects, masks, segmentation)
 
     def shard_files(self) -> dict[str, list[str]]:
         """Split -> its shard file names."""
@@ -387,7 +444,8 @@ class Summary:
             elif item.name == "options":
                 data[item.name] = value.to_json()
             elif (
-                item.name in ("features", "objects", "resumed", "tfds_metadata", "history") and value is None
+                item.name in ("features", "objects", "segmentation", "resumed", "tfds_metadata", "history")
+                and value is None
             ):
                 continue
             elif isinstance(value, TfdsMetadataInfo):
@@ -423,6 +481,8 @@ class Summary:
                 values["features"] = FeatureSummary.from_json(data["features"])
             if data.get("objects"):
                 values["objects"] = ObjectSummary.from_json(data["objects"])
+            if data.get("segmentation"):
+                values["segmentation"] = SegmentationSummary.from_json(data["segmentation"])
             if data.get("tfds_metadata"):
                 values["tfds_metadata"] = TfdsMetadataInfo(
                     **_fields_from(TfdsMetadataInfo, data["tfds_metadata"])
@@ -518,7 +578,7 @@ def _warnings(
 ) -> list[str]:
     """What a user should know before training on the output."""
     warnings = []
-    declared = facts.objects is not None and facts.objects.split_source.startswith("declared")
+    declared = facts.split_source.startswith("declared")
     if not stratified and not declared and len(splits) > 1 and records:
         name, split = max(splits.items(), key=lambda item: abs(item[1].share - item[1].fraction))
         if abs(split.share - split.fraction) > SHARE_WARNING:
@@ -550,8 +610,7 @@ def _warnings(
     grouping = facts.grouping
     if grouping.source and not grouping.groups:
         warnings.append(f"no file has a group ({grouping.source}): every file was split on its own")
-    if facts.objects is not None:
-        warnings += facts.objects.warnings
+    warnings += facts.annotation_warnings
     return warnings
 
 
@@ -608,6 +667,9 @@ def build_summary(
     label_counts: Counter = Counter()
     for (_, label), n in tally.by_split_label.items():
         label_counts[label] += n
+    if facts.segmentation is not None:  # a class's pictures are the records whose mask holds it
+        names = facts.class_names or []
+        label_counts = Counter({names[v]: n for v, n in tally.class_pictures.items() if v < len(names)})
     dupes = duplicate_counts(duplicates)
     warnings = _warnings(facts, splits, label_counts, records, stratified, dupes)
     schema = options.output.schema if options.output is not None else "tfds"
@@ -641,8 +703,7 @@ def build_summary(
         duplicate_groups=dupes["duplicate_groups"],
         cross_split_duplicates=dupes["cross_split_duplicates"],
         duplicates_file=DUPLICATES_FILE,
-        split_method=(facts.objects.split_source if facts.objects is not None else "")
-        or ("stratified" if stratified else "hash"),
+        split_method=facts.split_source or ("stratified" if stratified else "hash"),
         groups=GroupSummary(**dataclasses.asdict(facts.grouping)),
         multi_label=bool(source and source.multi_label),
         extra_columns=columns,
@@ -656,6 +717,7 @@ def build_summary(
         warnings=warnings,
         features=feature_info,
         objects=objects,
+        segmentation=_segmentation(facts, tally, facts.class_names or []),
         resumed=dict(resumed) if resumed else None,
         options=options,
         run=run,

@@ -30,6 +30,8 @@ COUNTERS = (
     "objects_per_image",
     "object_sizes",
     "objects_dropped",
+    "class_pixels",
+    "class_pictures",
 )
 # COCO's box size buckets: an object's area (in the stored image's pixels) under 32^2 is small,
 # under 96^2 medium, else large.
@@ -74,6 +76,11 @@ class Tally:
     object_sizes: Counter = field(default_factory=Counter)
     objects_dropped: Counter = field(default_factory=Counter)
     objects_rejected: int = 0
+    # A segmentation run's masks: pixels per value (class ids and the ignore value), records that
+    # hold each value, and records whose picture had no mask file (stored all ignore).
+    class_pixels: Counter = field(default_factory=Counter)
+    class_pictures: Counter = field(default_factory=Counter)
+    masks_missing: int = 0
 
     def add(self, outcome: ConvertedRecord | RejectLine) -> Tally:
         if isinstance(outcome, RejectLine):
@@ -83,6 +90,8 @@ class Tally:
         self.records[outcome.split] += 1
         if outcome.objects is not None:  # a detection record counts once for each class it holds
             self._add_objects(outcome)
+        elif outcome.pixels is not None:  # a segmentation record: its mask's values
+            self._add_pixels(outcome.pixels)
         elif isinstance(outcome.label_text, tuple):  # a multi-label record counts for each class
             for name in outcome.label_text:
                 self.by_split_label[(outcome.split, name)] += 1
@@ -111,6 +120,14 @@ class Tally:
         if outcome.objects_dropped:
             self.objects_dropped.update(line.reason for line in outcome.objects_dropped)
 
+    def _add_pixels(self, pixels: tuple[tuple[int, int], ...]) -> None:
+        if not pixels:  # no mask file (`images.class_masks.empty_mask`)
+            self.masks_missing += 1
+            return
+        for value, count in pixels:
+            self.class_pixels[value] += count
+            self.class_pictures[value] += 1
+
     def to_json(self) -> dict[str, Any]:
         """The counts as JSON (a finished shard task's, kept for a rerun: write.resume)."""
         data: dict[str, Any] = {
@@ -118,15 +135,17 @@ class Tally:
         }
         data["digests"] = [[split, str(digest)] for split, digest in self.digests.items()]
         data["reencoded"], data["objects_rejected"] = self.reencoded, self.objects_rejected
+        data["masks_missing"] = self.masks_missing
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Tally:
         tally = cls()
         for name in COUNTERS:
-            getattr(tally, name).update({_key(k): n for k, n in data[name]})
+            getattr(tally, name).update({_key(k): n for k, n in data.get(name, ())})
         tally.digests.update({split: int(digest) for split, digest in data["digests"]})
         tally.reencoded, tally.objects_rejected = data["reencoded"], data["objects_rejected"]
+        tally.masks_missing = data.get("masks_missing", 0)
         return tally
 
     def merge(self, other: Tally) -> Tally:
@@ -134,6 +153,7 @@ class Tally:
             getattr(self, name).update(getattr(other, name))
         self.reencoded += other.reencoded
         self.objects_rejected += other.objects_rejected
+        self.masks_missing += other.masks_missing
         for split, digest in other.digests.items():
             self.digests[split] = (self.digests[split] + digest) % DIGEST_MODULUS
         return self

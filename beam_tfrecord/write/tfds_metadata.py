@@ -62,7 +62,7 @@ def features_spec(
             one = f.ClassLabel(names=list(class_names or []))
         elif key.tfds == "object_class_label":  # ids from 1: 0 is the background's
             one = f.ClassLabel(names=[BACKGROUND, *(class_names or [])])
-        elif key.tfds == "mask":
+        elif key.tfds in ("mask", "class_mask"):  # an object's 0/1 mask, a picture's class ids
             one = f.Image(shape=(None, None, 1), encoding_format="png")
         else:
             one = f.Scalar(dtype=numbers[key.dtype])

@@ -23,16 +23,16 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import reasons
 from beam_tfrecord.elements import AnnotationKind, ImageAnnotations
-from beam_tfrecord.plan.annotations import coco, declared, voc, yolo
+from beam_tfrecord.plan.annotations import coco, declared, segmentation, voc, yolo
 from beam_tfrecord.plan.annotations.catalog import Catalog, partition, stem
 from beam_tfrecord.plan.annotations.label_map import read_label_map
 from beam_tfrecord.plan.annotations.locate import Located, locate
-from beam_tfrecord.plan.annotations.matching import found_instead
+from beam_tfrecord.plan.annotations.matching import found_counts, found_instead
 from beam_tfrecord.plan.annotations.paths import AnnotationPath, parse_annotation_paths
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ObjectNote
 from beam_tfrecord.plan.listing import InputFile
 
-__all__ = ["ANNOTATION_KINDS", "load_annotations"]
+__all__ = ["ANNOTATION_KINDS", "find_kind", "load_annotations"]
 
 ANNOTATION_KINDS: tuple[AnnotationKind, ...] = ("coco", "voc", "yolo")
 _TITLES = {"coco": "COCO", "voc": "Pascal VOC", "yolo": "YOLO"}
@@ -107,6 +107,32 @@ def load_annotations(
         found_at=_found_at(kind, located, paths, result),
         found_instead=found_instead(listed.annotation_files, kind),
     )
+
+
+def find_kind(task: str, files: Sequence[InputFile], paths: Sequence[AnnotationPath] = ()) -> AnnotationKind:
+    """The annotations' format a layout shows, for a run given `--task` without `--annotations`:
+    for segmentation the first of VOC, Cityscapes, ADE20K and a pair of folders that pairs a
+    picture with a mask; for detection the format most of the annotation files under the input
+    are. Raises ValueError naming the formats when none is found."""
+    if task == "segmentation":
+        if paths:
+            return "folders"
+        for kind in segmentation.KINDS:
+            if segmentation.pairs_any(kind, files):
+                return kind  # type: ignore[return-value]
+        raise ValueError(
+            "annotations: no segmentation layout found under --input (looked for "
+            + "; ".join(segmentation.LOOKED_FOR.values())
+            + "): name the format with --annotations"
+        )
+    listed = partition(files)
+    counts = found_counts(listed.annotation_files)
+    if not any(counts.values()):
+        raise ValueError(
+            "annotations: no detection annotations found under --input (COCO instances files, VOC XMLs, "
+            "YOLO labels/): name the format with --annotations coco, voc or yolo"
+        )
+    return max(counts, key=lambda kind: counts[kind])  # type: ignore[return-value]
 
 
 def _exists(path: str) -> bool:

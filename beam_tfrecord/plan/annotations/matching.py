@@ -24,6 +24,7 @@ __all__ = [
     "MostlyUnmatched",
     "NothingMatched",
     "check_matches",
+    "found_counts",
     "found_instead",
 ]
 
@@ -74,8 +75,8 @@ class MatchCounts:
         )
 
 
-def found_instead(annotation_files: Mapping[str, object], kind: str) -> str:
-    """What other format's annotation files are under the input, as a hint (or "")."""
+def found_counts(annotation_files: Mapping[str, object]) -> dict[str, int]:
+    """How many of the listed annotation files look like each detection format's."""
     counts = {"coco": 0, "voc": 0, "yolo": 0}
     for relpath in annotation_files:
         name = posixpath.basename(relpath).lower()
@@ -86,6 +87,12 @@ def found_instead(annotation_files: Mapping[str, object], kind: str) -> str:
             counts["voc"] += 1
         elif name.endswith(".txt") and "labels" in parts:
             counts["yolo"] += 1
+    return counts
+
+
+def found_instead(annotation_files: Mapping[str, object], kind: str) -> str:
+    """What other format's annotation files are under the input, as a hint (or "")."""
+    counts = found_counts(annotation_files)
     what = {"coco": "COCO instances files", "voc": "XML files (Pascal VOC)", "yolo": "labels/*.txt (YOLO)"}
     others = [f"{n} {what[k]}: pass --annotations {k}" for k, n in counts.items() if n and k != kind]
     return "; found instead " + ", ".join(others) if others else ""
@@ -108,7 +115,7 @@ def check_matches(result: AnnotationSet, allow_unmatched: bool) -> str | None:
                 result.found_instead.lstrip("; ")
                 or "name the folder (or file) that holds them with annotations_path"
             )
-            looked = f"found no annotation file; looked for {LOOKED_FOR[result.kind]}"
+            looked = f"found no annotation file; looked for {result.looked_for or LOOKED_FOR[result.kind]}"
         else:
             fix = (
                 "point --input at the folder that holds the pictures the annotations name, "
@@ -131,4 +138,5 @@ def check_matches(result: AnnotationSet, allow_unmatched: bool) -> str | None:
     line = f"{counts.describe()} ({result.found_at}; {', '.join(examples)})"
     if allow_unmatched:
         return f"annotations matched poorly: {line}; kept on purpose ({ALLOW_OPTION})"
-    raise MostlyUnmatched(f"match poorly: {line}. If that is meant, pass {ALLOW_OPTION}")
+    drop = " (or --unannotated drop to leave the pictures without one out)" if result.mask_rule else ""
+    raise MostlyUnmatched(f"match poorly: {line}. If that is meant, pass {ALLOW_OPTION}{drop}")

@@ -5,23 +5,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from beam_tfrecord import tasks
 from beam_tfrecord.config_base import Config, ConfigError, check_choice, setting
 from beam_tfrecord.elements import AnnotationKind
 from beam_tfrecord.plan.annotations.paths import AnnotationPath, parse_annotation_paths
 
-__all__ = ["ANNOTATION_KINDS", "UNANNOTATED", "AnnotationOptions"]
+__all__ = ["ANNOTATION_KINDS", "ANNOTATION_TASKS", "UNANNOTATED", "AnnotationOptions"]
 
 ANNOTATION_KINDS: tuple[str, ...] = get_args(AnnotationKind)
 UnannotatedName = Literal["keep", "drop"]
 UNANNOTATED: tuple[str, ...] = get_args(UnannotatedName)
+# The tasks whose labels come from annotation files (classification's come from the listing).
+ANNOTATION_TASKS: tuple[str, ...] = tuple(name for name, t in tasks.TASKS.items() if t.formats)
 
 
 @dataclass(frozen=True)
 class AnnotationOptions(Config):
-    """Boxes (and masks) from an annotation source, instead of one label per image.
+    """Labels from an annotation source, instead of one label per image: boxes (and masks) for
+    detection, a class-id mask per picture for segmentation.
 
     Args:
-      kind: coco (instances JSON files), voc (one XML per image) or yolo (one TXT per image).
+      task: what the annotations are: `detection` or `segmentation` (`tasks.TASKS`); None: the
+        format's own (detection for coco, voc and yolo).
+      kind: detection: coco (instances JSON files), voc (one XML per image) or yolo (one TXT per
+        image); segmentation: voc (SegmentationClass), cityscapes, ade20k or folders (a pair of
+        folders); None with a task: found from the layout.
       path: where the annotations are when not in the format's standard place: COCO's instances
         files (`a.json,b.json`, or per split: `train=a.json,validation=b.json`), VOC's folder of
         XML files (or one XML), YOLO's data.yaml, classes.txt or labels folder; local or gs://.
@@ -40,19 +48,26 @@ class AnnotationOptions(Config):
       declared_splits: keep the splits the dataset declares (data.yaml, VOC's ImageSets, COCO
         files named by split) instead of `splits`' fractions; the command sets it off when
         `--splits` is given.
+      ignore_value: segmentation: the mask value that means "not labelled" (borders), kept as it
+        is, counted, and what a pad's margins hold.
+      train_ids: segmentation, Cityscapes: the 19 training classes (`*_labelTrainIds.png`, or the
+        label ids mapped by Cityscapes' table) instead of the 34 label ids.
     """
 
-    kind: AnnotationKind = setting(
-        details="`coco`, `voc` or `yolo`: boxes (and masks) per image from those annotations instead of one "
-        "label per image: detection records with the Object Detection API's keys (`tfds` schema "
-        "only); see [Detection and segmentation](detection.md)",
+    kind: AnnotationKind | None = setting(
+        None,
+        details="the annotations' format: for detection `coco`, `voc` or `yolo` (boxes, and masks, with the "
+        "Object Detection API's keys; see [Detection](detection.md)); for segmentation `voc` "
+        "(SegmentationClass), `cityscapes`, `ade20k` or `folders` (a mask per picture; see "
+        "[Segmentation](segmentation.md)); left out with `--task`, found from the layout",
         default_doc="none",
         option="annotations",
         group="annotations",
         label="Annotations",
         record="annotations",
         choices=ANNOTATION_KINDS,
-        help="boxes (and masks) per image from coco (instances JSON), voc (XML) or yolo (TXT) files",
+        help="the annotations' format: coco, voc or yolo (detection); voc, cityscapes, ade20k or folders "
+        "(segmentation)",
     )
     path: str | None = setting(
         None,
@@ -109,10 +124,77 @@ class AnnotationOptions(Config):
     )
     # Not an option: the command sets it off when --splits is given.
     declared_splits: bool = setting(True, option=None)
+    task: str | None = setting(
+        None,
+        details="what the annotations label: `detection` (boxes) or `segmentation` (a class id per pixel); "
+        "`classification` is one label per picture, without annotations (the default); given "
+        "`--annotations`, its format's task (detection for coco, voc and yolo)",
+        default_doc="classification, or the format's",
+        group="annotations",
+        label="Task",
+        choices=tasks.TASK_NAMES,
+        record_default=False,
+        help="classification (the default), detection or segmentation; "
+        + "; ".join(f"{t.name}: {t.help}" for t in tasks.TASKS.values() if t.formats),
+    )
+    ignore_value: int = setting(
+        255,
+        details="segmentation: the mask value that means \"not labelled\" (VOC's borders, Cityscapes' "
+        "train ids' 255); stored as it is, counted in the summary, and what a pad's margins hold; "
+        "above the last class id",
+        group="annotations",
+        label="Ignore value",
+        kind=int,
+        minimum=0,
+        record_default=False,
+        help="segmentation: the mask value meaning not labelled (and a pad's margins)",
+    )
+    train_ids: bool = setting(
+        False,
+        details="segmentation, Cityscapes: the 19 training classes (`*_labelTrainIds.png`, or the label ids "
+        "mapped by Cityscapes' table where those were never made), 255 ignored; without it the 34 "
+        "label ids",
+        group="annotations",
+        label="Cityscapes train ids",
+        kind=bool,
+        record_default=False,
+        help="segmentation, Cityscapes: the 19 training classes instead of the 34 label ids",
+    )
 
     def __post_init__(self) -> None:
-        check_choice("annotations", self.kind, ANNOTATION_KINDS)
+        if self.task is not None:
+            check_choice("task", self.task, tasks.TASK_NAMES)
+        if self.kind is not None:
+            check_choice("annotations", self.kind, ANNOTATION_KINDS)
+        if self.task is None:
+            if self.kind is None:
+                raise ConfigError("annotations", "is needed: coco, voc or yolo (or give --task)")
+            object.__setattr__(self, "task", tasks.task_of_format(self.kind).name)
+        if self.task == "classification":  # SourceConfig then holds no annotation options
+            if self.kind is not None:
+                raise ConfigError(
+                    "task",
+                    "classification takes one label per picture, not annotations: leave annotations out",
+                )
+            return
+        if self.kind is not None and self.kind not in tasks.task(self.task).formats:
+            formats = ", ".join(tasks.task(self.task).formats)
+            raise ConfigError("annotations", f"{self.kind} is not a {self.task} format: {formats}")
         check_choice("unannotated", self.unannotated, UNANNOTATED)
+        if not 0 <= self.ignore_value <= 255:
+            raise ConfigError(
+                "ignore_value", f"must be 0 to 255 (masks are stored as 8-bit PNGs), not {self.ignore_value}"
+            )
+        segmentation_only = {"ignore_value": self.ignore_value != 255, "train_ids": self.train_ids}
+        for name, given in segmentation_only.items():
+            if given and self.task != "segmentation":
+                raise ConfigError(name, "reads masks: it needs --task segmentation")
+        if self.task == "segmentation" and self.masks:
+            raise ConfigError(
+                "masks", "stores a mask per object (detection); segmentation stores one per picture"
+            )
+        if self.task == "segmentation" and self.label_map:
+            raise ConfigError("label_map", "numbers objects' classes (detection); give class_names instead")
         try:
             self.paths()
         except ValueError as error:

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
-from beam_tfrecord.elements import AnnotationKind, ImageAnnotations
+from beam_tfrecord.elements import AnnotationKind, ImageAnnotations, MaskRule
 
 if TYPE_CHECKING:
     from beam_tfrecord.plan.annotations.declared import DeclaredSplits
@@ -102,6 +102,8 @@ class AnnotationSet:
       warnings: what the run should end by saying (a poor match allowed on purpose).
       declared: the splits the dataset declares for itself (data.yaml, ImageSets, COCO file
         names), which a run without `splits` keeps.
+      mask_rule: a segmentation run's rule for reading its mask files (None: a detection run).
+      looked_for: where a source that found nothing looked, in words ("": the format's usual place).
     """
 
     kind: AnnotationKind
@@ -118,6 +120,8 @@ class AnnotationSet:
     found_instead: str = ""
     warnings: tuple[str, ...] = ()
     declared: DeclaredSplits | None = None
+    mask_rule: MaskRule | None = None
+    looked_for: str = ""
 
     def label_ids(self) -> dict[str, int]:
         """Class name -> label id, counting from 0 in `class_names` order."""

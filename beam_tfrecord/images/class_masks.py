@@ -1,0 +1,167 @@
+"""A segmentation run's mask file becomes the class-id mask a record stores: read, checked against
+the run's `MaskRule`, moved as the picture was, and encoded as the single-channel PNG DeepLab and
+TF Model Garden read from `image/segmentation/class/encoded`.
+
+Which values are class ids:
+
+- a palette PNG (Pascal VOC, labelme2voc): its indices, whatever colours the palette shows;
+- an 8-bit grey or 1-bit PNG (Cityscapes' `labelIds`, ADE20K, CamVid): its values;
+- a 16- or 32-bit grey PNG: its values, which must fit the classes;
+- colours (an RGB PNG, a palette saved as RGB, tensorflow/models#3739's NaN loss): mapped through
+  the dataset's palette (`MaskRule.palette`), every colour or none: a colour no class has rejects
+  the picture, naming it. A grey mask saved as RGB (three equal channels) is read as grey.
+
+Then `MaskRule.remap` applies (a two-valued 0/255 set's 255 -> 1), and every value must be a
+class id or the ignore value: another rejects the picture, naming the values, never stored.
+
+Geometry: the mask is in the stored picture's frame when its size is the stored size, else in the
+upright frame when it fits that (a mask drawn on the turned photo), else the picture is a reject. It
+moves through `geometry.resample` with the nearest neighbour, so a value never blends into another,
+and the margins of a pad hold the ignore value.
+
+Pure functions on bytes and arrays; no Beam, no TensorFlow.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image
+
+from beam_tfrecord import reasons
+from beam_tfrecord.elements import MaskRule
+from beam_tfrecord.images.geometry import PixelTransform, encode_mask_png, orient, resample
+from beam_tfrecord.images.normalize import Reject
+
+__all__ = ["PlacedMask", "class_ids", "empty_mask", "pixel_counts", "place_class_mask"]
+
+# The most values a reject's detail names.
+_SHOWN = 8
+
+
+@dataclass(frozen=True)
+class PlacedMask:
+    """A record's class-id mask and its facts.
+
+    Args:
+      png: the mask as stored (mode L PNG, the stored image's size).
+      pixels: (value, pixels) of every value it holds, the ignore value's included, ascending;
+        () for a picture without a mask file.
+      changes: change codes the mask made (`mask_from_colours`).
+    """
+
+    png: bytes
+    pixels: tuple[tuple[int, int], ...]
+    changes: tuple[str, ...] = ()
+
+
+def class_ids(data: bytes, rule: MaskRule, name: str) -> tuple[np.ndarray, tuple[str, ...]]:
+    """The mask file's class ids as a uint8 (height, width) array in its own frame, and the change
+    codes its reading made; raises `Reject` for a file that is not a mask of this rule."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            image.load()
+            mode = image.mode
+            array = np.asarray(image)
+    except Exception as error:  # any decoder error: the mask, not the picture, is at fault
+        raise Reject(reasons.CLASS_MASK_UNREADABLE, f"{name}: {type(error).__name__}: {error}") from None
+    changes: tuple[str, ...] = ()
+    if mode in ("RGB", "RGBA"):
+        rgb = array[..., :3]
+        if (rgb[..., 0] == rgb[..., 1]).all() and (rgb[..., 1] == rgb[..., 2]).all():
+            array = rgb[..., 0]
+        else:
+            array = _from_colours(rgb, rule, name)
+            changes = (reasons.CLASS_MASK_FROM_COLOURS.code,)
+    elif mode == "LA":
+        array = array[..., 0]
+    elif mode == "1":
+        array = array.astype(np.uint8)
+    elif mode not in ("P", "L", "I", "I;16", "I;16B", "I;16L"):
+        raise Reject(reasons.CLASS_MASK_UNREADABLE, f"{name}: a {mode} image is not a mask of class ids")
+    if rule.remap:
+        array = _remapped(array, rule.remap)
+    return _checked(array, rule, name), changes
+
+
+def _from_colours(rgb: np.ndarray, rule: MaskRule, name: str) -> np.ndarray:
+    """Colours -> class ids through the palette (the ignore colours -> the ignore value)."""
+    if not rule.palette:
+        raise Reject(
+            reasons.CLASS_MASK_COLOURS,
+            f"{name} holds colours, not class ids, and the dataset declares no palette to map them",
+        )
+    packed = (rgb[..., 0].astype(np.uint32) << 16) | (rgb[..., 1].astype(np.uint32) << 8) | rgb[..., 2]
+    table = {(r << 16) | (g << 8) | b: index for index, (r, g, b) in enumerate(rule.palette)}
+    if rule.ignore is not None:
+        table |= {(r << 16) | (g << 8) | b: rule.ignore for r, g, b in rule.palette_ignore}
+    colours, inverse = np.unique(packed, return_inverse=True)
+    unknown = [int(c) for c in colours if int(c) not in table]
+    if unknown:
+        shown = ", ".join(f"({c >> 16}, {(c >> 8) & 255}, {c & 255})" for c in unknown[:_SHOWN])
+        more = f" and {len(unknown) - _SHOWN} more" if len(unknown) > _SHOWN else ""
+        raise Reject(
+            reasons.CLASS_MASK_COLOURS, f"{name} holds colours no class of the palette has: {shown}{more}"
+        )
+    ids = np.array([table[int(c)] for c in colours], dtype=np.uint8)
+    return ids[inverse].reshape(packed.shape)
+
+
+def _remapped(array: np.ndarray, remap: Sequence[tuple[int, int]]) -> np.ndarray:
+    out = array.copy()
+    for before, after in remap:
+        out[array == before] = after
+    return out
+
+
+def _checked(array: np.ndarray, rule: MaskRule, name: str) -> np.ndarray:
+    """The values as uint8, each a class id or the ignore value."""
+    values = np.unique(array)
+    wrong = [int(v) for v in values if int(v) >= rule.classes and int(v) != rule.ignore]
+    if wrong:
+        shown = ", ".join(map(str, wrong[:_SHOWN])) + (
+            f" and {len(wrong) - _SHOWN} more" if len(wrong) > _SHOWN else ""
+        )
+        ignore = f" or the ignore value {rule.ignore}" if rule.ignore is not None else ""
+        raise Reject(
+            reasons.CLASS_MASK_UNKNOWN_VALUE,
+            f"{name} holds {shown}: class ids are 0 to {rule.classes - 1}{ignore}",
+        )
+    return array.astype(np.uint8, copy=False)
+
+
+def place_class_mask(data: bytes, rule: MaskRule, transform: PixelTransform, name: str) -> PlacedMask:
+    """The mask file as its record stores it: read (`class_ids`), moved as the picture was, and
+    encoded; raises `Reject` for a mask the picture cannot be stored with."""
+    ids, changes = class_ids(data, rule, name)
+    height, width = ids.shape
+    stored = (transform.stored_width, transform.stored_height)
+    mask = Image.fromarray(ids, mode="L")
+    if (width, height) == stored:
+        mask = orient(mask, transform.orientation)
+    elif (width, height) != transform.upright_size:
+        upright = "" if transform.orientation == 1 else " ({}x{} upright)".format(*transform.upright_size)
+        raise Reject(
+            reasons.CLASS_MASK_SIZE_MISMATCH,
+            f"{name} is {width}x{height}; the picture is {stored[0]}x{stored[1]}{upright}",
+        )
+    if transform.resamples:
+        mask = resample(mask, transform, Image.Resampling.NEAREST, rule.fill)
+    return PlacedMask(encode_mask_png(mask), pixel_counts(np.asarray(mask)), changes)
+
+
+def empty_mask(rule: MaskRule, width: int, height: int) -> PlacedMask:
+    """A picture without a mask file, kept (`--unannotated keep`): every pixel the ignore value
+    (0 where the rule has none), so every record parses alike; no pixel counts (`()`: the tally
+    counts it as a picture without a mask)."""
+    mask = Image.new("L", (width, height), rule.fill)
+    return PlacedMask(encode_mask_png(mask), ())
+
+
+def pixel_counts(ids: np.ndarray) -> tuple[tuple[int, int], ...]:
+    """(value, pixels) of every value present, ascending."""
+    counts = np.bincount(ids.ravel(), minlength=256)
+    return tuple((int(value), int(counts[value])) for value in np.flatnonzero(counts))
