@@ -65,7 +65,7 @@ __all__ = [
 # width and height when it is True (YOLO, whose files do not know the image size). A box is not
 # checked against the image here: only the worker knows the image's size.
 
-AnnotationKind = Literal["coco", "voc", "yolo", "cityscapes", "ade20k", "folders"]
+AnnotationKind = Literal["coco", "voc", "yolo", "cityscapes", "ade20k", "folders", "pairs"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +201,7 @@ class ImageAnnotations:
       split: the split the source assigns (a COCO file given per split), else None: hashed.
       notes: what planning changed on its objects (`mask_malformed`), for changes.jsonl.
       class_mask: a segmentation run's mask file of the picture (None: the picture has none).
+      captions: a captions run's sentences for the picture, in their files' order.
     """
 
     objects: tuple[ObjectBox, ...]
@@ -211,6 +212,7 @@ class ImageAnnotations:
     split: str | None = None
     notes: tuple[str, ...] = ()
     class_mask: MaskFile | None = None
+    captions: tuple[str, ...] = ()
 
     def to_row(self) -> dict[str, Any]:
         """The staged form (shard task files): compact, every object as one list (`object_row`),
@@ -234,6 +236,8 @@ class ImageAnnotations:
             row["notes"] = list(self.notes)
         if self.class_mask is not None:
             row["mask"] = [self.class_mask.path, self.class_mask.size, self.class_mask.name]
+        if self.captions:
+            row["captions"] = list(self.captions)
         return row
 
     def staged_text(self, object_texts: Sequence[str]) -> str:
@@ -249,7 +253,10 @@ class ImageAnnotations:
         objects = tuple(_object_from_row(o, ref) for o, ref in zip(row["o"], row["r"], strict=True))
         notes = tuple(row.get("notes", ()))
         mask = MaskFile(*row["mask"]) if "mask" in row else None
-        return cls(objects, row["id"], bool(row.get("n")), width, height, row.get("split"), notes, mask)
+        captions = tuple(row.get("captions", ()))
+        return cls(
+            objects, row["id"], bool(row.get("n")), width, height, row.get("split"), notes, mask, captions
+        )
 
 
 def object_row(item: ObjectBox) -> list[Any]:
@@ -397,6 +404,8 @@ class ShardTask:
     class_names: tuple[str, ...] = ()
     # A segmentation run's rule for reading its mask files.
     mask_rule: MaskRule | None = None
+    # The task of a run whose labels are neither a class nor objects: segmentation or captions.
+    task: str = ""
 
     def to_json(self, objects_staged: Callable[[PlannedInput, list[str]], None] | None = None) -> str:
         """The staged text: JSON that `from_json` reads back, assembled from each object's
@@ -409,6 +418,8 @@ class ShardTask:
             head["class_names"] = list(self.class_names)
         if self.mask_rule is not None:
             head["mask_rule"] = self.mask_rule.to_row()
+        if self.task:
+            head["task"] = self.task
         inputs = ", ".join(item.staged_text(objects_staged) for item in self.inputs)
         return f'{_TEXT(head)[:-1]}, "inputs": [{inputs}]}}'
 
@@ -418,7 +429,7 @@ class ShardTask:
         inputs = tuple(PlannedInput.from_row(row) for row in task["inputs"])
         rule = MaskRule.from_row(task["mask_rule"]) if "mask_rule" in task else None
         names = tuple(task.get("class_names", ()))
-        return cls(task["split"], task["index"], task["count"], inputs, names, rule)
+        return cls(task["split"], task["index"], task["count"], inputs, names, rule, task.get("task", ""))
 
 
 @dataclass(frozen=True, order=True)
@@ -482,6 +493,7 @@ class RecordFields:
     objects: tuple[StoredObject, ...] | None = None
     masks: bool = False
     class_mask: bytes | None = None  # a segmentation run's: the class-id mask as a PNG
+    captions: tuple[str, ...] | None = None  # a captions run's: the picture's sentences
 
 
 class ShardKey(NamedTuple):
@@ -515,6 +527,7 @@ class ConvertedRecord(NamedTuple):
     # A segmentation run's: (class id, pixels) of each value its mask holds (the ignore value's
     # too); None in other runs.
     pixels: tuple[tuple[int, int], ...] | None = None
+    captions: int | None = None  # a captions run's: how many captions the record holds
 
     @property
     def split(self) -> str:

@@ -96,6 +96,8 @@ class KeyTable:
     # A segmentation run's: the picture's class-id mask (a single-channel PNG) and its format, as
     # DeepLab's converters and TF Model Garden's segmentation decoder name them.
     segmentation: tuple[RecordKey, ...] = ()
+    # A captions run's: every caption of the picture (Model Garden's create_coco_tf_record key).
+    captions: tuple[RecordKey, ...] = ()
 
 
 _TEXT = {"dtype": "bytes", "text": True, "tfds": "text"}
@@ -138,6 +140,7 @@ TABLES: dict[str, KeyTable] = {
             RecordKey("mask", "image/segmentation/class/encoded", "bytes", tfds="class_mask"),
             RecordKey("mask_format", "image/segmentation/class/format", **_TEXT),
         ),
+        captions=(RecordKey("caption", "image/caption", **_TEXT, ragged=True),),
     ),
     "simple": KeyTable(
         schema="simple",
@@ -188,6 +191,7 @@ class RecordLayout:
       features: the feature model's output, when the run has one.
       objects: a detection run's records hold objects (boxes, classes, flags); `masks`, their masks.
       segmentation: a segmentation run's records hold a class-id mask of the picture.
+      captions: a captions run's records hold the picture's captions.
     """
 
     schema: str = "tfds"
@@ -198,6 +202,7 @@ class RecordLayout:
     objects: bool = False
     masks: bool = False
     segmentation: bool = False
+    captions: bool = False
 
     def __post_init__(self) -> None:
         keys = table(self.schema)
@@ -210,6 +215,11 @@ class RecordLayout:
             raise ValueError(
                 f"the {self.schema} schema holds one label per image, no mask: segmentation records "
                 "use the tfds schema (DeepLab's and Model Garden's keys)"
+            )
+        if self.captions and not keys.captions:
+            raise ValueError(
+                f"the {self.schema} schema holds one label per image, no captions: captions records "
+                "use the tfds schema (Model Garden's image/caption)"
             )
         object.__setattr__(self, "extra_columns", tuple((str(n), str(t)) for n, t in self.extra_columns))
 
@@ -255,6 +265,8 @@ def record_keys(layout: RecordLayout) -> tuple[RecordKey, ...]:
             found.append(keys.masks)
     if layout.segmentation:
         found += keys.segmentation
+    if layout.captions:
+        found += keys.captions
     features = layout.features
     if features is not None:
         rank = len(features.shape)
@@ -282,17 +294,19 @@ def key_of(layout: RecordLayout | str, name: str) -> str:
 
 def reserved_names() -> frozenset[str]:
     """What a manifest column may not be called: any field name or stored key of either schema
-    (a column would shadow it in the record, or in the dict iter_examples gives)."""
+    (a column would shadow it in the record, or in the dict iter_examples gives). A segmentation
+    or captions run's keys are not among them: those runs take no manifest."""
     found: set[str] = set()
     for keys in TABLES.values():
-        fixed = _fixed(keys)
+        fixed = _fixed(keys, with_tasks=False)
         found |= {key.name for key in fixed} | {key.key for key in fixed}
         found |= {keys.features, keys.features_float16, keys.features_shape, "features_shape"}
     return frozenset(found)
 
 
-def _fixed(keys: KeyTable) -> list[RecordKey]:
-    """A table's keys but the manifest columns' and the features' (whose shape is the run's)."""
+def _fixed(keys: KeyTable, with_tasks: bool = True) -> list[RecordKey]:
+    """A table's keys but the manifest columns' and the features' (whose shape is the run's);
+    `with_tasks`: a segmentation and a captions run's too."""
     found = [*keys.image, keys.label, *((keys.label_text,) if keys.label_text else ())]
     found += [key for key in (keys.source_id, *keys.objects, keys.masks) if key is not None]
-    return found + list(keys.segmentation)
+    return found + (list(keys.segmentation) + list(keys.captions) if with_tasks else [])

@@ -319,8 +319,8 @@ class WriteMetadataFn(RunStepFn):
 
     def _object_files(self, dropped: list[DroppedObjectLine]) -> ObjectFiles | None:
         """A detection run's dropped objects (planning's and the workers') and unmatched entries;
-        a segmentation run's masks that name no listed picture."""
-        if self.staged.segmentation:
+        a segmentation or captions run's entries that name no listed picture."""
+        if self.staged.task:
             return ObjectFiles([], staging.load_unmatched(self.staged.plan_dir), label_map=False)
         if not self.staged.objects:
             return None

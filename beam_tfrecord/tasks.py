@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
+    "CAPTION_FORMATS",
     "SEGMENTATION_FORMATS",
     "TASKS",
     "TASK_NAMES",
@@ -66,6 +67,7 @@ class Task:
 
 
 SEGMENTATION_FORMATS = ("voc", "cityscapes", "ade20k", "folders")
+CAPTION_FORMATS = ("coco", "pairs")
 
 TASKS: dict[str, Task] = {
     task.name: task
@@ -103,6 +105,18 @@ TASKS: dict[str, Task] = {
             reader="mask",
             drawing="class_mask",
             docs="segmentation.md",
+        ),
+        Task(
+            name="captions",
+            help="the sentences that describe each picture, from COCO captions files or image, caption "
+            "pairs (CSV, TSV, JSONL, Flickr8k's captions.txt)",
+            formats=CAPTION_FORMATS,
+            key_groups=("captions",),
+            moves="nothing",
+            summary="captions",
+            reader="captions",
+            drawing="captions",
+            docs="captions.md",
         ),
     )
 }

@@ -30,7 +30,6 @@ from beam_tfrecord.elements import (
     ConvertedRecord,
     DuplicateGroup,
     FinalShard,
-    MaskRule,
     PendingRecord,
     RejectLine,
     ShardKey,
@@ -187,22 +186,21 @@ class ReadShardFn(RunStepFn):
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
 
-    def _prepare(
-        self, work: tuple[Any, ShardKey, tuple[str, ...], MaskRule | None]
-    ) -> PendingRecord | ConvertedRecord | RejectLine:
+    def _prepare(self, work: tuple[Any, ShardKey, ShardTask]) -> PendingRecord | ConvertedRecord | RejectLine:
         """One input read and validated; with no model to feed, serialized too (`finish_record`),
         here on a read thread: the record's sha256 then releases the GIL on a thread that holds
         no bundle, not on the one that writes and would wait to take the GIL back. One in-process
         worker, idle 2-core machine, medians of 3 interleaved rounds: 12,000 photos with boxes
         12.70 s against 13.48 s, 32,000 synthetic JPEGs 12.53 s against 13.69 s, the same CPU."""
-        item, shard, class_names, mask_rule = work
+        item, shard, task = work
         prepared = prepare_input(
             item,
             self.config.image,
             shard,
-            class_names=class_names,
+            class_names=task.class_names,
             masks=self.staged.masks,
-            mask_rule=mask_rule,
+            mask_rule=task.mask_rule,
+            captions=task.task == "captions",
             storage=self.config.gcs,
         )
         if self.config.features is None and isinstance(prepared, PendingRecord):
@@ -213,7 +211,7 @@ class ReadShardFn(RunStepFn):
         """The task's inputs prepared in order: on the pool's threads and this one when there is
         a pool."""
         shard = ShardKey(task.split, task.index, task.count)
-        work = ((item, shard, task.class_names, task.mask_rule) for item in task.inputs)
+        work = ((item, shard, task) for item in task.inputs)
         if self._pool is None:
             return map(self._prepare, work)
         # A batch for each reading thread (the pool's and this one) and one done, waiting for this

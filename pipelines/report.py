@@ -4,7 +4,13 @@ command's view of summary.json (the library writes the file; how a terminal show
 from __future__ import annotations
 
 from beam_tfrecord.names import CHANGES_FILE
-from beam_tfrecord.write.summary import ObjectSummary, SegmentationSummary, SplitSummary, Summary
+from beam_tfrecord.write.summary import (
+    CaptionSummary,
+    ObjectSummary,
+    SegmentationSummary,
+    SplitSummary,
+    Summary,
+)
 
 __all__ = ["format_table"]
 
@@ -56,6 +62,26 @@ def _segmentation_rows(masks: SegmentationSummary) -> list[tuple[str, str]]:
     return rows
 
 
+def _caption_rows(captions: CaptionSummary) -> list[tuple[str, str]]:
+    """A captions run's captions: where they came from, how many, how spread."""
+    rows = [("captions", captions.found_at)] if captions.found_at else []
+    per = captions.per_picture
+    rows.append(
+        (
+            "captions stored",
+            f"{captions.captions} for {captions.pictures_with_captions} pictures "
+            f"({per.get('min', 0)} to {per.get('max', 0)} a picture)",
+        )
+    )
+    if captions.pictures_without_caption:
+        rows.append(("pictures without a caption", str(captions.pictures_without_caption)))
+    if captions.unmatched_entries:
+        rows.append(
+            ("captions naming no picture", f"{captions.unmatched_entries} (annotations_without_image.jsonl)")
+        )
+    return rows
+
+
 def format_table(summary: Summary) -> str:
     """The summary as a small aligned table for the terminal."""
     rows: list[tuple[str, str]] = []
@@ -102,6 +128,8 @@ def format_table(summary: Summary) -> str:
         rows += _object_rows(summary.objects)
     if summary.segmentation is not None:
         rows += _segmentation_rows(summary.segmentation)
+    if summary.captions is not None:
+        rows += _caption_rows(summary.captions)
     wall = summary.run.wall_time_s if summary.run is not None else None
     if wall is not None:
         rate = summary.inputs / wall if wall else 0.0

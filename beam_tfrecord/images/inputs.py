@@ -89,6 +89,7 @@ def prepare_input(
     class_names: Sequence[str] = (),
     masks: bool = False,
     mask_rule: MaskRule | None = None,
+    captions: bool = False,
     storage: gcs.GcsSettings | None = None,
 ) -> PendingRecord | RejectLine:
     """Read, validate and normalize one planned input: everything but the serialization.
@@ -97,7 +98,8 @@ def prepare_input(
     detection run (`item.annotations`) its objects follow the pixels (`placement`), get their ids
     from `class_names` (from 1: 0 is background) and, with `masks`, one mask PNG each. In a
     segmentation run (`mask_rule`) its mask file is read by the rule and moves with the pixels
-    (`class_masks`). `storage`: how long a gs:// read may wait (the run's settings, passed by the
+    (`class_masks`). In a captions run (`captions`) its captions go into the record as the plan
+    gives them. `storage`: how long a gs:// read may wait (the run's settings, passed by the
     worker that reads)."""
     limit = image_options.max_file_bytes
     if item.size > limit:
@@ -114,7 +116,7 @@ def prepare_input(
         objects = len(item.annotations.objects) if item.annotations is not None else 0
         return RejectLine(item.relpath, reject.reason, reject.detail, objects=objects)
     stored, dropped, changes = None, (), image.changes
-    if item.annotations is not None and mask_rule is None:  # a detection run's objects
+    if item.annotations is not None and mask_rule is None and not captions:  # a detection run's objects
         placed = _objects(item, image, class_names, masks)
         if isinstance(placed, RejectLine):
             return placed
@@ -146,6 +148,7 @@ def prepare_input(
         objects=stored,
         masks=masks,
         class_mask=class_mask.png if class_mask is not None else None,
+        captions=(item.annotations.captions if item.annotations is not None else ()) if captions else None,
     )
     shard = shard or ShardKey(item.split)
     pixels = class_mask.pixels if class_mask is not None else None

@@ -33,6 +33,7 @@ from beam_tfrecord.plan import dedupe as dedupe_lib
 from beam_tfrecord.plan import labels as labels_lib
 from beam_tfrecord.plan import splits as splits_lib
 from beam_tfrecord.plan.annotations import growing as growing_lib
+from beam_tfrecord.plan.annotations.captions import load_captions
 from beam_tfrecord.plan.annotations.declared import DeclaredSplits
 from beam_tfrecord.plan.annotations.load import find_kind, load_annotations
 from beam_tfrecord.plan.annotations.matching import (
@@ -58,7 +59,7 @@ __all__ = [
     "LabelSource",
     "ObjectFacts",
     "Plan",
-    "SegmentationFacts",
+    "TaskFacts",
     "label_source_for",
     "make_plan",
     "plan_inputs",
@@ -158,26 +159,29 @@ class ObjectFacts:
 
 
 @dataclass(frozen=True)
-class SegmentationFacts:
-    """What planning learnt of a segmentation run's masks, for the summary and the side files.
+class TaskFacts:
+    """What planning learnt of a segmentation or captions run's labels, for the summary and the
+    side files (a detection run's are `ObjectFacts`).
 
     Args:
-      kind: voc, cityscapes, ade20k or folders.
-      rule: how every mask file is read (staged with each shard task).
-      unmatched: masks that name no listed picture, as JSON lines (annotations_without_image.jsonl).
-      found_at: where the masks were found, the class names and the rule, and how many pictures
-        they matched.
+      task: segmentation or captions.
+      kind: the annotations' format.
+      unmatched: entries that name no listed picture, as JSON lines (annotations_without_image.jsonl).
+      found_at: where the labels were found (with the class names and the rule that reads the
+        masks), and how many pictures they matched.
       warnings: for the summary's warnings.
       split_source: where the splits came from, when the dataset declares its own.
-      palette: each class id's colour on the contact sheet (the dataset's own where it has one).
+      rule: a segmentation run's rule for reading its mask files (staged with each shard task).
+      palette: a segmentation run's colour of each class id on the contact sheet.
     """
 
+    task: str
     kind: str
-    rule: MaskRule
     unmatched: tuple[str, ...] = ()
     found_at: str = ""
     warnings: tuple[str, ...] = ()
     split_source: str = ""
+    rule: MaskRule | None = None
     palette: tuple[tuple[int, int, int], ...] = ()
 
 
@@ -195,14 +199,14 @@ class Plan:
     groups: dict[str, str] = field(default_factory=dict)  # relpath -> group, for files that have one
     # An append's old pictures whose annotations changed since converted: (relpath, split).
     annotations_changed: list[tuple[str, str | None]] = field(default_factory=list)
-    segmentation: SegmentationFacts | None = None  # a segmentation run's
+    labels: TaskFacts | None = None  # a segmentation or captions run's
 
     @property
     def unmatched_lines(self) -> tuple[str, ...]:
-        """annotations_without_image.jsonl's lines (a detection or segmentation run's)."""
+        """annotations_without_image.jsonl's lines (an annotated run's)."""
         if self.objects is not None:
             return self.objects.unmatched
-        return self.segmentation.unmatched if self.segmentation is not None else ()
+        return self.labels.unmatched if self.labels is not None else ()
 
     @property
     def skipped(self) -> int:
@@ -290,7 +294,7 @@ def _make_plan(
         class_names, labeled = _known_classes(labeled, label_source, fixed, rejects)
     else:
         labeled = _annotated_files(files, annotated, source, rejects)
-        class_names = list(annotated.class_names)
+        class_names = list(annotated.class_names) if annotated.task != "captions" else None
         if known is not None and known.class_names is not None:
             class_names = list(_grown_classes(known.class_names, annotated, source))
         if declared is not None:
@@ -346,12 +350,12 @@ def _make_plan(
         manifest_unmatched=label_source.manifest.unmatched() if label_source.manifest else [],
         grouping=grouping,
         objects=_object_facts(annotated, source, declared, rejects, match_counts)
-        if annotated is not None and annotated.mask_rule is None
+        if annotated is not None and annotated.task == "detection"
         else None,
         groups=groups,
         annotations_changed=annotations_changed,
-        segmentation=_segmentation_facts(annotated, source, declared, rejects, match_counts)
-        if annotated is not None and annotated.mask_rule is not None
+        labels=_task_facts(annotated, source, declared, rejects, match_counts)
+        if annotated is not None and annotated.task != "detection"
         else None,
     )
 
@@ -380,6 +384,8 @@ def _annotations(
                 options.ignore_value, options.train_ids, source.class_names, options.declared_splits
             )
             found = load_segmentation(kind, whole or files, options.paths(), settings)
+        elif options.task == "captions":
+            found = load_captions(kind, whole or files, options.paths())
         else:
             found = load_annotations(
                 kind,
@@ -392,7 +398,7 @@ def _annotations(
         counts = MatchCounts.of(found)
         # Pictures without a mask left out on purpose (`--unannotated drop`) are no poor match.
         allow = options.allow_unmatched_annotations or (
-            found.mask_rule is not None and options.unannotated == "drop"
+            found.task != "detection" and options.unannotated == "drop"
         )
         if known is not None and whole:
             new = {f.relpath for f in files}
@@ -602,24 +608,26 @@ def _object_facts(
     )
 
 
-def _segmentation_facts(
+def _task_facts(
     annotated: AnnotationSet,
     source: SourceConfig,
     declared: DeclaredSplits | None,
     rejects: Sequence[RejectLine],
     counts: MatchCounts | None = None,
-) -> SegmentationFacts:
+) -> TaskFacts:
     objects = _object_facts(annotated, source, declared, rejects, counts)
-    assert annotated.mask_rule is not None
     assert source.annotations is not None
-    palette = display_palette(annotated.kind, annotated.class_names, source.annotations.train_ids)
-    return SegmentationFacts(
+    palette: tuple[tuple[int, int, int], ...] = ()
+    if annotated.mask_rule is not None:
+        palette = display_palette(annotated.kind, annotated.class_names, source.annotations.train_ids)
+    return TaskFacts(
+        annotated.task,
         annotated.kind,
-        annotated.mask_rule,
         objects.unmatched,
         objects.found_at,
         objects.warnings,
         objects.split_source,
+        annotated.mask_rule,
         palette,
     )
 
@@ -824,8 +832,9 @@ def shard_tasks(plan: Plan, split_seed: int = 0) -> list[ShardTask]:
             members[index].append(item)
             heapq.heappush(heap, (size + item.size, index))
         names = tuple(plan.class_names or ()) if plan.objects is not None else ()
-        rule = plan.segmentation.rule if plan.segmentation is not None else None
+        task = plan.labels.task if plan.labels is not None else ""
+        rule = plan.labels.rule if plan.labels is not None else None
         tasks += [
-            ShardTask(split, index, count, tuple(members[index]), names, rule) for index in range(count)
+            ShardTask(split, index, count, tuple(members[index]), names, rule, task) for index in range(count)
         ]
     return tasks

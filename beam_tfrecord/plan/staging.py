@@ -37,14 +37,14 @@ from beam_tfrecord.names import (
     task_file_name,
 )
 from beam_tfrecord.plan import bulk
-from beam_tfrecord.plan.planner import GroupFacts, ObjectFacts, Plan, SegmentationFacts, shard_tasks
+from beam_tfrecord.plan.planner import GroupFacts, ObjectFacts, Plan, TaskFacts, shard_tasks
 from beam_tfrecord.plan.source_config import SourceConfig
 from beam_tfrecord.write_failures import writing
 
 __all__ = [
     "PlanFacts",
     "PlannedObjects",
-    "PlannedSegmentation",
+    "PlannedTask",
     "StagedPlan",
     "list_task_files",
     "load_facts",
@@ -95,14 +95,16 @@ class PlannedObjects:
 
 
 @dataclass(frozen=True)
-class PlannedSegmentation:
-    """What planning learnt of a segmentation run's masks, for the summary: the format, its
-    ignore value, where the masks were found (with the class names and the rule that reads them),
-    how many masks name no listed picture (their lines are staged beside the facts), the
-    warnings, and where the splits came from."""
+class PlannedTask:
+    """What planning learnt of a segmentation or captions run's labels, for the summary: the
+    task and the format, a segmentation run's ignore value and palette, where the labels were
+    found (with the class names and the rule that reads the masks), how many entries name no
+    listed picture (their lines are staged beside the facts), the warnings, and where the splits
+    came from."""
 
+    task: str
     kind: str
-    ignore: int | None
+    ignore: int | None = None
     found_at: str = ""
     unmatched_entries: int = 0
     warnings: list[str] = field(default_factory=list)
@@ -110,10 +112,11 @@ class PlannedSegmentation:
     palette: list[list[int]] = field(default_factory=list)  # each class id's colour
 
     @classmethod
-    def of(cls, found: SegmentationFacts) -> PlannedSegmentation:
+    def of(cls, found: TaskFacts) -> PlannedTask:
         return cls(
+            found.task,
             found.kind,
-            found.rule.ignore,
+            found.rule.ignore if found.rule is not None else None,
             found.found_at,
             len(found.unmatched),
             list(found.warnings),
@@ -135,12 +138,12 @@ class PlanFacts:
     source: SourceConfig | None = None  # the settings the plan was made from
     grouping: GroupFacts = field(default_factory=GroupFacts)
     objects: PlannedObjects | None = None  # a detection run's
-    segmentation: PlannedSegmentation | None = None  # a segmentation run's
+    labels: PlannedTask | None = None  # a segmentation or captions run's
 
     @classmethod
     def of(cls, plan: Plan, source: SourceConfig | None = None) -> PlanFacts:
         objects = PlannedObjects.of(plan.objects) if plan.objects is not None else None
-        masks = PlannedSegmentation.of(plan.segmentation) if plan.segmentation is not None else None
+        labels = PlannedTask.of(plan.labels) if plan.labels is not None else None
         return cls(
             plan.listed,
             plan.class_names,
@@ -150,25 +153,29 @@ class PlanFacts:
             source,
             plan.grouping,
             objects,
-            masks,
+            labels,
         )
 
     @property
     def split_source(self) -> str:
         """Where the splits came from, when the dataset declares its own ("": hashed)."""
-        found = self.objects or self.segmentation
+        found = self.objects or self.labels
         return found.split_source if found is not None else ""
 
     @property
     def annotation_warnings(self) -> list[str]:
-        found = self.objects or self.segmentation
+        found = self.objects or self.labels
         return list(found.warnings) if found is not None else []
+
+    def labels_of(self, task: str) -> PlannedTask | None:
+        """The planned facts of a `task` run's labels (None in a run of another task)."""
+        return self.labels if self.labels is not None and self.labels.task == task else None
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["source"] = self.source.to_json() if self.source is not None else None
-        if self.segmentation is None:
-            del data["segmentation"]
+        if self.labels is None:
+            del data["labels"]
         return data
 
     @classmethod
@@ -184,7 +191,7 @@ class PlanFacts:
             SourceConfig.from_json(source) if source else None,
             GroupFacts(**(data.get("grouping") or {})),
             PlannedObjects(**objects) if objects else None,
-            PlannedSegmentation(**data["segmentation"]) if data.get("segmentation") else None,
+            PlannedTask(**data["labels"]) if data.get("labels") else None,
         )
 
 
@@ -210,7 +217,7 @@ class StagedPlan:
     rejected: int = 0
     objects: bool = False  # a detection run (its records hold objects)
     masks: bool = False  # and instance masks
-    segmentation: bool = False  # a segmentation run (its records hold a class-id mask)
+    task: str = ""  # segmentation or captions ("": classification or detection, told by `objects`)
     # Shard tasks an interrupted run finished, which this run keeps (`train-00003`, ...), and
     # how many records their shards hold.
     finished: tuple[str, ...] = ()
@@ -240,8 +247,8 @@ def locate_plan(plan: Plan, output: str, run_id: str | None = None) -> StagedPla
     rejected = len(plan.rejects) - plan.skipped
     counts = (len(plan.inputs), plan.listed, plan.skipped, rejected)
     objects, masks = plan.objects is not None, bool(plan.objects and plan.objects.masks)
-    segmentation = plan.segmentation is not None
-    return StagedPlan(temp_dir, dict(plan.shard_counts), *counts, objects, masks, segmentation)
+    task = plan.labels.task if plan.labels is not None else ""
+    return StagedPlan(temp_dir, dict(plan.shard_counts), *counts, objects, masks, task)
 
 
 def _write(path: str, data: bytes) -> None:
@@ -297,7 +304,7 @@ def _stage(
     if plan.objects is not None:
         dropped = "".join(line.to_json() + "\n" for line in plan.objects.dropped)
         _write(FileSystems.join(base, PLAN_DROPPED_OBJECTS_FILE), dropped.encode())
-    if plan.objects is not None or plan.segmentation is not None:
+    if plan.objects is not None or plan.labels is not None:
         unmatched = "".join(line + "\n" for line in plan.unmatched_lines)
         _write(FileSystems.join(base, PLAN_UNMATCHED_FILE), unmatched.encode())
     _write(FileSystems.join(base, PLAN_FACTS_FILE), json.dumps(PlanFacts.of(plan, source).to_json()).encode())

@@ -58,6 +58,7 @@ class SplitFiles:
     max_objects: int | None = None  # the most objects one record of the run holds (summary.json)
     segmentation: bool = False  # a segmentation run's records hold a class-id mask of the picture
     ignore: int | None = None  # its masks' ignore value
+    captions: bool = False  # a captions run's records hold the picture's captions
 
     @property
     def one_size(self) -> bool:
@@ -99,6 +100,7 @@ class SplitFiles:
             self.objects,
             self.masks,
             self.segmentation,
+            self.captions,
         )
 
 
@@ -136,6 +138,7 @@ def split_files(output_dir: str, split: str = "train", summary: Summary | None =
         max_objects=int(most) if most is not None else None,
         segmentation=layout.segmentation,
         ignore=summary.segmentation.ignore if summary.segmentation is not None else None,
+        captions=layout.captions,
     )
 
 

@@ -235,7 +235,7 @@ def load_dataset(
 ) -> tf.data.Dataset:
     """A dataset of `(image, label)` (or `image` alone for an unlabeled run) from a conversion;
     `(image, {"boxes", "labels"[, "masks"]})` from a detection run, `(image, mask)` from a
-    segmentation run (below).
+    segmentation run, `(image, captions)` from a captions run (below).
 
     Works with no argument but the folder on any output: `batch_size="auto"` batches 32 when
     every image has one size (summary.json says) or `image_size` is given, and otherwise gives
@@ -273,6 +273,9 @@ def load_dataset(
     skips it). `image_size`, crop and pad move the mask with the picture, nearest neighbour, a
     pad's margins holding the ignore value.
 
+    A captions run (`--task captions`) gives `(image, captions)`: a 1-D tf.string tensor of the
+    picture's captions (UTF-8, in their file's order), batched as a `tf.RaggedTensor`.
+
     Shuffling is over shard files and then records; give `seed` for a repeatable order.
     Raises `IncompleteOutput` for a folder without a finished run.
     """
@@ -300,6 +303,7 @@ def load_dataset(
     classes = len(files.class_names or [])
     height_key, width_key = key_of(files.schema, "height"), key_of(files.schema, "width")
     mask_key = key_of(files.schema, "mask") if files.segmentation else ""
+    caption_key = key_of(files.schema, "caption") if files.captions else ""
     deterministic = not shuffle or seed is not None
 
     paths = tf.data.Dataset.from_tensor_slices(files.paths)
@@ -357,6 +361,8 @@ def load_dataset(
         image = _fit(source, channels, image_size, crop_to_aspect_ratio, pad_to_aspect_ratio)
         if features:
             return {**record, "image": image}
+        if files.captions:
+            return image, record[caption_key]
         if files.segmentation:
             mask = tf.io.decode_png(record[mask_key], channels=1)
             fill = files.ignore if files.ignore is not None else 0
@@ -370,8 +376,10 @@ def load_dataset(
         return (image, record[label_key]) if files.labeled else image
 
     dataset = parsed.map(finish, num_parallel_calls=AUTOTUNE, deterministic=deterministic)
-    lists = files.multi_label or files.objects or any(c.is_list for c in files.extra_columns)
-    ragged = (features and lists) or (files.objects and decodes and max_objects is None)
+    lists = (
+        files.multi_label or files.objects or files.captions or any(c.is_list for c in files.extra_columns)
+    )
+    ragged = (features and lists) or (decodes and (files.captions or (files.objects and max_objects is None)))
     if batch and ragged:  # lists of any length batch as RaggedTensors
         dataset = dataset.ragged_batch(batch, drop_remainder=drop_remainder)
     elif batch:

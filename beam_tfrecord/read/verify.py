@@ -179,8 +179,10 @@ def _facts_fn(layout: RecordLayout):
         for name in OBJECT_FIELDS:
             if name in names:
                 result[name] = parsed[key_of(layout, name)]
-        if "mask" in names:
+        if layout.segmentation:
             result["mask"] = parsed[key_of(layout, "mask")]
+        if layout.captions:
+            result["caption"] = parsed[key_of(layout, "caption")]
         return result
 
     return facts
@@ -260,6 +262,9 @@ def read_shard(
                 labels = _check_class_mask(class_mask, shape, class_names or [], summary, where, report)
             shown = labeled or layout.objects or layout.segmentation  # a record's classes, as a label
             label = "|".join(str(n) for n in labels) if shown else None
+            if layout.captions:  # the first of its captions stands for it on the sheet
+                texts = [t.decode("utf-8", "replace") for t in facts["caption"].numpy()]
+                label = texts[0] if texts else "(no caption)"
             report.records[split] += 1
             for one in labels:  # a multi-label record counts for each of its classes
                 report.by_split_label[(split, one)] += 1

@@ -63,6 +63,7 @@ def finish_record(
         objects=tuple((o.label, o.area) for o in fields.objects) if fields.objects is not None else None,
         objects_dropped=tuple(dropped_lines(pending)),
         pixels=pending.pixels,
+        captions=len(fields.captions) if fields.captions is not None else None,
     )
 
 

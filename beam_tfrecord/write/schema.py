@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from beam_tfrecord.elements import RecordFields
-from beam_tfrecord.keys import SCHEMAS, FeatureLayout, RecordKey, RecordLayout, key_of, record_keys
+from beam_tfrecord.keys import SCHEMAS, FeatureLayout, RecordKey, RecordLayout, extra_key, key_of, record_keys
 from beam_tfrecord.plan.columns import ExtraColumn
 from beam_tfrecord.write.messages import Example, Feature
 
@@ -39,8 +39,9 @@ def layout_of(schema: str, fields: RecordFields) -> RecordLayout:
     extras = tuple((name, kind) for name, kind, _ in fields.extras)
     labels = (fields.label is not None, isinstance(fields.label, tuple))
     objects = fields.objects is not None
-    segmentation = fields.class_mask is not None
-    return _layout(schema, *labels, extras, features, objects, objects and fields.masks, segmentation)
+    segmentation, captions = fields.class_mask is not None, fields.captions is not None
+    masks = objects and fields.masks
+    return _layout(schema, *labels, extras, features, objects, masks, segmentation, captions)
 
 
 @functools.lru_cache(maxsize=256)
@@ -53,11 +54,14 @@ def _layout(
     objects: bool = False,
     masks: bool = False,
     segmentation: bool = False,
+    captions: bool = False,
 ) -> RecordLayout:
     """Cached: a run's records share one or two layouts, and building one per record cost about
     a third of the serialization time."""
     feature_layout = FeatureLayout(*features) if features else None
-    return RecordLayout(schema, labeled, multi_label, extras, feature_layout, objects, masks, segmentation)
+    return RecordLayout(
+        schema, labeled, multi_label, extras, feature_layout, objects, masks, segmentation, captions
+    )
 
 
 # A field's value by its key name (keys.RecordKey.name); manifest columns and features aside.
@@ -89,6 +93,7 @@ _FIELDS: dict[str, Callable[[RecordFields], Any]] = {
     "object_mask": lambda fields: tuple(o.mask_png or b"" for o in fields.objects),
     "mask": attrgetter("class_mask"),
     "mask_format": lambda fields: "png",
+    "caption": attrgetter("captions"),
 }
 
 
@@ -135,8 +140,10 @@ def _writers(layout: RecordLayout) -> tuple[tuple[str, Callable[[RecordFields], 
     """(stored key, how to get the value, how to set it) per key of the layout: worked out once per
     layout, not per record (it kept the table-driven writer within 1 us of hand-written code)."""
     writers = []
+    columns = {extra_key(layout.schema, name) for name, _ in layout.extra_columns}
     for key in record_keys(layout):
-        getter = _FIELDS.get(key.name) or _column(key.name)
+        # A manifest column may share a name with a key of another task's records (`caption`).
+        getter = _column(key.name) if key.key in columns else _FIELDS.get(key.name) or _column(key.name)
         writers.append((key.key, getter, _setter(key)))
     return tuple(writers)
 

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from beam_tfrecord.plan.staging import PlanFacts
 
 __all__ = [
+    "CaptionSummary",
     "ExtraColumnSummary",
     "FeatureSummary",
     "GroupSummary",
@@ -201,7 +202,7 @@ class SegmentationSummary:
 
 def _segmentation(facts: PlanFacts, tally: Tally, class_names: Sequence[str]) -> SegmentationSummary | None:
     """The segmentation section (None for any other run)."""
-    plan = facts.segmentation
+    plan = facts.labels_of("segmentation")
     if plan is None:
         return None
     labelled = sum(n for value, n in tally.class_pixels.items() if value != plan.ignore)
@@ -224,6 +225,50 @@ def _segmentation(facts: PlanFacts, tally: Tally, class_names: Sequence[str]) ->
         + (f"; {plan.ignore} is ignored (not labelled)" if plan.ignore is not None else ""),
         found_at=plan.found_at,
         palette=plan.palette,
+    )
+
+
+@dataclass
+class CaptionSummary:
+    """A captions run's captions: how many were stored, how they spread over the pictures, the
+    pictures stored without one (`--unannotated keep`) and the entries that name no listed
+    picture (annotations_without_image.jsonl, lines that cannot be read included)."""
+
+    kind: str
+    captions: int = 0
+    pictures_with_captions: int = 0
+    pictures_without_caption: int = 0
+    per_picture: dict[str, Any] = field(default_factory=dict)  # min, mean, max captions a picture
+    unmatched_entries: int = 0
+    caption_key: str = "image/caption (every caption of the picture, UTF-8, in its file's order)"
+    found_at: str = ""
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CaptionSummary:
+        return cls(**_fields_from(cls, data))
+
+
+def _captions(facts: PlanFacts, tally: Tally) -> CaptionSummary | None:
+    """The captions section (None for any other run)."""
+    plan = facts.labels_of("captions")
+    if plan is None:
+        return None
+    counts = tally.captions_per_image
+    records = sum(counts.values())
+    stored = sum(k * n for k, n in counts.items())
+    with_some = {k: n for k, n in counts.items() if k}
+    return CaptionSummary(
+        kind=plan.kind,
+        captions=stored,
+        pictures_with_captions=sum(with_some.values()),
+        pictures_without_caption=counts.get(0, 0),
+        per_picture={
+            "min": min(with_some, default=0),
+            "mean": round(stored / records, 2) if records else 0.0,
+            "max": max(counts, default=0),
+        },
+        unmatched_entries=plan.unmatched_entries,
+        found_at=plan.found_at,
     )
 
 
@@ -383,6 +428,7 @@ class Summary:
     features: FeatureSummary | None = None
     objects: ObjectSummary | None = None  # a detection run's
     segmentation: SegmentationSummary | None = None  # a segmentation run's
+    captions: CaptionSummary | None = None  # a captions run's
     # A rerun that kept an interrupted run's finished shard tasks: how many, and their records.
     resumed: dict[str, int] | None = None
     # The settings, as each config records them.
@@ -424,11 +470,13 @@ class Summary:
         columns = tuple((c.name, c.type) for c in self.extra_columns)
         objects = self.objects is not None
         masks = bool(self.objects and self.objects.masks)
-        segmentation = self.segmentation is not None
+        segmentation, captions = self.segmentation is not None, self.captions is not None
         # A detection run's classes are its objects', a segmentation run's its masks' values.
         labeled = self.labeled and not objects and not segmentation
         multi = self.multi_label and labeled
-        return RecordLayout(self.schema, labeled, multi, columns, features, objects, masks, segmentation)
+        return RecordLayout(
+            self.schema, labeled, multi, columns, features, objects, masks, segmentation, captions
+        )
 
     def shard_files(self) -> dict[str, list[str]]:
         """Split -> its shard file names."""
@@ -444,7 +492,8 @@ class Summary:
             elif item.name == "options":
                 data[item.name] = value.to_json()
             elif (
-                item.name in ("features", "objects", "segmentation", "resumed", "tfds_metadata", "history")
+                item.name
+                in ("features", "objects", "segmentation", "captions", "resumed", "tfds_metadata", "history")
                 and value is None
             ):
                 continue
@@ -483,6 +532,8 @@ class Summary:
                 values["objects"] = ObjectSummary.from_json(data["objects"])
             if data.get("segmentation"):
                 values["segmentation"] = SegmentationSummary.from_json(data["segmentation"])
+            if data.get("captions"):
+                values["captions"] = CaptionSummary.from_json(data["captions"])
             if data.get("tfds_metadata"):
                 values["tfds_metadata"] = TfdsMetadataInfo(
                     **_fields_from(TfdsMetadataInfo, data["tfds_metadata"])
@@ -667,7 +718,7 @@ def build_summary(
     label_counts: Counter = Counter()
     for (_, label), n in tally.by_split_label.items():
         label_counts[label] += n
-    if facts.segmentation is not None:  # a class's pictures are the records whose mask holds it
+    if facts.labels_of("segmentation") is not None:  # a class's pictures: records whose mask holds it
         names = facts.class_names or []
         label_counts = Counter({names[v]: n for v, n in tally.class_pictures.items() if v < len(names)})
     dupes = duplicate_counts(duplicates)
@@ -718,6 +769,7 @@ def build_summary(
         features=feature_info,
         objects=objects,
         segmentation=_segmentation(facts, tally, facts.class_names or []),
+        captions=_captions(facts, tally),
         resumed=dict(resumed) if resumed else None,
         options=options,
         run=run,

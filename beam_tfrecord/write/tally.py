@@ -32,6 +32,7 @@ COUNTERS = (
     "objects_dropped",
     "class_pixels",
     "class_pictures",
+    "captions_per_image",
 )
 # COCO's box size buckets: an object's area (in the stored image's pixels) under 32^2 is small,
 # under 96^2 medium, else large.
@@ -81,6 +82,8 @@ class Tally:
     class_pixels: Counter = field(default_factory=Counter)
     class_pictures: Counter = field(default_factory=Counter)
     masks_missing: int = 0
+    # A captions run's: records per caption count (0: a picture kept without one).
+    captions_per_image: Counter = field(default_factory=Counter)
 
     def add(self, outcome: ConvertedRecord | RejectLine) -> Tally:
         if isinstance(outcome, RejectLine):
@@ -92,6 +95,8 @@ class Tally:
             self._add_objects(outcome)
         elif outcome.pixels is not None:  # a segmentation record: its mask's values
             self._add_pixels(outcome.pixels)
+        elif outcome.captions is not None:  # a captions record: how many it holds
+            self.captions_per_image[outcome.captions] += 1
         elif isinstance(outcome.label_text, tuple):  # a multi-label record counts for each class
             for name in outcome.label_text:
                 self.by_split_label[(outcome.split, name)] += 1

@@ -10,11 +10,13 @@ masks), `catalog` (the listing as the parsers see it), `locate` (where each form
 beside the input too), `declared` (the splits a dataset declares), `matching` (the plan-time
 check that the annotations match the pictures), `label_map` (a given label map's names and ids),
 `growing` (an `--append`'s share of them: the new pictures', with the dataset's class ids),
-`segmentation` (a segmentation run's masks, found as each layout keeps them) and
-`segmentation_classes` (the class tables of the datasets whose masks name none).
+`segmentation` (a segmentation run's masks, found as each layout keeps them),
+`segmentation_classes` (the class tables of the datasets whose masks name none) and `captions`
+(a captions run's sentences, from COCO's captions files or image, caption pairs).
 """
 
 __all__ = [
+    "captions",
     "catalog",
     "coco",
     "declared",

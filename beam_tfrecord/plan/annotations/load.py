@@ -23,7 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import reasons
 from beam_tfrecord.elements import AnnotationKind, ImageAnnotations
-from beam_tfrecord.plan.annotations import coco, declared, segmentation, voc, yolo
+from beam_tfrecord.plan.annotations import captions, coco, declared, segmentation, voc, yolo
 from beam_tfrecord.plan.annotations.catalog import Catalog, partition, stem
 from beam_tfrecord.plan.annotations.label_map import read_label_map
 from beam_tfrecord.plan.annotations.locate import Located, locate
@@ -114,6 +114,15 @@ def find_kind(task: str, files: Sequence[InputFile], paths: Sequence[AnnotationP
     for segmentation the first of VOC, Cityscapes, ADE20K and a pair of folders that pairs a
     picture with a mask; for detection the format most of the annotation files under the input
     are. Raises ValueError naming the formats when none is found."""
+    if task == "captions":
+        for kind in captions.KINDS:
+            if captions.find_files(kind, files, paths):
+                return kind  # type: ignore[return-value]
+        raise ValueError(
+            "annotations: no captions found (looked for "
+            + "; ".join(captions.LOOKED_FOR.values())
+            + "): name the file with --annotations_path"
+        )
     if task == "segmentation":
         if paths:
             return "folders"

@@ -138,5 +138,7 @@ def check_matches(result: AnnotationSet, allow_unmatched: bool) -> str | None:
     line = f"{counts.describe()} ({result.found_at}; {', '.join(examples)})"
     if allow_unmatched:
         return f"annotations matched poorly: {line}; kept on purpose ({ALLOW_OPTION})"
-    drop = " (or --unannotated drop to leave the pictures without one out)" if result.mask_rule else ""
+    drop = (
+        " (or --unannotated drop to leave the pictures without one out)" if result.task != "detection" else ""
+    )
     raise MostlyUnmatched(f"match poorly: {line}. If that is meant, pass {ALLOW_OPTION}{drop}")

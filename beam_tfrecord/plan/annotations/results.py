@@ -104,6 +104,7 @@ class AnnotationSet:
         names), which a run without `splits` keeps.
       mask_rule: a segmentation run's rule for reading its mask files (None: a detection run).
       looked_for: where a source that found nothing looked, in words ("": the format's usual place).
+      task: what the annotations label (`tasks.TASKS`): detection, segmentation or captions.
     """
 
     kind: AnnotationKind
@@ -122,6 +123,7 @@ class AnnotationSet:
     declared: DeclaredSplits | None = None
     mask_rule: MaskRule | None = None
     looked_for: str = ""
+    task: str = "detection"
 
     def label_ids(self) -> dict[str, int]:
         """Class name -> label id, counting from 0 in `class_names` order."""

@@ -364,6 +364,7 @@ def load_segmentation(
         declared=declared,
         mask_rule=rule,
         looked_for=LOOKED_FOR[kind],
+        task="segmentation",
     )
 
 
@@ -413,6 +414,7 @@ def _nothing_found(
         sources=_sources(files, images, found, folders, kind),
         mask_rule=MaskRule(0),
         looked_for=LOOKED_FOR[kind],
+        task="segmentation",
     )
 
 

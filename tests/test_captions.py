@@ -1,0 +1,127 @@
+"""Captions end to end: COCO 2017's captions files beside its instances files, Flickr8k's
+captions.txt and its token file, converted the way a user points at them; every caption of every
+picture kept in order, the ones that name nothing listed, the lines that cannot be read and the
+pictures without one all accounted for."""
+
+from __future__ import annotations
+
+import json
+
+import captiongen
+import pytest
+from conftest import convert
+from imagegen import jpeg, write_tree
+from outputcheck import rejects, summary
+
+from beam_tfrecord.read.examples import iter_examples
+
+
+def stored(output) -> dict[str, list[str]]:
+    """filename -> its stored captions, over every split."""
+    return {
+        record["filename"]: record["caption"]
+        for split in summary(output)["splits"]
+        for record in iter_examples(str(output), split)
+    }
+
+
+def unmatched(output) -> list[dict]:
+    with open(output / "annotations_without_image.jsonl", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle]
+
+
+def test_coco_2017_captions_are_found_beside_the_instances_files_and_keep_their_splits(tmp_path):
+    expected = captiongen.coco2017(tmp_path / "coco2017")
+    out = tmp_path / "out"
+    assert convert(tmp_path / "coco2017", out, "--task", "captions") == 0
+    assert stored(out) == expected
+    splits = {r["filename"]: s for s in summary(out)["splits"] for r in iter_examples(str(out), s)}
+    assert {name for name, split in splits.items() if split == "validation"} == {
+        name for name in expected if name.startswith("val2017/")
+    }
+    found = summary(out)
+    assert found["captions"]["captions"] == sum(map(len, expected.values()))
+    assert found["captions"]["pictures_without_caption"] == 0
+    # The instances files are not read by a captions run: skipped, said so, never records.
+    skipped = {r["path"] for r in rejects(out) if r["reason"] == "skipped"}
+    assert "annotations/instances_val2017.json" in skipped
+
+
+def test_a_split_folder_given_as_input_finds_its_captions_file_beside_it(tmp_path):
+    expected = captiongen.coco2017(tmp_path / "coco2017")
+    out = tmp_path / "out"
+    assert convert(tmp_path / "coco2017" / "val2017", out, "--task", "captions") == 0
+    assert stored(out) == {
+        k.removeprefix("val2017/"): v for k, v in expected.items() if k.startswith("val2017/")
+    }
+
+
+@pytest.mark.parametrize("builder", ["flickr8k", "flickr8k_token"])
+def test_flickr8k_captions_keep_every_caption_with_its_commas(tmp_path, builder):
+    expected = getattr(captiongen, builder)(tmp_path / "flickr")
+    out = tmp_path / "out"
+    assert convert(tmp_path / "flickr", out, "--task", "captions", "--annotations", "pairs") == 0
+    assert stored(out) == expected
+    assert any("," in text for texts in expected.values() for text in texts)
+
+
+def test_bad_lines_missing_pictures_and_pictures_without_captions_are_all_named(tmp_path):
+    files = {f"photos/p{i}.jpg": jpeg(30, 20, seed=i) for i in range(4)}
+    lines = [
+        "image,caption",
+        "p0.jpg,a dog on the grass",
+        "p0.jpg,  a brown dog, running  ",
+        "p1.jpg,two cats",
+        "gone.jpg,a picture that is not there",
+        "p2.jpg",  # no caption: named with its line number
+        "p2.jpg,a bird",
+    ]
+    files["captions.csv"] = ("\n".join(lines) + "\n").encode()
+    write_tree(tmp_path / "data", files)
+    out = tmp_path / "out"
+    assert convert(tmp_path / "data", out, "--task", "captions") == 0
+    assert stored(out) == {
+        "photos/p0.jpg": ["a dog on the grass", "a brown dog, running"],
+        "photos/p1.jpg": ["two cats"],
+        "photos/p2.jpg": ["a bird"],
+        "photos/p3.jpg": [],
+    }
+    lines_out = {(u["annotation"], u["reason"]) for u in unmatched(out)}
+    assert lines_out == {("captions.csv:5", "missing_image"), ("captions.csv:6", "bad_entry")}
+    assert summary(out)["captions"]["pictures_without_caption"] == 1
+
+    dropped = tmp_path / "dropped"
+    assert convert(tmp_path / "data", dropped, "--task", "captions", "--unannotated", "drop") == 0
+    assert {r["path"]: r["reason"] for r in rejects(dropped) if r["reason"] != "skipped"} == {
+        "photos/p3.jpg": "unannotated"
+    }
+
+
+def test_an_instances_file_given_as_captions_is_refused_in_one_line(tmp_path, capsys):
+    captiongen.coco2017(tmp_path / "coco2017")
+    instances = tmp_path / "coco2017" / "annotations" / "instances_val2017.json"
+    code = convert(
+        tmp_path / "coco2017" / "val2017",
+        tmp_path / "out",
+        "--task",
+        "captions",
+        "--annotations_path",
+        str(instances),
+    )
+    assert code == 2
+    assert "instances file" in capsys.readouterr().err
+
+
+def test_load_dataset_gives_each_picture_its_captions(tmp_path):
+    import tensorflow as tf
+
+    from beam_tfrecord.read.tf_data import load_dataset
+
+    expected = captiongen.flickr8k(tmp_path / "flickr")
+    out = tmp_path / "out"
+    assert convert(tmp_path / "flickr", out, "--task", "captions") == 0
+    images, captions = next(iter(load_dataset(str(out), image_size=(32, 32), batch_size=4, shuffle=False)))
+    assert images.shape == (4, 32, 32, 3)
+    assert isinstance(captions, tf.RaggedTensor)
+    got = sorted(sorted(t.decode() for t in row) for row in captions.to_list())
+    assert got == sorted(sorted(texts) for texts in expected.values())
