@@ -487,6 +487,8 @@ def _check(ns: ConvertOptions, dry_run: bool) -> RunSettings:
         source_fields["splits"] = {name: 1 / len(named) for name in named}
     if annotations is not None and _given(ns, _option("splits")):  # --splits overrides the dataset's own
         source_fields["annotations"] = dataclasses.replace(annotations, declared_splits=False)
+    if _given(ns, _option("splits")):  # and a class-folder tree's split folders
+        source_fields["split_folders"] = False
     source = SourceConfig(**source_fields)
     if ns.decode_threads is None:  # pipelines.convert sets it again once the workers are chosen
         config_fields["read_threads"] = read_threads(source_input, None)

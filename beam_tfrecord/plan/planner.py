@@ -34,8 +34,8 @@ from beam_tfrecord.plan import labels as labels_lib
 from beam_tfrecord.plan import splits as splits_lib
 from beam_tfrecord.plan.annotations import growing as growing_lib
 from beam_tfrecord.plan.annotations.captions import load_captions
-from beam_tfrecord.plan.annotations.declared import DeclaredSplits
-from beam_tfrecord.plan.annotations.load import find_kind, load_annotations
+from beam_tfrecord.plan.annotations.declared import SPLIT_ORDER, DeclaredSplits, split_name
+from beam_tfrecord.plan.annotations.load import annotated_layout, find_kind, load_annotations
 from beam_tfrecord.plan.annotations.matching import (
     MatchCounts,
     MostlyUnmatched,
@@ -200,6 +200,8 @@ class Plan:
     # An append's old pictures whose annotations changed since converted: (relpath, split).
     annotations_changed: list[tuple[str, str | None]] = field(default_factory=list)
     labels: TaskFacts | None = None  # a segmentation or captions run's
+    # Where a classification run's splits came from, when its tree declares them (split folders).
+    split_source: str = ""
 
     @property
     def unmatched_lines(self) -> tuple[str, ...]:
@@ -286,12 +288,15 @@ def _make_plan(
     if annotated is not None and known is not None:
         _check_split_method(known, declared, source)
     if annotated is None:
+        _refuse_other_layouts(files, source, label_source)
         labeled = _labeled_files(files, label_source, rejects)
         fixed = source.class_names
         if known is not None and known.class_names is not None and not fixed:
             found = {name for _, entry in labeled if entry is not None for name in _names(entry.label)}
             fixed = (*known.class_names, *sorted(found - set(known.class_names)))
         class_names, labeled = _known_classes(labeled, label_source, fixed, rejects)
+        if label_source.mode == "folder":
+            declared = _split_folders(labeled, source)
     else:
         labeled = _annotated_files(files, annotated, source, rejects)
         class_names = list(annotated.class_names) if annotated.task != "captions" else None
@@ -354,6 +359,7 @@ def _make_plan(
         else None,
         groups=groups,
         annotations_changed=annotations_changed,
+        split_source=f"declared by {declared.source}" if declared is not None and annotated is None else "",
         labels=_task_facts(annotated, source, declared, rejects, match_counts)
         if annotated is not None and annotated.task != "detection"
         else None,
@@ -424,6 +430,68 @@ def _annotations(
         _LOGGER.warning("%s", warning)
         found = dataclasses.replace(found, warnings=(*found.warnings, warning))
     return found, counts, changed
+
+
+SPLIT_FOLDERS = "the split folders (train/, val/, test/ above the class folders)"
+
+
+def _split_folders(labeled: Labeled, source: SourceConfig) -> DeclaredSplits | None:
+    """A class-folder tree whose every picture sits in a class folder under a split folder
+    (`train/cat/x.jpg`, `val/cat/y.jpg`: TFDS ImageFolder's, Kaggle's and ImageNet's layout)
+    declares its splits; `val` and `valid` are `validation`, as in the detection layouts. None
+    for any other tree, or when `--splits` overrides them (said in the log)."""
+    claims = {}
+    for file, _ in labeled:
+        parts = file.relpath.split("/")
+        split = split_name(parts[0]) if len(parts) >= 3 else None
+        if split is None:
+            return None
+        claims[file.relpath] = split
+    if not claims:
+        return None
+    if not source.split_folders:
+        _LOGGER.info("splits %s override %s", dict(source.splits), SPLIT_FOLDERS)
+        return None
+    names = tuple(n for n in SPLIT_ORDER if n in claims.values())
+    declared = DeclaredSplits(SPLIT_FOLDERS, names, claims)
+    _refuse_hashing(declared, source)
+    _LOGGER.info(
+        "splits %s, as declared by %s (given splits would override them)", ", ".join(names), SPLIT_FOLDERS
+    )
+    return declared
+
+
+def _refuse_hashing(declared: DeclaredSplits, source: SourceConfig) -> None:
+    """Options that shape hash splits have nothing to shape where the dataset declares its own."""
+    hashing = {
+        "stratify": source.stratify,
+        "group_pattern": source.group_pattern,
+        "split_seed": source.split_seed,
+    }
+    for name, value in hashing.items():
+        if value:
+            raise ConfigError(
+                name,
+                f"shapes hash splits, but the dataset declares its own ({declared.source}); "
+                "give splits too to hash every picture instead",
+            )
+
+
+def _refuse_other_layouts(
+    files: Sequence[InputFile], source: SourceConfig, label_source: LabelSource
+) -> None:
+    """A class-folder run over a tree of another task's labels (a VOC segmentation tree, COCO's
+    folders) would make classes of its folders (`JPEGImages`, `SegmentationClass`) and exit 0:
+    it fails in one line naming the option to pass, unless `--task classification` says so."""
+    if label_source.mode != "folder" or source.classification_asked:
+        return
+    found = annotated_layout(files)
+    if found is not None:
+        raise ConfigError(
+            "task",
+            f"is not given, and --input holds {found}; or --task classification to take its folders "
+            "as classes all the same",
+        )
 
 
 def _grown_classes(old: Sequence[str], annotated: AnnotationSet, source: SourceConfig) -> tuple[str, ...]:
@@ -536,18 +604,7 @@ def _used_declared_splits(annotated: AnnotationSet | None, source: SourceConfig)
     if not source.annotations.declared_splits:
         _LOGGER.info("splits %s override the splits declared by %s", dict(source.splits), declared.source)
         return None
-    hashing = {
-        "stratify": source.stratify,
-        "group_pattern": source.group_pattern,
-        "split_seed": source.split_seed,
-    }
-    for name, value in hashing.items():
-        if value:  # shapes hash splits, which the dataset's own splits are not
-            raise ConfigError(
-                name,
-                f"shapes hash splits, but the dataset declares its own ({declared.source}); "
-                "give splits too to hash every picture instead",
-            )
+    _refuse_hashing(declared, source)
     _LOGGER.info(
         "splits %s, as declared by %s (given splits would override them)",
         ", ".join(declared.names),

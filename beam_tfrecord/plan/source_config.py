@@ -193,6 +193,11 @@ class SourceConfig(Config):
         kind=bool,
         help="keep one copy of identical files (the smallest path; the others are duplicate rejects)",
     )
+    # Not options: `--task classification` given (a tree that holds another task's layout is then
+    # converted all the same), and whether a class-folder tree's split folders (train/, val/) are
+    # its splits (the command sets it off when --splits is given).
+    classification_asked: bool = setting(False, option=None, record=None)
+    split_folders: bool = setting(True, option=None, record=None)
     annotations: AnnotationOptions | None = setting(
         None,
         nested=AnnotationOptions,
@@ -229,6 +234,7 @@ class SourceConfig(Config):
             object.__setattr__(self, "class_names", tuple(self.class_names))
         if self.annotations is not None and self.annotations.task == "classification":
             object.__setattr__(self, "annotations", None)  # `--task classification`: the default
+            object.__setattr__(self, "classification_asked", True)
         if self.annotations is not None:
             if self.label_source not in ("folder", "none"):
                 raise ConfigError(

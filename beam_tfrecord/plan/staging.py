@@ -139,6 +139,7 @@ class PlanFacts:
     grouping: GroupFacts = field(default_factory=GroupFacts)
     objects: PlannedObjects | None = None  # a detection run's
     labels: PlannedTask | None = None  # a segmentation or captions run's
+    split_folders: str = ""  # a classification run's splits' source, when its tree declares them
 
     @classmethod
     def of(cls, plan: Plan, source: SourceConfig | None = None) -> PlanFacts:
@@ -154,13 +155,14 @@ class PlanFacts:
             plan.grouping,
             objects,
             labels,
+            plan.split_source,
         )
 
     @property
     def split_source(self) -> str:
         """Where the splits came from, when the dataset declares its own ("": hashed)."""
         found = self.objects or self.labels
-        return found.split_source if found is not None else ""
+        return found.split_source if found is not None else self.split_folders
 
     @property
     def annotation_warnings(self) -> list[str]:
@@ -192,6 +194,7 @@ class PlanFacts:
             GroupFacts(**(data.get("grouping") or {})),
             PlannedObjects(**objects) if objects else None,
             PlannedTask(**data["labels"]) if data.get("labels") else None,
+            data.get("split_folders", ""),
         )
 
 

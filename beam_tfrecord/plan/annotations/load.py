@@ -32,7 +32,7 @@ from beam_tfrecord.plan.annotations.paths import AnnotationPath, parse_annotatio
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ObjectNote
 from beam_tfrecord.plan.listing import InputFile
 
-__all__ = ["ANNOTATION_KINDS", "find_kind", "load_annotations"]
+__all__ = ["ANNOTATION_KINDS", "annotated_layout", "find_kind", "load_annotations"]
 
 ANNOTATION_KINDS: tuple[AnnotationKind, ...] = ("coco", "voc", "yolo")
 _TITLES = {"coco": "COCO", "voc": "Pascal VOC", "yolo": "YOLO"}
@@ -142,6 +142,28 @@ def find_kind(task: str, files: Sequence[InputFile], paths: Sequence[AnnotationP
             "YOLO labels/): name the format with --annotations coco, voc or yolo"
         )
     return max(counts, key=lambda kind: counts[kind])  # type: ignore[return-value]
+
+
+def annotated_layout(files: Sequence[InputFile]) -> str | None:
+    """What a tree that a classification run would take its folders for holds instead, and the
+    option to pass, in words (None: no known layout of another task): a segmentation layout whose
+    masks the listing holds (VOC's SegmentationClass/, Cityscapes' gtFine/, ...), COCO instances
+    or captions files, YOLO labels, VOC XMLs beside as many pictures, or a captions file."""
+    for kind in segmentation.KINDS:
+        if segmentation.pairs_any(kind, files, outside=False):
+            return (
+                f"a {segmentation.title(kind)} segmentation layout ({segmentation.LOOKED_FOR[kind]}): "
+                "pass --task segmentation"
+            )
+    listed = partition(files)
+    counts = found_counts(listed.annotation_files)
+    if counts["coco"] or counts["yolo"] or counts["voc"] * 2 >= max(1, len(listed.images)):
+        kind = max(counts, key=lambda name: counts[name])
+        what = {"coco": "COCO instances files", "voc": "Pascal VOC XMLs", "yolo": "YOLO labels/*.txt"}[kind]
+        return f"{counts[kind]} {what}: pass --annotations {kind}"
+    if any(captions.find_files(kind, files, ()) for kind in captions.KINDS):
+        return "a captions file (captions_*.json, captions.txt): pass --task captions"
+    return None
 
 
 def _exists(path: str) -> bool:

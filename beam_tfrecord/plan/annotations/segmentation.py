@@ -218,23 +218,35 @@ class _Folders:
     """Files by folder, from the listing where the folder is under the input, else listed once
     (the masks beside an images folder given as the input)."""
 
-    def __init__(self, files: Sequence[InputFile], base: str) -> None:
+    def __init__(self, files: Sequence[InputFile], base: str, outside: bool = True) -> None:
         self.files = files
         self.base = base.rstrip("/")
+        self.outside = outside  # folders outside the input are listed too
         self._index: dict[str, dict[str, list[InputFile]]] = {}
-        self._listed: list[InputFile] | None = None
+        self._dirs: set[str] | None = None
+
+    def _has_dir(self, under: str) -> bool:
+        """Whether the listing holds a folder (a relpath), without scanning it for each name asked."""
+        if self._dirs is None:
+            self._dirs = {""}
+            for file in self.files:
+                parts = file.relpath.split("/")[:-1]
+                self._dirs.update("/".join(parts[:end]) for end in range(1, len(parts) + 1))
+        return under in self._dirs
 
     def index(self, folder: str) -> dict[str, list[InputFile]]:
         """The folder's mask files: key (path under it, with and without extension) -> files."""
         folder = folder.rstrip("/")
         if folder not in self._index:
             under = relative_to(folder, self.base)
-            if under is not None:
+            if under is not None and not self._has_dir(under):
+                keyed = []
+            elif under is not None:
                 head = under + "/" if under else ""
                 found = [f for f in self.files if f.relpath.startswith(head) and f.problem is None]
                 keyed = [(f.relpath[len(head) :], f) for f in found]
             else:
-                keyed = [(f.relpath, f) for f in _listed(folder)]
+                keyed = [(f.relpath, f) for f in _listed(folder)] if self.outside else []
             index: dict[str, list[InputFile]] = defaultdict(list)
             for relpath, file in keyed:
                 if relpath.lower().endswith(MASK_EXTENSIONS) and skip_reason(relpath) is None:
@@ -393,11 +405,13 @@ def display_palette(
     return voc_palette(len(class_names))
 
 
-def pairs_any(kind: str, files: Sequence[InputFile]) -> bool:
+def pairs_any(kind: str, files: Sequence[InputFile], *, outside: bool = True) -> bool:
     """Whether `kind`'s layout pairs any listed picture with a mask (a run given `--task
-    segmentation` without `--annotations` takes the first format that does)."""
+    segmentation` without `--annotations` takes the first format that does); `outside`: masks
+    beside the input count too (else only those the listing holds)."""
     base = input_base(files)
-    _, found = _pair(files, _pairing(kind, SegmentationSettings(), None, base), _Folders(files, base))
+    pairing = _pairing(kind, SegmentationSettings(), None, base)
+    _, found = _pair(files, pairing, _Folders(files, base, outside))
     return bool(found.masks)
 
 
