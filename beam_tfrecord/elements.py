@@ -110,6 +110,9 @@ class ObjectBox(NamedTuple):
       mask: the instance's outline(s) or run lengths, when the source has one.
       source_ref: where the object comes from, for messages: `file.json#annotation 42`,
         `a.xml#object 3`, `a.txt:7`.
+      keypoints: a keypoints run's points, `x, y, v` each in the box's coordinates (v as COCO
+        defines it: 0 not labelled, 1 labelled but hidden, 2 visible), as many as the run's
+        keypoint count; None in other runs.
     """
 
     xmin: float
@@ -124,6 +127,7 @@ class ObjectBox(NamedTuple):
     pose: str = ""
     mask: Mask = None
     source_ref: str = ""
+    keypoints: tuple[float, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,10 +270,13 @@ def object_row(item: ObjectBox) -> list[Any]:
         mask = {"rle": [item.mask.height, item.mask.width, list(item.mask.counts)]}
     elif item.mask:
         mask = {"poly": [list(polygon.points) for polygon in item.mask]}
-    return [
+    row = [
         item.xmin, item.ymin, item.xmax, item.ymax, item.label, item.area,
         int(item.is_crowd), int(item.difficult), int(item.truncated), item.pose, mask,
     ]  # fmt: skip
+    if item.keypoints is not None:  # only a keypoints run's rows have a twelfth value
+        row.append(list(item.keypoints))
+    return row
 
 
 # JSON text as the plan stages it, from one encoder (`json.dumps` with an option builds one per
@@ -285,15 +292,28 @@ def object_text(item: ObjectBox) -> str:
 
 
 def _object_from_row(row: Sequence[Any], ref: str) -> ObjectBox:
-    xmin, ymin, xmax, ymax, label, area, crowd, difficult, truncated, pose, mask = row
+    xmin, ymin, xmax, ymax, label, area, crowd, difficult, truncated, pose, mask, *more = row
     found: Mask = None
     if mask and "rle" in mask:
         height, width, counts = mask["rle"]
         found = RunLengths(height, width, tuple(counts))
     elif mask:
         found = tuple(Polygon(tuple(points)) for points in mask["poly"])
+    points = tuple(more[0]) if more else None
     return ObjectBox(
-        xmin, ymin, xmax, ymax, label, area, bool(crowd), bool(difficult), bool(truncated), pose, found, ref
+        xmin,
+        ymin,
+        xmax,
+        ymax,
+        label,
+        area,
+        bool(crowd),
+        bool(difficult),
+        bool(truncated),
+        pose,
+        found,
+        ref,
+        points,
     )
 
 
@@ -325,6 +345,10 @@ class StoredObject(NamedTuple):
     source_ref: str = ""
     notes: tuple[str, ...] = ()
     label_id: int = 0  # from 1 (0 is background, as the Object Detection API counts); set by the worker
+    # A keypoints run's points: `x, y, v` each, x and y fractions of the stored image (0 where
+    # not labelled), v 0, 1 or 2 (`ObjectBox.keypoints`); None in other runs.
+    keypoints: tuple[float, ...] | None = None
+    points_outside: int = 0  # labelled points the picture's edge or crop made unlabelled
 
 
 @dataclass(frozen=True, slots=True)
@@ -494,6 +518,7 @@ class RecordFields:
     masks: bool = False
     class_mask: bytes | None = None  # a segmentation run's: the class-id mask as a PNG
     captions: tuple[str, ...] | None = None  # a captions run's: the picture's sentences
+    keypoints: bool = False  # a keypoints run's: its objects hold keypoints
 
 
 class ShardKey(NamedTuple):
@@ -528,6 +553,9 @@ class ConvertedRecord(NamedTuple):
     # too); None in other runs.
     pixels: tuple[tuple[int, int], ...] | None = None
     captions: int | None = None  # a captions run's: how many captions the record holds
+    # A keypoints run's: its objects' points labelled, of them visible, and made unlabelled
+    # because the picture's crop or edge left them outside.
+    keypoints: tuple[int, int, int] | None = None
 
     @property
     def split(self) -> str:

@@ -98,6 +98,9 @@ class KeyTable:
     segmentation: tuple[RecordKey, ...] = ()
     # A captions run's: every caption of the picture (Model Garden's create_coco_tf_record key).
     captions: tuple[RecordKey, ...] = ()
+    # A keypoints run's, beside its objects: every object's points in turn, as many for each object as
+    # the run's keypoint count (the Object Detection API's keys, as its CenterNet reads them).
+    keypoints: tuple[RecordKey, ...] = ()
 
 
 _TEXT = {"dtype": "bytes", "text": True, "tfds": "text"}
@@ -141,6 +144,11 @@ TABLES: dict[str, KeyTable] = {
             RecordKey("mask_format", "image/segmentation/class/format", **_TEXT),
         ),
         captions=(RecordKey("caption", "image/caption", **_TEXT, ragged=True),),
+        keypoints=(
+            RecordKey("keypoint_x", "image/object/keypoint/x", "float32", ragged=True),
+            RecordKey("keypoint_y", "image/object/keypoint/y", "float32", ragged=True),
+            RecordKey("keypoint_visibility", "image/object/keypoint/visibility", "int64", ragged=True),
+        ),
     ),
     "simple": KeyTable(
         schema="simple",
@@ -192,6 +200,7 @@ class RecordLayout:
       objects: a detection run's records hold objects (boxes, classes, flags); `masks`, their masks.
       segmentation: a segmentation run's records hold a class-id mask of the picture.
       captions: a captions run's records hold the picture's captions.
+      keypoints: a keypoints run's records hold its objects' points too (with `objects`).
     """
 
     schema: str = "tfds"
@@ -203,6 +212,7 @@ class RecordLayout:
     masks: bool = False
     segmentation: bool = False
     captions: bool = False
+    keypoints: bool = False
 
     def __post_init__(self) -> None:
         keys = table(self.schema)
@@ -263,6 +273,8 @@ def record_keys(layout: RecordLayout) -> tuple[RecordKey, ...]:
         found += [keys.source_id, *keys.objects]
         if layout.masks and keys.masks is not None:
             found.append(keys.masks)
+        if layout.keypoints:
+            found += keys.keypoints
     if layout.segmentation:
         found += keys.segmentation
     if layout.captions:
@@ -309,4 +321,5 @@ def _fixed(keys: KeyTable, with_tasks: bool = True) -> list[RecordKey]:
     `with_tasks`: a segmentation and a captions run's too."""
     found = [*keys.image, keys.label, *((keys.label_text,) if keys.label_text else ())]
     found += [key for key in (keys.source_id, *keys.objects, keys.masks) if key is not None]
-    return found + (list(keys.segmentation) + list(keys.captions) if with_tasks else [])
+    tasks = [*keys.segmentation, *keys.captions, *keys.keypoints]
+    return found + (tasks if with_tasks else [])

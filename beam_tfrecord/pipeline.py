@@ -23,7 +23,7 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import fault_injection, gcs, runners
+from beam_tfrecord import fault_injection, gcs, runners, tasks
 from beam_tfrecord.config import ConvertConfig, SourceConfig
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import (
@@ -320,13 +320,15 @@ class WriteMetadataFn(RunStepFn):
     def _object_files(self, dropped: list[DroppedObjectLine]) -> ObjectFiles | None:
         """A detection run's dropped objects (planning's and the workers') and unmatched entries;
         a segmentation or captions run's entries that name no listed picture."""
-        if self.staged.task:
+        if self.staged.task and "objects" not in tasks.task(self.staged.task).key_groups:
             return ObjectFiles([], staging.load_unmatched(self.staged.plan_dir), label_map=False)
         if not self.staged.objects:
             return None
         plan_dir = self.staged.plan_dir
         planned = staging.load_planned_dropped(plan_dir)
-        return ObjectFiles([*planned, *dropped], staging.load_unmatched(plan_dir))
+        facts = staging.load_facts(plan_dir).objects
+        points = facts.keypoint_names if facts is not None else None
+        return ObjectFiles([*planned, *dropped], staging.load_unmatched(plan_dir), keypoint_names=points)
 
 
 class ListShardPlansFn(RunStepFn):

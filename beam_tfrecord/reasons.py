@@ -237,6 +237,14 @@ CLASS_MASK_FROM_COLOURS = _reason(
     "change",
     "its mask file held colours (an RGB PNG), mapped to class ids through the dataset's palette",
 )
+KEYPOINTS_DROPPED = _reason(
+    "keypoints_dropped", "change", "an object's keypoints were malformed and left out (its box is kept)"
+)
+KEYPOINTS_OUTSIDE = _reason(
+    "keypoints_outside",
+    "change",
+    "an object's labelled keypoints fell outside the picture or the crop: stored unlabelled, counted",
+)
 OBJECTS_DROPPED = _reason(
     "objects_dropped",
     "change",
@@ -286,6 +294,17 @@ MASK_MALFORMED = _reason(
     "mask_malformed",
     "object_note",
     "its source mask is malformed and left out, its box kept: `masks_dropped`",
+)
+KEYPOINTS_MALFORMED = _reason(
+    "keypoints_malformed",
+    "object_note",
+    "its source keypoints are not x, y, v triples of its category's count: left out, its box kept: "
+    "`keypoints_dropped`",
+)
+POINTS_OUTSIDE = _reason(
+    "points_outside",
+    "object_note",
+    "some of its labelled keypoints fell outside the picture or the crop: `keypoints_outside`",
 )
 
 # Changes an option makes to every record: counted, but alone they make no changes.jsonl line

@@ -20,6 +20,7 @@ from typing import Literal
 
 __all__ = [
     "CAPTION_FORMATS",
+    "KEYPOINT_FORMATS",
     "SEGMENTATION_FORMATS",
     "TASKS",
     "TASK_NAMES",
@@ -68,6 +69,7 @@ class Task:
 
 SEGMENTATION_FORMATS = ("voc", "cityscapes", "ade20k", "folders")
 CAPTION_FORMATS = ("coco", "pairs")
+KEYPOINT_FORMATS = ("coco", "yolo")
 
 TASKS: dict[str, Task] = {
     task.name: task
@@ -105,6 +107,17 @@ TASKS: dict[str, Task] = {
             reader="mask",
             drawing="class_mask",
             docs="segmentation.md",
+        ),
+        Task(
+            name="keypoints",
+            help="boxes with each object's keypoints (COCO keypoints files, Ultralytics pose labels)",
+            formats=KEYPOINT_FORMATS,
+            key_groups=("objects", "keypoints"),
+            moves="points",
+            summary="keypoints",
+            reader="objects",
+            drawing="points",
+            docs="keypoints.md",
         ),
         Task(
             name="captions",

@@ -201,6 +201,7 @@ class ReadShardFn(RunStepFn):
             masks=self.staged.masks,
             mask_rule=task.mask_rule,
             captions=task.task == "captions",
+            keypoints=task.task == "keypoints",
             storage=self.config.gcs,
         )
         if self.config.features is None and isinstance(prepared, PendingRecord):

@@ -47,7 +47,9 @@ def draw(report: OutputReport, output: str, pictures_dir: str) -> list[str]:
     masks = report.summary.segmentation if report.summary is not None else None
     palette, ignore = (masks.palette, masks.ignore) if masks is not None else ([], None)
     title = f"{name}: {len(report.samples)} sampled records"
-    sheet = pictures.contact_sheet(report.samples, title, palette=palette, ignore=ignore)
+    points = report.summary.keypoints if report.summary is not None else None
+    skeletons = points.skeletons if points is not None else {}
+    sheet = pictures.contact_sheet(report.samples, title, palette=palette, ignore=ignore, skeletons=skeletons)
     paths = [FileSystems.join(pictures_dir, CONTACT_SHEET_FILE)]
     pictures.save_png(sheet, paths[0])
     counts: dict[str, dict[str, int]] = defaultdict(dict)

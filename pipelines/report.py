@@ -6,6 +6,7 @@ from __future__ import annotations
 from beam_tfrecord.names import CHANGES_FILE
 from beam_tfrecord.write.summary import (
     CaptionSummary,
+    KeypointSummary,
     ObjectSummary,
     SegmentationSummary,
     SplitSummary,
@@ -82,6 +83,19 @@ def _caption_rows(captions: CaptionSummary) -> list[tuple[str, str]]:
     return rows
 
 
+def _keypoint_rows(points: KeypointSummary) -> list[tuple[str, str]]:
+    """A keypoints run's points: how many stored labelled, visible, and made unlabelled."""
+    rows = [
+        (
+            "keypoints",
+            f"{points.points_per_object} an object; {points.labelled} labelled, {points.visible} visible",
+        )
+    ]
+    if points.made_unlabelled:
+        rows.append(("  left outside", f"{points.made_unlabelled} (the edge or crop: stored unlabelled)"))
+    return rows
+
+
 def format_table(summary: Summary) -> str:
     """The summary as a small aligned table for the terminal."""
     rows: list[tuple[str, str]] = []
@@ -126,6 +140,8 @@ def format_table(summary: Summary) -> str:
     rows.append(("inputs = records + rejects", "yes" if summary.consistent else "NO"))
     if summary.objects is not None:
         rows += _object_rows(summary.objects)
+    if summary.keypoints is not None:
+        rows += _keypoint_rows(summary.keypoints)
     if summary.segmentation is not None:
         rows += _segmentation_rows(summary.segmentation)
     if summary.captions is not None:

@@ -34,6 +34,7 @@ from pathlib import Path
 import annotationgen
 import captiongen
 import imagegen
+import keypointgen
 import pytest
 import segmentationgen
 from test_sample_detection import PREFIX as SAMPLE_PREFIX
@@ -226,11 +227,15 @@ def make_inputs(text: str, folder: Path, weights: Path) -> None:
         }
         files["dog/duplicate.jpg"] = files["cat/p001_0.jpg"]  # for --dedupe
         imagegen.write_tree(folder / "photos", files)
+    if "--input coco2017" in text and "--task keypoints" in text:
+        keypointgen.coco2017_keypoints(folder / "coco2017")
+    if "--input pose" in text:
+        keypointgen.ultralytics_pose(folder / "pose")
     if "--input flickr8k" in text:
         captiongen.flickr8k(folder / "flickr8k")
     if "--input coco2017" in text and "--task captions" in text:
         captiongen.coco2017(folder / "coco2017")
-    elif "--input coco2017" in text:
+    elif "--input coco2017" in text and "--task keypoints" not in text:
         files, per_split = {}, {}
         for split, folder_name in (("train", "train2017"), ("val", "val2017")):
             images, boxes = [], []
@@ -388,11 +393,15 @@ def check_outcome(text: str, folder: Path, output: str) -> None:
         assert '"path": "dog/duplicate.jpg", "reason": "duplicate"' in rejects
     if "--extra_columns" in text:
         assert [c["name"] for c in summary("out")["extra_columns"]] == ["caption", "score", "tags"]
+    if "--input coco2017" in text and "--task keypoints" in text:
+        keypointgen.coco2017_keypoints(folder / "coco2017")
+    if "--input pose" in text:
+        keypointgen.ultralytics_pose(folder / "pose")
     if "--input flickr8k" in text:
         captiongen.flickr8k(folder / "flickr8k")
     if "--input coco2017" in text and "--task captions" in text:
         captiongen.coco2017(folder / "coco2017")
-    elif "--input coco2017" in text:
+    elif "--input coco2017" in text and "--task keypoints" not in text:
         assert set(summary("out/coco2017")["splits"]) == {"train", "validation"}
     if "--feature_model" in text:
         assert summary("pets-features")["features"]["shape"] == [1280]

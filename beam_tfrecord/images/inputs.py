@@ -90,6 +90,7 @@ def prepare_input(
     masks: bool = False,
     mask_rule: MaskRule | None = None,
     captions: bool = False,
+    keypoints: bool = False,
     storage: gcs.GcsSettings | None = None,
 ) -> PendingRecord | RejectLine:
     """Read, validate and normalize one planned input: everything but the serialization.
@@ -99,7 +100,8 @@ def prepare_input(
     from `class_names` (from 1: 0 is background) and, with `masks`, one mask PNG each. In a
     segmentation run (`mask_rule`) its mask file is read by the rule and moves with the pixels
     (`class_masks`). In a captions run (`captions`) its captions go into the record as the plan
-    gives them. `storage`: how long a gs:// read may wait (the run's settings, passed by the
+    gives them; in a keypoints run (`keypoints`) every object's points move with the pixels as
+    its box does. `storage`: how long a gs:// read may wait (the run's settings, passed by the
     worker that reads)."""
     limit = image_options.max_file_bytes
     if item.size > limit:
@@ -149,6 +151,7 @@ def prepare_input(
         masks=masks,
         class_mask=class_mask.png if class_mask is not None else None,
         captions=(item.annotations.captions if item.annotations is not None else ()) if captions else None,
+        keypoints=keypoints,
     )
     shard = shard or ShardKey(item.split)
     pixels = class_mask.pixels if class_mask is not None else None

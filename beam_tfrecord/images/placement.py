@@ -67,6 +67,8 @@ RECORD_CHANGES: dict[str, str] = {
     reasons.MASK_FROM_BOX.code: reasons.MASKS_FROM_BOXES.code,
     reasons.MASK_EMPTY.code: reasons.MASKS_EMPTY.code,
     reasons.MASK_MALFORMED.code: reasons.MASKS_DROPPED.code,
+    reasons.KEYPOINTS_MALFORMED.code: reasons.KEYPOINTS_DROPPED.code,
+    reasons.POINTS_OUTSIDE.code: reasons.KEYPOINTS_OUTSIDE.code,
 }
 # An edge moved by less than this (in the source's or the stored image's pixels) is rounding.
 CLIP_TOLERANCE_PX = 0.5
@@ -232,6 +234,12 @@ def _place_object(
             notes.append(reasons.MASK_EMPTY.code)
         mask_png = geometry.encode_mask_png(mask)
 
+    keypoints, outside = None, 0
+    if item.keypoints is not None:
+        keypoints, outside = _place_points(item.keypoints, transform, normalized, sizes)
+        if outside:
+            notes.append(reasons.POINTS_OUTSIDE.code)
+
     final_width, final_height = sizes.final_width, sizes.final_height
     area = _area(item, sizes, normalized, kept, mapped if inside == box else map_box(*box))
     # Positional, in the fields' order (a NamedTuple built from keywords costs a third more);
@@ -241,8 +249,38 @@ def _place_object(
         item.label, area, item.is_crowd, item.difficult, item.truncated, item.pose, mask_png,
         item.source_ref,
         tuple(code for code in reasons.codes("object_note") if code in notes) if notes else (),
-        label_ids.get(item.label, 0),
+        label_ids.get(item.label, 0), keypoints, outside,
     )  # fmt: skip
+
+
+def _place_points(
+    points: tuple[float, ...], transform: PixelTransform, normalized: bool, sizes: _Sizes
+) -> tuple[tuple[float, ...], int]:
+    """An object's keypoints in the stored image, as fractions of its size, and how many labelled
+    points the picture's edge or the crop left outside (they are stored unlabelled: 0, 0, 0).
+    Each moves as the pixel under it does (`PixelTransform.map_point`)."""
+    placed: list[float] = []
+    outside = 0
+    width, height = sizes.right, sizes.bottom
+    final_width, final_height = sizes.final_right, sizes.final_bottom
+    for index in range(0, len(points), 3):
+        x, y, v = points[index], points[index + 1], points[index + 2]
+        if not v:
+            placed += (0.0, 0.0, 0.0)
+            continue
+        if normalized:
+            x, y = x * width, y * height
+        if not (isfinite(x) and isfinite(y) and 0.0 <= x <= width and 0.0 <= y <= height):
+            outside += 1
+            placed += (0.0, 0.0, 0.0)
+            continue
+        x, y = transform.map_point(x, y)
+        if not (0.0 <= x <= final_width and 0.0 <= y <= final_height):
+            outside += 1
+            placed += (0.0, 0.0, 0.0)
+            continue
+        placed += (x / final_width, y / final_height, float(v))
+    return tuple(placed), outside
 
 
 def _drop(item: ObjectBox, reason: reasons.Reason, detail: str) -> DroppedObject:

@@ -156,6 +156,9 @@ class ObjectFacts:
     found_at: str = ""  # where the annotations were found, and how many pictures they matched
     warnings: tuple[str, ...] = ()  # for the summary's warnings
     split_source: str = ""  # where the splits came from, when the dataset declares its own
+    # A keypoints run's: class name -> its keypoint names, and -> its skeleton (0-based pairs).
+    keypoint_names: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    skeletons: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -355,13 +358,13 @@ def _make_plan(
         manifest_unmatched=label_source.manifest.unmatched() if label_source.manifest else [],
         grouping=grouping,
         objects=_object_facts(annotated, source, declared, rejects, match_counts)
-        if annotated is not None and annotated.task == "detection"
+        if annotated is not None and annotated.task in ("detection", "keypoints")
         else None,
         groups=groups,
         annotations_changed=annotations_changed,
         split_source=f"declared by {declared.source}" if declared is not None and annotated is None else "",
         labels=_task_facts(annotated, source, declared, rejects, match_counts)
-        if annotated is not None and annotated.task != "detection"
+        if annotated is not None and annotated.task not in ("detection", "keypoints")
         else None,
     )
 
@@ -400,6 +403,7 @@ def _annotations(
                 class_names=source.class_names,
                 masks=options.masks,
                 label_map=options.label_map,
+                keypoints=options.task == "keypoints",
             )
         counts = MatchCounts.of(found)
         # Pictures without a mask left out on purpose (`--unannotated drop`) are no poor match.
@@ -662,6 +666,8 @@ def _object_facts(
         found_at=f"{annotated.found_at}; {(counts or MatchCounts.of(annotated)).describe()}",
         warnings=tuple(warnings),
         split_source=split_source,
+        keypoint_names=dict(annotated.keypoint_names),
+        skeletons=dict(annotated.skeletons),
     )
 
 
@@ -890,6 +896,8 @@ def shard_tasks(plan: Plan, split_seed: int = 0) -> list[ShardTask]:
             heapq.heappush(heap, (size + item.size, index))
         names = tuple(plan.class_names or ()) if plan.objects is not None else ()
         task = plan.labels.task if plan.labels is not None else ""
+        if plan.objects is not None and plan.objects.keypoint_names:
+            task = "keypoints"
         rule = plan.labels.rule if plan.labels is not None else None
         tasks += [
             ShardTask(split, index, count, tuple(members[index]), names, rule, task) for index in range(count)

@@ -77,6 +77,9 @@ class PlannedObjects:
     found_at: str = ""  # where the annotations were found, and how many pictures they matched
     warnings: list[str] = field(default_factory=list)  # for the summary's warnings
     split_source: str = ""  # where the splits came from, when the dataset declares its own
+    # A keypoints run's: class name -> its keypoint names, and -> its skeleton (0-based pairs).
+    keypoint_names: dict[str, list[str]] = field(default_factory=dict)
+    skeletons: dict[str, list[list[int]]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, found: ObjectFacts) -> PlannedObjects:
@@ -91,6 +94,8 @@ class PlannedObjects:
             found.found_at,
             list(found.warnings),
             found.split_source,
+            {name: list(points) for name, points in found.keypoint_names.items()},
+            {name: [list(pair) for pair in pairs] for name, pairs in found.skeletons.items()},
         )
 
 
@@ -251,6 +256,8 @@ def locate_plan(plan: Plan, output: str, run_id: str | None = None) -> StagedPla
     counts = (len(plan.inputs), plan.listed, plan.skipped, rejected)
     objects, masks = plan.objects is not None, bool(plan.objects and plan.objects.masks)
     task = plan.labels.task if plan.labels is not None else ""
+    if plan.objects is not None and plan.objects.keypoint_names:
+        task = "keypoints"
     return StagedPlan(temp_dir, dict(plan.shard_counts), *counts, objects, masks, task)
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "convert_boxes",
     "decode_masks",
     "detection_target",
+    "keypoint_array",
     "pixel_corners",
     "resize_masks",
 ]
@@ -130,7 +131,9 @@ def detection_target(
     - `labels`: int64 [N], from `labels_from`: 0 (Keras, TFDS without its background name) or 1
       (the stored ids, what torchvision's detectors take: their class 0 is the background);
     - `area`: float32 [N], in pixels; `iscrowd`: int64 [N] (COCO's; 0 elsewhere);
-    - `masks`: uint8 [N, height, width] of 0 and 1, where the run stored masks (`--masks`).
+    - `masks`: uint8 [N, height, width] of 0 and 1, where the run stored masks (`--masks`);
+    - `keypoints`: float32 [N, K, 3], pixel x, y and COCO's visibility (0 not labelled, then x
+      and y are 0; 1 hidden; 2 visible), where the run stored keypoints (`--task keypoints`).
     """
     stored_h, stored_w = int(record["height"]), int(record["width"])
     height, width = image_size if image_size is not None else (stored_h, stored_w)
@@ -150,7 +153,20 @@ def detection_target(
         if not isinstance(decoded, np.ndarray):
             decoded = decode_masks(record["object_mask"], stored_h, stored_w)
         target["masks"] = resize_masks(decoded, (height, width))
+    if "keypoint_x" in record:
+        target["keypoints"] = keypoint_array(record, len(labels), height, width)
     return target
+
+
+def keypoint_array(record: Mapping[str, Any], objects: int, height: float, width: float) -> np.ndarray:
+    """float32 [N, K, 3]: each object's points in pixels of a `height` x `width` image, and their
+    visibility (the stored x and y are fractions, K points an object, object after object)."""
+    xs = np.asarray(record["keypoint_x"], dtype=np.float32)
+    ys = np.asarray(record["keypoint_y"], dtype=np.float32)
+    vs = np.asarray(record["keypoint_visibility"], dtype=np.float32)
+    count = len(xs) // objects if objects else 0
+    points = np.stack([xs * np.float32(width), ys * np.float32(height), vs], axis=-1)
+    return points.reshape(objects, count, 3)
 
 
 def _box_area(boxes: np.ndarray) -> np.ndarray:

@@ -48,7 +48,7 @@ KEYS = (
 # A detection record's objects as NumPy arrays: `boxes` float32 [N, 4] pixel xyxy of the stored
 # image, `labels` int64 [N] from 0 (the stored `object_label` counts from 1), and, where the run
 # stored masks, `masks` uint8 [N, height, width] of 0 and 1.
-DETECTION_KEYS = ("boxes", "labels", "masks")
+DETECTION_KEYS = ("boxes", "labels", "masks", "keypoints")
 # A segmentation record's class ids as a NumPy array: uint8 [height, width] (the ignore value
 # where nothing is labelled); `mask_png` keeps the stored PNG bytes.
 SEGMENTATION_KEYS = ("mask", "mask_png")

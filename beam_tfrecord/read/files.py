@@ -59,6 +59,7 @@ class SplitFiles:
     segmentation: bool = False  # a segmentation run's records hold a class-id mask of the picture
     ignore: int | None = None  # its masks' ignore value
     captions: bool = False  # a captions run's records hold the picture's captions
+    keypoints: bool = False  # a keypoints run's objects hold their points
 
     @property
     def one_size(self) -> bool:
@@ -101,6 +102,7 @@ class SplitFiles:
             self.masks,
             self.segmentation,
             self.captions,
+            self.keypoints,
         )
 
 
@@ -139,6 +141,7 @@ def split_files(output_dir: str, split: str = "train", summary: Summary | None =
         segmentation=layout.segmentation,
         ignore=summary.segmentation.ignore if summary.segmentation is not None else None,
         captions=layout.captions,
+        keypoints=layout.keypoints,
     )
 
 

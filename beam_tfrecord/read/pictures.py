@@ -16,7 +16,15 @@ from PIL import Image, ImageDraw, ImageFont
 
 from beam_tfrecord.read.verify import Sample
 
-__all__ = ["contact_sheet", "draw_class_mask", "draw_objects", "label_histogram", "save_png", "thumbnail"]
+__all__ = [
+    "contact_sheet",
+    "draw_class_mask",
+    "draw_objects",
+    "draw_points",
+    "label_histogram",
+    "save_png",
+    "thumbnail",
+]
 
 BACKGROUND = (255, 255, 255)
 CELL_BACKGROUND = (235, 235, 235)
@@ -99,6 +107,33 @@ def draw_objects(
     return thumb
 
 
+def draw_points(
+    thumb: Image.Image,
+    sample: Sample,
+    colours: Mapping[str, tuple[int, int, int]],
+    skeletons: Mapping[str, Sequence[Sequence[int]]],
+) -> Image.Image:
+    """`thumb` with each object's labelled keypoints drawn in its class's colour (a visible point
+    filled, a hidden one a ring), joined by its class's skeleton where the dataset has one."""
+    if not sample.keypoints:
+        return thumb
+    thumb = thumb.convert("RGB")
+    draw = ImageDraw.Draw(thumb)
+    names = list(sample.box_labels) + [""] * (len(sample.keypoints) - len(sample.box_labels))
+    for points, name in zip(sample.keypoints, names, strict=False):
+        colour = colours.get(name, INK)
+        at = [(x * (thumb.width - 1), y * (thumb.height - 1), v) for x, y, v in points]
+        for a, b in skeletons.get(name, ()):
+            if a < len(at) and b < len(at) and at[a][2] and at[b][2]:
+                draw.line([at[a][:2], at[b][:2]], fill=colour, width=2)
+        for x, y, v in at:
+            if v:
+                draw.ellipse(
+                    [x - 3, y - 3, x + 3, y + 3], outline=colour, fill=colour if v == 2 else None, width=1
+                )
+    return thumb
+
+
 def draw_class_mask(
     thumb: Image.Image, png: bytes, palette: Sequence[Sequence[int]], ignore: int | None
 ) -> Image.Image:
@@ -126,6 +161,7 @@ def contact_sheet(
     cell: int = 160,
     palette: Sequence[Sequence[int]] = (),
     ignore: int | None = None,
+    skeletons: Mapping[str, Sequence[Sequence[int]]] | None = None,
 ) -> Image.Image:
     """A grid of thumbnails, each with its label (large) and split and file name (small) under it;
     a detection record's boxes, class names and masks drawn on it, a segmentation record's class
@@ -145,6 +181,7 @@ def contact_sheet(
         y = header + (i // columns) * (cell + caption + pad)
         draw.rectangle([x, y, x + cell - 1, y + cell - 1], fill=CELL_BACKGROUND)
         thumb = draw_objects(thumbnail(sample.encoded, cell), sample, colours)
+        thumb = draw_points(thumb, sample, colours, skeletons or {})
         if sample.class_mask is not None:
             thumb = draw_class_mask(thumb, sample.class_mask, palette, ignore)
         sheet.paste(thumb, (x + (cell - thumb.width) // 2, y + (cell - thumb.height) // 2))

@@ -261,7 +261,9 @@ def load_dataset(
     `bounding_box_format` (Keras's names: `xyxy`, the default, `yxyx`, `xywh`, `center_xywh`,
     `center_yxhw` in pixels of the image handed out, or `rel_xyxy`, `rel_yxyx`, ... as fractions
     of it), `targets["labels"]` int32 [N] from 0 (the stored ids count from 1), and, where the run
-    stored masks, `targets["masks"]` uint8 [N, height, width] of 0 and 1. `image_size`, crop and
+    stored masks, `targets["masks"]` uint8 [N, height, width] of 0 and 1, and where it stored
+    keypoints (`--task keypoints`), `targets["keypoints"]` float32 [N, K, 3]: each point's pixel
+    x, y and visibility (0 not labelled, 1 hidden, 2 visible). `image_size`, crop and
     pad move the boxes and masks with the picture; an object a crop cuts out is left out. Batches
     hold `tf.RaggedTensor` targets (any number of objects per image), or with `max_objects=K`
     dense ones padded to K with -1 boxes and -1 labels (Keras's and KerasHub's padding); a K
@@ -335,6 +337,7 @@ def load_dataset(
         max_objects,
         files.masks,
         (image_size, crop_to_aspect_ratio, pad_to_aspect_ratio),
+        files.keypoints,
     )
 
     def finish(record: dict[str, tf.Tensor]) -> Any:
@@ -395,6 +398,7 @@ class _Detection:
     max_objects: int | None
     masks: bool
     resize: tuple[tuple[int, int] | None, bool, bool]  # image_size, crop, pad
+    keypoints: bool = False
 
 
 def _targets(
@@ -424,9 +428,32 @@ def _targets(
         masks = _decode_masks(record[objects.masks.key], record)
         masks = tf.boolean_mask(_fit_masks(masks, detection.resize), keep)
         targets["masks"] = tf.ensure_shape(masks, [None, *image.shape[:2]])
+    if detection.keypoints:
+        targets["keypoints"] = tf.boolean_mask(_points(record, frame, width, height), keep)
     if detection.max_objects is not None:
         targets = _pad(targets, detection.max_objects)
     return targets
+
+
+def _points(
+    record: dict[str, tf.Tensor],
+    frame: tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor],
+    width: tf.Tensor,
+    height: tf.Tensor,
+) -> tf.Tensor:
+    """float32 [N, K, 3]: each object's points in pixels of the image handed out (moved as its
+    boxes are by the resize, crop or pad), and their visibility; a point the crop leaves outside,
+    or one not labelled, is (0, 0, 0)."""
+    key = {k.name: k.key for k in table("tfds").keypoints}
+    scale_y, top, scale_x, left = frame
+    objects = tf.shape(record[key_of("tfds", "object_label")])[0]
+    x = record[key["keypoint_x"]] * scale_x + left
+    y = record[key["keypoint_y"]] * scale_y + top
+    v = tf.cast(record[key["keypoint_visibility"]], tf.float32)
+    inside = (v > 0) & (x >= 0) & (x <= width) & (y >= 0) & (y <= height)
+    zero = tf.zeros_like(x)
+    points = tf.stack([tf.where(inside, x, zero), tf.where(inside, y, zero), tf.where(inside, v, zero)], -1)
+    return tf.reshape(points, [objects, -1, 3])
 
 
 def _decode_masks(pngs: tf.Tensor, record: dict[str, tf.Tensor]) -> tf.Tensor:
@@ -478,6 +505,10 @@ def _pad(targets: dict[str, tf.Tensor], size: int) -> dict[str, tf.Tensor]:
         masks = tf.pad(targets["masks"], [[0, missing], [0, 0], [0, 0]])
         masks.set_shape([size, *targets["masks"].shape[1:]])
         padded["masks"] = masks
+    if "keypoints" in targets:  # padded objects' points are unlabelled (0, 0, 0)
+        points = tf.pad(targets["keypoints"], [[0, missing], [0, 0], [0, 0]])
+        points.set_shape([size, None, 3])
+        padded["keypoints"] = points
     return padded
 
 

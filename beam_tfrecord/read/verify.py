@@ -53,6 +53,8 @@ class Sample:
     box_labels: tuple[str, ...] = ()
     masks: tuple[bytes, ...] = ()
     class_mask: bytes | None = None  # a segmentation record's mask PNG of class ids
+    # A keypoints record's points, per object: (x, y, v) triples, x and y fractions of the image.
+    keypoints: tuple[tuple[tuple[float, float, int], ...], ...] = ()
 
 
 @dataclass
@@ -183,6 +185,9 @@ def _facts_fn(layout: RecordLayout):
             result["mask"] = parsed[key_of(layout, "mask")]
         if layout.captions:
             result["caption"] = parsed[key_of(layout, "caption")]
+        if layout.keypoints:
+            for name in ("keypoint_x", "keypoint_y", "keypoint_visibility"):
+                result[name] = parsed[key_of(layout, name)]
         return result
 
     return facts
@@ -272,7 +277,10 @@ def read_shard(
             report.channels[shape[2]] += 1
             slot = sampler.wants()
             if slot is not None:
-                sample = Sample(split, filename, label, facts["encoded"].numpy(), *objects, class_mask)
+                points = _points_of(facts, len(objects[0])) if layout.keypoints else ()
+                sample = Sample(
+                    split, filename, label, facts["encoded"].numpy(), *objects, class_mask, points
+                )
                 sampler.put(slot, sample)
             count += 1
     except tf.errors.DataLossError as error:
@@ -326,6 +334,18 @@ def _check_objects(
                 report.errors.append(f"{where}: a mask is {found}, the image {shape[:2]}")
                 break
     return sorted(set(texts)), (tuple(map(tuple, boxes.tolist())), tuple(texts), tuple(masks))
+
+
+def _points_of(facts: dict[str, Any], objects: int) -> tuple[tuple[tuple[float, float, int], ...], ...]:
+    """A keypoints record's points, per object, for the contact sheet."""
+    xs, ys, vs = (
+        np.asarray(facts[k]).reshape(-1) for k in ("keypoint_x", "keypoint_y", "keypoint_visibility")
+    )
+    count = len(xs) // objects if objects else 0
+    return tuple(
+        tuple((float(xs[i]), float(ys[i]), int(vs[i])) for i in range(o * count, (o + 1) * count))
+        for o in range(objects)
+    )
 
 
 def _check_class_mask(

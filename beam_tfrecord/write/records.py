@@ -16,6 +16,7 @@ from beam_tfrecord.elements import (
     PlannedInput,
     RejectLine,
     ShardKey,
+    StoredObject,
 )
 from beam_tfrecord.images.inputs import prepare_input
 from beam_tfrecord.images.options import ImageOptions
@@ -64,7 +65,16 @@ def finish_record(
         objects_dropped=tuple(dropped_lines(pending)),
         pixels=pending.pixels,
         captions=len(fields.captions) if fields.captions is not None else None,
+        keypoints=_point_counts(fields.objects or ()) if fields.keypoints else None,
     )
+
+
+def _point_counts(objects: tuple[StoredObject, ...]) -> tuple[int, int, int]:
+    """A keypoints record's points: labelled, visible, and made unlabelled by the picture's edge
+    or crop."""
+    visibility = [v for o in objects for v in (o.keypoints or ())[2::3]]
+    outside = sum(o.points_outside for o in objects)
+    return sum(1 for v in visibility if v), sum(1 for v in visibility if v == 2), outside
 
 
 def dropped_lines(pending: PendingRecord) -> list[DroppedObjectLine]:

@@ -40,8 +40,8 @@ def layout_of(schema: str, fields: RecordFields) -> RecordLayout:
     labels = (fields.label is not None, isinstance(fields.label, tuple))
     objects = fields.objects is not None
     segmentation, captions = fields.class_mask is not None, fields.captions is not None
-    masks = objects and fields.masks
-    return _layout(schema, *labels, extras, features, objects, masks, segmentation, captions)
+    masks, keypoints = objects and fields.masks, objects and fields.keypoints
+    return _layout(schema, *labels, extras, features, objects, masks, segmentation, captions, keypoints)
 
 
 @functools.lru_cache(maxsize=256)
@@ -55,12 +55,22 @@ def _layout(
     masks: bool = False,
     segmentation: bool = False,
     captions: bool = False,
+    keypoints: bool = False,
 ) -> RecordLayout:
     """Cached: a run's records share one or two layouts, and building one per record cost about
     a third of the serialization time."""
     feature_layout = FeatureLayout(*features) if features else None
     return RecordLayout(
-        schema, labeled, multi_label, extras, feature_layout, objects, masks, segmentation, captions
+        schema,
+        labeled,
+        multi_label,
+        extras,
+        feature_layout,
+        objects,
+        masks,
+        segmentation,
+        captions,
+        keypoints,
     )
 
 
@@ -94,6 +104,11 @@ _FIELDS: dict[str, Callable[[RecordFields], Any]] = {
     "mask": attrgetter("class_mask"),
     "mask_format": lambda fields: "png",
     "caption": attrgetter("captions"),
+    "keypoint_x": lambda fields: tuple(v for o in fields.objects for v in (o.keypoints or ())[0::3]),
+    "keypoint_y": lambda fields: tuple(v for o in fields.objects for v in (o.keypoints or ())[1::3]),
+    "keypoint_visibility": lambda fields: tuple(
+        int(v) for o in fields.objects for v in (o.keypoints or ())[2::3]
+    ),
 }
 
 

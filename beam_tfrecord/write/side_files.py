@@ -46,17 +46,24 @@ class ObjectFiles:
     dropped: Sequence[DroppedObjectLine] = ()
     unmatched: Sequence[str] = ()
     label_map: bool = True
+    keypoint_names: Mapping[str, Sequence[str]] | None = None  # a keypoints run's, by class
 
 
-def label_map(class_names: Sequence[str]) -> str:
+def label_map(class_names: Sequence[str], keypoint_names: Mapping[str, Sequence[str]] | None = None) -> str:
     """The Object Detection API's label map (`string_int_label_map.proto` as text): ids from 1,
     0 being background, in labels.txt's order; the placeholders of a given label map's missing
-    ids are left out, so its ids come back as given."""
-    items = (
-        f"item {{\n  id: {i}\n  name: {json.dumps(name, ensure_ascii=False)}\n}}\n"
-        for i, name in enumerate(class_names, 1)
-        if not is_unused(name)
-    )
+    ids are left out, so its ids come back as given. A keypoints run's classes list their points
+    (`keypoints { id label }`, ids from 0 in the records' order), as CenterNet's keypoint tasks
+    read them."""
+    items = []
+    for i, name in enumerate(class_names, 1):
+        if is_unused(name):
+            continue
+        points = "".join(
+            f"  keypoints {{\n    id: {k}\n    label: {json.dumps(point, ensure_ascii=False)}\n  }}\n"
+            for k, point in enumerate((keypoint_names or {}).get(name, ()))
+        )
+        items.append(f"item {{\n  id: {i}\n  name: {json.dumps(name, ensure_ascii=False)}\n{points}}}\n")
     return "".join(items)
 
 
@@ -95,7 +102,9 @@ def write_metadata(
         FileSystems.join(output, DUPLICATES_FILE), "".join(g.to_json() + "\n" for g in sorted(duplicates))
     )
     if objects is not None and objects.label_map:
-        write_text(FileSystems.join(output, LABEL_MAP_FILE), label_map(class_names or ()))
+        write_text(
+            FileSystems.join(output, LABEL_MAP_FILE), label_map(class_names or (), objects.keypoint_names)
+        )
         lines = "".join(line.to_json() + "\n" for line in sorted(objects.dropped))
         write_text(FileSystems.join(output, DROPPED_OBJECTS_FILE), lines)
     if objects is not None:

@@ -41,6 +41,7 @@ __all__ = [
     "ExtraColumnSummary",
     "FeatureSummary",
     "GroupSummary",
+    "KeypointSummary",
     "ObjectSummary",
     "RunInfo",
     "RunOptions",
@@ -225,6 +226,43 @@ def _segmentation(facts: PlanFacts, tally: Tally, class_names: Sequence[str]) ->
         + (f"; {plan.ignore} is ignored (not labelled)" if plan.ignore is not None else ""),
         found_at=plan.found_at,
         palette=plan.palette,
+    )
+
+
+@dataclass
+class KeypointSummary:
+    """A keypoints run's points: each class's keypoint names and skeleton (0-based pairs), and
+    the points stored labelled (of them visible) and those the picture's edge or crop made
+    unlabelled (counted, the records' `keypoints_outside` change)."""
+
+    names: dict[str, list[str]] = field(default_factory=dict)
+    skeletons: dict[str, list[list[int]]] = field(default_factory=dict)
+    points_per_object: int = 0
+    labelled: int = 0
+    visible: int = 0
+    made_unlabelled: int = 0
+    keys: str = (
+        "image/object/keypoint/x, y (fractions of the image, 0 where not labelled) and visibility "
+        "(0 not labelled, 1 hidden, 2 visible): points_per_object for each object, object after object"
+    )
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> KeypointSummary:
+        return cls(**_fields_from(cls, data))
+
+
+def _keypoints(facts: PlanFacts, tally: Tally) -> KeypointSummary | None:
+    """The keypoints section (None for any other run)."""
+    plan = facts.objects
+    if plan is None or not plan.keypoint_names:
+        return None
+    return KeypointSummary(
+        names={name: list(points) for name, points in plan.keypoint_names.items()},
+        skeletons={name: [list(pair) for pair in pairs] for name, pairs in plan.skeletons.items()},
+        points_per_object=max(len(points) for points in plan.keypoint_names.values()),
+        labelled=tally.keypoints["labelled"],
+        visible=tally.keypoints["visible"],
+        made_unlabelled=tally.keypoints["outside"],
     )
 
 
@@ -429,6 +467,7 @@ class Summary:
     objects: ObjectSummary | None = None  # a detection run's
     segmentation: SegmentationSummary | None = None  # a segmentation run's
     captions: CaptionSummary | None = None  # a captions run's
+    keypoints: KeypointSummary | None = None  # a keypoints run's (beside its objects)
     # A rerun that kept an interrupted run's finished shard tasks: how many, and their records.
     resumed: dict[str, int] | None = None
     # The settings, as each config records them.
@@ -474,8 +513,9 @@ class Summary:
         # A detection run's classes are its objects', a segmentation run's its masks' values.
         labeled = self.labeled and not objects and not segmentation
         multi = self.multi_label and labeled
+        keypoints = self.keypoints is not None
         return RecordLayout(
-            self.schema, labeled, multi, columns, features, objects, masks, segmentation, captions
+            self.schema, labeled, multi, columns, features, objects, masks, segmentation, captions, keypoints
         )
 
     def shard_files(self) -> dict[str, list[str]]:
@@ -493,7 +533,16 @@ class Summary:
                 data[item.name] = value.to_json()
             elif (
                 item.name
-                in ("features", "objects", "segmentation", "captions", "resumed", "tfds_metadata", "history")
+                in (
+                    "features",
+                    "objects",
+                    "segmentation",
+                    "captions",
+                    "keypoints",
+                    "resumed",
+                    "tfds_metadata",
+                    "history",
+                )
                 and value is None
             ):
                 continue
@@ -534,6 +583,8 @@ class Summary:
                 values["segmentation"] = SegmentationSummary.from_json(data["segmentation"])
             if data.get("captions"):
                 values["captions"] = CaptionSummary.from_json(data["captions"])
+            if data.get("keypoints"):
+                values["keypoints"] = KeypointSummary.from_json(data["keypoints"])
             if data.get("tfds_metadata"):
                 values["tfds_metadata"] = TfdsMetadataInfo(
                     **_fields_from(TfdsMetadataInfo, data["tfds_metadata"])
@@ -770,6 +821,7 @@ def build_summary(
         objects=objects,
         segmentation=_segmentation(facts, tally, facts.class_names or []),
         captions=_captions(facts, tally),
+        keypoints=_keypoints(facts, tally),
         resumed=dict(resumed) if resumed else None,
         options=options,
         run=run,

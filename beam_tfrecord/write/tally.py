@@ -33,6 +33,7 @@ COUNTERS = (
     "class_pixels",
     "class_pictures",
     "captions_per_image",
+    "keypoints",
 )
 # COCO's box size buckets: an object's area (in the stored image's pixels) under 32^2 is small,
 # under 96^2 medium, else large.
@@ -84,6 +85,8 @@ class Tally:
     masks_missing: int = 0
     # A captions run's: records per caption count (0: a picture kept without one).
     captions_per_image: Counter = field(default_factory=Counter)
+    # A keypoints run's points: labelled, visible, made unlabelled by the edge or the crop.
+    keypoints: Counter = field(default_factory=Counter)
 
     def add(self, outcome: ConvertedRecord | RejectLine) -> Tally:
         if isinstance(outcome, RejectLine):
@@ -93,6 +96,9 @@ class Tally:
         self.records[outcome.split] += 1
         if outcome.objects is not None:  # a detection record counts once for each class it holds
             self._add_objects(outcome)
+            if outcome.keypoints is not None:
+                labelled, visible, outside = outcome.keypoints
+                self.keypoints.update(labelled=labelled, visible=visible, outside=outside)
         elif outcome.pixels is not None:  # a segmentation record: its mask's values
             self._add_pixels(outcome.pixels)
         elif outcome.captions is not None:  # a captions record: how many it holds

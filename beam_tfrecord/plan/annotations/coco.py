@@ -13,6 +13,13 @@ Labels: category names in the order of their category ids (sorted numerically), 
 position in that order, counting from 0 (COCO's 80 categories, ids 1..90 with gaps, become
 0..79). Several files must give a category id the same name; two ids with one name are one class.
 
+Keypoints (`load(..., keypoints=True)`, a keypoints run): the files are `person_keypoints_*.json`
+(or instances-named files whose categories carry `keypoints`); each category's `keypoints` names
+and `skeleton` (1-based pairs) are read, and each annotation's `keypoints` (`x, y, v` triples, v
+as COCO defines it, floats included) kept with its box, padded with unlabelled points to the run's
+most points of a category. A detection run counts the annotations that carry labelled points, so
+it can say it leaves them out.
+
 An image entry's `file_name` is matched to a listed file by its relative path, else by a unique
 path suffix (`x.jpg` or `train2017/x.jpg` finds `coco/train2017/x.jpg`). When several listed
 files match, the one under a folder named after the annotation file (`train2017` for
@@ -42,10 +49,11 @@ from beam_tfrecord.plan.annotations.catalog import Catalog, describe_error, line
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ImageProblem, ObjectNote, UnmatchedEntry
 
-__all__ = ["discover", "load"]
+__all__ = ["KEYPOINTS_NAME", "discover", "load"]
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _INSTANCES = re.compile(r"^(instances_.*|_annotations\.coco)\.json$", re.IGNORECASE)
+KEYPOINTS_NAME = re.compile(r"^person_keypoints_.*\.json$", re.IGNORECASE)
 ROBOFLOW_NAME = "_annotations.coco.json"  # one per split folder, beside its images
 
 ImageId = int | str
@@ -63,11 +71,13 @@ class _NotInstances(_Broken):
 _PASS = "pass the instances_*.json file beside it (--annotations_path, or leave it out to find it)"
 
 
-def discover(listed: Catalog) -> list[str]:
+def discover(listed: Catalog, keypoints: bool = False) -> list[str]:
     """The instances files under the input: every `instances_*.json` (and Roboflow's
-    `_annotations.coco.json`), else every `.json` in an `annotations/` folder; relpaths, sorted."""
+    `_annotations.coco.json`), else every `.json` in an `annotations/` folder; relpaths, sorted.
+    For keypoints, every `person_keypoints_*.json` first."""
     files = listed.annotation_files
-    found = [r for r in files if _INSTANCES.match(posixpath.basename(r))]
+    found = [r for r in files if keypoints and KEYPOINTS_NAME.match(posixpath.basename(r))]
+    found = found or [r for r in files if _INSTANCES.match(posixpath.basename(r))]
     if not found:
         found = [
             r for r in files if r.lower().endswith(".json") and "annotations" in r.lower().split("/")[:-1]
@@ -95,6 +105,7 @@ class _Raw:
     mask: Mask
     drop: tuple[str, str] | None  # (reason, detail) when the object is left out
     change: tuple[str, str] | None  # (reason, detail) when it is kept changed
+    keypoints: tuple[float, ...] | None = None  # a keypoints run's x, y, v triples
 
 
 @dataclass
@@ -107,6 +118,10 @@ class _File:
     annotations: dict[ImageId, list[_Raw]] = field(default_factory=lambda: defaultdict(list))
     categories: dict[ImageId, str] = field(default_factory=dict)
     supercategories: dict[ImageId, str] = field(default_factory=dict)
+    # Categories' keypoint names and skeleton (0-based pairs), where they carry them.
+    keypoint_names: dict[ImageId, tuple[str, ...]] = field(default_factory=dict)
+    skeletons: dict[ImageId, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    labelled_keypoints: int = 0  # annotations with a labelled point (a detection run leaves them out)
     bad_entries: list[UnmatchedEntry] = field(default_factory=list)
     broken: str | None = None
     floats: _Floats = field(default_factory=lambda: _Floats())
@@ -296,7 +311,9 @@ def _size(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def _parse_file(handle: BinaryIO, source: AnnotationPath, display: str, masks: bool) -> _File:
+def _parse_file(
+    handle: BinaryIO, source: AnnotationPath, display: str, masks: bool, keypoints: bool = False
+) -> _File:
     """One pass over an instances file; raises _Broken with the line and column."""
     result = _File(source, display)
     stream = _Stream(handle)
@@ -325,9 +342,11 @@ def _parse_file(handle: BinaryIO, source: AnnotationPath, display: str, masks: b
                 result.images.append(image)
         elif key == "annotations":
             for index, entry in enumerate(stream.elements()):
-                _parse_annotation(entry, index, result, masks)
+                _parse_annotation(entry, index, result, masks, keypoints)
         elif key == "categories":
-            result.categories, result.supercategories = _parse_categories(stream.value())
+            value = stream.value()
+            result.categories, result.supercategories = _parse_categories(value)
+            result.keypoint_names, result.skeletons = _parse_keypoint_names(value)
         else:
             stream.value()  # info, licenses, ...: not needed
     stream.end()
@@ -386,6 +405,36 @@ def _parse_categories(value: Any) -> tuple[dict[ImageId, str], dict[ImageId, str
     return categories, supercategories
 
 
+def _parse_keypoint_names(
+    value: list[Any],
+) -> tuple[dict[ImageId, tuple[str, ...]], dict[ImageId, tuple[tuple[int, int], ...]]]:
+    """Category id -> its keypoint names, and -> its skeleton as 0-based pairs (COCO writes them
+    from 1), for the categories that carry them (`_parse_categories` checked the entries)."""
+    names: dict[ImageId, tuple[str, ...]] = {}
+    skeletons: dict[ImageId, tuple[tuple[int, int], ...]] = {}
+    for index, entry in enumerate(value):
+        points = entry.get("keypoints")
+        if not points:
+            continue
+        if not isinstance(points, list) or not all(isinstance(p, str) for p in points):
+            raise _Broken(f"categories[{index}] (id {entry['id']}) has keypoints that are not names")
+        names[entry["id"]] = tuple(point.strip() for point in points)
+        pairs = entry.get("skeleton") or []
+        if not isinstance(pairs, list) or not all(
+            isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, int) for v in pair)
+            for pair in pairs
+        ):
+            raise _Broken(
+                f"categories[{index}] (id {entry['id']}) has a skeleton that is not pairs of points"
+            )
+        if any(not 1 <= v <= len(points) for pair in pairs for v in pair):
+            raise _Broken(
+                f"categories[{index}] (id {entry['id']}) has a skeleton past its {len(points)} keypoints"
+            )
+        skeletons[entry["id"]] = tuple((a - 1, b - 1) for a, b in pairs)
+    return names, skeletons
+
+
 def _dataset_categories(parsed: Sequence[_File], categories: dict[ImageId, tuple[str, str]]) -> set[ImageId]:
     """Categories that name the dataset, not a class: Roboflow's exports list the project itself as
     category 0, the supercategory of every other category, and no annotation uses it. Kept, it
@@ -411,13 +460,19 @@ def _not_instances(entry: dict) -> str | None:
     if "segments_info" in entry:
         return "a COCO panoptic file (segments_info over PNG masks, no boxes here)"
     if "keypoints" in entry:
-        return "a COCO keypoints file whose annotations have keypoints only, no boxes"
+        what = "a COCO keypoints file whose annotations have keypoints but no boxes"
+        return f"{what} (--task keypoints reads it)"
     return None
 
 
-def _parse_annotation(entry: Any, index: int, result: _File, masks: bool) -> None:
+def _parse_annotation(entry: Any, index: int, result: _File, masks: bool, keypoints: bool = False) -> None:
     is_object = isinstance(entry, dict)
-    if is_object and "bbox" not in entry and (other := _not_instances(entry)) is not None:
+    if (
+        is_object
+        and "bbox" not in entry
+        and not (keypoints and "keypoints" in entry)
+        and (other := _not_instances(entry)) is not None
+    ):
         raise _NotInstances(f"is {other}, not an instances file; {_PASS}")
     if not is_object or not _image_id(entry.get("image_id")):
         what = "not an object" if not is_object else f"image_id {entry.get('image_id')!r}"
@@ -439,6 +494,9 @@ def _parse_annotation(entry: Any, index: int, result: _File, masks: bool) -> Non
     area, crowd = entry.get("area"), entry.get("iscrowd", 0)
     raw_box = entry.get("bbox")
     segmentation = entry.get("segmentation")
+    points = _keypoints(entry.get("keypoints")) if keypoints else None
+    if not keypoints and _has_labelled_points(entry.get("keypoints")):
+        result.labelled_keypoints += 1
     if masks or raw_box is None:
         mask, change = _mask(segmentation, result.floats)
     if raw_box is not None:
@@ -450,11 +508,13 @@ def _parse_annotation(entry: Any, index: int, result: _File, masks: bool) -> Non
             x, y, width, height = map(float, raw_box)
             box = (x, y, x + width, y + height)
     else:
-        box = _extent(mask)
+        box = _extent(mask) or (_points_extent(points) if isinstance(points, tuple) else None)
         if box is None:
             drop = (reasons.BAD_OBJECT.code, "no bbox, and no segmentation to take it from")
         elif not masks:
             mask = None
+    if isinstance(points, str):  # malformed: the box is kept, its points are not
+        change, points = change or (reasons.KEYPOINTS_MALFORMED.code, points), None
     if area is not None and not _number(area):
         drop = drop or (reasons.BAD_OBJECT.code, f"area {_short(area)} is not a number")
     if crowd not in (0, 1):
@@ -471,8 +531,33 @@ def _parse_annotation(entry: Any, index: int, result: _File, masks: bool) -> Non
             mask,
             drop,
             change,
+            points if drop is None else None,
         )
     )
+
+
+def _keypoints(value: Any) -> tuple[float, ...] | str | None:
+    """An annotation's `keypoints` as floats (x, y, v triples), or why they are left out."""
+    if value is None or value == []:
+        return None
+    if not isinstance(value, list) or len(value) % 3 or not _numbers(value):
+        return f"keypoints {_short(value)} are not x, y, v triples"
+    if any(v not in (0, 1, 2) for v in value[2::3]):
+        return f"keypoints {_short(value)} have a visibility that is not 0, 1 or 2"
+    return tuple(map(float, value))
+
+
+def _has_labelled_points(value: Any) -> bool:
+    return isinstance(value, list) and len(value) % 3 == 0 and any(v in (1, 2) for v in value[2::3])
+
+
+def _points_extent(points: tuple[float, ...]) -> tuple[float, float, float, float] | None:
+    """The box a keypoints-only annotation's labelled points span."""
+    xs = [x for x, v in zip(points[0::3], points[2::3], strict=True) if v]
+    ys = [y for y, v in zip(points[1::3], points[2::3], strict=True) if v]
+    if xs and max(xs) > min(xs) and max(ys) > min(ys):
+        return min(xs), min(ys), max(xs), max(ys)
+    return None
 
 
 def _mask(segmentation: Any, floats: _Floats) -> tuple[Mask, tuple[str, str] | None]:
@@ -534,10 +619,10 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _read(source: AnnotationPath, display: str, masks: bool) -> _File:
+def _read(source: AnnotationPath, display: str, masks: bool, keypoints: bool = False) -> _File:
     try:
         with FileSystems.open(source.path) as handle:  # a .gz file is read through gzip
-            return _parse_file(handle, source, display, masks)
+            return _parse_file(handle, source, display, masks, keypoints)
     except _NotInstances as error:
         raise ValueError(f"{display} {error}") from None
     except _Broken as error:
@@ -550,7 +635,7 @@ def _hints(source: AnnotationPath, display: str) -> list[str]:
     """Folder names that settle an ambiguous file_name: `train2017` for
     `instances_train2017.json`, and the file's split."""
     name = posixpath.splitext(posixpath.basename(display))[0]
-    hints = [name.split("_", 1)[1]] if name.lower().startswith("instances_") and "_" in name else []
+    hints = [name.rsplit("_", 1)[1]] if name.lower().startswith(("instances_", "person_keypoints_")) else []
     return hints + ([source.split] if source.split else [])
 
 
@@ -559,11 +644,15 @@ def load(
     sources: Sequence[AnnotationPath],
     displays: Sequence[str],
     masks: bool = True,
+    keypoints: bool = False,
 ) -> AnnotationSet:
     """Every listed image's objects from the instances files `sources` (shown as `displays`,
-    relpaths for files under the input). Raises ValueError when two files give one category id
-    two names (the label order would be undefined)."""
-    parsed = [_read(source, display, masks) for source, display in zip(sources, displays, strict=True)]
+    relpaths for files under the input); with `keypoints`, each object's points too. Raises
+    ValueError when two files give one category id two names (the label order would be
+    undefined), or, with `keypoints`, when no category carries keypoints."""
+    parsed = [
+        _read(source, display, masks, keypoints) for source, display in zip(sources, displays, strict=True)
+    ]
     categories: dict[ImageId, tuple[str, str]] = {}  # id -> (name, file that named it)
     for file in parsed:
         for category_id, name in file.categories.items():
@@ -578,6 +667,7 @@ def load(
         del categories[category_id]
     ordered = sorted(categories, key=lambda c: (isinstance(c, str), c))
     class_names = tuple(dict.fromkeys(categories[c][0] for c in ordered))
+    points = _point_sets(parsed, categories) if keypoints else None
 
     claims: dict[str, list[tuple[_File, _Image]]] = defaultdict(list)
     ambiguous: dict[str, list[str]] = defaultdict(list)
@@ -657,7 +747,7 @@ def load(
             )
         elif entries:
             file, image = entries[0]
-            images[relpath] = _annotations(relpath, file, image, categories, dropped, changed)
+            images[relpath] = _annotations(relpath, file, image, categories, dropped, changed, points)
         elif relpath in ambiguous:
             problems.append(
                 ImageProblem(
@@ -677,6 +767,13 @@ def load(
         for file in parsed
         if file.display in listed.annotation_files
     }
+    labelled = sum(file.labelled_keypoints for file in parsed)
+    warnings = ()
+    if labelled:  # labels the run was not asked for are said, never left out without a word
+        warnings = (
+            f"{labelled} annotations also hold keypoints, which a detection run leaves out: "
+            "--task keypoints stores them",
+        )
     return AnnotationSet(
         kind="coco",
         class_names=class_names,
@@ -688,7 +785,42 @@ def load(
         dropped=tuple(dropped),
         changed=tuple(changed),
         split_names=tuple(dict.fromkeys(s.split for s in sources if s.split)),
+        warnings=warnings,
+        task="keypoints" if keypoints else "detection",
+        keypoint_names={categories[c][0]: n for c, n in points.names.items()} if points else {},
+        skeletons={categories[c][0]: k for c, k in points.skeletons.items()} if points else {},
     )
+
+
+@dataclass(frozen=True)
+class _PointSets:
+    """A keypoints run's categories' points: names and skeleton by category id, and the count
+    every object's points are padded to (the most of any category)."""
+
+    names: dict[ImageId, tuple[str, ...]]
+    skeletons: dict[ImageId, tuple[tuple[int, int], ...]]
+    count: int
+
+
+def _point_sets(parsed: Sequence[_File], categories: dict[ImageId, tuple[str, str]]) -> _PointSets:
+    names: dict[ImageId, tuple[str, ...]] = {}
+    skeletons: dict[ImageId, tuple[tuple[int, int], ...]] = {}
+    for file in parsed:
+        for category_id, found in file.keypoint_names.items():
+            if category_id in names and names[category_id] != found:
+                raise ValueError(
+                    f"annotations_path: category id {category_id} has other keypoints in {file.display}"
+                )
+            names[category_id] = found
+            skeletons[category_id] = file.skeletons.get(category_id, ())
+    names = {c: n for c, n in names.items() if c in categories}
+    if not names:
+        shown = ", ".join(file.display for file in parsed)
+        raise ValueError(
+            f"annotations_path: no category of {shown} carries keypoints (names): a keypoints run "
+            "reads person_keypoints_*.json files"
+        )
+    return _PointSets(names, {c: skeletons[c] for c in names}, max(len(n) for n in names.values()))
 
 
 def _annotations(
@@ -698,8 +830,11 @@ def _annotations(
     categories: dict[ImageId, tuple[str, str]],
     dropped: list[ObjectNote],
     changed: list[ObjectNote],
+    points: _PointSets | None = None,
 ) -> ImageAnnotations:
-    """One image's objects; each raw record is released once its object is made."""
+    """One image's objects; each raw record is released once its object is made. In a keypoints
+    run every object gets the run's count of points: its own (as many as its category names),
+    then unlabelled ones."""
     objects = []
     for raw in file.annotations.pop(image.id, ()):
         ref = f"{file.display}#annotation {raw.ref}"
@@ -722,12 +857,26 @@ def _annotations(
             mask = None
             sizes = f"{raw.mask.height}x{raw.mask.width}, the image's {image.height}x{image.width}"
             change = (reasons.MASK_MALFORMED.code, f"run lengths over {sizes}")
+        keypoints = None
+        if points is not None:
+            own = raw.keypoints or ()
+            expected = 3 * len(points.names.get(raw.category, ()))
+            if own and len(own) != expected:
+                change = change or (
+                    reasons.KEYPOINTS_MALFORMED.code,
+                    f"{len(own) // 3} keypoints, where its category names {expected // 3}",
+                )
+                own = ()
+            keypoints = own + (0.0,) * (3 * points.count - len(own))
         if change is not None:
             changed.append(ObjectNote(relpath, change[0], f"{ref}: {change[1]}"))
         xmin, ymin, xmax, ymax = raw.box
         objects.append(
-            ObjectBox(xmin, ymin, xmax, ymax, category[0], raw.area, raw.crowd, mask=mask, source_ref=ref)
-        )
+            ObjectBox(
+                xmin, ymin, xmax, ymax, category[0], raw.area, raw.crowd, mask=mask, source_ref=ref,
+                keypoints=keypoints,
+            )
+        )  # fmt: skip
     return ImageAnnotations(
         tuple(objects), str(image.id), width=image.width, height=image.height, split=file.source.split
     )

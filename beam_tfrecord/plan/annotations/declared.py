@@ -43,7 +43,7 @@ SPLIT_ORDER = ("train", "validation", "test")
 YOLO_KEYS = ("train", "val", "test")
 VOC_LISTS = ("train", "val", "test")
 _LOGGER = logging.getLogger(__name__)
-_COCO_WORD = re.compile(r"^instances_([a-z]+)", re.IGNORECASE)
+_COCO_WORD = re.compile(r"^(?:instances|person_keypoints)_([a-z]+)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

@@ -46,8 +46,10 @@ def load_annotations(
     class_names: Sequence[str] | None = None,
     masks: bool = True,
     label_map: str | None = None,
+    keypoints: bool = False,
 ) -> AnnotationSet:
-    """Read `kind`'s annotations for the listed `files`.
+    """Read `kind`'s annotations for the listed `files` (with `keypoints`, each object's points
+    too: COCO's keypoints files, Ultralytics' pose labels).
 
     Args:
       kind: "coco", "voc" or "yolo".
@@ -87,13 +89,15 @@ def load_annotations(
     if kind != "coco" and (len(paths) > 1 or any(p.split for p in paths)):
         raise ValueError(f"annotations_path: {_TITLES[kind]} takes one path, without a split")
     listed = partition(files)
-    located = locate(kind, files, listed, paths)
+    if keypoints and kind not in ("coco", "yolo"):
+        raise ValueError(f"annotations {kind} has no keypoints: keypoints come from coco or yolo")
+    located = locate(kind, files, listed, paths, keypoints)
     catalog = located.catalog
     if kind == "coco":
-        result = _coco(catalog, located.paths, masks)
+        result = _coco(catalog, located.paths, masks, keypoints)
     else:
         only = located.paths[0] if located.paths else None
-        result = voc.load(catalog, only) if kind == "voc" else _yolo(catalog, only, masks)
+        result = voc.load(catalog, only) if kind == "voc" else _yolo(catalog, only, masks, keypoints)
     result = located.back(result)
     result = _with_declared_splits(kind, result, located, located.paths if kind == "yolo" else paths)
     if label_map:
@@ -134,12 +138,25 @@ def find_kind(task: str, files: Sequence[InputFile], paths: Sequence[AnnotationP
             + "; ".join(segmentation.LOOKED_FOR.values())
             + "): name the format with --annotations"
         )
+    if paths:  # the file named says which: a COCO JSON, a YOLO data.yaml, else VOC's XMLs
+        name = paths[0].path.lower()
+        if name.endswith((".json", ".json.gz")):
+            return "coco"
+        return "yolo" if name.endswith((".yaml", ".yml", ".txt")) or task == "keypoints" else "voc"
     listed = partition(files)
     counts = found_counts(listed.annotation_files)
+    if task == "keypoints":
+        counts["voc"] = 0  # Pascal VOC has no keypoints
     if not any(counts.values()):
+        formats = (
+            "COCO files, YOLO labels/"
+            if task == "keypoints"
+            else "COCO instances files, VOC XMLs, YOLO labels/"
+        )
+        options = "coco or yolo" if task == "keypoints" else "coco, voc or yolo"
         raise ValueError(
-            "annotations: no detection annotations found under --input (COCO instances files, VOC XMLs, "
-            "YOLO labels/): name the format with --annotations coco, voc or yolo"
+            f"annotations: no {task} annotations found under --input ({formats}): name the format with "
+            f"--annotations {options}"
         )
     return max(counts, key=lambda kind: counts[kind])  # type: ignore[return-value]
 
@@ -192,20 +209,22 @@ def _found_at(
     return f"{_TITLES[kind]} annotations {where}" + (f"; class names from {names}" if names else "")
 
 
-def _coco(listed: Catalog, paths: Sequence[AnnotationPath], masks: bool) -> AnnotationSet:
+def _coco(
+    listed: Catalog, paths: Sequence[AnnotationPath], masks: bool, keypoints: bool = False
+) -> AnnotationSet:
     if not paths:
-        found = coco.discover(listed)
+        found = coco.discover(listed, keypoints)
         if not found:
             # Nothing to read: every picture unannotated, which the planner refuses in one line.
             images = {relpath: ImageAnnotations((), stem(relpath)) for relpath in listed.images}
             return AnnotationSet("coco", (), images, unannotated=frozenset(listed.images))
         paths = [AnnotationPath(listed.annotation_files[r].path, declared.coco_split(r)) for r in found]
-        result = coco.load(listed, paths, found, masks)
+        result = coco.load(listed, paths, found, masks, keypoints)
         return dataclasses.replace(result, split_names=())  # declared, not given: see below
     for path in paths:
         if os.path.isdir(path.path):
             raise ValueError(f"annotations_path {path.path} is a folder; name the COCO instances files in it")
-    return coco.load(listed, paths, [_display(listed, path.path) for path in paths], masks)
+    return coco.load(listed, paths, [_display(listed, path.path) for path in paths], masks, keypoints)
 
 
 def _with_declared_splits(
@@ -228,7 +247,10 @@ def _with_declared_splits(
         for r, found in result.images.items()
     }
     names = declared.SPLIT_ORDER
-    source = "COCO instances files named by split (instances_<split>*.json, <split>/_annotations.coco.json)"
+    source = (
+        "COCO files named by split (instances_<split>*.json, person_keypoints_<split>*.json, "
+        "<split>/_annotations.coco.json)"
+    )
     return dataclasses.replace(
         result,
         images=images,
@@ -236,11 +258,13 @@ def _with_declared_splits(
     )
 
 
-def _yolo(listed: Catalog, names: AnnotationPath | None, masks: bool) -> AnnotationSet:
+def _yolo(
+    listed: Catalog, names: AnnotationPath | None, masks: bool, keypoints: bool = False
+) -> AnnotationSet:
     """YOLO's labels; a tree with neither class names nor label files is one that nothing
     matches (the planner says so, with what is there instead), not a missing names file."""
     try:
-        return yolo.load(listed, names, masks)
+        return yolo.load(listed, names, masks, keypoints)
     except ValueError as error:
         labelled = any(yolo.is_label_file(r) for r in listed.annotation_files)
         if names is not None or labelled or not str(error).startswith(yolo.NAMES_NOT_FOUND):

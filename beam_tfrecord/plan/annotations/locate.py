@@ -156,15 +156,20 @@ def _under(root: str, folder: str, files: Sequence[InputFile]) -> dict[str, Inpu
 
 
 def locate(
-    kind: str, files: Sequence[InputFile], catalog: Catalog, paths: tuple[AnnotationPath, ...]
+    kind: str,
+    files: Sequence[InputFile],
+    catalog: Catalog,
+    paths: tuple[AnnotationPath, ...],
+    keypoints: bool = False,
 ) -> Located:
-    """Where `kind`'s annotations are for the listed `files` (see the module docstring)."""
+    """Where `kind`'s annotations are for the listed `files` (see the module docstring);
+    `keypoints`: COCO's `person_keypoints_*.json` first."""
     base = input_base(files)
     if kind == "yolo":
         return _yolo(base, catalog, paths)
     if kind == "voc":
         return _voc(base, catalog, paths)
-    return _coco(base, catalog, paths)
+    return _coco(base, catalog, paths, keypoints)
 
 
 def _component(base: str, names: Sequence[str]) -> int | None:
@@ -277,14 +282,17 @@ def _voc(base: str, catalog: Catalog, paths: tuple[AnnotationPath, ...]) -> Loca
     return Located(_rerooted(catalog, prefix, beside), prefix, root, tuple(looked), paths)
 
 
-def _coco(base: str, catalog: Catalog, paths: tuple[AnnotationPath, ...]) -> Located:
-    if paths or coco.discover(catalog):
+def _coco(base: str, catalog: Catalog, paths: tuple[AnnotationPath, ...], keypoints: bool = False) -> Located:
+    if paths or coco.discover(catalog, keypoints):
         return Located(catalog, paths=paths)
     for root in _parents(base)[:2]:
         found: dict[str, InputFile] = {}
         for pattern in ("*.json", "annotations/*.json"):
             found |= {r: f for r, f in _under(root, root, _list(join(root, pattern), (".json",))).items()}
-        found = {r: f for r, f in found.items() if COCO_NAME.match(posixpath.basename(r))}
+        named = {
+            r: f for r, f in found.items() if keypoints and coco.KEYPOINTS_NAME.match(posixpath.basename(r))
+        }
+        found = named or {r: f for r, f in found.items() if COCO_NAME.match(posixpath.basename(r))}
         if not found:
             continue
         under = relative_to(base, root) or ""
@@ -299,7 +307,7 @@ def _coco(base: str, catalog: Catalog, paths: tuple[AnnotationPath, ...]) -> Loc
 def _coco_hint(relpath: str) -> str:
     """`annotations/instances_val2017.json` -> `val2017`, the folder its images are in."""
     name = posixpath.splitext(posixpath.basename(relpath))[0]
-    return name.split("_", 1)[1] if name.lower().startswith("instances_") else ""
+    return name.rsplit("_", 1)[1] if name.lower().startswith(("instances_", "person_keypoints_")) else ""
 
 
 def _is_folder(path: str) -> bool:

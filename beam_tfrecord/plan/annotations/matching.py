@@ -81,7 +81,9 @@ def found_counts(annotation_files: Mapping[str, object]) -> dict[str, int]:
     for relpath in annotation_files:
         name = posixpath.basename(relpath).lower()
         parts = relpath.split("/")[:-1]
-        if name.endswith(".json") and (name.startswith("instances_") or name == "_annotations.coco.json"):
+        if name.endswith(".json") and (
+            name.startswith(("instances_", "person_keypoints_")) or name == "_annotations.coco.json"
+        ):
             counts["coco"] += 1
         elif name.endswith(".xml"):
             counts["voc"] += 1

@@ -104,7 +104,10 @@ class AnnotationSet:
         names), which a run without `splits` keeps.
       mask_rule: a segmentation run's rule for reading its mask files (None: a detection run).
       looked_for: where a source that found nothing looked, in words ("": the format's usual place).
-      task: what the annotations label (`tasks.TASKS`): detection, segmentation or captions.
+      task: what the annotations label (`tasks.TASKS`): detection, segmentation, captions or
+        keypoints.
+      keypoint_names: a keypoints run's: class name -> its keypoint names, in order.
+      skeletons: a keypoints run's: class name -> its skeleton, pairs of 0-based point indices.
     """
 
     kind: AnnotationKind
@@ -124,6 +127,8 @@ class AnnotationSet:
     mask_rule: MaskRule | None = None
     looked_for: str = ""
     task: str = "detection"
+    keypoint_names: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    skeletons: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
 
     def label_ids(self) -> dict[str, int]:
         """Class name -> label id, counting from 0 in `class_names` order."""

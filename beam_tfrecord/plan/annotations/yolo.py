@@ -9,6 +9,11 @@ An image's file is in the `labels/` tree that mirrors `images/` (Ultralytics' ru
 beside it (`x.txt`). An image without one is a negative; an empty file is a negative too, but an
 annotated one.
 
+Pose labels (a keypoints run): `class cx cy w h` then `px py [v]` for each of the points that
+`kpt_shape: [K, 2 or 3]` in data.yaml declares (Ultralytics' pose format); with two values a
+point, one at (0, 0) is unlabelled and any other visible. `kpt_names` (class index -> names), where
+data.yaml gives it, names the points; otherwise they are numbered.
+
 Class names, in class-index order, come from `annotations_path` (a YAML file with `names`, or a
 text file with one name per line), else from the shallowest YAML file under the input that has
 `names` (`data.yaml`), else the shallowest `classes.txt`. `names` may be a list or a mapping of
@@ -22,7 +27,7 @@ import math
 import posixpath
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -180,8 +185,46 @@ def _label_file(relpath: str) -> str:
     return mirrored[1:] + ".txt"
 
 
+class PoseShape(NamedTuple):
+    """data.yaml's `kpt_shape`: points an object, and values a point (2: x y, 3: x y v)."""
+
+    points: int
+    values: int
+
+
+def pose_shape(
+    listed: Catalog, names_file: str, names_path: AnnotationPath | None
+) -> tuple[PoseShape, dict[int, tuple[str, ...]]]:
+    """`kpt_shape` and `kpt_names` of the YAML file that named the classes; ValueError naming the
+    file when it declares no pose shape (the labels cannot be split into points without it)."""
+    if names_path is not None:
+        path = shown = names_path.path
+    else:
+        listed_file = listed.annotation_files.get(names_file)
+        path, shown = (listed_file.path if listed_file is not None else names_file), names_file
+    if not shown.lower().endswith(YAML_EXTENSIONS):
+        raise ValueError(f"YOLO pose labels need kpt_shape, which a data.yaml declares; {shown} is not one")
+    document = yaml.safe_load(_read_names(path, shown).decode("utf-8-sig"))
+    shape = document.get("kpt_shape") if isinstance(document, dict) else None
+    if not (
+        isinstance(shape, list)
+        and len(shape) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in shape)
+        and shape[0] > 0
+        and shape[1] in (2, 3)
+    ):
+        raise ValueError(f"YOLO class names: {shown} declares no kpt_shape: [points, 2 or 3] for pose labels")
+    raw = document.get("kpt_names") or {}
+    point_names: dict[int, tuple[str, ...]] = {}
+    if isinstance(raw, dict):
+        for key, value in raw.items():
+            if isinstance(value, list) and len(value) == shape[0]:
+                point_names[int(key)] = tuple(str(v).strip() for v in value)
+    return PoseShape(shape[0], shape[1]), point_names
+
+
 def _parse_txt(
-    data: bytes, display: str, names: dict[int, str]
+    data: bytes, display: str, names: dict[int, str], pose: PoseShape | None = None
 ) -> tuple[list[ObjectBox], list[tuple[str, str]]]:
     """A label file's bytes -> its objects and those left out, as (reason, detail); raises
     _Rejected for a line that is not YOLO's, naming the file and line."""
@@ -196,7 +239,10 @@ def _parse_txt(
         if not tokens:
             continue
         ref = f"{display}:{number}"
-        if len(tokens) != 5 and (len(tokens) < 7 or len(tokens) % 2 == 0):
+        if pose is not None and len(tokens) != 5 + pose.points * pose.values:
+            expected = f"'class cx cy w h' and {pose.points} points of {pose.values} values (kpt_shape)"
+            raise _Rejected(reasons.BAD_ANNOTATION.code, f"{ref}: {len(tokens)} values; expected {expected}")
+        if pose is None and len(tokens) != 5 and (len(tokens) < 7 or len(tokens) % 2 == 0):
             raise _Rejected(reasons.BAD_ANNOTATION.code, f"{ref}: {len(tokens)} values; {_BOX_FORMAT}")
         try:
             values = [float(token) for token in tokens]
@@ -216,8 +262,14 @@ def _parse_txt(
                 (reasons.UNKNOWN_CATEGORY.code, f"{ref}: class {index} has no name (names: 0..{max(names)})")
             )
             continue
-        mask = None
-        if len(tokens) == 5:
+        mask = keypoints = None
+        if pose is not None:
+            cx, cy, width, height = values[1:5]
+            box = (cx - width / 2, cy - height / 2, cx + width / 2, cy + height / 2)
+            keypoints = _points(values[5:], pose)
+            if keypoints is None:
+                raise _Rejected(reasons.BAD_ANNOTATION.code, f"{ref}: a point's visibility is not 0, 1 or 2")
+        elif len(tokens) == 5:
             cx, cy, width, height = values[1:]
             box = (cx - width / 2, cy - height / 2, cx + width / 2, cy + height / 2)
         else:
@@ -228,8 +280,24 @@ def _parse_txt(
         if box[2] <= box[0] or box[3] <= box[1]:
             dropped.append((reasons.ZERO_AREA.code, f"{ref}: the box has no area"))
             continue
-        objects.append(ObjectBox(*box, names[index], mask=mask, source_ref=ref))
+        objects.append(ObjectBox(*box, names[index], mask=mask, source_ref=ref, keypoints=keypoints))
     return objects, dropped
+
+
+def _points(values: list[float], pose: PoseShape) -> tuple[float, ...] | None:
+    """A pose line's points as `x, y, v` triples: with two values a point, (0, 0) is unlabelled
+    and any other visible, as Ultralytics' converters write them; None for a bad visibility."""
+    points: list[float] = []
+    for start in range(0, len(values), pose.values):
+        x, y = values[start], values[start + 1]
+        if pose.values == 3:
+            v = values[start + 2]
+            if v not in (0, 1, 2):
+                return None
+        else:
+            v = 0.0 if x == 0 and y == 0 else 2.0
+        points += (x, y, float(v)) if v else (0.0, 0.0, 0.0)
+    return tuple(points)
 
 
 def _is_float(token: str) -> bool:
@@ -240,9 +308,13 @@ def _is_float(token: str) -> bool:
     return True
 
 
-def load(listed: Catalog, names_path: AnnotationPath | None = None, masks: bool = True) -> AnnotationSet:
-    """Every listed image's objects from its label file (see the module docstring)."""
+def load(
+    listed: Catalog, names_path: AnnotationPath | None = None, masks: bool = True, keypoints: bool = False
+) -> AnnotationSet:
+    """Every listed image's objects from its label file (see the module docstring); with
+    `keypoints`, its pose labels' points."""
     names, names_file = class_names(listed, names_path)
+    pose, point_names = pose_shape(listed, names_file, names_path) if keypoints else (None, {})
     files = listed.annotation_files
     found: dict[str, InputFile] = {}
     for relpath in listed.images:
@@ -257,7 +329,7 @@ def load(listed: Catalog, names_path: AnnotationPath | None = None, masks: bool 
     images: dict[str, ImageAnnotations] = {}
     problems: list[ImageProblem] = []
     dropped: list[ObjectNote] = []
-    parsed = _parse_all([f for f in found.values() if len(claimed[f.relpath]) == 1], names)
+    parsed = _parse_all([f for f in found.values() if len(claimed[f.relpath]) == 1], names, pose)
     for relpath, label_file in found.items():
         if len(claimed[label_file.relpath]) > 1:
             others = ", ".join(r for r in claimed[label_file.relpath] if r != relpath)
@@ -317,6 +389,13 @@ def load(listed: Catalog, names_path: AnnotationPath | None = None, masks: bool 
         problems=tuple(sorted(problems)),
         unmatched=tuple(unmatched),
         dropped=tuple(dropped),
+        task="keypoints" if pose is not None else "detection",
+        keypoint_names={
+            name: point_names.get(index) or tuple(str(i) for i in range(pose.points))
+            for index, name in names.items()
+        }
+        if pose is not None
+        else {},
     )
 
 
@@ -333,13 +412,11 @@ def _image_of(label_relpath: str) -> str:
 
 
 def _without_mask(obj: ObjectBox) -> ObjectBox:
-    if obj.mask is None:
-        return obj
-    return ObjectBox(obj.xmin, obj.ymin, obj.xmax, obj.ymax, obj.label, source_ref=obj.source_ref)
+    return obj if obj.mask is None else obj._replace(mask=None)
 
 
 def _parse_all(
-    files: Sequence[InputFile], names: dict[int, str]
+    files: Sequence[InputFile], names: dict[int, str], pose: PoseShape | None = None
 ) -> dict[str, tuple[list[ObjectBox], list[tuple[str, str]]] | _Rejected]:
     """relpath -> (objects, dropped) or why not (read in parallel from gs://)."""
     results: dict[str, tuple[list[ObjectBox], list[tuple[str, str]]] | _Rejected] = {}
@@ -354,7 +431,7 @@ def _parse_all(
             results[file.relpath] = _Rejected(reasons.BAD_ANNOTATION.code, f"{file.relpath} {error}")
             continue
         try:
-            results[file.relpath] = _parse_txt(data, file.relpath, names)
+            results[file.relpath] = _parse_txt(data, file.relpath, names, pose)
         except _Rejected as rejected:
             results[file.relpath] = rejected
     return results
