@@ -291,3 +291,29 @@ def test_tfds_reads_the_masks(tmp_path):
         name = example["image"]["filename"].numpy().decode()
         mask = example["image"]["segmentation"]["class"]["encoded"].numpy()[..., 0]
         np.testing.assert_array_equal(mask, tree.images[name])
+
+
+def test_a_voc_tree_in_a_bucket_given_by_its_images_folder_finds_its_masks_beside_it(tmp_path):
+    """gs:// as on disk: the masks and split lists are found beside the images folder, read by the
+    workers from the bucket (the real GCS emulator over HTTP)."""
+    import uuid
+
+    from gcsemulator import EMULATOR_ENV, Emulator
+
+    tree = gen.voc2012(tmp_path / "data")
+    files = {
+        str(path.relative_to(tree.root)): path.read_bytes() for path in tree.root.rglob("*") if path.is_file()
+    }
+    with Emulator() as emulator, pytest.MonkeyPatch.context() as patch:
+        patch.setenv(EMULATOR_ENV, emulator.url)
+        bucket = f"test-{uuid.uuid4().hex[:12]}"
+        emulator.client().create_bucket(bucket)
+        emulator.upload_tree(bucket, "VOC2012", files)
+        out = tmp_path / "out"
+        assert convert(f"gs://{bucket}/VOC2012/JPEGImages", out, "--task", "segmentation") == 0
+    masks = stored_masks(out)
+    expected = {r.removeprefix("JPEGImages/"): m for r, m in tree.images.items() if r not in tree.unmasked}
+    assert sorted(masks) == sorted(expected)
+    for relpath, mask in expected.items():
+        np.testing.assert_array_equal(masks[relpath], mask)
+    assert summary(out)["split_method"].startswith("declared by Pascal VOC split lists")

@@ -42,7 +42,7 @@ from beam_tfrecord.elements import DuplicateGroup
 from beam_tfrecord.plan.annotations.label_map import is_unused
 from beam_tfrecord.plan.listing import InputFile, split_input_spec
 from beam_tfrecord.plan.splits import expected_deviation, group_of
-from beam_tfrecord.write import grown_objects
+from beam_tfrecord.write import grown_labels, grown_objects
 from beam_tfrecord.write.file_index import IndexEntry, load_index, write_index
 from beam_tfrecord.write.side_files import write_text
 from beam_tfrecord.write.summary import (
@@ -620,6 +620,9 @@ def _merged_summary(
         resumed=new.resumed,
         history=history,
         objects=objects,
+        segmentation=grown_labels.merged_segmentation(old.segmentation, new.segmentation),
+        captions=grown_labels.merged_captions(old.captions, new.captions),
+        keypoints=grown_labels.merged_keypoints(old.keypoints, new.keypoints),
         # A declared split's source as the append's run found it (a list may have been added).
         split_method=new.split_method
         if declared and new.split_method.startswith("declared")
