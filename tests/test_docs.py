@@ -393,15 +393,7 @@ def check_outcome(text: str, folder: Path, output: str) -> None:
         assert '"path": "dog/duplicate.jpg", "reason": "duplicate"' in rejects
     if "--extra_columns" in text:
         assert [c["name"] for c in summary("out")["extra_columns"]] == ["caption", "score", "tags"]
-    if "--input coco2017" in text and "--task keypoints" in text:
-        keypointgen.coco2017_keypoints(folder / "coco2017")
-    if "--input pose" in text:
-        keypointgen.ultralytics_pose(folder / "pose")
-    if "--input flickr8k" in text:
-        captiongen.flickr8k(folder / "flickr8k")
-    if "--input coco2017" in text and "--task captions" in text:
-        captiongen.coco2017(folder / "coco2017")
-    elif "--input coco2017" in text and "--task keypoints" not in text:
+    if "--output out/coco2017" in text:
         assert set(summary("out/coco2017")["splits"]) == {"train", "validation"}
     if "--feature_model" in text:
         assert summary("pets-features")["features"]["shape"] == [1280]
