@@ -174,3 +174,26 @@ def test_count_records_reads_the_framing(output):
     shard.write_bytes(shard.read_bytes()[:-3])
     with pytest.raises(FramingError, match="past the end"):
         count_records(str(shard))
+
+
+@pytest.mark.parametrize("level", [None, "3"])
+def test_the_command_prints_only_its_own_lines(output, tmp_path, level):
+    """TensorFlow's C++ start-up (absl's notice, the CUDA stubs' lines) never reaches the user,
+    whatever TF_CPP_MIN_LOG_LEVEL says; the command's own errors still do."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    if level is not None:
+        env["TF_CPP_MIN_LOG_LEVEL"] = level
+    command = [sys.executable, "-m", "pipelines.inspect", str(output), "--pictures", str(tmp_path)]
+    done = subprocess.run(
+        command, capture_output=True, text=True, env=env, cwd=inspect.__file__.rsplit("/", 2)[0]
+    )
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.startswith("split ")
+    missing = subprocess.run(
+        [*command[:3], str(tmp_path / "nothing")], capture_output=True, text=True, env=env
+    )
+    assert missing.returncode == 2 and missing.stderr.startswith("error: ")
