@@ -54,6 +54,7 @@ from pipelines.options import (
     parse_options,
     usage_text,
 )
+from pipelines.quiet import BEAM_STAGER, held_back
 from pipelines.report import format_table
 
 __all__ = ["EXIT_CLAIMED", "main", "report", "run"]
@@ -269,7 +270,9 @@ def _run_claimed(
     pipeline = beam.Pipeline(options=options)
     _ = pipeline | "ImagesToTFRecords" >> ImagesToTFRecords(staged, config, info, progress_dir)
     if settings.dry_run:
-        print(dry_run.format_report(dry_run.translate(pipeline, settings.dry_run_output), staged))
+        with held_back(BEAM_STAGER):  # the translation stages the --setup_file's sdist too
+            translated = dry_run.translate(pipeline, settings.dry_run_output)
+        print(dry_run.format_report(translated, staged))
         return 0
 
     def on_interrupt() -> str:
@@ -338,7 +341,8 @@ def execute(
 
         with ProgressPrinter(progress_dir, total=total, stream=sys.stderr):
             return pipeline.run().wait_until_finish()
-    result = pipeline.run()
+    with held_back(BEAM_STAGER) if not local else contextlib.nullcontext():  # its sdist build's notice
+        result = pipeline.run()
     if claim is not None and not local:
         claim.set_job(job_id(result))
         interrupts.set_cleanup(claim.hand_over)

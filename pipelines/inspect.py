@@ -4,48 +4,17 @@ a contact sheet and a label histogram. Exits 1 on any mismatch, naming it."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import os
-import re
 import sys
-import tempfile
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow loads: no C++ info chatter
 
-# What TensorFlow's C++ start-up writes to the process's stderr before absl's logging is set up,
-# whatever TF_CPP_MIN_LOG_LEVEL says (it loads twice: its framework, then TFDS's import of it):
-# absl's notice, the CUDA stubs' lines on a machine without a GPU, the CPU feature line.
-TENSORFLOW_START_UP = re.compile(
-    r"^(WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
-    r"|[IWE]\d{4} [\d:. ]+\d+ (cudart_stub|cuda_platform|cuda_executor|cpu_feature_guard|port)\.cc:\d+\] .*)$"
-)
+from pipelines.quiet import TENSORFLOW_START_UP, held_back
 
-
-@contextlib.contextmanager
-def _tensorflow_start_up_unsaid() -> Iterator[None]:
-    """Holds the process's stderr (the file descriptor: TensorFlow's C++ writes there, not to
-    sys.stderr) while TensorFlow loads and finds its devices, then passes on every line but its
-    start-up notices, so the command speaks only its own lines."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as held:
-        os.dup2(held.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            held.seek(0)
-            for line in held.read().decode("utf-8", "replace").splitlines():
-                if not TENSORFLOW_START_UP.match(line):
-                    print(line, file=sys.stderr)
-
-
-with _tensorflow_start_up_unsaid():
+with held_back(TENSORFLOW_START_UP):
     import tensorflow as tf
 
     tf.config.list_physical_devices()  # CUDA's probe says its lines now, not at the first record
