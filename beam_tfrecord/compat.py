@@ -35,7 +35,7 @@ Uses:
 - `decode_in_one_call` (and `ONE_CALL_MAX_BYTES`, its cap): sets a Pillow image's
   `decodermaxblock` (an `ImageFile` attribute that Pillow does not document) to the size of the
   data, so `load` hands the decoder the whole file in one call: one release of the GIL per
-  picture rather than one per 64 KB, and no copies of the part left over between calls (issue 28).
+  picture rather than one per 64 KB, and no copies of the part left over between calls.
 
 Nothing here imports from beam_tfrecord: callers pass in what a use needs to know.
 """

@@ -94,7 +94,7 @@ Mask = tuple[Polygon, ...] | RunLengths | None
 # immutable and hashable like the frozen dataclasses around them, but built in 0.17 us where a
 # frozen dataclass of 12 fields takes 0.85 (its constructor sets each field through
 # `object.__setattr__`), and a detection run builds about three a box (planned, staged and read
-# back, placed): 15 us a photo of 7 boxes (issue 28). `_replace` is their `dataclasses.replace`.
+# back, placed): 15 us a photo of 7 boxes. `_replace` is their `dataclasses.replace`.
 
 
 class ObjectBox(NamedTuple):
@@ -436,7 +436,7 @@ class ShardTask:
         `object_text`, which `objects_staged` is given for every annotated input as it is
         written: the launcher digests a picture's objects from that text (the file index keeps
         the digest) instead of encoding their numbers a second time (float `repr`, 20 us a photo
-        of a detection run: issue 28)."""
+        of a detection run)."""
         head: dict[str, Any] = {"split": self.split, "index": self.index, "count": self.count}
         if self.class_names:
             head["class_names"] = list(self.class_names)

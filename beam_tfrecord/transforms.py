@@ -76,7 +76,7 @@ DROPPED = "dropped"
 CONTENT = "content"
 TALLIES = "tallies"
 _LOGGER = logging.getLogger(__name__)
-READ_BATCH = 4  # inputs per hand-off to a read thread: fewer futures and waits (issue 28)
+READ_BATCH = 4  # inputs per hand-off to a read thread: fewer futures and waits
 
 
 class RunStepFn(beam.DoFn):
@@ -110,7 +110,7 @@ def freeze_imported_heap() -> None:
     our modules) and Beam's worker state: hundreds of thousands of long-lived objects that each
     full collection during the run scanned again, and that the interpreter's exit searched once
     more; the records' elements make full collections frequent. Frozen, they are skipped (about
-    0.7 s of CPU per local worker process, issue 28).
+    0.7 s of CPU per local worker process).
 
     Why it is safe: freezing frees nothing and moves nothing; it only stops the collector looking
     for cycles among these objects. What the steps make afterwards (every element, every
@@ -152,7 +152,7 @@ class ReadShardFn(RunStepFn):
     Takes a `ShardTask` or the path of a staged one, loaded here: a task is never an element
     between two steps, since Beam estimates an element's size by pickling a sample of them,
     and every one of the first ten (a task pickles its inputs: 0.23 s of CPU for 11 tasks of
-    12,000 photos with boxes, issue 28).
+    12,000 photos with boxes).
 
     Also feeds the local progress line (files in `progress_dir`, one count per input read), and,
     on the paths sink, leaves each task's reader's done file in the run's temporary folder once

@@ -455,7 +455,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     code = run(argv)
     # Every output is written and closed: the interpreter's exit need not search the heap the run
     # built (Beam, protobuf, TFDS) for cycles. Frozen, that search is skipped: 0.3-0.4 s of CPU
-    # at every run's end (issue 28, benchmarks/PROFILE_28.md); exit handlers still run.
+    # at every run's end (benchmarks/PROFILE_28.md); exit handlers still run.
     gc.freeze()
     sys.exit(code)
 

@@ -56,7 +56,7 @@ def _read_local(path: str, limit: int | None) -> bytes:
     """A local file's bytes, at most `limit` + 1 of them, in four system calls (open, fstat, one
     read, close) where `open()`'s buffered file made seven (its own fstat, an isatty check, a
     read that finds the end): each lets another thread take the GIL, and on 2 cores every hand-off
-    costs a wake-up (issue 28). Sized from fstat, as read() sizes it (a read(limit) would
+    costs a wake-up. Sized from fstat, as read() sizes it (a read(limit) would
     allocate the whole limit each time), with a byte more to see whether the file grew."""
     descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
     try:
@@ -263,7 +263,7 @@ def ordered_submit(
 
     Items go to the pool `batch` at a time, one future each: a future, a queue hand-off and a
     wait per item cost 5-150 us of CPU (mostly waits for the GIL) beside a 0.5-1 ms decode
-    (issue 28's profile). This thread works too: rather than wait for a batch the pool is still
+    (profiled: docs/performance.md). This thread works too: rather than wait for a batch the pool is still
     running, it takes back (`Future.cancel`) the first batch no pool thread has started and runs
     it itself, so a pool of one thread fewer keeps as many threads busy, and one fewer contends
     for the GIL. An error in `fn` is raised here after the results of the items before it, as

@@ -110,7 +110,7 @@ def _to_tensorflow(data: bytes, options: ImageOptions, name: str | None) -> Enco
     if draft_size:
         image.draft(image.mode, draft_size)
     whole = source_format == "JPEG" and len(data) > ImageFile.MAXBLOCK
-    if whole:  # one release of the GIL a JPEG, not one per MAXBLOCK (64 KB: issue 28)
+    if whole:  # one release of the GIL a JPEG, not one per MAXBLOCK (64 KB)
         compat.decode_in_one_call(image, len(data))
     try:
         _load(image, source_format)
@@ -296,7 +296,7 @@ def _check_jpeg_segments(data: bytes) -> bool:
 # class, not `\xff+[^...]`, which is 20 times slower on photos (about 0.35 ms per MB this way,
 # with the GIL held: 36 us of a 112 KB photo's 40 us walk). Finding the pairs with numpy past a
 # scan's first 16 KB halves that CPU, but its calls release and retake the GIL 6 times a photo:
-# on 2 cores, 12,000 photos took more system time and no less CPU in all (issue 28, branch
+# on 2 cores, 12,000 photos took more system time and no less CPU in all (docs/performance.md; branch
 # speed-read-numpy-scan).
 _JPEG_NEXT_MARKER = re.compile(rb"\xff[\x01-\xcf\xd8-\xfe]")
 

@@ -147,7 +147,7 @@ def place_annotations(
 class _Sizes(NamedTuple):
     """A transform's numbers that every box of an image uses, looked up once per image: each
     attribute or property read per box (`scale` divides each time) cost more than the box's own
-    arithmetic (issue 28)."""
+    arithmetic."""
 
     width: int  # the stored picture's
     height: int

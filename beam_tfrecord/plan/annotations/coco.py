@@ -253,7 +253,7 @@ class _Stream:
     def elements(self) -> Iterator[Any]:
         """An array's values, one at a time. The usual case, a value and the comma after it in
         the text at hand, is walked here without `value` and `expect`, whose calls cost a COCO
-        file's annotation as much as decoding it (issue 28); anything else goes through them."""
+        file's annotation as much as decoding it; anything else goes through them."""
         self.expect("[")
         if self.peek() == "]":
             self.position += 1
