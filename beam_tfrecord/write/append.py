@@ -39,20 +39,20 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import fault_injection, names
 from beam_tfrecord.elements import DuplicateGroup
-from beam_tfrecord.plan.annotations.label_map import is_unused
 from beam_tfrecord.plan.listing import InputFile, split_input_spec
 from beam_tfrecord.plan.splits import expected_deviation, group_of
 from beam_tfrecord.write import grown_labels, grown_objects
 from beam_tfrecord.write.file_index import IndexEntry, load_index, write_index
 from beam_tfrecord.write.side_files import write_text
 from beam_tfrecord.write.summary import (
-    SHARE_WARNING,
     GroupSummary,
     RunOptions,
     SizeRange,
     SplitSummary,
     Summary,
+    copy_warnings,
     duplicate_counts,
+    share_and_class_warnings,
 )
 from beam_tfrecord.write.tally import DIGEST_MODULUS
 from beam_tfrecord.write.tfds_metadata import write_tfds_metadata
@@ -443,32 +443,18 @@ def _warnings(summary: Summary, earlier: Iterable[str], recounted: Iterable[str]
     """The grown dataset's warnings: those about shares, classes, copies and objects from its own
     counts (as write.summary words them; `recounted`: those counted over its side files), the
     runs' others kept."""
-    found = []
-    splits = summary.splits
     declared = summary.split_method.startswith("declared")  # no fraction was asked of them
-    if not summary.stratified and not declared and len(splits) > 1 and summary.records:
-        name, split = max(splits.items(), key=lambda item: abs(item[1].share - item[1].fraction))
-        if abs(split.share - split.fraction) > SHARE_WARNING:
-            found.append(
-                f"split {name} holds {split.share:.1%} of records, not the {split.fraction:.1%} asked: "
-                f"hash splits are off by up to ±{split.expected_deviation:.1%} at this size "
-                "(and never move a file when files are added); stratify gives exact shares"
-            )
-    for label in summary.class_names or []:
-        if not summary.records_per_label.get(label) and not is_unused(label):  # a label map's gap
-            found.append(f"class {label!r} has no valid image")
+    found = share_and_class_warnings(
+        summary.splits,
+        summary.class_names or [],
+        summary.records_per_label,
+        summary.records,
+        summary.stratified,
+        declared,
+    )
     if summary.records == 0:
         found.append("every input was rejected: no record was written")
-    if summary.duplicate_records:
-        found.append(
-            f"{summary.duplicate_records} records have the same image bytes as another record "
-            f"(see {names.DUPLICATES_FILE})"
-        )
-    if summary.cross_split_duplicates:
-        found.append(
-            f"{summary.cross_split_duplicates} records have the same bytes as a record in another "
-            f"split: the splits leak (see {names.DUPLICATES_FILE}; dedupe keeps one copy)"
-        )
+    found += copy_warnings(summary.duplicate_records, summary.cross_split_duplicates)
     found += [w for w in dict.fromkeys(earlier) if not _recounted(w)]
     found += recounted
     changed = (summary.history or [{}])[-1].get(ANNOTATIONS_CHANGED)

@@ -52,8 +52,10 @@ __all__ = [
     "SummaryError",
     "TfdsMetadataInfo",
     "build_summary",
+    "copy_warnings",
     "duplicate_counts",
     "read_summary",
+    "share_and_class_warnings",
 ]
 
 # A hash split further than this from its fraction gets a warning that names stratify.
@@ -670,6 +672,47 @@ def _splits(
     return splits
 
 
+def share_and_class_warnings(
+    splits: Mapping[str, SplitSummary],
+    class_names: Sequence[str],
+    records_of: Mapping[str, int],
+    records: int,
+    stratified: bool,
+    declared: bool,
+) -> list[str]:
+    """The warnings on a dataset's split shares (hash splits only: declared splits asked no
+    fraction) and on its classes without a record, worded once for a run's summary and a grown
+    dataset's (write.append). `records_of`: class name -> its records."""
+    warnings = []
+    if not stratified and not declared and len(splits) > 1 and records:
+        name, split = max(splits.items(), key=lambda item: abs(item[1].share - item[1].fraction))
+        if abs(split.share - split.fraction) > SHARE_WARNING:
+            warnings.append(
+                f"split {name} holds {split.share:.1%} of records, not the {split.fraction:.1%} asked: "
+                f"hash splits are off by up to ±{split.expected_deviation:.1%} at this size "
+                "(and never move a file when files are added); stratify gives exact shares"
+            )
+    for label in class_names:
+        if not records_of.get(label) and not is_unused(label):  # a label map's missing id
+            warnings.append(f"class {label!r} has no valid image")
+    return warnings
+
+
+def copy_warnings(duplicate_records: int, cross_split_duplicates: int) -> list[str]:
+    """The warnings on records whose source bytes another record has, in one split or across two."""
+    warnings = []
+    if duplicate_records:
+        warnings.append(
+            f"{duplicate_records} records have the same image bytes as another record (see {DUPLICATES_FILE})"
+        )
+    if cross_split_duplicates:
+        warnings.append(
+            f"{cross_split_duplicates} records have the same bytes as a record in another "
+            f"split: the splits leak (see {DUPLICATES_FILE}; dedupe keeps one copy)"
+        )
+    return warnings
+
+
 def _warnings(
     facts: PlanFacts,
     splits: Mapping[str, SplitSummary],
@@ -679,19 +722,10 @@ def _warnings(
     dupes: Mapping[str, int],
 ) -> list[str]:
     """What a user should know before training on the output."""
-    warnings = []
     declared = facts.split_source.startswith("declared")
-    if not stratified and not declared and len(splits) > 1 and records:
-        name, split = max(splits.items(), key=lambda item: abs(item[1].share - item[1].fraction))
-        if abs(split.share - split.fraction) > SHARE_WARNING:
-            warnings.append(
-                f"split {name} holds {split.share:.1%} of records, not the {split.fraction:.1%} asked: "
-                f"hash splits are off by up to ±{split.expected_deviation:.1%} at this size "
-                "(and never move a file when files are added); stratify gives exact shares"
-            )
-    for label in facts.class_names or []:
-        if label_counts[label] == 0 and not is_unused(label):  # a label map's missing id
-            warnings.append(f"class {label!r} has no valid image")
+    warnings = share_and_class_warnings(
+        splits, facts.class_names or [], label_counts, records, stratified, declared
+    )
     if facts.manifest_unmatched:
         warnings.append(
             f"{len(facts.manifest_unmatched)} manifest rows name no listed file "
@@ -699,16 +733,7 @@ def _warnings(
         )
     if records == 0:
         warnings.append("every input was rejected: no record was written")
-    if dupes["duplicate_records"]:
-        warnings.append(
-            f"{dupes['duplicate_records']} records have the same image bytes as another record "
-            f"(see {DUPLICATES_FILE})"
-        )
-    if dupes["cross_split_duplicates"]:
-        warnings.append(
-            f"{dupes['cross_split_duplicates']} records have the same bytes as a record in another "
-            f"split: the splits leak (see {DUPLICATES_FILE}; dedupe keeps one copy)"
-        )
+    warnings += copy_warnings(dupes["duplicate_records"], dupes["cross_split_duplicates"])
     grouping = facts.grouping
     if grouping.source and not grouping.groups:
         warnings.append(f"no file has a group ({grouping.source}): every file was split on its own")
