@@ -30,6 +30,7 @@ __all__ = [
     "check_choice",
     "declared",
     "setting",
+    "unshaping_keys",
 ]
 
 # A gs:// object or folder, as a Flex Template parameter that names one must be written.
@@ -107,6 +108,10 @@ class Setting:
       needs_text: what the others' message asks for (`--annotations coco, voc or yolo`).
       record_default: summary.json records the value when it is the default too; False for a
         setting added after outputs were made, so theirs and a new run's read the same.
+      shapes_records: whether another value changes what the records are; False for where files
+        come from and go, how shards are cut and read, what decides only which files are kept:
+        an --append may differ there from the dataset's first run, and a resume's fingerprint
+        leaves it out (`unshaping_keys`).
     """
 
     help: str = ""
@@ -131,6 +136,7 @@ class Setting:
     needs: tuple[str, ...] = ()
     needs_text: str = ""
     record_default: bool = True
+    shapes_records: bool = True
 
 
 _KEY = "beam_tfrecord.setting"
@@ -195,6 +201,24 @@ def declared(cls: type) -> Iterator[Declared]:
         spec = item.metadata.get(_KEY)
         if spec is not None:
             yield Declared(item.name, spec, item)
+
+
+def unshaping_keys(*classes: type) -> frozenset[str]:
+    """summary.json's keys (a nested config's own, and the nested field's name) of the settings
+    of `classes` declared not to shape the records (`Setting.shapes_records`)."""
+    found: set[str] = set()
+    for cls in classes:
+        for item in declared(cls):
+            nested = item.spec.nested
+            if nested is not None:
+                found |= (
+                    {item.name} | {d.record_key or d.name for d in declared(nested)}
+                    if not item.spec.shapes_records
+                    else unshaping_keys(nested)
+                )
+            elif not item.spec.shapes_records and item.record_key is not None:
+                found.add(item.record_key)
+    return frozenset(found)
 
 
 class Config:

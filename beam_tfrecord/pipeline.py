@@ -25,7 +25,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import fault_injection, gcs, runners, tasks
 from beam_tfrecord.config import ConvertConfig, SourceConfig
-from beam_tfrecord.config_base import ConfigError
+from beam_tfrecord.config_base import ConfigError, unshaping_keys
 from beam_tfrecord.elements import (
     ChangeLine,
     DroppedObjectLine,
@@ -243,11 +243,13 @@ def _fingerprint(
     facts: staging.PlanFacts,
 ) -> resume_lib.RunFingerprint:
     """What makes a rerun the same plan: every listed file (path, size, modification time), the
-    settings that shape records and shards (not how many threads read), and the shard tasks as
-    staged (with their objects in a detection run: `tasks_digest`, fed every task's text in
-    order), then the plan's facts. Each is hashed a piece at a time, never held whole twice."""
+    settings that shape the records (those declared `shapes_records`; how shards are cut and
+    which files are kept show in the tasks), and the shard tasks as staged (with their objects in
+    a detection run: `tasks_digest`, fed every task's text in order), then the plan's facts.
+    Each is hashed a piece at a time, never held whole twice."""
+    unshaping = unshaping_keys(SourceConfig, ConvertConfig)
     settings = {**RunOptions.of(source, config).to_json(), "features": config.features}
-    settings.pop("read_threads", None)
+    settings = {key: value for key, value in settings.items() if key not in unshaping}
     listed = resume_lib.TextDigest()
     for f in listing:
         listed.add(json.dumps([f.relpath, f.size, f.mtime, f.problem]))

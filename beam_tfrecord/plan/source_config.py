@@ -53,6 +53,7 @@ class SourceConfig(Config):
     """
 
     input: str = setting(
+        shapes_records=False,
         details="a directory (recursive), a glob (`'data/*/*.jpg'`) or one file, local or `gs://`",
         group="input and labels",
         label="Input images",
@@ -186,6 +187,7 @@ class SourceConfig(Config):
     )
     dedupe: bool = setting(
         False,
+        shapes_records=False,
         details="keep one copy of files with identical bytes (the smallest relative path); the others are "
         "`duplicate` rejects",
         group="splits and shards",

@@ -38,11 +38,14 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import fault_injection, names
+from beam_tfrecord.config_base import unshaping_keys
 from beam_tfrecord.elements import DuplicateGroup
 from beam_tfrecord.plan.listing import InputFile, split_input_spec
+from beam_tfrecord.plan.source_config import SourceConfig
 from beam_tfrecord.plan.splits import expected_deviation, group_of
 from beam_tfrecord.write import grown_labels, grown_objects
 from beam_tfrecord.write.file_index import IndexEntry, load_index, write_index
+from beam_tfrecord.write.output_config import ConvertConfig
 from beam_tfrecord.write.side_files import write_text
 from beam_tfrecord.write.summary import (
     GroupSummary,
@@ -78,27 +81,12 @@ __all__ = [
 
 _LOGGER = logging.getLogger(__name__)
 
-# Options that may differ from the first run's: where files come from and go (the annotations
-# too: a new folder has its own), how the shards are cut and read, dedupe (which decides what is
-# kept, not what a record looks like) and whether a poor annotation match may go on (a warning).
-# A detection append checks at plan time what those may change: each old class id keeps its
-# class, and splits the dataset declared stay declared (`declared_splits` is compared there, as
-# the split the plan makes, not as the option: a dataset that declares none hashes either way).
-UNCHECKED_OPTIONS = frozenset(
-    {
-        "input",
-        "output",
-        "sink",
-        "num_shards",
-        "shard_size_mb",
-        "read_threads",
-        "dedupe",
-        "gcs",
-        "annotations_path",
-        "allow_unmatched_annotations",
-        "declared_splits",
-    }
-)
+# Options that may differ from the first run's: those declared not to shape the records
+# (`config_base.Setting.shapes_records`: where files come from and go, how shards are cut and
+# read, dedupe, whether a poor annotation match may go on). A detection append checks at plan time
+# what those may change: each old class id keeps its class, and splits the dataset declared stay
+# declared (`declared_splits` is compared there, as the split the plan makes, not as the option).
+UNCHECKED_OPTIONS = unshaping_keys(SourceConfig, ConvertConfig)
 
 
 # changed_since_converted.jsonl's change kind for an old picture whose annotations changed since

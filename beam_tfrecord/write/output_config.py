@@ -47,6 +47,7 @@ class ConvertConfig(Config):
     """
 
     output: str = setting(
+        shapes_records=False,
         group="output",
         label="Output folder",
         pattern=GCS_OBJECT,
@@ -81,6 +82,7 @@ class ConvertConfig(Config):
     )
     sink: SinkName = setting(
         "paths",
+        shapes_records=False,
         details="`paths` (shards planned on paths, each written whole by one worker: no image bytes shuffled)"
         " or `beam` (Beam's `WriteToTFRecord`, which shuffles every record once), on every runner",
         group="output",
@@ -91,6 +93,7 @@ class ConvertConfig(Config):
     )
     num_shards: int | None = setting(
         None,
+        shapes_records=False,
         details="shards per split (or `--shard_size_mb`, not both); a derived count grows to give every "
         "worker a shard, down to shards of a quarter of the target",
         default_doc="derived",
@@ -102,6 +105,7 @@ class ConvertConfig(Config):
     )
     shard_size_mb: float = setting(
         128.0,
+        shapes_records=False,
         group="splits and shards",
         label="Target shard size (MB)",
         kind=float,
@@ -109,6 +113,7 @@ class ConvertConfig(Config):
     )
     read_threads: int = setting(
         1,
+        shapes_records=False,
         details="threads that read and decode inside one shard task, to hide read latency; the parallelism "
         "comes from the runner's workers",
         option="decode_threads",
@@ -121,7 +126,7 @@ class ConvertConfig(Config):
         help="threads that read and decode inside one shard task (default: 8 for gs:// input; "
         "locally 2 for one in-process worker, 1 per worker process)",
     )
-    gcs: GcsSettings = setting(factory=GcsSettings, nested=GcsSettings)
+    gcs: GcsSettings = setting(factory=GcsSettings, nested=GcsSettings, shapes_records=False)
 
     def __post_init__(self) -> None:
         check_choice("schema", self.schema, SCHEMAS)

@@ -85,9 +85,12 @@ def _is_pairs(relpath: str) -> bool:
     return bool(_PAIRS.match(posixpath.basename(relpath)))
 
 
-def find_files(kind: str, files: Sequence[InputFile], paths: Sequence[AnnotationPath]) -> list[InputFile]:
-    """The captions files to read: given, else under the input, else in the input's parent or
-    grandparent (and their `annotations/`), those named after the input's folder when any is."""
+def find_files(
+    kind: str, files: Sequence[InputFile], paths: Sequence[AnnotationPath], beside: bool = True
+) -> list[InputFile]:
+    """The captions files to read: given, else under the input, else (`beside`) in the input's
+    parent or grandparent (and their `annotations/`), those named after the input's folder when
+    any is; never a folder as high as the filesystem's or a bucket's root."""
     if paths:
         found = []
         for path in paths:
@@ -97,30 +100,32 @@ def find_files(kind: str, files: Sequence[InputFile], paths: Sequence[Annotation
         return found
     wanted = _is_coco if kind == "coco" else _is_pairs
     under = [f for f in _partition(files).annotation_files.values() if wanted(f.relpath)]
-    if under:
+    if under or not beside:
         return sorted(under, key=lambda f: f.relpath)
     base = input_base(files)
     for folder in _parents(base)[:2]:
-        beside = []
+        found = []
         for where in (folder, join(folder, "annotations")):
-            beside += [f for f in _listed(where) if wanted(f.relpath) and "/" not in f.relpath]
-        if beside:
-            named = [f for f in beside if posixpath.basename(base) in f.relpath]
-            return sorted(named or beside, key=lambda f: f.path)
+            found += [f for f in _listed(where) if wanted(f.relpath)]
+        if found:
+            named = [f for f in found if posixpath.basename(base) in f.relpath]
+            return sorted(named or found, key=lambda f: f.path)
     return []
 
 
 def _parents(path: str) -> list[str]:
+    """`path`'s ancestors, nearest first, above neither `/` nor a bucket (nor the root itself)."""
     parts = path.rstrip("/").split("/")
-    floor = 3 if "://" in path else 1
-    return ["/".join(parts[:end]) or "/" for end in range(len(parts) - 1, floor - 1, -1)]
+    floor = 4 if "://" in path else 2
+    return ["/".join(parts[:end]) for end in range(len(parts) - 1, floor - 1, -1)]
 
 
 def _listed(folder: str) -> list[InputFile]:
+    """The files directly in a folder (never below it)."""
     if "://" not in folder and not os.path.isdir(folder):
         return []
     try:
-        return [f for f in list_inputs(folder + "/*") if f.problem is None]
+        return [f for f in list_inputs(join(folder, "*")) if f.problem is None and "/" not in f.relpath]
     except (ValueError, OSError):
         return []
 

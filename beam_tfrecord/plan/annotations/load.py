@@ -178,7 +178,7 @@ def annotated_layout(files: Sequence[InputFile]) -> str | None:
         kind = max(counts, key=lambda name: counts[name])
         what = {"coco": "COCO instances files", "voc": "Pascal VOC XMLs", "yolo": "YOLO labels/*.txt"}[kind]
         return f"{counts[kind]} {what}: pass --annotations {kind}"
-    if any(captions.find_files(kind, files, ()) for kind in captions.KINDS):
+    if any(captions.find_files(kind, files, (), beside=False) for kind in captions.KINDS):
         return "a captions file (captions_*.json, captions.txt): pass --task captions"
     return None
 

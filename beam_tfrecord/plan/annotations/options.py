@@ -71,6 +71,7 @@ class AnnotationOptions(Config):
     )
     path: str | None = setting(
         None,
+        shapes_records=False,
         details="COCO instances files (`a.json,b.json`, or per split `train=a.json,validation=b.json`; "
         "default: `instances_*.json` under `--input` or beside it), VOC's folder of XML files or one "
         "XML (default: `Annotations/` beside `JPEGImages/`, `annotations/` beside `images/`, or beside "
@@ -114,6 +115,7 @@ class AnnotationOptions(Config):
     )
     allow_unmatched_annotations: bool = setting(
         False,
+        shapes_records=False,
         details="go on when most pictures have no annotation or most annotation entries name no picture "
         "(the run ends with a warning that gives the counts); without it such a run stops before the "
         "pipeline (exit 2). A run where no picture matches any annotation always stops",
@@ -123,7 +125,7 @@ class AnnotationOptions(Config):
         help="go on when most pictures have no annotation or most annotations name no picture (a warning)",
     )
     # Not an option: the command sets it off when --splits is given.
-    declared_splits: bool = setting(True, option=None)
+    declared_splits: bool = setting(True, option=None, shapes_records=False)
     task: str | None = setting(
         None,
         details="what the annotations label: `detection` (boxes) or `segmentation` (a class id per pixel); "

@@ -237,6 +237,8 @@ class _Folders:
     def index(self, folder: str) -> dict[str, list[InputFile]]:
         """The folder's mask files: key (path under it, with and without extension) -> files."""
         folder = folder.rstrip("/")
+        if not folder.startswith("/") and "://" not in folder:
+            return {}  # a place above the filesystem's root: none
         if folder not in self._index:
             under = relative_to(folder, self.base)
             if under is not None and not self._has_dir(under):
