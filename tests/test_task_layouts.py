@@ -8,7 +8,7 @@ import pytest
 import segmentationgen
 from conftest import convert
 from imagegen import jpeg, write_tree
-from outputcheck import summary
+from outputcheck import rejects, summary
 
 from beam_tfrecord.read.examples import iter_examples
 
@@ -81,3 +81,18 @@ def test_a_tree_of_another_task_is_never_turned_into_classes(tmp_path, capsys, l
     assert not out.exists() or not (out / "summary.json").exists()
     # Asked for on purpose, the folders are classes all the same.
     assert convert(root, tmp_path / "asked", "--task", "classification") == 0
+
+
+def test_a_voc_devkit_converted_for_detection_keeps_its_segmentation_masks_out(tmp_path):
+    """VOC 2012 holds SegmentationClass/ and SegmentationObject/ PNGs beside JPEGImages/: they are
+    no pictures of the detection dataset (as negatives, the real devkit would gain 5,826)."""
+    tree = segmentationgen.voc2012(tmp_path / "data")
+    out = tmp_path / "out"
+    assert convert(tree.root, out, "--annotations", "voc") == 0
+    stored = {r["filename"] for split in summary(out)["splits"] for r in iter_examples(str(out), split)}
+    assert stored == set(tree.images) | set(
+        tree.unmasked
+    )  # every JPEG (the devkit's Main lists name them all), nothing else
+    skipped = {r["path"]: r["detail"] for r in rejects(out) if r["reason"] == "skipped"}
+    masks = [path for path in skipped if path.startswith(("SegmentationClass/", "SegmentationObject/"))]
+    assert masks and all("not a picture of the Pascal VOC devkit" in skipped[path] for path in masks)

@@ -91,6 +91,8 @@ def load_annotations(
     listed = partition(files)
     if keypoints and kind not in ("coco", "yolo"):
         raise ValueError(f"annotations {kind} has no keypoints: keypoints come from coco or yolo")
+    outside = _outside_devkit_pictures(listed) if kind == "voc" else {}
+    listed.images = {r: f for r, f in listed.images.items() if r not in outside}
     located = locate(kind, files, listed, paths, keypoints)
     catalog = located.catalog
     if kind == "coco":
@@ -107,7 +109,7 @@ def load_annotations(
         result = _restrict(result, class_names)
     return dataclasses.replace(
         result,
-        sources=_sources(listed, result),
+        sources={**_sources(listed, result), **outside},
         found_at=_found_at(kind, located, paths, result),
         found_instead=found_instead(listed.annotation_files, kind),
     )
@@ -316,6 +318,24 @@ def _restrict(result: AnnotationSet, fixed: Sequence[str], where: str = "class_n
         images=images,
         dropped=tuple(sorted(dropped, key=lambda note: note.relpath)),
     )
+
+
+def _outside_devkit_pictures(listed: Catalog) -> dict[str, str]:
+    """A Pascal VOC devkit listed from its root holds, beside JPEGImages/, the segmentation masks
+    (SegmentationClass/, SegmentationObject/): PNGs that are no picture of the detection dataset,
+    and, taken for pictures without annotations, 5,826 of them would be negatives. Where any
+    picture is in a JPEGImages/ folder, every listed image outside one -> what it is."""
+    images = listed.images
+    if not any("JPEGImages" in r.split("/")[:-1] for r in images):
+        return {}
+    found = {}
+    for relpath in images:
+        if "JPEGImages" not in relpath.split("/")[:-1]:
+            folder = posixpath.basename(posixpath.dirname(relpath)) or "--input"
+            found[relpath] = (
+                f"an image outside JPEGImages/ ({folder}/), not a picture of the Pascal VOC devkit"
+            )
+    return found
 
 
 def _sources(listed: Catalog, result: AnnotationSet) -> dict[str, str]:

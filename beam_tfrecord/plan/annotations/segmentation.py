@@ -2,7 +2,8 @@
 tools lay them out, found from the dataset's root or from its images folder, local or gs://.
 
 - `voc`: `JPEGImages/x.jpg` with `SegmentationClass/x.png` (labelme2voc's `SegmentationClassPNG/`
-  first, where its `SegmentationClass/` holds `.npy` arrays); splits from
+  first, where its `SegmentationClass/` holds `.npy` arrays; DeepLab's `SegmentationClassRaw/` or
+  the augmented `SegmentationClassAug/` where there is no `SegmentationClass/`); splits from
   `ImageSets/Segmentation/*.txt`; names from `class_names.txt` or `labels.txt`, else VOC's 21;
 - `cityscapes`: `leftImg8bit/<split>/<city>/<id>_leftImg8bit.png` with
   `gtFine/<split>/<city>/<id>_gtFine_labelIds.png` (`gtCoarse/` where there is no `gtFine/`); with
@@ -79,6 +80,15 @@ LOOKED_FOR = {
     "folders": "masks/ beside images/, label/ beside image/, <name>annot/ beside <name>/ "
     "(or name the masks folder with annotations_path)",
 }
+# Where VOC-layout masks are, in the order looked for: labelme2voc's PNGs (its
+# SegmentationClass/ holds .npy arrays), VOC's own palette PNGs, then DeepLab's single-channel
+# copies (remove_gt_colormap.py's SegmentationClassRaw/) and the SBD-augmented set's.
+VOC_MASK_FOLDERS = (
+    "SegmentationClassPNG",
+    "SegmentationClass",
+    "SegmentationClassRaw",
+    "SegmentationClassAug",
+)
 IMAGE_FOLDERS = ("images", "image", "imgs", "img")
 MASK_FOLDERS = ("masks", "mask", "labels", "label", "annotations", "gt")
 
@@ -138,7 +148,7 @@ def _named_folder(pattern: str) -> Callable[[str], list[Place]]:
 def _voc_pairing() -> _Pairing:
     def candidates(root: str, folder: str, rest: str) -> list[tuple[str, str]]:
         key = stem(rest)
-        return [(join(root, name), key + ".png") for name in ("SegmentationClassPNG", "SegmentationClass")]
+        return [(join(root, name), key + ".png") for name in VOC_MASK_FOLDERS]
 
     return _Pairing(_named_folder("JPEGImages"), candidates, lambda place: None)
 
