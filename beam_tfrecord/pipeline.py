@@ -23,7 +23,7 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import fault_injection, gcs, runners, tasks
+from beam_tfrecord import fault_injection, gcs, runners
 from beam_tfrecord.config import ConvertConfig, SourceConfig
 from beam_tfrecord.config_base import ConfigError, unshaping_keys
 from beam_tfrecord.elements import (
@@ -62,7 +62,7 @@ from beam_tfrecord.write import file_index, outputs
 from beam_tfrecord.write import resume as resume_lib
 from beam_tfrecord.write.claim import Claim
 from beam_tfrecord.write.shardwriter import remove_tree
-from beam_tfrecord.write.side_files import ObjectFiles, write_metadata
+from beam_tfrecord.write.side_files import object_files, write_metadata
 from beam_tfrecord.write.summary import RunInfo, RunOptions, Summary, build_summary
 from beam_tfrecord.write.tally import Tally
 
@@ -314,23 +314,10 @@ class WriteMetadataFn(RunStepFn):
             changes,
             duplicates,
             facts.manifest_unmatched,
-            self._object_files(dropped),
+            object_files(self.staged, dropped),
         )
         remove_tree(self.staged.temp_dir)
         yield summary
-
-    def _object_files(self, dropped: list[DroppedObjectLine]) -> ObjectFiles | None:
-        """A detection run's dropped objects (planning's and the workers') and unmatched entries;
-        a segmentation or captions run's entries that name no listed picture."""
-        if self.staged.task and "objects" not in tasks.task(self.staged.task).key_groups:
-            return ObjectFiles([], staging.load_unmatched(self.staged.plan_dir), label_map=False)
-        if not self.staged.objects:
-            return None
-        plan_dir = self.staged.plan_dir
-        planned = staging.load_planned_dropped(plan_dir)
-        facts = staging.load_facts(plan_dir).objects
-        points = facts.keypoint_names if facts is not None else None
-        return ObjectFiles([*planned, *dropped], staging.load_unmatched(plan_dir), keypoint_names=points)
 
 
 class ListShardPlansFn(RunStepFn):

@@ -1,14 +1,14 @@
-"""The kinds of labelled pictures a run converts, each declared once: what `--task` offers, which
-annotation formats it reads, which key groups its records hold, how its labels move when the
-picture moves, which summary section counts them, what the readers return beside the image and
-how the contact sheet draws them.
+"""The kinds of labelled pictures a run converts, each declared once: what `--task` offers and
+says, which annotation formats it reads (the first found from the layout when `--annotations` is
+left out), which key groups of `keys.KeyTable` its records hold, and its docs page.
 
-Every stage reads a task's facts from here rather than keeping its own list of tasks, as TFDS's
-`FeaturesDict` drives encode, decode and spec from one object: the option's choices and help
-(`plan.annotations.options`), the formats the planner accepts and finds (`plan.annotations.load`),
-the keys (`keys.record_keys`, through `RecordLayout`), the readers' target (`read.tf_data`) and the
-drawing (`read.pictures`). A new task is a new `Task` here plus its source readers; the ways labels
-move (`Moves`) and are drawn (`Drawing`) are the few the stages implement.
+What reads it: the `--task` and `--annotations` options' choices, help and docs table
+(`plan.annotations.options`), the check that a format belongs to the task, the formats a
+layout is searched for (`plan.annotations.load.find_kind`, `segmentation.KINDS`,
+`captions.KINDS`), and the side files a task's run writes (`pipeline`). The stages still carry
+one branch for each kind of label the key groups name (objects, a class mask, captions,
+keypoints): a new task made of these is a declaration here and its source readers; a new kind
+of label is a branch in each stage as well.
 
 Plain data: no stage imported.
 """
@@ -16,27 +16,18 @@ Plain data: no stage imported.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 __all__ = [
+    "ANNOTATION_FORMATS",
     "CAPTION_FORMATS",
     "KEYPOINT_FORMATS",
     "SEGMENTATION_FORMATS",
     "TASKS",
     "TASK_NAMES",
-    "Drawing",
-    "Moves",
     "Task",
     "task",
     "task_of_format",
 ]
-
-# How a task's labels follow the picture when it is turned or resized: not at all (a class, a
-# caption), as boxes (and instance masks) do, as a per-pixel map does (nearest neighbour, margins
-# of the ignore value), or as points do.
-Moves = Literal["nothing", "boxes", "pixels", "points"]
-# What the contact sheet draws over a picture.
-Drawing = Literal["class_name", "boxes", "class_mask", "points", "captions"]
 
 
 @dataclass(frozen=True)
@@ -45,14 +36,10 @@ class Task:
 
     Args:
       name: the `--task` value.
-      help: one line for `--help`.
+      help: what its labels are, in a line for `--help` and the docs.
       formats: the `--annotations` formats it reads (none: labels from folders, names or a
-        manifest); the first is found from the layout when `--annotations` is left out.
+        manifest); the first is looked for first when `--annotations` is left out.
       key_groups: the groups of `keys.KeyTable` its records hold beside the image's keys.
-      moves: how its labels follow the picture's geometry.
-      summary: summary.json's section that counts its labels.
-      reader: what `load_dataset` yields beside the image (`label`, `objects`, `mask`).
-      drawing: what the contact sheet draws.
       docs: its page under docs/.
     """
 
@@ -60,10 +47,6 @@ class Task:
     help: str
     formats: tuple[str, ...]
     key_groups: tuple[str, ...]
-    moves: Moves
-    summary: str
-    reader: str
-    drawing: Drawing
     docs: str
 
 
@@ -79,10 +62,6 @@ TASKS: dict[str, Task] = {
             help="one class per picture, from its folder, its name or a manifest",
             formats=(),
             key_groups=("label",),
-            moves="nothing",
-            summary="classes",
-            reader="label",
-            drawing="class_name",
             docs="usage.md",
         ),
         Task(
@@ -90,10 +69,6 @@ TASKS: dict[str, Task] = {
             help="boxes (and instance masks) per picture, from COCO, Pascal VOC or YOLO annotations",
             formats=("coco", "voc", "yolo"),
             key_groups=("objects",),
-            moves="boxes",
-            summary="objects",
-            reader="objects",
-            drawing="boxes",
             docs="detection.md",
         ),
         Task(
@@ -102,10 +77,6 @@ TASKS: dict[str, Task] = {
             "or a pair of folders)",
             formats=SEGMENTATION_FORMATS,
             key_groups=("segmentation",),
-            moves="pixels",
-            summary="segmentation",
-            reader="mask",
-            drawing="class_mask",
             docs="segmentation.md",
         ),
         Task(
@@ -113,10 +84,6 @@ TASKS: dict[str, Task] = {
             help="boxes with each object's keypoints (COCO keypoints files, Ultralytics pose labels)",
             formats=KEYPOINT_FORMATS,
             key_groups=("objects", "keypoints"),
-            moves="points",
-            summary="keypoints",
-            reader="objects",
-            drawing="points",
             docs="keypoints.md",
         ),
         Task(
@@ -125,15 +92,13 @@ TASKS: dict[str, Task] = {
             "pairs (CSV, TSV, JSONL, Flickr8k's captions.txt)",
             formats=CAPTION_FORMATS,
             key_groups=("captions",),
-            moves="nothing",
-            summary="captions",
-            reader="captions",
-            drawing="captions",
             docs="captions.md",
         ),
     )
 }
 TASK_NAMES: tuple[str, ...] = tuple(TASKS)
+# Every format some task reads, once each (the `--annotations` choices).
+ANNOTATION_FORMATS: tuple[str, ...] = tuple(dict.fromkeys(f for t in TASKS.values() for f in t.formats))
 
 
 def task(name: str) -> Task:

@@ -107,7 +107,7 @@ def prepare_append(settings: RunSettings) -> AppendJob:
         converted = _converted_annotations(index, listing, number)
         known = KnownRecords(class_names, hashes, listing, indexed, reported, old.split_method, converted)
     else:
-        known = KnownRecords(class_names, hashes)
+        known = KnownRecords(class_names, hashes, split_method=old.split_method)
     merging = append_lib.marker_names(output) is not None
     job = AppendJob(output, old, delta, known, _finished_work(output, merging), merging, index)
     _check_same_input(job, source.input)

@@ -125,3 +125,33 @@ def test_load_dataset_gives_each_picture_its_captions(tmp_path):
     assert isinstance(captions, tf.RaggedTensor)
     got = sorted(sorted(t.decode() for t in row) for row in captions.to_list())
     assert got == sorted(sorted(texts) for texts in expected.values())
+
+
+def test_flickr8k_s_text_zip_lemma_file_is_not_more_captions_and_its_split_lists_are_kept(tmp_path):
+    """Flickr8k_text.zip holds Flickr8k.token.txt, the same captions lemmatized
+    (Flickr8k.lemma.token.txt) and the split lists Flickr_8k.{train,dev,test}Images.txt."""
+    expected = captiongen.flickr8k_token(tmp_path / "flickr")
+    text = tmp_path / "flickr" / "Flickr8k_text"
+    lemma = (text / "Flickr8k.token.txt").read_text().replace(" a ", " the ")
+    (text / "Flickr8k.lemma.token.txt").write_text(lemma)
+    names = sorted(name.split("/")[-1] for name in expected)
+    for word, chosen in (("train", names[:1]), ("dev", names[1:2]), ("test", names[2:])):
+        (text / f"Flickr_8k.{word}Images.txt").write_text("".join(f"{n}\n" for n in chosen))
+    out = tmp_path / "out"
+    assert convert(tmp_path / "flickr", out, "--task", "captions") == 0
+    assert stored(out) == expected  # five captions each, not ten
+    splits = {
+        r["filename"].split("/")[-1]: s for s in summary(out)["splits"] for r in iter_examples(str(out), s)
+    }
+    assert splits == {names[0]: "train", names[1]: "validation", names[2]: "test"}
+
+
+def test_a_caption_that_opens_a_quote_keeps_to_its_own_line(tmp_path):
+    files = {f"photos/p{i}.jpg": jpeg(30, 20, seed=i) for i in range(3)}
+    lines = ["image,caption", 'p0.jpg,"a dog said "woof', "p1.jpg,a cat", "p2.jpg,a bird"]
+    files["captions.csv"] = ("\n".join(lines) + "\n").encode()
+    write_tree(tmp_path / "data", files)
+    out = tmp_path / "out"
+    assert convert(tmp_path / "data", out, "--task", "captions") == 0
+    found = stored(out)
+    assert found["photos/p1.jpg"] == ["a cat"] and found["photos/p2.jpg"] == ["a bird"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import pathlib
 import shutil
 
 import numpy as np
@@ -317,3 +318,60 @@ def test_a_voc_tree_in_a_bucket_given_by_its_images_folder_finds_its_masks_besid
     for relpath, mask in expected.items():
         np.testing.assert_array_equal(masks[relpath], mask)
     assert summary(out)["split_method"].startswith("declared by Pascal VOC split lists")
+
+
+def test_binary_masks_whose_first_ones_are_empty_still_read_255_as_the_object(tmp_path):
+    """Sorted names often put empty masks first (a medical set's healthy slices): the rule is
+    binary for them too, so a later mask's 255 is class 1, never ignored."""
+    empty, full = np.zeros((32, 48), np.uint8), np.zeros((32, 48), np.uint8)
+    full[8:20, 10:30] = 255
+    masks = {f"a{i:02d}": _png(empty) for i in range(20)}
+    masks["z99"] = _png(full)
+    pictures = {name: jpeg(48, 32, seed=i) for i, name in enumerate(masks)}
+    files = {f"images/{n}.jpg": d for n, d in pictures.items()} | {
+        f"masks/{n}.png": d for n, d in masks.items()
+    }
+    write_tree(tmp_path / "data", files)
+    out = tmp_path / "out"
+    assert convert(tmp_path / "data", out, "--task", "segmentation") == 0
+    np.testing.assert_array_equal(stored_masks(out)["images/z99.jpg"], (full == 255).astype(np.uint8))
+    assert summary(out)["segmentation"]["ignored_pixels"] == 0
+
+
+def test_a_split_without_masks_keeps_its_pictures_and_a_devkit_reads_one_mask_folder(tmp_path):
+    """`train/images` + `train/masks` beside a `test/images` without masks: the test pictures
+    are pictures without a mask (kept and counted), never skipped as not pictures."""
+    good = _ids(32, 48)
+    files = {f"train/images/t{i}.jpg": jpeg(48, 32, seed=i) for i in range(3)}
+    files |= {f"train/masks/t{i}.png": _png(good) for i in range(3)}
+    files |= {f"test/images/q{i}.jpg": jpeg(48, 32, seed=10 + i) for i in range(2)}
+    write_tree(tmp_path / "data", files)
+    (tmp_path / "data" / "class_names.txt").write_text("background\nroad\ncar\n")
+    out = tmp_path / "out"
+    assert convert(tmp_path / "data", out, "--task", "segmentation") == 0
+    assert sorted(stored_masks(out)) == sorted(f for f in files if "/images/" in f)
+    assert summary(out)["segmentation"]["pictures_without_mask"] == 2
+    assert splits_of(out)["test/images/q0.jpg"] == "test"
+
+
+def test_a_devkit_with_the_augmented_masks_reads_them_with_their_train_list(tmp_path):
+    """DeepLab's augmented VOC: SegmentationClassAug/ holds masks for more pictures than
+    SegmentationClass/, and ImageSets/Segmentation/train_aug.txt names them: one folder is read
+    (the one that pairs the most pictures) and its train list kept."""
+    tree = gen.voc2012(tmp_path / "data")
+    aug = tree.root / "SegmentationClassAug"
+    aug.mkdir()
+    for relpath, mask in tree.images.items():
+        (aug / (pathlib.PurePosixPath(relpath).stem + ".png")).write_bytes(_png(mask))
+    extra = tree.unmasked[0]
+    with Image.open(tree.root / extra) as picture:
+        width, height = picture.size
+    (aug / (pathlib.PurePosixPath(extra).stem + ".png")).write_bytes(
+        _png(np.zeros((height, width), np.uint8))
+    )
+    lists = tree.root / "ImageSets" / "Segmentation"
+    (lists / "train_aug.txt").write_text(pathlib.PurePosixPath(extra).stem + "\n")
+    out = tmp_path / "out"
+    assert convert(tree.root, out, "--task", "segmentation") == 0
+    assert extra in stored_masks(out) and splits_of(out)[extra] == "train"
+    assert "SegmentationClassAug" in summary(out)["segmentation"]["found_at"]

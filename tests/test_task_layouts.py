@@ -96,3 +96,29 @@ def test_a_voc_devkit_converted_for_detection_keeps_its_segmentation_masks_out(t
     skipped = {r["path"]: r["detail"] for r in rejects(out) if r["reason"] == "skipped"}
     masks = [path for path in skipped if path.startswith(("SegmentationClass/", "SegmentationObject/"))]
     assert masks and all("not a picture of the Pascal VOC devkit" in skipped[path] for path in masks)
+
+
+def test_the_annotation_kind_type_names_every_format_a_task_declares():
+    """elements.AnnotationKind is a typing Literal (it cannot be derived): it must say what the
+    task declarations say."""
+    import typing
+
+    from beam_tfrecord import tasks
+    from beam_tfrecord.elements import AnnotationKind
+
+    assert set(typing.get_args(AnnotationKind)) == set(tasks.ANNOTATION_FORMATS)
+
+
+def test_an_append_over_split_folders_to_a_hashed_dataset_is_refused_in_one_line(tmp_path, capsys):
+    """A dataset split by hash grows only by hash: new pictures put in split folders since would
+    land by their folders, apart from where a full run would hash them."""
+    write_tree(
+        tmp_path / "data",
+        {f"{c}/{c}{i}.jpg": jpeg(30 + i, 20, seed=i) for c in ("cat", "dog") for i in range(3)},
+    )
+    out = tmp_path / "out"
+    assert convert(tmp_path / "data", out) == 0
+    write_tree(tmp_path / "data", {"train/cat/new.jpg": jpeg(33, 21, seed=5)})
+    assert convert(tmp_path / "data", out, "--append") == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error")]
+    assert len(errors) == 1 and "--append refused" in errors[0] and "splits are hash" in errors[0]

@@ -111,10 +111,17 @@ def _from_colours(rgb: np.ndarray, rule: MaskRule, name: str) -> np.ndarray:
 
 
 def _remapped(array: np.ndarray, remap: Sequence[tuple[int, int]]) -> np.ndarray:
-    out = array.copy()
+    """The values through the remap, in one pass over the pixels (a lookup table: Cityscapes'
+    34 label ids are 34 pairs)."""
+    if array.dtype != np.uint8:  # a 16- or 32-bit mask: its values above 255 are named later
+        out = array.copy()
+        for before, after in remap:
+            out[array == before] = after
+        return out
+    table = np.arange(256, dtype=np.uint8)
     for before, after in remap:
-        out[array == before] = after
-    return out
+        table[before] = after
+    return table[array]
 
 
 def _checked(array: np.ndarray, rule: MaskRule, name: str) -> np.ndarray:

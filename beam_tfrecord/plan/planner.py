@@ -207,6 +207,15 @@ class Plan:
     split_source: str = ""
 
     @property
+    def task(self) -> str:
+        """The run's task (`tasks.TASKS`), as its plan says it."""
+        if self.objects is not None:
+            return "keypoints" if self.objects.keypoint_names else "detection"
+        if self.labels is not None:
+            return self.labels.task
+        return "classification"
+
+    @property
     def unmatched_lines(self) -> tuple[str, ...]:
         """annotations_without_image.jsonl's lines (an annotated run's)."""
         if self.objects is not None:
@@ -300,6 +309,8 @@ def _make_plan(
         class_names, labeled = _known_classes(labeled, label_source, fixed, rejects)
         if label_source.mode == "folder":
             declared = _split_folders(labeled, source)
+        if known is not None:  # a grown class-folder tree splits as it was split
+            _check_split_method(known, declared, source)
     else:
         labeled = _annotated_files(files, annotated, source, rejects)
         class_names = list(annotated.class_names) if annotated.task != "captions" else None
@@ -518,17 +529,17 @@ def _check_split_method(known: KnownRecords, declared: DeclaredSplits | None, so
     was = known.split_method.startswith("declared")
     if was == (declared is not None):
         return
-    assert source.annotations is not None
+    options = source.annotations
+    keeps_declared = options.declared_splits if options is not None else source.split_folders
     if declared is not None:
         now = f"declared by {declared.source}"
     else:
-        now = (
-            "hashed (--splits given)" if not source.annotations.declared_splits else "hashed (none declared)"
-        )
+        now = "hashed (--splits given)" if not keeps_declared else "hashed (none declared)"
+    name, kind = ("annotations", f"{options.kind}: ") if options is not None else ("splits", "")
     raise ConfigError(
-        "annotations",
-        f"{source.annotations.kind}: --append refused: the dataset's splits are {known.split_method}, "
-        f"this run's would be {now}: a full run with --overwrite splits every picture alike",
+        name,
+        f"{kind}--append refused: the dataset's splits are {known.split_method}, this run's would be "
+        f"{now}: a full run with --overwrite splits every picture alike",
     )
 
 
@@ -895,9 +906,7 @@ def shard_tasks(plan: Plan, split_seed: int = 0) -> list[ShardTask]:
             members[index].append(item)
             heapq.heappush(heap, (size + item.size, index))
         names = tuple(plan.class_names or ()) if plan.objects is not None else ()
-        task = plan.labels.task if plan.labels is not None else ""
-        if plan.objects is not None and plan.objects.keypoint_names:
-            task = "keypoints"
+        task = plan.task if plan.task not in ("classification", "detection") else ""
         rule = plan.labels.rule if plan.labels is not None else None
         tasks += [
             ShardTask(split, index, count, tuple(members[index]), names, rule, task) for index in range(count)

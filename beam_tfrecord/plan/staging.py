@@ -255,9 +255,7 @@ def locate_plan(plan: Plan, output: str, run_id: str | None = None) -> StagedPla
     rejected = len(plan.rejects) - plan.skipped
     counts = (len(plan.inputs), plan.listed, plan.skipped, rejected)
     objects, masks = plan.objects is not None, bool(plan.objects and plan.objects.masks)
-    task = plan.labels.task if plan.labels is not None else ""
-    if plan.objects is not None and plan.objects.keypoint_names:
-        task = "keypoints"
+    task = plan.task if plan.task not in ("classification", "detection") else ""
     return StagedPlan(temp_dir, dict(plan.shard_counts), *counts, objects, masks, task)
 
 

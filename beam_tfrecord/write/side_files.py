@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import fault_injection
+from beam_tfrecord import fault_injection, tasks
 from beam_tfrecord.elements import ChangeLine, DroppedObjectLine, DuplicateGroup, RejectLine
 from beam_tfrecord.names import (
     ANNOTATIONS_UNMATCHED_FILE,
@@ -28,12 +28,14 @@ from beam_tfrecord.names import (
     SUMMARY_TEMP_FILE,
     TFDS_INFO_FILE,
 )
+from beam_tfrecord.plan import staging
 from beam_tfrecord.plan.annotations.label_map import is_unused
+from beam_tfrecord.plan.staging import StagedPlan
 from beam_tfrecord.write.summary import Summary
 from beam_tfrecord.write.tfds_metadata import write_tfds_metadata
 from beam_tfrecord.write_failures import writing
 
-__all__ = ["ObjectFiles", "label_map", "write_metadata", "write_text"]
+__all__ = ["ObjectFiles", "label_map", "object_files", "write_metadata", "write_text"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,22 @@ class ObjectFiles:
     unmatched: Sequence[str] = ()
     label_map: bool = True
     keypoint_names: Mapping[str, Sequence[str]] | None = None  # a keypoints run's, by class
+
+
+def object_files(staged: StagedPlan, dropped: Sequence[DroppedObjectLine]) -> ObjectFiles | None:
+    """An annotated run's side files' lines: a detection or keypoints run's dropped objects
+    (planning's and the workers') and unmatched entries, with its keypoint names for the label
+    map; a segmentation or captions run's entries that name no listed picture; None for a
+    classification run."""
+    plan_dir = staged.plan_dir
+    if staged.task and "objects" not in tasks.task(staged.task).key_groups:
+        return ObjectFiles([], staging.load_unmatched(plan_dir), label_map=False)
+    if not staged.objects:
+        return None
+    planned = staging.load_planned_dropped(plan_dir)
+    facts = staging.load_facts(plan_dir).objects
+    points = facts.keypoint_names if facts is not None else None
+    return ObjectFiles([*planned, *dropped], staging.load_unmatched(plan_dir), keypoint_names=points)
 
 
 def label_map(class_names: Sequence[str], keypoint_names: Mapping[str, Sequence[str]] | None = None) -> str:

@@ -19,7 +19,6 @@ unannotated (kept with no caption and counted, or dropped by `--unannotated drop
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 import posixpath
@@ -28,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from beam_tfrecord import reasons
+from beam_tfrecord import reasons, tasks
 from beam_tfrecord.elements import ImageAnnotations
 from beam_tfrecord.plan.annotations.catalog import Catalog, describe_error, partition, read_one, stem
 from beam_tfrecord.plan.annotations.declared import DeclaredSplits, split_name
@@ -39,14 +38,20 @@ from beam_tfrecord.plan.listing import InputFile, list_inputs
 
 __all__ = ["KINDS", "LOOKED_FOR", "find_files", "load_captions"]
 
-KINDS = ("coco", "pairs")
+KINDS = tasks.CAPTION_FORMATS
 LOOKED_FOR = {
     "coco": "captions_*.json under --input or beside it (or its annotations/ folder)",
     "pairs": "captions.txt, captions.csv, captions.tsv, captions.jsonl or *.token.txt under --input or "
     "beside it",
 }
 _COCO = re.compile(r"^captions_.*\.json$", re.IGNORECASE)
-_PAIRS = re.compile(r"^(captions\.(txt|csv|tsv|jsonl)|.*\.token\.txt)$", re.IGNORECASE)
+# Flickr8k's text zip holds Flickr8k.token.txt and Flickr8k.lemma.token.txt, the same captions
+# lemmatized: only the first is the captions (the lemma file would double every picture's).
+_PAIRS = re.compile(
+    r"^(captions\.(txt|csv|tsv|jsonl)|(?!.*\.lemma\.token\.txt$).*\.token\.txt)$", re.IGNORECASE
+)
+# Flickr8k's split lists, beside its token file: the pictures of each split, a name a line.
+FLICKR_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
 _TOKEN = re.compile(r"^(?P<image>[^\t#]+)#\d+\t(?P<caption>.*)$")
 IMAGE_COLUMNS = ("image", "image_name", "file_name", "filename", "file", "path", "image_path", "img")
 CAPTION_COLUMNS = ("caption", "captions", "text", "sentence", "comment", "description")
@@ -121,12 +126,27 @@ def _parents(path: str) -> list[str]:
 
 
 def _listed(folder: str) -> list[InputFile]:
-    """The files directly in a folder (never below it)."""
-    if "://" not in folder and not os.path.isdir(folder):
-        return []
+    """The files directly in a folder, never walking below it; on gs://, where a folder is a
+    prefix whose listing would walk every object under it, only the captions files' own names."""
+    if "://" in folder:
+        names = ["captions.txt", "captions.csv", "captions.tsv", "captions.jsonl", "Flickr8k.token.txt"]
+        return [f for name in names for f in _one(join(folder, name))]
     try:
-        return [f for f in list_inputs(join(folder, "*")) if f.problem is None and "/" not in f.relpath]
-    except (ValueError, OSError):
+        with os.scandir(folder) as entries:
+            return [
+                InputFile(entry.name, entry.path, entry.stat().st_size)
+                for entry in entries
+                if entry.is_file()
+            ]
+    except OSError:  # not a folder, or not readable: no captions there
+        return []
+
+
+def _one(path: str) -> list[InputFile]:
+    """The one file at `path`, or none."""
+    try:
+        return [InputFile(posixpath.basename(path), path, f.size) for f in list_inputs(path)]
+    except (ValueError, OSError):  # not there
         return []
 
 
@@ -143,6 +163,8 @@ def load_captions(kind: str, files: Sequence[InputFile], paths: Sequence[Annotat
         shown = source.relpath if source.relpath in listed.annotation_files else source.path
         captions = _coco(source, shown) if kind == "coco" else _pairs(source, shown)
         split = _split_of(shown) if kind == "coco" else None
+        for relpath, (flickr_split, where) in _flickr_splits(source, listed).items():
+            declared[relpath].append((flickr_split, where))
         for caption in captions:
             if isinstance(caption, UnmatchedEntry):
                 unmatched.append(caption)
@@ -186,6 +208,21 @@ def load_captions(kind: str, files: Sequence[InputFile], paths: Sequence[Annotat
     )
 
 
+def _flickr_splits(source: InputFile, listed: Catalog) -> dict[str, tuple[str, str]]:
+    """Flickr8k's split lists beside its captions file (`Flickr_8k.trainImages.txt`, `dev`,
+    `test`): listed picture -> (split, list)."""
+    folder = posixpath.dirname(source.path)
+    found: dict[str, tuple[str, str]] = {}
+    for word, split in FLICKR_SPLITS.items():
+        name = f"Flickr_8k.{word}Images.txt"
+        for file in _one(join(folder, name)):
+            for line in read_one(file.path).decode("utf-8", "replace").split():
+                matches = listed.matches(line)
+                if len(matches) == 1:
+                    found[matches[0]] = (split, name)
+    return found
+
+
 def _split_of(shown: str) -> str | None:
     """`captions_val2017.json` -> validation."""
     match = re.match(r"^captions_([a-z]+)", posixpath.basename(shown), re.IGNORECASE)
@@ -203,9 +240,9 @@ def _declared(claims: dict[str, list[tuple[str, str]]]) -> DeclaredSplits | None
         else:
             split_of[relpath] = splits[0]
     names = tuple(n for n in ("train", "validation", "test") if n in split_of.values())
-    return DeclaredSplits(
-        "COCO captions files named by split (captions_<split>*.json)", names, split_of, conflicts
-    )
+    sources = sorted({where for found in claims.values() for _, where in found})
+    what = "COCO captions files named by split" if sources[0].endswith(".json") else "Flickr8k's split lists"
+    return DeclaredSplits(f"{what} ({', '.join(sources[:3])})", names, split_of, conflicts)
 
 
 def _read_text(source: InputFile, shown: str) -> str:
@@ -273,9 +310,10 @@ def _pairs(source: InputFile, shown: str) -> Iterator[_Caption | UnmatchedEntry]
             yield _Caption(match["image"].strip(), f"{shown}:{number}", match["caption"].strip())
         return
     delimiter = "\t" if lines and "\t" in lines[0] else "|" if lines and lines[0].count("|") >= 2 else ","
-    rows = csv.reader(io.StringIO(text), delimiter=delimiter)
     header: list[str] | None = None
     image_at, caption_at = 0, 1
+    # A line at a time: a caption that opens a quote and never closes it stays one line's.
+    rows = (next(csv.reader([line], delimiter=delimiter), []) for line in lines)
     for number, row in enumerate(rows, 1):
         if not row or not any(cell.strip() for cell in row):
             continue

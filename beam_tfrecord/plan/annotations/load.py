@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import reasons
+from beam_tfrecord import reasons, tasks
 from beam_tfrecord.elements import AnnotationKind, ImageAnnotations
 from beam_tfrecord.plan.annotations import captions, coco, declared, segmentation, voc, yolo
 from beam_tfrecord.plan.annotations.catalog import Catalog, partition, stem
@@ -34,7 +34,7 @@ from beam_tfrecord.plan.listing import InputFile
 
 __all__ = ["ANNOTATION_KINDS", "annotated_layout", "find_kind", "load_annotations"]
 
-ANNOTATION_KINDS: tuple[AnnotationKind, ...] = ("coco", "voc", "yolo")
+ANNOTATION_KINDS: tuple[str, ...] = tasks.task("detection").formats
 _TITLES = {"coco": "COCO", "voc": "Pascal VOC", "yolo": "YOLO"}
 
 

@@ -12,7 +12,7 @@ from beam_tfrecord.plan.annotations.paths import AnnotationPath, parse_annotatio
 
 __all__ = ["ANNOTATION_KINDS", "ANNOTATION_TASKS", "UNANNOTATED", "AnnotationOptions"]
 
-ANNOTATION_KINDS: tuple[str, ...] = get_args(AnnotationKind)
+ANNOTATION_KINDS: tuple[str, ...] = tasks.ANNOTATION_FORMATS
 UnannotatedName = Literal["keep", "drop"]
 UNANNOTATED: tuple[str, ...] = get_args(UnannotatedName)
 # The tasks whose labels come from annotation files (classification's come from the listing).
@@ -56,18 +56,22 @@ class AnnotationOptions(Config):
 
     kind: AnnotationKind | None = setting(
         None,
-        details="the annotations' format: for detection `coco`, `voc` or `yolo` (boxes, and masks, with the "
-        "Object Detection API's keys; see [Detection](detection.md)); for segmentation `voc` "
-        "(SegmentationClass), `cityscapes`, `ade20k` or `folders` (a mask per picture; see "
-        "[Segmentation](segmentation.md)); left out with `--task`, found from the layout",
+        details="the annotations' format, by task: "
+        + "; ".join(
+            f"{t.name} {', '.join(f'`{f}`' for f in t.formats)} (see [{t.name.capitalize()}]({t.docs}))"
+            for t in tasks.TASKS.values()
+            if t.formats
+        )
+        + "; left out, the format is found from the layout (with `--task`); given alone, its task is "
+        "detection for coco, voc and yolo",
         default_doc="none",
         option="annotations",
         group="annotations",
         label="Annotations",
         record="annotations",
         choices=ANNOTATION_KINDS,
-        help="the annotations' format: coco, voc or yolo (detection); voc, cityscapes, ade20k or folders "
-        "(segmentation)",
+        help="the annotations' format: "
+        + "; ".join(f"{', '.join(t.formats)} ({t.name})" for t in tasks.TASKS.values() if t.formats),
     )
     path: str | None = setting(
         None,
@@ -128,16 +132,15 @@ class AnnotationOptions(Config):
     declared_splits: bool = setting(True, option=None, shapes_records=False)
     task: str | None = setting(
         None,
-        details="what the annotations label: `detection` (boxes) or `segmentation` (a class id per pixel); "
-        "`classification` is one label per picture, without annotations (the default); given "
-        "`--annotations`, its format's task (detection for coco, voc and yolo)",
+        details="what the labels are: "
+        + "; ".join(f"`{t.name}`, {t.help}" for t in tasks.TASKS.values())
+        + "; given `--annotations` alone, its format's task (detection for coco, voc and yolo)",
         default_doc="classification, or the format's",
         group="annotations",
         label="Task",
         choices=tasks.TASK_NAMES,
         record_default=False,
-        help="classification (the default), detection or segmentation; "
-        + "; ".join(f"{t.name}: {t.help}" for t in tasks.TASKS.values() if t.formats),
+        help=f"{', '.join(tasks.TASK_NAMES)} (default classification; with --annotations, its format's)",
     )
     ignore_value: int = setting(
         255,

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
-from beam_tfrecord import reasons
+from beam_tfrecord import reasons, tasks
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import ImageAnnotations, MaskFile, MaskRule
 from beam_tfrecord.plan.annotations.catalog import ANNOTATION_EXTENSIONS, read_one, stem
@@ -71,7 +71,7 @@ MASK_EXTENSIONS = (".png", ".bmp", ".gif", ".tif", ".tiff", ".jpg", ".jpeg", ".w
 NAMES_FILES = ("class_names.txt", "labels.txt", "classes.txt")
 # How many masks a plain pair's launcher reads to tell binary 0/255 masks apart.
 BINARY_SAMPLE = 16
-KINDS = ("voc", "cityscapes", "ade20k", "folders")  # in the order a layout is looked for
+KINDS = tasks.SEGMENTATION_FORMATS  # in the order a layout is looked for
 _TITLES = {"voc": "Pascal VOC", "cityscapes": "Cityscapes", "ade20k": "ADE20K", "folders": "paired folders"}
 LOOKED_FOR = {
     "voc": "SegmentationClass/ (or labelme2voc's SegmentationClassPNG/) beside JPEGImages/",
@@ -303,31 +303,45 @@ def _pair(files: Sequence[InputFile], pairing: _Pairing, folders: _Folders) -> t
             candidates.append((file, places))
     found = _Found({}, set(), {}, set())
     placed: dict[str, Place] = {}
+    matches: dict[str, list[tuple[InputFile, str]]] = {}  # picture -> its masks, candidate order
     for file, places in candidates:
         placed[file.relpath] = places[0]
         for place in places:
-            mask = next(
-                (
-                    (masks[0], folder)
-                    for folder, key in pairing.candidates(*place)
-                    if (masks := folders.index(folder).get(key))
-                ),
-                None,
-            )
-            if mask is not None:
-                found.masks[file.relpath] = mask
-                found.mask_folders.add(mask[1].rstrip("/"))
+            here = [
+                (masks[0], f) for f, key in pairing.candidates(*place) if (masks := folders.index(f).get(key))
+            ]
+            if here:
+                matches[file.relpath] = here
                 placed[file.relpath] = place
                 break
+    # One mask folder a folder of pictures: the one that pairs the most of them (the first in
+    # the layout's order on a tie), so a devkit with VOC's masks and the augmented set's is read
+    # from one of them, never picture by picture from both (CamVid's train/ and val/ each have
+    # their own).
+    chosen: dict[tuple[str, str], str] = {}
+    order = list(dict.fromkeys(f for here in matches.values() for _, f in here))
+    counts: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
+    for relpath, here in matches.items():
+        tally = counts[placed[relpath][:2]]
+        for folder in dict.fromkeys(f for _, f in here):
+            tally[folder] = tally.get(folder, 0) + 1
+    for pictures_folder, tally in counts.items():
+        chosen[pictures_folder] = max(tally, key=lambda f: (tally[f], -order.index(f)))
+    for relpath, here in matches.items():
+        folder = chosen[placed[relpath][:2]]
+        mask = next((m for m in here if m[1] == folder), None)
+        if mask is not None:
+            found.masks[relpath] = mask
+            found.mask_folders.add(folder.rstrip("/"))
     # A picture inside a folder of masks is a mask (CamVid's `trainannot/` is a place too).
     pictures = [
         f
         for f, _ in candidates
         if not any(relative_to(f.path, folder) is not None for folder in found.mask_folders)
     ]
-    if found.masks:  # the dataset's pictures: those in the places whose siblings hold its masks
-        used = {(placed[r][0], placed[r][1]) for r in found.masks}
-        pictures = [f for f in pictures if (placed[f.relpath][0], placed[f.relpath][1]) in used]
+    if found.masks:  # the dataset's pictures: those in a folder named as the paired ones' (test/images/ too)
+        used = {placed[r][1] for r in found.masks}
+        pictures = [f for f in pictures if placed[f.relpath][1] in used]
     kept = {f.relpath for f in pictures}
     found.masks = {r: m for r, m in found.masks.items() if r in kept}
     found.roots = {placed[r][0] for r in found.masks}
@@ -356,6 +370,14 @@ def load_segmentation(
         )
     folders = _Folders(files, base)
     pictures, found = _pair(files, _pairing(kind, settings, given, base), folders)
+    if (
+        kind == "cityscapes"
+        and settings.train_ids
+        and any(_label_ids_file(m) for m, _ in found.masks.values())
+    ):
+        # createTrainIdLabelImgs.py was not run for every picture: the label ids of every one,
+        # mapped by the table (one rule a run, never train ids for some and label ids for others).
+        pictures, found = _pair(files, _cityscapes_pairing(False), folders)
     root = _root(found, base)
     if not found.masks:  # nothing to read: the planner's match check says so in one line
         return _nothing_found(kind, files, pictures, found, folders)
@@ -420,7 +442,10 @@ def display_palette(
 def pairs_any(kind: str, files: Sequence[InputFile], *, outside: bool = True) -> bool:
     """Whether `kind`'s layout pairs any listed picture with a mask (a run given `--task
     segmentation` without `--annotations` takes the first format that does); `outside`: masks
-    beside the input count too (else only those the listing holds)."""
+    beside the input count too (else only those the listing holds, and a listing without the
+    layout's folders is told apart from its folder names alone, never paired file by file)."""
+    if not outside and not _has_layout_folders(kind, files):
+        return False
     base = input_base(files)
     pairing = _pairing(kind, SegmentationSettings(), None, base)
     _, found = _pair(files, pairing, _Folders(files, base, outside))
@@ -444,6 +469,26 @@ def _nothing_found(
     )
 
 
+def _has_layout_folders(kind: str, files: Sequence[InputFile]) -> bool:
+    """Whether the listing holds the folders `kind`'s layout pairs: a set of folder names, one
+    pass, so a class-folder run of a million pictures pays no pairing."""
+    names: set[str] = set()
+    for file in files:
+        names.update(file.relpath.split("/")[:-1])
+    if kind == "voc":
+        return "JPEGImages" in names and bool(names & set(VOC_MASK_FOLDERS))
+    if kind == "cityscapes":
+        return "leftImg8bit" in names and bool(names & {"gtFine", "gtCoarse"})
+    if kind == "ade20k":
+        return "images" in names and "annotations" in names
+    masks = set(MASK_FOLDERS) | {name.capitalize() for name in MASK_FOLDERS}
+    return bool(names & set(IMAGE_FOLDERS) and names & masks) or any(f"{n}annot" in names for n in names)
+
+
+def _label_ids_file(mask: InputFile) -> bool:
+    return mask.path.endswith("_labelIds.png")
+
+
 def _root(found: _Found, base: str) -> str:
     if len(found.roots) == 1:
         return next(iter(found.roots)) or base
@@ -456,7 +501,9 @@ def _class_names(
     """The class names by id and where they came from, in words."""
     if settings.class_names:
         return tuple(settings.class_names), "class names from class_names"
-    for folder in [root, *sorted({posixpath.dirname(f) for f in found.mask_folders})]:
+    for folder in dict.fromkeys(
+        [root, *sorted({posixpath.dirname(f) for f in found.mask_folders}), folders.base]
+    ):
         for name in NAMES_FILES:
             path = join(folder, name)
             names = _names_file(path)
@@ -518,7 +565,7 @@ def _rule(
         rule = MaskRule(len(class_names), ignore, voc_palette(len(class_names)), (VOC_VOID_COLOUR,))
         return _checked(rule, class_names), f"palette indices are class ids, {ignore} ignored"
     if kind == "cityscapes":
-        mapped = settings.train_ids and any(m.path.endswith("_labelIds.png") for m, _ in found.masks.values())
+        mapped = settings.train_ids and any(_label_ids_file(m) for m, _ in found.masks.values())
         if mapped:  # labelTrainIds were never made: the label ids mapped by the table
             remap = tuple((label.id, label.train_id) for label in CITYSCAPES_LABELS)
             rule = MaskRule(len(class_names), 255, remap=remap)
@@ -532,10 +579,11 @@ def _rule(
             MaskRule(len(class_names), ignore), class_names
         ), f"values are class ids, 0 other, {ignore} ignored"
     if kind == "folders" and class_names == BINARY_NAMES and not settings.class_names:
-        if 255 in _sampled_values(found):
-            rule = MaskRule(2, ignore if ignore not in (0, 1) else None, remap=((255, 1),))
-            return rule, f"binary masks (the first {BINARY_SAMPLE} read hold only 0 and 255): 255 is class 1"
-        return _checked(MaskRule(2, ignore), class_names), f"binary masks of 0 and 1, {ignore} ignored"
+        if 1 in _sampled_values(found):
+            return _checked(MaskRule(2, ignore), class_names), f"binary masks of 0 and 1, {ignore} ignored"
+        # 0 and 255, or 0 alone so far (empty masks first): 255 is the object, never ignored.
+        rule = MaskRule(2, ignore if ignore not in (0, 1) else None, remap=((255, 1),))
+        return rule, f"binary masks (the first {BINARY_SAMPLE} read hold only 0 and 255): 255 is class 1"
     return _checked(
         MaskRule(len(class_names), ignore), class_names
     ), f"values are class ids, {ignore} ignored"
@@ -596,7 +644,7 @@ def _declared(
 def _voc_lists(root: str, pictures: Sequence[InputFile]) -> DeclaredSplits | None:
     folder = join(root, "ImageSets/Segmentation")
     lists = {}
-    for name in ("train", "val", "test", "trainval"):
+    for name in ("train", "val", "test", "trainval", "train_aug", "trainaug", "val_aug"):
         path = join(folder, f"{name}.txt")
         if "://" not in path and not os.path.isfile(path):
             continue
@@ -609,8 +657,9 @@ def _voc_lists(root: str, pictures: Sequence[InputFile]) -> DeclaredSplits | Non
     if not lists:
         return None
     claims: dict[str, list[str]] = defaultdict(list)
-    for name, ids in lists.items():
-        split = "train" if name == "trainval" else (split_name(name) or name)
+    for name, ids in lists.items():  # DeepLab's augmented set's train_aug.txt is a train list too
+        word = name.removesuffix("_aug").removesuffix("aug")
+        split = "train" if word == "trainval" else (split_name(word) or word)
         for item in ids:
             claims[item].append(split)
     split_of, conflicts = {}, {}
