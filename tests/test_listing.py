@@ -143,3 +143,23 @@ def test_an_input_folder_that_is_not_utf8_is_a_clear_error(tmp_path):
         handle.write(b"xyz")
     with pytest.raises(ValueError, match=r"caf\\xe9 is not valid UTF-8: rename it"):
         list_inputs(os.fsdecode(folder))
+
+
+def test_a_glob_within_one_folder_lists_that_folder_only(tmp_path, monkeypatch):
+    """`data/*.json` (how the annotation search looks beside an input) never walks below the
+    folder: one beside a dataset may hold a whole disk."""
+    from beam_tfrecord.plan import listing
+
+    (tmp_path / "deep" / "er").mkdir(parents=True)
+    for name in ("a.json", "b.txt", "deep/c.json", "deep/er/d.json"):
+        (tmp_path / name).write_text("{}")
+    walked = []
+    real_walk = listing.walk_local
+    monkeypatch.setattr(listing, "walk_local", lambda root: walked.append(root) or real_walk(root))
+    assert [f.relpath for f in listing.list_inputs(str(tmp_path / "*.json"))] == ["a.json"]
+    assert walked == []
+    assert sorted(f.relpath for f in listing.list_inputs(str(tmp_path / "**.json"))) == [
+        "a.json",
+        "deep/c.json",
+        "deep/er/d.json",
+    ]

@@ -172,7 +172,19 @@ def _match_local(pattern: str) -> Found:
     if not os.path.isdir(root):
         return []
     matches = re.compile(FileSystem.translate_pattern(pattern)).match
+    if "/" not in pattern[len(root) :].strip("/") and "**" not in pattern:
+        # A glob within one folder (`data/*.json`): that folder's entries, never a walk below it
+        # (a folder of a dataset's parent may hold a whole disk).
+        return [found for found in _folder_entries(root) if matches(found[0])]
     return [found for found in walk_local(root) if matches(found[0])]
+
+
+def _folder_entries(folder: str) -> Iterator[Entry]:
+    """The entries of one folder that are not folders, in name order."""
+    with os.scandir(folder) as entries:
+        for entry in sorted(entries, key=lambda e: e.name):
+            if not _is_dir(entry):
+                yield from _entry(entry.path)
 
 
 def walk_local(root: str) -> Iterator[Entry]:
