@@ -36,7 +36,7 @@ from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet, UnmatchedEntry
 from beam_tfrecord.plan.listing import InputFile, list_inputs
 
-__all__ = ["KINDS", "LOOKED_FOR", "find_files", "load_captions"]
+__all__ = ["KINDS", "LOOKED_FOR", "find_files", "is_captions_file", "load_captions"]
 
 KINDS = tasks.CAPTION_FORMATS
 LOOKED_FOR = {
@@ -80,6 +80,11 @@ def _partition(files: Sequence[InputFile]) -> Catalog:
     text = {r: f for r, f in listed.images.items() if r.lower().endswith(TEXT_EXTENSIONS)}
     images = {r: f for r, f in listed.images.items() if r not in text}
     return Catalog(images, {**listed.annotation_files, **text})
+
+
+def is_captions_file(relpath: str) -> bool:
+    """Whether a file's name is a captions file's, of either format."""
+    return _is_coco(relpath) or _is_pairs(relpath)
 
 
 def _is_coco(relpath: str) -> bool:

@@ -168,21 +168,27 @@ def annotated_layout(files: Sequence[InputFile]) -> str | None:
     option to pass, in words (None: no known layout of another task): a segmentation layout whose
     masks the listing holds (VOC's SegmentationClass/, Cityscapes' gtFine/, ...), COCO instances
     or captions files, YOLO labels, VOC XMLs beside as many pictures, or a captions file."""
+    names = segmentation.folder_names(files)
     for kind in segmentation.KINDS:
-        if segmentation.pairs_any(kind, files, outside=False):
+        if segmentation.pairs_any(kind, files, outside=False, names=names):
             return (
                 f"a {segmentation.title(kind)} segmentation layout ({segmentation.LOOKED_FOR[kind]}): "
                 "pass --task segmentation"
             )
-    listed = partition(files)
-    counts = found_counts(listed.annotation_files)
-    if counts["coco"] or counts["yolo"] or counts["voc"] * 2 >= max(1, len(listed.images)):
+    # The few files whose extension an annotation or captions file has, picked by suffix alone
+    # (a class-folder tree of a million JPEGs pays one `endswith` each).
+    texts = [f.relpath for f in files if f.relpath.lower().endswith(_TEXT_SUFFIXES)]
+    counts = found_counts(dict.fromkeys(texts))
+    if counts["coco"] or counts["yolo"] or counts["voc"] * 2 >= max(1, len(files) - len(texts)):
         kind = max(counts, key=lambda name: counts[name])
         what = {"coco": "COCO instances files", "voc": "Pascal VOC XMLs", "yolo": "YOLO labels/*.txt"}[kind]
         return f"{counts[kind]} {what}: pass --annotations {kind}"
-    if any(captions.find_files(kind, files, (), beside=False) for kind in captions.KINDS):
+    if any(captions.is_captions_file(relpath) for relpath in texts):
         return "a captions file (captions_*.json, captions.txt): pass --task captions"
     return None
+
+
+_TEXT_SUFFIXES = (".json", ".xml", ".txt", ".csv", ".tsv", ".jsonl")
 
 
 def _exists(path: str) -> bool:

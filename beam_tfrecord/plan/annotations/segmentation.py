@@ -439,12 +439,22 @@ def display_palette(
     return voc_palette(len(class_names))
 
 
-def pairs_any(kind: str, files: Sequence[InputFile], *, outside: bool = True) -> bool:
+def folder_names(files: Sequence[InputFile]) -> frozenset[str]:
+    """Every folder name the listing's relative paths hold (one pass over them)."""
+    names: set[str] = set()
+    for file in files:
+        names.update(file.relpath.split("/")[:-1])
+    return frozenset(names)
+
+
+def pairs_any(
+    kind: str, files: Sequence[InputFile], *, outside: bool = True, names: frozenset[str] | None = None
+) -> bool:
     """Whether `kind`'s layout pairs any listed picture with a mask (a run given `--task
     segmentation` without `--annotations` takes the first format that does); `outside`: masks
     beside the input count too (else only those the listing holds, and a listing without the
     layout's folders is told apart from its folder names alone, never paired file by file)."""
-    if not outside and not _has_layout_folders(kind, files):
+    if not outside and not _has_layout_folders(kind, names if names is not None else folder_names(files)):
         return False
     base = input_base(files)
     pairing = _pairing(kind, SegmentationSettings(), None, base)
@@ -469,12 +479,9 @@ def _nothing_found(
     )
 
 
-def _has_layout_folders(kind: str, files: Sequence[InputFile]) -> bool:
-    """Whether the listing holds the folders `kind`'s layout pairs: a set of folder names, one
-    pass, so a class-folder run of a million pictures pays no pairing."""
-    names: set[str] = set()
-    for file in files:
-        names.update(file.relpath.split("/")[:-1])
+def _has_layout_folders(kind: str, names: frozenset[str]) -> bool:
+    """Whether the listing's folder names (`folder_names`) hold the folders `kind`'s layout pairs,
+    so a class-folder run of a million pictures pays no pairing."""
     if kind == "voc":
         return "JPEGImages" in names and bool(names & set(VOC_MASK_FOLDERS))
     if kind == "cityscapes":
