@@ -234,8 +234,11 @@ def test_the_heartbeat_renews_and_notices_a_claim_taken_over(tmp_path):
         time.sleep(1)
         assert claims.read_claim(out).renewed_at > first
         thief = claims.ClaimRecord("thief", "another-host", 1, time.time(), time.time())
-        with open(claims.claim_path(out), "wb") as handle:
+        # Written aside and renamed over it, as a run writes a claim: the heartbeat never reads
+        # a half-written one (under load it did, and saw an 'unknown' holder instead).
+        with open(claims.claim_path(out) + ".thief", "wb") as handle:
             handle.write(thief.to_bytes())
+        os.replace(claims.claim_path(out) + ".thief", claims.claim_path(out))
         deadline = time.monotonic() + 10
         while not lost and time.monotonic() < deadline:
             time.sleep(0.05)
