@@ -14,6 +14,7 @@ The conversion as a transform for a pipeline of your own:
     train = beam_tfrecord.load_dataset("out", "train", image_size=(224, 224))  # tf.data
     for record in beam_tfrecord.iter_examples("out", "train"):  # no TensorFlow
         ...
+    records = beam_tfrecord.RecordArray("out", "train")  # len() and [i]: random access
 
 Names are imported on first use, so `import beam_tfrecord` loads neither Beam's pipeline
 machinery nor TensorFlow; the submodules (`beam_tfrecord.write.schema`, ...) are reachable as
@@ -34,7 +35,8 @@ if TYPE_CHECKING:
     from beam_tfrecord.plan.staging import StagedPlan
     from beam_tfrecord.read.examples import iter_examples
     from beam_tfrecord.read.files import class_names
-    from beam_tfrecord.read.pytorch import TorchImages
+    from beam_tfrecord.read.pytorch import TorchImageArray, TorchImages
+    from beam_tfrecord.read.random_access import RecordArray, record_parser
     from beam_tfrecord.read.tf_data import load_dataset
     from beam_tfrecord.write.outputs import IncompleteOutput, complete_shards
     from beam_tfrecord.write.schema import parse_spec
@@ -53,6 +55,9 @@ _EXPORTS = {
     "load_dataset": "read.tf_data",
     "iter_examples": "read.examples",
     "TorchImages": "read.pytorch",
+    "TorchImageArray": "read.pytorch",
+    "RecordArray": "read.random_access",
+    "record_parser": "read.random_access",
     "parse_spec": "write.schema",
     "StagedPlan": "plan.staging",
 }
@@ -85,8 +90,10 @@ __all__ = [
     "ImageOptions",
     "ImagesToTFRecords",
     "IncompleteOutput",
+    "RecordArray",
     "SourceConfig",
     "StagedPlan",
+    "TorchImageArray",
     "TorchImages",
     "class_names",
     "complete_shards",
@@ -94,6 +101,7 @@ __all__ = [
     "load_dataset",
     "parse_spec",
     "prepare",
+    "record_parser",
 ]
 
 

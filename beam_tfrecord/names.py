@@ -4,7 +4,8 @@ guard and the tests all take names from here, so a name is changed once.
 
 An output folder after a run:
 
-    {split}-{index:05d}-of-{count:05d}.tfrecord[.gz]   the shards (TFDS's and Beam's naming)
+    {split}-{index:05d}-of-{count:05d}.tfrecord[.gz]   the shards (TFDS's and Beam's naming), or
+    {split}-{index:05d}-of-{count:05d}.array_record    with --file_format array_record
     {shard}.idx                                       offsets of an uncompressed shard's records
     labels.txt, rejects.jsonl, changes.jsonl, duplicates.jsonl, manifest_rows_without_file.txt
     label_map.pbtxt, dropped_objects.jsonl, annotations_without_image.jsonl   (detection runs)
@@ -20,6 +21,7 @@ on the folder, `.beam-tfrecord-claim.json` (write.claim): neither an output nor 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 __all__ = [
     "ANNOTATIONS_UNMATCHED_FILE",
@@ -32,6 +34,7 @@ __all__ = [
     "CONTACT_SHEET_FILE",
     "DROPPED_OBJECTS_FILE",
     "DUPLICATES_FILE",
+    "FILE_FORMATS",
     "HISTOGRAM_FILE",
     "INDEX_FILE",
     "INDEX_SUFFIX",
@@ -58,9 +61,12 @@ __all__ = [
     "TFDS_FEATURES_FILE",
     "TFDS_FILES",
     "TFDS_INFO_FILE",
+    "TFRECORD",
+    "ShardFormat",
     "index_path",
     "is_index_name",
     "is_shard_name",
+    "shard_format_of",
     "shard_name",
     "shard_suffix",
     "task_file_name",
@@ -69,7 +75,12 @@ __all__ = [
 # Shards: `train-00003-of-00010.tfrecord`, Beam's WriteToTFRecord template and TFDS's
 # `{SPLIT}-{SHARD_X_OF_Y}.{FILEFORMAT}` alike.
 SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
-SHARD_NAME = re.compile(r"^(?P<split>[a-z0-9_]+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.tfrecord(\.gz)?$")
+SHARD_NAME = re.compile(
+    r"^(?P<split>[a-z0-9_]+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.(?P<suffix>tfrecord(\.gz)?|array_record)$"
+)
+# The containers a shard may be, by TFDS's names for them: TFRecord (read front to back) or
+# ArrayRecord (random access: Grain's and TFDS's data sources).
+FILE_FORMATS = ("tfrecord", "array_record")
 # A shard's index beside it, DALI's tfrecord2idx format (as DALI's examples name it).
 INDEX_SUFFIX = ".idx"
 
@@ -145,12 +156,47 @@ PLAN_DROPPED_OBJECTS_FILE = DROPPED_OBJECTS_FILE  # objects dropped while planni
 PLAN_UNMATCHED_FILE = ANNOTATIONS_UNMATCHED_FILE
 
 
-def shard_suffix(compression: str) -> str:
-    return ".tfrecord.gz" if compression == "gzip" else ".tfrecord"
+@dataclass(frozen=True)
+class ShardFormat:
+    """What a shard file is: its container (`file_format`) and, for TFRecord, its compression.
+    Its name's suffix and whether an `.idx` goes beside it follow from these two, in one place."""
+
+    file_format: str = "tfrecord"
+    compression: str = "none"  # "none" or "gzip" (TFRecord only: ArrayRecord compresses inside)
+
+    @property
+    def suffix(self) -> str:
+        if self.file_format == "array_record":
+            return ".array_record"
+        return ".tfrecord.gz" if self.compression == "gzip" else ".tfrecord"
+
+    @property
+    def indexed(self) -> bool:
+        """An uncompressed TFRecord shard gets an `.idx`; ArrayRecord is its own index, and
+        offsets into a gzip stream cannot be seeked to."""
+        return self.file_format == "tfrecord" and self.compression == "none"
 
 
-def shard_name(split: str, index: int, count: int, compression: str = "none") -> str:
-    return f"{split}-{index:05d}-of-{count:05d}{shard_suffix(compression)}"
+TFRECORD = ShardFormat()
+
+
+def shard_format_of(name: str) -> ShardFormat | None:
+    """The format a shard's file name says (None: not a shard's name)."""
+    match = SHARD_NAME.match(name)
+    if match is None:
+        return None
+    suffix = match["suffix"]
+    if suffix == "array_record":
+        return ShardFormat("array_record")
+    return ShardFormat("tfrecord", "gzip" if suffix.endswith(".gz") else "none")
+
+
+def shard_suffix(shard_format: ShardFormat = TFRECORD) -> str:
+    return shard_format.suffix
+
+
+def shard_name(split: str, index: int, count: int, shard_format: ShardFormat = TFRECORD) -> str:
+    return f"{split}-{index:05d}-of-{count:05d}{shard_format.suffix}"
 
 
 def is_shard_name(name: str) -> bool:

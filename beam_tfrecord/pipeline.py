@@ -157,7 +157,7 @@ def _plan_and_stage(
             tasks_digest.add(task.to_json())
         fingerprint = _fingerprint(listing, source, config, tasks_digest, facts)
         found = resume_lib.find_resumable(
-            config.output, fingerprint, resume_lib.task_inputs(tasks), config.compression
+            config.output, fingerprint, resume_lib.task_inputs(tasks), config.shard_format
         )
         if found.temp_dir is not None:
             _LOGGER.info(

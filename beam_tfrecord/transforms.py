@@ -19,7 +19,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import apache_beam as beam
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 from apache_beam.pvalue import TaggedOutput
@@ -38,6 +37,7 @@ from beam_tfrecord.elements import (
 )
 from beam_tfrecord.features.options import FeatureOptions
 from beam_tfrecord.images.inputs import ordered_submit, prepare_input
+from beam_tfrecord.names import ShardFormat
 from beam_tfrecord.plan import staging
 from beam_tfrecord.plan.staging import StagedPlan
 from beam_tfrecord.write import resume, shardwriter
@@ -369,13 +369,13 @@ class LoadFinishedFn(RunStepFn):
     the tasks would have given: tallies, rejects, changes, dropped objects, content keys."""
 
     def process(self, _: None) -> Iterator[WrittenShard | TaggedOutput]:
-        temp_dir, output, compression = self.staged.temp_dir, self.config.output, self.config.compression
+        temp_dir, output, shard_format = self.staged.temp_dir, self.config.output, self.config.shard_format
         for task in self.staged.finished:
             read = resume.read_outcomes(temp_dir, [task])[task]
             tally = Tally()
             for reject in read.rejects:
                 yield TaggedOutput(REJECTS, reject)
-            written = resume.load_written(temp_dir, task, output, compression)
+            written = resume.load_written(temp_dir, task, output, shard_format)
             if written is not None:  # (the rejects are tallied with every other reject)
                 tally.merge(written.tally)
                 yield written.shard
@@ -428,7 +428,12 @@ class WriteShardFilesFn(RunStepFn):
 
     def start_bundle(self) -> None:
         self.teardown()  # a failed bundle's open file, if the runner reuses this instance
-        self._files = ShardFiles(self.staged.temp_dir, self.config.compression, on_close=self._shard_done)
+        self._files = ShardFiles(
+            self.staged.temp_dir,
+            self.config.shard_format,
+            on_close=self._shard_done,
+            array_record_options=self.config.array_record_options,
+        )
         self._tally = Tally()
         self._ledger = {}
 
@@ -477,7 +482,7 @@ class FinalizeShardsFn(RunStepFn):
     def process(self, _: None, written: list[WrittenShard]) -> Iterator[FinalShard]:
         config = self.config
         yield from shardwriter.finalize_shards(
-            written, config.output, config.compression, self.staged.shard_counts
+            written, config.output, config.shard_format, self.staged.shard_counts, config.array_record_options
         )
 
 
@@ -513,7 +518,7 @@ class PlannedShardSink(beam.PTransform):
         return finals, written[TALLIES]
 
 
-def index_final_shard(path: str, compression: str) -> FinalShard:
+def index_final_shard(path: str, shard_format: ShardFormat) -> FinalShard:
     """A shard WriteToTFRecord has put in place, with its `.idx` written beside it.
 
     Beam's TFRecord sink reports no offsets through a public API, so they come from the
@@ -524,7 +529,7 @@ def index_final_shard(path: str, compression: str) -> FinalShard:
     match = names.SHARD_NAME.match(posixpath.basename(path))
     assert match is not None, path
     records = None
-    if compression == "none":
+    if shard_format.indexed:
         sizes = index_records(path)
         shardwriter.write_index(path, sizes)
         records = len(sizes)
@@ -544,7 +549,7 @@ class TFRecordSplitsSink(beam.PTransform):
         super().__init__()
         self.output = config.output
         self.shard_counts = dict(staged.shard_counts)
-        self.compression = config.compression
+        self.shard_format = config.shard_format
 
     def expand(self, records: beam.PCollection[ConvertedRecord]) -> tuple[beam.PCollection, beam.PCollection]:
         splits = list(self.shard_counts)
@@ -557,18 +562,16 @@ class TFRecordSplitsSink(beam.PTransform):
                 | f"Write[{name}]"
                 >> beam.io.WriteToTFRecord(
                     FileSystems.join(self.output, name),
-                    file_name_suffix=names.shard_suffix(self.compression),
+                    file_name_suffix=names.shard_suffix(self.shard_format),
                     num_shards=self.shard_counts[name],
                     shard_name_template=names.SHARD_TEMPLATE,
-                    compression_type=CompressionTypes.GZIP
-                    if self.compression == "gzip"
-                    else CompressionTypes.UNCOMPRESSED,
+                    compression_type=shardwriter.compression_type(self.shard_format),
                 )
             )
         finals = (
             tuple(written)
             | "AllShards" >> beam.Flatten()
-            | "IndexShards" >> beam.Map(index_final_shard, self.compression)
+            | "IndexShards" >> beam.Map(index_final_shard, self.shard_format)
         )
         tally = (
             records | "DropPixels" >> beam.Map(without_pixels) | "Tally" >> beam.CombineGlobally(TallyFn())

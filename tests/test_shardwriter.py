@@ -20,6 +20,7 @@ from outputcheck import read_records
 from beam_tfrecord.elements import RejectLine, ShardKey
 from beam_tfrecord.images.inputs import ordered_map, ordered_submit
 from beam_tfrecord.images.options import ImageOptions
+from beam_tfrecord.names import TFRECORD, ShardFormat
 from beam_tfrecord.plan.listing import InputFile
 from beam_tfrecord.plan.planner import LabelSource, shard_tasks
 from beam_tfrecord.write import shardwriter
@@ -162,13 +163,15 @@ def test_ordered_map_passes_worker_errors_on():
         list(ordered_map(boom, range(10), threads=2))
 
 
-def write_plan(tmp_path, files: dict[str, bytes], num_shards: int, compression: str):
+def write_plan(tmp_path, files: dict[str, bytes], num_shards: int, compression: str, file_format="tfrecord"):
     """Convert and write every shard task of a plan the way the sink's DoFn does, in one ShardFiles."""
     imagegen.write_tree(tmp_path / "in", files)
     listing = [InputFile(r, str(tmp_path / "in" / r), len(d)) for r, d in sorted(files.items())]
     plan = plan_listing(listing, LabelSource("folder"), {"train": 1.0}, num_shards=num_shards)
     out = tmp_path / "out"
-    writer = shardwriter.ShardFiles(str(out / ".temp-beam-tfrecord-test"), compression)
+    writer = shardwriter.ShardFiles(
+        str(out / ".temp-beam-tfrecord-test"), ShardFormat(file_format, compression)
+    )
     outcomes = []
     for task in shard_tasks(plan):
         shard = ShardKey(task.split, task.index, task.count)
@@ -180,17 +183,24 @@ def write_plan(tmp_path, files: dict[str, bytes], num_shards: int, compression: 
     return out, plan, writer.close(), outcomes
 
 
-@pytest.mark.parametrize("compression", ["none", "gzip"])
-def test_shards_appear_only_at_finalize_and_temp_files_go(tmp_path, compression):
+@pytest.mark.parametrize(
+    ("file_format", "compression", "suffix"),
+    [
+        ("tfrecord", "none", ".tfrecord"),
+        ("tfrecord", "gzip", ".tfrecord.gz"),
+        ("array_record", "none", ".array_record"),
+    ],
+)
+def test_shards_appear_only_at_finalize_and_temp_files_go(tmp_path, file_format, compression, suffix):
     files = {f"a/{i}.jpg": imagegen.jpeg(seed=i) for i in range(6)} | {"a/bad.jpg": b""}
-    out, plan, written, outcomes = write_plan(tmp_path, files, 2, compression)
-    assert not [n for n in os.listdir(out) if "tfrecord" in n and not n.startswith(".temp")]
+    out, plan, written, outcomes = write_plan(tmp_path, files, 2, compression, file_format)
+    assert not [n for n in os.listdir(out) if "record" in n and not n.startswith(".temp")]
     assert sum(s.records for s in written) == 6 and len(outcomes) == 7
-    finals = shardwriter.finalize_shards(written, str(out), compression, plan.shard_counts)
+    shard_format = ShardFormat(file_format, compression)
+    finals = shardwriter.finalize_shards(written, str(out), shard_format, plan.shard_counts)
     shardwriter.remove_tree(str(out / ".temp-beam-tfrecord-test"))
-    suffix = ".tfrecord.gz" if compression == "gzip" else ".tfrecord"
     names = [f"train-0000{i}-of-00002{suffix}" for i in range(2)]
-    indexes = [f"{name}.idx" for name in names] if compression == "none" else []  # no index for gzip
+    indexes = [f"{name}.idx" for name in names] if shard_format.indexed else []  # gzip, ArrayRecord: none
     assert sorted(os.listdir(out)) == sorted(names + indexes)
     assert [os.path.basename(f.path) for f in finals] == names
     assert [f.records for f in finals] == [s.records for s in sorted(written, key=lambda s: s.index)]
@@ -201,7 +211,7 @@ def test_a_shard_whose_every_input_was_rejected_is_written_empty(tmp_path):
     files = {"a/1.jpg": imagegen.jpeg(seed=1), "a/2.jpg": b"", "a/3.jpg": b"", "a/4.jpg": b""}
     out, plan, written, _ = write_plan(tmp_path, files, 3, "none")
     assert len(written) < 3  # some shard task produced no record at all
-    finals = shardwriter.finalize_shards(written, str(out), "none", plan.shard_counts)
+    finals = shardwriter.finalize_shards(written, str(out), TFRECORD, plan.shard_counts)
     names = [f"train-0000{i}-of-00003.tfrecord" for i in range(3)]
     assert sorted(os.listdir(out))[-6:] == sorted(names + [f"{n}.idx" for n in names])
     assert sum(f.records for f in finals) == 1 and sorted(f.records for f in finals)[:2] == [0, 0]
@@ -212,7 +222,7 @@ def test_index_files_point_at_every_record_as_written(tmp_path):
     """DALI's tfrecord2idx format, `offset size` per record with the framing, from the writer."""
     files = {f"a/{i}.jpg": imagegen.jpeg(seed=i) for i in range(5)}
     out, plan, written, _ = write_plan(tmp_path, files, 2, "none")
-    finals = shardwriter.finalize_shards(written, str(out), "none", plan.shard_counts)
+    finals = shardwriter.finalize_shards(written, str(out), TFRECORD, plan.shard_counts)
     total = 0
     for final in finals:
         data = Path(final.path).read_bytes()
@@ -248,5 +258,5 @@ def test_a_shard_written_twice_is_refused_at_finalize(tmp_path):
     second = shardwriter.ShardFiles(str(tmp_path / "temp"))
     second.write(ShardKey("train", 0, 1), b"b")
     with pytest.raises(RuntimeError, match="written twice"):
-        shardwriter.finalize_shards([*first.close(), *second.close()], str(tmp_path), "none", {"train": 1})
+        shardwriter.finalize_shards([*first.close(), *second.close()], str(tmp_path), TFRECORD, {"train": 1})
     assert not (tmp_path / "train-00000-of-00001.tfrecord").exists()

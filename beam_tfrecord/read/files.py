@@ -1,6 +1,6 @@
 """What every reader needs before the first record, without TensorFlow: the split's shards and
 how to parse them (from summary.json), the clear refusal of an unfinished folder, the `.idx`
-offsets, and how records are divided between workers.
+offsets (or an ArrayRecord shard's own count), and how records are divided between workers.
 
 Shared by `load_dataset` (tf.data), `iter_examples` (no TensorFlow) and the PyTorch adapter, so
 all three say the same thing about the same folder and split the same way.
@@ -18,7 +18,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecord.keys import FeatureLayout, RecordLayout
 from beam_tfrecord.names import index_path
 from beam_tfrecord.plan.columns import ExtraColumn
-from beam_tfrecord.write import outputs
+from beam_tfrecord.write import array_record_files, outputs
 from beam_tfrecord.write.summary import SizeRange, Summary
 from beam_tfrecord.write.tfrecord_files import FramingError, iter_records, parse_index
 
@@ -60,6 +60,11 @@ class SplitFiles:
     ignore: int | None = None  # its masks' ignore value
     captions: bool = False  # a captions run's records hold the picture's captions
     keypoints: bool = False  # a keypoints run's objects hold their points
+    file_format: str = "tfrecord"  # or "array_record": random access, read through its package
+
+    @property
+    def random_access(self) -> bool:
+        return self.file_format == "array_record"
 
     @property
     def one_size(self) -> bool:
@@ -142,6 +147,7 @@ def split_files(output_dir: str, split: str = "train", summary: Summary | None =
         ignore=summary.segmentation.ignore if summary.segmentation is not None else None,
         captions=layout.captions,
         keypoints=layout.keypoints,
+        file_format=summary.shard_format.file_format,
     )
 
 
@@ -188,6 +194,10 @@ def worker_shard(rank: int, world_size: int, worker: int, workers: int) -> tuple
     return rank * workers + worker, world_size * workers
 
 
+def _is_array_record(path: str) -> bool:
+    return path.endswith(".array_record")
+
+
 def plan_reads(
     paths: Sequence[str], index: int, count: int, compressed: bool = False, records: int | None = None
 ) -> list[RecordRange]:
@@ -202,10 +212,20 @@ def plan_reads(
 
     `records` (summary.json's count) guards the indexes: a stale or short `.idx` whose entries
     do not add up to it is not trusted (it would drop records silently); the shards are then
-    read as if they had none.
+    read as if they had none. ArrayRecord shards are cut the same way, from their own counts.
     """
     if not 0 <= index < count:
         raise ValueError(f"shard=(index, count) needs 0 <= index < count, not ({index}, {count})")
+    if paths and all(_is_array_record(path) for path in paths):
+        lengths = [array_record_files.count_records(path) for path in paths]
+        first, last = sum(lengths) * index // count, sum(lengths) * (index + 1) // count
+        ranges, base = [], 0
+        for path, length in zip(paths, lengths, strict=True):
+            start, stop = max(first - base, 0), min(last - base, length)
+            if start < stop:
+                ranges.append(RecordRange(path, start, stop))
+            base += length
+        return ranges
     indexes = None if compressed else [read_index(path) for path in paths]
     usable = indexes is not None and all(entries is not None for entries in indexes)
     total = sum(len(entries) for entries in indexes) if usable else 0  # type: ignore[arg-type,union-attr]
@@ -232,7 +252,11 @@ def plan_reads(
 
 def iter_range(part: RecordRange, compression: str = "") -> Iterator[bytes]:
     """The serialized records of one RecordRange, read through Beam's filesystems (local, gs://,
-    and any other filesystem Beam knows); CRCs are checked."""
+    and any other filesystem Beam knows); CRCs are checked. An ArrayRecord shard is read through
+    its own package (local files only)."""
+    if _is_array_record(part.path):
+        yield from array_record_files.iter_range(part.path, part.start, part.stop)
+        return
     kind = CompressionTypes.GZIP if compression == "GZIP" else CompressionTypes.UNCOMPRESSED
     with FileSystems.open(part.path, compression_type=kind) as handle:
         if part.offset:

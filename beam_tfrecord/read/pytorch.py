@@ -1,4 +1,6 @@
-"""PyTorch: a `torch.utils.data.IterableDataset` over `iter_examples`, no TensorFlow.
+"""PyTorch: a `torch.utils.data.IterableDataset` over `iter_examples` (`TorchImages`), and a
+map-style `Dataset` with `len()` and `[i]` over `RecordArray` (`TorchImageArray`: ArrayRecord
+output, or uncompressed TFRecord with its `.idx` files), no TensorFlow.
 
 Each DataLoader worker of each distributed rank reads its own part of the split
 (`files.worker_shard`, then `plan_reads`: with the `.idx` files a contiguous run of
@@ -20,13 +22,16 @@ from typing import Any
 from beam_tfrecord.read.detection import detection_target
 from beam_tfrecord.read.examples import decode_image, iter_examples
 from beam_tfrecord.read.files import split_files, worker_shard
+from beam_tfrecord.read.random_access import RecordArray
 
-try:  # an optional extra: without it the class still imports, and refuses to be made
+try:  # an optional extra: without it the classes still import, and refuse to be made
+    from torch.utils.data import Dataset as _MapBase
     from torch.utils.data import IterableDataset as _Base
 except ImportError:  # pragma: no cover - exercised where torch is not installed
     _Base = object  # type: ignore[assignment,misc]
+    _MapBase = object  # type: ignore[assignment,misc]
 
-__all__ = ["TorchImages", "detection_collate", "distributed_position", "torch_position"]
+__all__ = ["TorchImageArray", "TorchImages", "detection_collate", "distributed_position", "torch_position"]
 
 INSTALL_HINT = "PyTorch is not installed: pip install 'beam-tfrecord[torch]' (or .[torch] in a checkout)"
 
@@ -104,31 +109,67 @@ class TorchImages(_Base):  # type: ignore[misc,valid-type]
         self.rank, self.world_size = distributed_position()
 
     def __iter__(self) -> Iterator[Any]:
-        import torch
 
         index, count = worker_shard(*torch_position(self.rank, self.world_size))
         for record in iter_examples(self.output, self.split, shard=(index, count)):
-            if self.files.objects:
-                yield self._detection(record)
-                continue
-            label = torch.tensor(record["label"]) if "label" in record else None
-            if "image" in record:
-                pixels = decode_image(record["image"], self.channels, self.image_size)
-                value = torch.from_numpy(pixels).permute(2, 0, 1)
-                if self.transform is not None:
-                    value = self.transform(value)
-            else:
-                value = torch.from_numpy(record["features"])
-            yield value if label is None else (value, label)
+            yield _item(record, self.files.objects, self.channels, self.image_size, self.transform)
 
-    def _detection(self, record: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        """One detection record as (image tensor, torchvision target dict)."""
-        import torch
 
-        pixels = decode_image(record["image"], self.channels, self.image_size)
+class TorchImageArray(_MapBase):  # type: ignore[misc,valid-type]
+    """A map-style Dataset of the same items as `TorchImages`: `len(dataset)` and `dataset[i]`,
+    so a DataLoader may shuffle (`shuffle=True`) and a `DistributedSampler` may divide records.
+
+    Needs random access: ArrayRecord output (`--file_format array_record`, local files), or
+    uncompressed TFRecord with its `.idx` files. Takes the same arguments as `TorchImages`.
+    """
+
+    def __init__(
+        self,
+        output: str,
+        split: str = "train",
+        *,
+        image_size: tuple[int, int] | None = None,
+        channels: int = 3,
+        transform: Callable[[Any], Any] | None = None,
+    ) -> None:
+        if _MapBase is object:
+            raise ImportError(INSTALL_HINT)
+        super().__init__()
+        self.records = RecordArray(output, split)
+        self.records.files.check_targets_readable(output, "TorchImageArray")
+        self.image_size, self.channels, self.transform = image_size, channels, transform
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __getitem__(self, position: int) -> Any:
+        record = self.records[position]
+        return _item(record, self.records.files.objects, self.channels, self.image_size, self.transform)
+
+
+def _item(
+    record: dict[str, Any],
+    objects: bool,
+    channels: int,
+    image_size: tuple[int, int] | None,
+    transform: Callable[..., Any] | None,
+) -> Any:
+    """One record as the datasets give it: (image, label), image alone, (features, label), or
+    a detection record's (image, torchvision target dict)."""
+    import torch
+
+    if objects:
+        pixels = decode_image(record["image"], channels, image_size)
         image = torch.from_numpy(pixels).permute(2, 0, 1)
-        arrays = detection_target(record, image_size=self.image_size, labels_from=1)
+        arrays = detection_target(record, image_size=image_size, labels_from=1)
         target = {name: torch.from_numpy(value) for name, value in arrays.items()}
-        if self.transform is not None:
-            return self.transform(image, target)
-        return image, target
+        return transform(image, target) if transform is not None else (image, target)
+    label = torch.tensor(record["label"]) if "label" in record else None
+    if "image" in record:
+        pixels = decode_image(record["image"], channels, image_size)
+        value = torch.from_numpy(pixels).permute(2, 0, 1)
+        if transform is not None:
+            value = transform(value)
+    else:
+        value = torch.from_numpy(record["features"])
+    return value if label is None else (value, label)

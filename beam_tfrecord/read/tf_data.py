@@ -30,6 +30,7 @@ from beam_tfrecord import gcs
 from beam_tfrecord.keys import key_of, table
 from beam_tfrecord.read.detection import PAD_BOX, PAD_LABEL, box_columns, check_box_format
 from beam_tfrecord.read.files import RecordRange, SplitFiles, class_names, iter_range, split_files
+from beam_tfrecord.write import array_record_files
 from beam_tfrecord.write import schema as schema_lib
 
 __all__ = [
@@ -52,7 +53,11 @@ _LOGGER = logging.getLogger(__name__)
 
 def record_dataset(path: str, compression: str = "") -> tf.data.Dataset:
     """The serialized records of one shard: TensorFlow's TFRecordDataset, or Beam's filesystems
-    for gs:// under a GCS emulator (see the module docstring)."""
+    for gs:// under a GCS emulator (see the module docstring); an ArrayRecord shard through its
+    package (TensorFlow has no reader of its own for it)."""
+    if path.endswith(".array_record"):
+        array_record_files.open_reader(path).close()  # a gs:// one is refused here, in one line
+        return _beam_records(path, compression)
     if path.startswith("gs://") and gcs.emulator_host():
         return _beam_records(path, compression)
     return tf.data.TFRecordDataset(path, compression_type=compression)
@@ -311,7 +316,12 @@ def load_dataset(
     paths = tf.data.Dataset.from_tensor_slices(files.paths)
     if shuffle:
         paths = paths.shuffle(len(files.paths), seed=seed)
-    beam_reads = bool(gcs.emulator_host()) and any(p.startswith("gs://") for p in files.paths)
+    if files.random_access:  # a gs:// ArrayRecord output is refused before any tf.data work
+        for path in files.paths[:1]:
+            array_record_files.open_reader(path).close()
+    beam_reads = files.random_access or (
+        bool(gcs.emulator_host()) and any(p.startswith("gs://") for p in files.paths)
+    )
     read: Callable[[tf.Tensor], tf.data.Dataset] = (
         (lambda path: _beam_records(path, files.compression))
         if beam_reads

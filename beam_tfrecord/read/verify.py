@@ -94,7 +94,7 @@ def list_shards(output: str) -> dict[str, list[tuple[str, int]]]:
 def check_shard_names(found: Mapping[str, list[tuple[str, int]]], summary: Summary) -> list[str]:
     """Shard names against each other and the summary: `-of-N` is the file count, no index missing."""
     errors = []
-    gzip = summary.compression == "gzip"
+    shard_format = summary.shard_format
     for split in sorted(set(found) - set(summary.splits)):
         errors.append(f"split {split}: {len(found[split])} shard files, but summary.json has no such split")
     for split, info in summary.splits.items():
@@ -113,9 +113,7 @@ def check_shard_names(found: Mapping[str, list[tuple[str, int]]], summary: Summa
             )
         missing = sorted(set(range(count)) - {int(m["index"]) for m in parsed})
         if missing:
-            shown = ", ".join(
-                names.shard_name(split, i, count, "gzip" if gzip else "none") for i in missing[:5]
-            )
+            shown = ", ".join(names.shard_name(split, i, count, shard_format) for i in missing[:5])
             errors.append(f"split {split}: missing shard {shown}")
         if info.shards != len(files):
             errors.append(f"split {split}: summary.json says {info.shards} shards, {len(files)} files found")
@@ -123,9 +121,9 @@ def check_shard_names(found: Mapping[str, list[tuple[str, int]]], summary: Summa
             extra = sorted(set(files) - set(info.files))
             if extra:
                 errors.append(f"split {split}: files not in summary.json: {', '.join(extra[:5])}")
-        wrong = [name for name in files if name.endswith(".gz") != gzip]
+        wrong = [name for name in files if names.shard_format_of(name) != shard_format]
         if wrong:
-            errors.append(f"split {split}: {wrong[0]} does not match the run's compression")
+            errors.append(f"split {split}: {wrong[0]} does not match the run's file format and compression")
     return errors
 
 
@@ -292,7 +290,7 @@ def read_shard(
         report.errors.append(f"{name}: record {count} {why}")
         return False
     report.shard_lengths.setdefault(split, []).append(count)
-    if not compression:
+    if names.shard_format_of(name) == names.TFRECORD:
         report.errors += check_index(path)
     return True
 
@@ -450,13 +448,16 @@ def check_tfds_info(output: str, report: OutputReport, broken: set[str]) -> list
 
 
 def _tfds_loads(output: str) -> list[str]:
-    """The conversion writes TFDS metadata without loading it back; inspect does load a record."""
+    """The conversion writes TFDS metadata without loading it back; inspect does load a record
+    (ArrayRecord output through `as_data_source`, the way TFDS reads that format)."""
     import tensorflow_datasets as tfds
 
     try:
         builder = tfds.builder_from_directory(output)
         split = next((name for name, info in builder.info.splits.items() if info.num_examples), None)
-        if split is not None:
+        if split is not None and builder.info.file_format.value == "array_record":
+            builder.as_data_source(split)[0]
+        elif split is not None:
             for _ in builder.as_dataset(split=f"{split}[:1]"):
                 pass
     except Exception as error:

@@ -40,6 +40,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecord import fault_injection, names
 from beam_tfrecord.config_base import unshaping_keys
 from beam_tfrecord.elements import DuplicateGroup
+from beam_tfrecord.names import ShardFormat
 from beam_tfrecord.plan.listing import InputFile, split_input_spec
 from beam_tfrecord.plan.source_config import SourceConfig
 from beam_tfrecord.plan.splits import expected_deviation, group_of
@@ -306,7 +307,7 @@ def _shard_lengths(folder: str, summary: Summary) -> dict[str, int]:
     return lengths
 
 
-def _renames(old: Summary, new: Summary, compression: str) -> tuple[dict[str, str], dict[str, str]]:
+def _renames(old: Summary, new: Summary, shard_format: ShardFormat) -> tuple[dict[str, str], dict[str, str]]:
     """(old name -> its name in the grown dataset, new name in the work folder -> its name)."""
     keep, move = {}, {}
     for split, added in new.splits.items():
@@ -315,9 +316,9 @@ def _renames(old: Summary, new: Summary, compression: str) -> tuple[dict[str, st
         before = sorted(old.splits[split].files) if split in old.splits else []
         count = len(before) + len(added.files)
         for i, name in enumerate(before):
-            keep[name] = names.shard_name(split, i, count, compression)
+            keep[name] = names.shard_name(split, i, count, shard_format)
         for j, name in enumerate(sorted(added.files)):
-            move[name] = names.shard_name(split, len(before) + j, count, compression)
+            move[name] = names.shard_name(split, len(before) + j, count, shard_format)
     return keep, move
 
 
@@ -726,8 +727,7 @@ def _merge(
     old_index: Sequence[IndexEntry] | None,
 ) -> Summary:
     work = work_dir(output)
-    compression = old.compression
-    keep, move = _renames(old, new, compression)
+    keep, move = _renames(old, new, old.shard_format)
     extra = [*keep, *keep.values(), *move.values()]
     extra += [names.index_path(n) for n in extra]
     marker = _marker(output)

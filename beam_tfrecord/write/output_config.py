@@ -15,11 +15,16 @@ from beam_tfrecord.features.options import FeatureOptions
 from beam_tfrecord.gcs import GcsSettings
 from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.keys import SCHEMAS
+from beam_tfrecord.names import FILE_FORMATS, ShardFormat
+from beam_tfrecord.write.array_record_files import DEFAULT_OPTIONS as DEFAULT_ARRAY_RECORD_OPTIONS
+from beam_tfrecord.write.array_record_files import check_options as check_array_record_options
 
-__all__ = ["COMPRESSIONS", "SINKS", "ConvertConfig"]
+__all__ = ["COMPRESSIONS", "DEFAULT_ARRAY_RECORD_OPTIONS", "SINKS", "ConvertConfig"]
 
 SchemaName = Literal["tfds", "simple"]
 CompressionName = Literal["none", "gzip"]
+FileFormatName = Literal["tfrecord", "array_record"]
+
 # "paths": shards planned on paths, each written whole by one worker (no image bytes shuffled);
 # "beam": Beam's WriteToTFRecord per split (groups every record by shard: the bytes are shuffled).
 SinkName = Literal["paths", "beam"]
@@ -35,6 +40,8 @@ class ConvertConfig(Config):
       output: the folder for shards and metadata, local or gs://.
       schema: the record keys: tfds (`image/encoded`, ...) or simple (`image_raw`, ...).
       compression: none or gzip (`.tfrecord.gz`).
+      file_format: tfrecord, or array_record for random access (Grain, TFDS's data source).
+      array_record_options: the ArrayRecord writer's option string.
       image: how the stored image may differ from the source (format, size, channels, limits).
       features: the optional feature model; None for a plain conversion.
       sink: paths (the default on every runner) or beam (WriteToTFRecord).
@@ -71,6 +78,25 @@ class ConvertConfig(Config):
         label="Compression",
         choices=COMPRESSIONS,
         help="gzip writes .tfrecord.gz shards (TFDS reads uncompressed ones only)",
+    )
+    file_format: FileFormatName = setting(
+        "tfrecord",
+        record_default=False,
+        details="`array_record` writes `.array_record` shards, read at random by Grain and TFDS's "
+        "`as_data_source`; the same records, no `.idx` (ArrayRecord is its own index)",
+        group="output",
+        label="Shard file format",
+        choices=FILE_FORMATS,
+        help="tfrecord, or array_record for random access (Grain, tfds as_data_source)",
+    )
+    array_record_options: str = setting(
+        DEFAULT_ARRAY_RECORD_OPTIONS,
+        record_default=False,
+        details="the `array_record` writer's option string, such as `group_size:64,zstd` (smaller, "
+        "slower to read at random); with `--file_format array_record` only",
+        group="output",
+        label="ArrayRecord writer options",
+        help="the ArrayRecord writer's options (TFDS's group_size:1 unless given)",
     )
     image: ImageOptions = setting(factory=ImageOptions, nested=ImageOptions)
     features: FeatureOptions | None = setting(
@@ -132,6 +158,24 @@ class ConvertConfig(Config):
         check_choice("schema", self.schema, SCHEMAS)
         check_choice("compression", self.compression, COMPRESSIONS)
         check_choice("sink", self.sink, SINKS)
+        check_choice("file_format", self.file_format, FILE_FORMATS)
+        if self.file_format == "array_record":
+            if self.compression != "none":
+                raise ConfigError(
+                    "compression",
+                    "applies to TFRecord shards; ArrayRecord compresses inside "
+                    "(--array_record_options group_size:64,zstd)",
+                )
+            if self.sink == "beam":
+                raise ConfigError(
+                    "sink", "beam writes TFRecord only (WriteToTFRecord); ArrayRecord needs paths"
+                )
+            try:
+                check_array_record_options(self.array_record_options)
+            except ValueError as error:
+                raise ConfigError("array_record_options", str(error)) from None
+        elif self.array_record_options != DEFAULT_ARRAY_RECORD_OPTIONS:
+            raise ConfigError("array_record_options", "applies with --file_format array_record only")
         if self.num_shards is not None and self.num_shards < 1:
             raise ConfigError("num_shards", "must be at least 1")
         if not self.shard_size_mb > 0:
@@ -142,3 +186,7 @@ class ConvertConfig(Config):
             raise ConfigError("gcs.timeout_s", "must be positive (seconds)")
         if not self.gcs.retry_deadline_s > 0:
             raise ConfigError("gcs.retry_deadline_s", "must be positive (seconds)")
+
+    @property
+    def shard_format(self) -> ShardFormat:
+        return ShardFormat(self.file_format, self.compression)

@@ -31,6 +31,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import names
 from beam_tfrecord.elements import ChangeLine, DroppedObjectLine, RejectLine, WrittenShard
+from beam_tfrecord.names import ShardFormat
+from beam_tfrecord.write import array_record_files
 from beam_tfrecord.write.tally import Tally
 from beam_tfrecord.write.tfrecord_files import FramingError, index_records, iter_records
 from beam_tfrecord.write_failures import writing
@@ -186,13 +188,17 @@ def done_path(temp_dir: str, task: str, kind: str) -> str:
     return FileSystems.join(temp_dir, names.PLAN_DONE_DIR, f"{task}.{kind}.json")
 
 
-def _proves(path: str, records: int, size: int, compression: str) -> bool:
-    """The shard file's framing holds exactly `records` records and `size` bytes."""
+def _proves(path: str, records: int, size: int, shard_format: ShardFormat) -> bool:
+    """The shard file's framing holds exactly `records` records and `size` bytes. A gs://
+    ArrayRecord shard, which its package cannot open, is proven by its size: a GCS object
+    appears only once its upload closed whole."""
     try:
         (found,) = FileSystems.match([path])
         if not found.metadata_list or found.metadata_list[0].size_in_bytes != size:
             return False
-        if compression == "gzip":
+        if shard_format.file_format == "array_record":
+            return "://" in path or array_record_files.count_records(path) == records
+        if shard_format.compression == "gzip":
             kind = CompressionTypes.GZIP
             with FileSystems.open(path, compression_type=kind) as handle:
                 return sum(1 for _ in iter_records(handle)) == records
@@ -202,7 +208,7 @@ def _proves(path: str, records: int, size: int, compression: str) -> bool:
 
 
 def finished_tasks(
-    temp_dir: str, output: str, task_inputs: Mapping[str, int], compression: str
+    temp_dir: str, output: str, task_inputs: Mapping[str, int], shard_format: ShardFormat
 ) -> dict[str, ShardOutcome | None]:
     """The tasks of an interrupted run that are proven done, with their outcomes (None for a
     task whose every input was rejected: it wrote no shard); each one's shard is its temporary
@@ -223,10 +229,10 @@ def finished_tasks(
         shard = written.shard
         if read.inputs != inputs or shard.records + len(read.rejects) != inputs:
             continue
-        if not _proves(shard.temp_path, shard.records, written.bytes, compression):
-            name = names.shard_name(shard.split, shard.index, shard.count, compression)
+        if not _proves(shard.temp_path, shard.records, written.bytes, shard_format):
+            name = names.shard_name(shard.split, shard.index, shard.count, shard_format)
             final = FileSystems.join(output, name)
-            if not _proves(final, shard.records, written.bytes, compression):
+            if not _proves(final, shard.records, written.bytes, shard_format):
                 continue
             place = (shard.split, shard.index, shard.count)
             written.shard = WrittenShard(*place, final, shard.records, shard.indexed)
@@ -234,7 +240,7 @@ def finished_tasks(
     return found
 
 
-def load_written(temp_dir: str, task: str, output: str, compression: str) -> ShardOutcome | None:
+def load_written(temp_dir: str, task: str, output: str, shard_format: ShardFormat) -> ShardOutcome | None:
     """A finished task's writer's done file (None when it wrote no shard), with its shard where
     `finished_tasks` found it: its final name when an interrupted finalize had moved it."""
     path = done_path(temp_dir, task, "written")
@@ -243,7 +249,9 @@ def load_written(temp_dir: str, task: str, output: str, compression: str) -> Sha
     written = ShardOutcome.from_json(_read_json(path))
     shard = written.shard
     if not FileSystems.exists(shard.temp_path):
-        final = FileSystems.join(output, names.shard_name(shard.split, shard.index, shard.count, compression))
+        final = FileSystems.join(
+            output, names.shard_name(shard.split, shard.index, shard.count, shard_format)
+        )
         written.shard = WrittenShard(
             shard.split, shard.index, shard.count, final, shard.records, shard.indexed
         )
@@ -292,7 +300,7 @@ def interrupted_plans(output: str) -> list[str]:
 
 
 def find_resumable(
-    output: str, fingerprint: RunFingerprint, task_inputs: Mapping[str, int], compression: str
+    output: str, fingerprint: RunFingerprint, task_inputs: Mapping[str, int], shard_format: ShardFormat
 ) -> Resumable:
     """The interrupted run in `output` whose plan is this one, with what it finished; or why
     none can be resumed. An output with summary.json holds a finished run: nothing to resume."""
@@ -308,5 +316,5 @@ def find_resumable(
         if why is not None:
             reasons.append(f"{posixpath.basename(temp_dir)}: {why}")
             continue
-        return Resumable(temp_dir, finished_tasks(temp_dir, output, task_inputs, compression))
+        return Resumable(temp_dir, finished_tasks(temp_dir, output, task_inputs, shard_format))
     return Resumable(why="; ".join(reasons) if reasons else None)

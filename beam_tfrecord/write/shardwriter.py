@@ -10,11 +10,14 @@ Names and temp-then-rename finalize are the same as `WriteToTFRecord`'s.
 Beside every uncompressed shard goes `SHARD.idx` (DALI's tfrecord2idx format: `offset size` per
 record, framing included), from the sizes the writer returns as it writes: no second pass. Gzip
 shards get none: offsets into the uncompressed stream cannot be seeked to, and neither DALI nor
-the PyTorch TFRecord readers use an index with gzip.
+the PyTorch TFRecord readers use an index with gzip. ArrayRecord shards (`--file_format
+array_record`) get none either: the format is its own index. Their writer opens local files only,
+so a gs:// shard is written on the worker's disk and copied (write.array_record_files).
 """
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
@@ -25,7 +28,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import fault_injection, gcs, names
 from beam_tfrecord.elements import FinalShard, ShardKey, WrittenShard
-from beam_tfrecord.names import index_path
+from beam_tfrecord.names import TFRECORD, ShardFormat, index_path
+from beam_tfrecord.write.array_record_files import DEFAULT_OPTIONS as DEFAULT_ARRAY_RECORD_OPTIONS
+from beam_tfrecord.write.array_record_files import LocalShardWriter
 from beam_tfrecord.write.tfrecord_files import format_index, write_record
 from beam_tfrecord.write_failures import writing
 
@@ -38,8 +43,8 @@ __all__ = [
 ]
 
 
-def compression_type(compression: str) -> str:
-    return CompressionTypes.GZIP if compression == "gzip" else CompressionTypes.UNCOMPRESSED
+def compression_type(shard_format: ShardFormat) -> str:
+    return CompressionTypes.GZIP if shard_format.compression == "gzip" else CompressionTypes.UNCOMPRESSED
 
 
 def write_index(shard_path: str, sizes: list[int]) -> None:
@@ -59,14 +64,16 @@ class ShardFiles:
     def __init__(
         self,
         temp_dir: str,
-        compression: str = "none",
+        shard_format: ShardFormat = TFRECORD,
         on_close: Callable[[WrittenShard, int], None] | None = None,
+        array_record_options: str = DEFAULT_ARRAY_RECORD_OPTIONS,
     ) -> None:
         self.temp_dir = temp_dir
-        self.compression = compression
+        self.shard_format = shard_format
+        self.array_record_options = array_record_options
         self.on_close = on_close  # told of each shard once closed and indexed, with its bytes
         self._key: ShardKey | None = None
-        self._handle: Any = None
+        self._handle: Any = None  # a FileSystems handle (TFRecord) or a LocalShardWriter
         self._path = ""
         self._sizes: list[int] = []  # framed size of every record of the open shard
         self._closed: set[ShardKey] = set()
@@ -78,7 +85,11 @@ class ShardFiles:
             self._open(shard)
         with writing(self._path):
             fault_injection.fail_point("writing")
-            self._sizes.append(write_record(self._handle, example))
+            if isinstance(self._handle, LocalShardWriter):
+                self._handle.write(example)
+                self._sizes.append(len(example))
+            else:
+                self._sizes.append(write_record(self._handle, example))
         fault_injection.pause_point("writing")
 
     def close(self) -> list[WrittenShard]:
@@ -89,7 +100,9 @@ class ShardFiles:
 
     def abandon(self) -> None:
         """Give up the open file after a failure: nothing is reported, errors are swallowed."""
-        if self._handle is not None:
+        if isinstance(self._handle, LocalShardWriter):
+            self._handle.abandon()
+        elif self._handle is not None:
             gcs.abandon(self._handle)
             with suppress(Exception):
                 self._handle.close()
@@ -101,18 +114,25 @@ class ShardFiles:
                 f"records of shard {shard.split}-{shard.index:05d} arrived after it was closed: this "
                 "runner splits a shard task's output between bundles; use the beam sink"
             )
-        final = names.shard_name(shard.split, shard.index, shard.count, self.compression)
+        final = names.shard_name(shard.split, shard.index, shard.count, self.shard_format)
         self._path = FileSystems.join(self.temp_dir, f"{final}.{uuid.uuid4().hex}")
         with writing(self._path):
-            self._handle = FileSystems.create(self._path, compression_type=compression_type(self.compression))
+            if self.shard_format.file_format == "array_record":
+                if "://" not in self._path:
+                    os.makedirs(self.temp_dir, exist_ok=True)
+                self._handle = LocalShardWriter(self._path, self.array_record_options)
+            else:
+                self._handle = FileSystems.create(
+                    self._path, compression_type=compression_type(self.shard_format)
+                )
         self._key, self._sizes = shard, []
 
     def _close_current(self) -> None:
         if self._key is None:
             return
         with writing(self._path):
-            self._handle.close()
-        key, indexed = self._key, self.compression == "none"
+            file_size = self._handle.close()  # a LocalShardWriter's; None for a FileSystems handle
+        key, indexed = self._key, self.shard_format.indexed
         if indexed:
             write_index(self._path, self._sizes)
         shard = WrittenShard(key.split, key.index, key.count, self._path, len(self._sizes), indexed)
@@ -120,16 +140,17 @@ class ShardFiles:
         self._closed.add(key)
         self._key, self._handle = None, None
         if self.on_close is not None:
-            size = (
-                sum(self._sizes)
-                if indexed
-                else FileSystems.match([self._path])[0].metadata_list[0].size_in_bytes
-            )
+            if indexed:
+                size = sum(self._sizes)
+            elif file_size is None:
+                size = FileSystems.match([self._path])[0].metadata_list[0].size_in_bytes
+            else:
+                size = file_size
             self.on_close(shard, size)
 
 
-def _final(output: str, shard: WrittenShard, compression: str) -> str:
-    return FileSystems.join(output, names.shard_name(shard.split, shard.index, shard.count, compression))
+def _final(output: str, shard: WrittenShard, shard_format: ShardFormat) -> str:
+    return FileSystems.join(output, names.shard_name(shard.split, shard.index, shard.count, shard_format))
 
 
 def _size(path: str) -> int:
@@ -140,8 +161,9 @@ def _size(path: str) -> int:
 def finalize_shards(
     written: Iterable[WrittenShard],
     output: str,
-    compression: str,
+    shard_format: ShardFormat,
     shard_counts: Mapping[str, int],
+    array_record_options: str = DEFAULT_ARRAY_RECORD_OPTIONS,
 ) -> list[FinalShard]:
     """Rename every temporary shard to its final name; write an empty shard for every planned
     one that got no record (its every input was rejected), so names stay `-of-N` complete.
@@ -157,7 +179,7 @@ def finalize_shards(
         if key in chosen:
             raise RuntimeError(f"shard {shard.split}-{shard.index:05d} was written twice: {shard.temp_path}")
         chosen[key] = shard
-    moving = [s for (split, index), s in chosen.items() if s.temp_path != _final(output, s, compression)]
+    moving = [s for (split, index), s in chosen.items() if s.temp_path != _final(output, s, shard_format)]
     temps = [s.temp_path for s in moving] + [index_path(s.temp_path) for s in moving if s.indexed]
     missing = [path for path in temps if not FileSystems.exists(path)]
     if missing:
@@ -165,13 +187,16 @@ def finalize_shards(
     finals = []
     for split, count in shard_counts.items():
         for index in range(count):
-            final = FileSystems.join(output, names.shard_name(split, index, count, compression))
+            final = FileSystems.join(output, names.shard_name(split, index, count, shard_format))
             shard = chosen.pop((split, index), None)
             if shard is None:
-                if compression == "none":
+                if shard_format.indexed:
                     write_index(final, [])
                 with writing(final):
-                    FileSystems.create(final, compression_type=compression_type(compression)).close()
+                    if shard_format.file_format == "array_record":  # an empty one, still a readable file
+                        LocalShardWriter(final, array_record_options).close()
+                    else:
+                        FileSystems.create(final, compression_type=compression_type(shard_format)).close()
                 finals.append(FinalShard(split, index, count, final, 0))
                 continue
             if shard.temp_path == final:  # renamed by an interrupted run's finalize, and kept

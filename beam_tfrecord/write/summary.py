@@ -26,7 +26,7 @@ from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import DuplicateGroup, RejectLine
 from beam_tfrecord.features.options import FeatureOptions
 from beam_tfrecord.keys import FeatureLayout, RecordLayout, extra_key
-from beam_tfrecord.names import DUPLICATES_FILE, MANIFEST_UNMATCHED_FILE, SUMMARY_FILE
+from beam_tfrecord.names import DUPLICATES_FILE, MANIFEST_UNMATCHED_FILE, SUMMARY_FILE, TFRECORD, ShardFormat
 from beam_tfrecord.plan import splits as splits_lib
 from beam_tfrecord.plan.annotations.label_map import is_unused
 from beam_tfrecord.plan.source_config import SourceConfig
@@ -488,6 +488,10 @@ class Summary:
     @property
     def compression(self) -> str:
         return self.options.output.compression if self.options.output is not None else "none"
+
+    @property
+    def shard_format(self) -> ShardFormat:
+        return self.options.output.shard_format if self.options.output is not None else TFRECORD
 
     @property
     def forced_channels(self) -> int | None:

@@ -27,6 +27,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import names
 from beam_tfrecord.keys import RecordKey, RecordLayout, key_of, record_keys
+from beam_tfrecord.write import array_record_files
 from beam_tfrecord.write.summary import Summary, TfdsMetadataInfo
 from beam_tfrecord.write.tfrecord_files import count_records
 
@@ -35,7 +36,6 @@ __all__ = ["FILENAME_TEMPLATE", "dataset_name", "features_spec", "write_tfds_met
 FILENAME_TEMPLATE = "{SPLIT}-{SHARD_X_OF_Y}.{FILEFORMAT}"
 # A detection run's class 0, as the Object Detection API counts: object ids start at 1.
 BACKGROUND = "background"
-FILE_FORMAT = "tfrecord"
 
 
 def features_spec(
@@ -81,7 +81,12 @@ def features_spec(
 
 
 def _length(output: str, name: str, known: int | None) -> int:
-    return known if known is not None else count_records(FileSystems.join(output, name))
+    if known is not None:
+        return known
+    path = FileSystems.join(output, name)
+    if name.endswith(".array_record"):
+        return array_record_files.count_records(path)
+    return count_records(path)
 
 
 def dataset_name(output: str) -> str:
@@ -147,7 +152,7 @@ def _write(data_dir: str, output: str, summary: Summary, shard_lengths: Mapping[
         data_dir=data_dir,
         template=FILENAME_TEMPLATE,
         dataset_name=dataset_name(output),
-        filetype_suffix=FILE_FORMAT,
+        filetype_suffix=summary.shard_format.file_format,
     )
     split_infos = []
     for split, info in summary.splits.items():
