@@ -34,6 +34,17 @@ def test_two_workers_read_every_record_once_as_tensors(tmp_path):
     assert image.shape[0] == 3 and image.shape[1] == 30 and label.item() in (0, 1)
 
 
+def test_array_record_output_is_a_map_style_dataset_a_loader_shuffles(tmp_path):
+    imagegen.write_tree(tmp_path / "in", FILES)
+    out = tmp_path / "out"
+    assert conftest.convert(tmp_path / "in", out, "--num_shards", "2", "--file_format", "array_record") == 0
+    dataset = beam_tfrecord.TorchImageArray(str(out), "train", image_size=(16, 24))
+    assert len(dataset) == 10 and tuple(dataset[7][0].shape) == (3, 16, 24)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=4, num_workers=2, shuffle=True)
+    labels = [label for _, batch in loader for label in batch.tolist()]
+    assert sorted(labels) == [0] * 5 + [1] * 5  # every record once, from worker processes
+
+
 def test_readme_pytorch_example_trains_one_epoch(pets_tree, tmp_path):
     """In a fresh process without TensorFlow, as a PyTorch job runs: torch's backward pass and
     TensorFlow's runtime (loaded here by the conversion) in one process can crash each other."""

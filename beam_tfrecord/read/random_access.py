@@ -85,11 +85,17 @@ class RecordArray:
         if self._offsets is None:
             return self._reader(shard).read([within])[0]
         offset, size = self._offsets[shard][within]
-        return _framed_record(self.files.paths[shard], offset, size)
+        return _framed_record(self._reader(shard), self.files.paths[shard], offset, size)
 
     def _reader(self, shard: int) -> Any:
+        """The shard's open reader (ArrayRecord) or file (TFRecord), opened on first use."""
         if shard not in self._readers:
-            self._readers[shard] = array_record_files.open_reader(self.files.paths[shard])
+            path = self.files.paths[shard]
+            self._readers[shard] = (
+                FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+                if self._offsets is not None
+                else array_record_files.open_reader(path, random_access=True)
+            )
         return self._readers[shard]
 
     def __getstate__(self) -> dict[str, Any]:
@@ -98,11 +104,10 @@ class RecordArray:
         return state
 
 
-def _framed_record(path: str, offset: int, size: int) -> bytes:
+def _framed_record(handle: Any, path: str, offset: int, size: int) -> bytes:
     """One TFRecord record read at its offset, CRCs checked."""
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-        handle.seek(offset)
-        framed = handle.read(size)
+    handle.seek(offset)
+    framed = handle.read(size)
     if len(framed) != size:
         raise FramingError(f"{path}: record at byte {offset} cut short")
     (length,) = struct.unpack("<Q", framed[:8])

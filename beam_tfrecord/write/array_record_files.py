@@ -128,11 +128,18 @@ class LocalShardWriter:
             os.remove(self.local)
 
 
-def open_reader(path: str):
-    """The package's reader of a local shard; a remote one is refused in one line."""
+def open_reader(path: str, random_access: bool = False):
+    """The package's reader of a local shard; a remote one is refused in one line. For reads at
+    random, no read-ahead and a small buffer (what Grain's data source opens its readers with):
+    a read-ahead would fetch chunks the next read does not want."""
     if "://" in path:
         raise RemoteArrayRecord(path)
-    reader = _module().ArrayRecordReader(path)
+    if random_access:
+        reader = _module().ArrayRecordReader(
+            path, options="readahead_buffer_size:0", file_reader_buffer_size=32768
+        )
+    else:
+        reader = _module().ArrayRecordReader(path)
     if not reader.ok():
         raise OSError(f"{path}: not a readable ArrayRecord file")
     return reader
