@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from beam_tfrecord.config import ConvertConfig
     from beam_tfrecord.features.options import FeatureOptions
     from beam_tfrecord.images.options import ImageOptions
+    from beam_tfrecord.output.outputs import IncompleteOutput, complete_shards
     from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
     from beam_tfrecord.plan.source_config import SourceConfig
     from beam_tfrecord.plan.staging import StagedPlan
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
     from beam_tfrecord.read.pytorch import TorchImageArray, TorchImages
     from beam_tfrecord.read.random_access import RecordArray, record_parser
     from beam_tfrecord.read.tf_data import load_dataset
-    from beam_tfrecord.write.outputs import IncompleteOutput, complete_shards
     from beam_tfrecord.write.schema import parse_spec
 
 # public name -> the module that defines it
@@ -47,8 +47,8 @@ _EXPORTS = {
     "SourceConfig": "plan.source_config",
     "FeatureOptions": "features.options",
     "ImageOptions": "images.options",
-    "IncompleteOutput": "write.outputs",
-    "complete_shards": "write.outputs",
+    "IncompleteOutput": "output.outputs",
+    "complete_shards": "output.outputs",
     "ImagesToTFRecords": "pipeline",
     "prepare": "pipeline",
     "class_names": "read.files",
@@ -67,6 +67,7 @@ SUBMODULES = (
     "images",
     "features",
     "write",
+    "output",
     "read",
     "compat",
     "config",

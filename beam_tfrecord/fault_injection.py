@@ -8,7 +8,7 @@ BEAM_TFRECORD_RESUME_FILE names a file, until that file exists (then it goes on:
 live run there while it starts another). Points, in run order:
 `listed`, `cleared` (earlier output removed), `writing` (a temporary shard half written),
 `finalizing` (one shard renamed into place, the others not yet), `metadata` (labels and
-rejects written, summary.json not yet); then an append's merge (write.append): `append_marked`
+rejects written, summary.json not yet); then an append's merge (output.append): `append_marked`
 (its marker written, no old shard renamed yet), `append_linked` (old shards under their new
 names, new ones moved in), `append_metadata` (side files written, summary.json not yet).
 """

@@ -15,7 +15,7 @@ An output folder after a run:
 
 and while it runs, `.temp-beam-tfrecord-<run id>/` (the staged plan under `plan/`, the paths
 sink's temporary shards beside it) or Beam's `beam-temp-*` (the beam sink), and the run's claim
-on the folder, `.beam-tfrecord-claim.json` (write.claim): neither an output nor temporary.
+on the folder, `.beam-tfrecord-claim.json` (output.claim): neither an output nor temporary.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ TFDS_FILES = (
     "label.labels.txt",
     "image-object-class-label.labels.txt",
 )
-# Kept with the dataset for `--append` (write.file_index, write.append): every listed file's
+# Kept with the dataset for `--append` (output.file_index, output.append): every listed file's
 # relpath, size, mtime, sha256 and split, written by the metadata step before summary.json; an
 # append's files converted since the dataset was made, but changed or gone; the append's work folder
 # (its new files converted as a run of their own) and its marker, present while it merges.
@@ -141,7 +141,7 @@ BEAM_TEMP_PREFIX = "beam-temp-"
 TEMP_PREFIXES = (TEMP_PREFIX, BEAM_TEMP_PREFIX)
 SUMMARY_TEMP_FILE = f"{TEMP_PREFIX}{SUMMARY_FILE}"
 
-# One run at a time per output (write.claim): created before anything there is touched, removed
+# One run at a time per output (output.claim): created before anything there is touched, removed
 # at the end. Matches no temporary prefix, so no run sweeps a live run's claim.
 CLAIM_FILE = ".beam-tfrecord-claim.json"
 
@@ -151,7 +151,7 @@ PLAN_FACTS_FILE = "facts.json"
 PLAN_REJECTS_FILE = "rejects.jsonl"  # rejects known from the listing
 PLAN_TASKS_DIR = "shards"  # one ShardTask per file
 PLAN_RUN_FILE = "run.json"  # the plan's fingerprint: a rerun of the same plan resumes it
-PLAN_DONE_DIR = "done"  # a finished shard task's two files (write.resume), beside the plan
+PLAN_DONE_DIR = "done"  # a finished shard task's two files (output.resume), beside the plan
 PLAN_DROPPED_OBJECTS_FILE = DROPPED_OBJECTS_FILE  # objects dropped while planning
 PLAN_UNMATCHED_FILE = ANNOTATIONS_UNMATCHED_FILE
 

@@ -2,7 +2,7 @@
 
     source = SourceConfig(input="gs://bucket/images", splits={"train": 0.8, "validation": 0.2})
     config = ConvertConfig(output="gs://bucket/out", schema="simple", compression="gzip")
-    with claim_output(config.output) as claim:  # one writer per output (write.claim)
+    with claim_output(config.output) as claim:  # one writer per output (output.claim)
         staged = prepare(source, config, claim=claim)  # list, plan, stage the plan under the output
         with beam.Pipeline(options=options) as pipeline:
             _ = pipeline | ImagesToTFRecords(staged, config)
@@ -34,6 +34,10 @@ from beam_tfrecord.elements import (
     PlannedInput,
     RejectLine,
 )
+from beam_tfrecord.output import append as append_lib
+from beam_tfrecord.output import file_index, outputs
+from beam_tfrecord.output import resume as resume_lib
+from beam_tfrecord.output.claim import Claim
 from beam_tfrecord.plan import bulk, staging
 from beam_tfrecord.plan.annotations.growing import annotations_digest, objects_digest
 from beam_tfrecord.plan.listing import InputFile, list_inputs
@@ -45,24 +49,18 @@ from beam_tfrecord.transforms import (
     CONTENT,
     DROPPED,
     REJECTS,
-    TALLIES,
     BuildRecordFn,
     DuplicateGroups,
     ExtractFeatures,
     LoadFinishedFn,
-    MergeTallies,
     ReadShardFn,
-    RunStepFn,
-    TallyFn,
     content_key,
-    make_sink,
 )
-from beam_tfrecord.write import append as append_lib
-from beam_tfrecord.write import file_index, outputs
-from beam_tfrecord.write import resume as resume_lib
-from beam_tfrecord.write.claim import Claim
+from beam_tfrecord.write import done_files
+from beam_tfrecord.write.run_step import RunStepFn
 from beam_tfrecord.write.shardwriter import remove_tree
 from beam_tfrecord.write.side_files import object_files, write_metadata
+from beam_tfrecord.write.sinks import TALLIES, MergeTallies, TallyFn, make_sink
 from beam_tfrecord.write.summary import RunInfo, RunOptions, Summary, build_summary
 from beam_tfrecord.write.tally import Tally
 
@@ -92,20 +90,20 @@ def prepare(
     turn) shape the shard counts (plan.sharding.ShardSettings); `files` is a listing already
     made (the command lists first, to choose its workers by the input's size); `label_source` one
     already loaded. `stage=False` plans and says where the plan would go, writing nothing and
-    leaving the output as it is (a dry run). Raises ConfigError (`write.outputs.OutputInUse`,
+    leaving the output as it is (a dry run). Raises ConfigError (`output.outputs.OutputInUse`,
     `gcs.StorageError` among them) before anything is written when the run cannot start.
 
     `resume`: when the output holds an interrupted run of this very plan (the same listing,
-    settings and shard tasks: `write.resume.RunFingerprint`), keep the shard tasks it finished
+    settings and shard tasks: `output.resume.RunFingerprint`), keep the shard tasks it finished
     and stage nothing new; any other interrupted run is removed, and the log says why it could
     not be resumed. The paths sink only (Beam's WriteToTFRecord keeps nothing of a killed run).
 
-    `claim`: this run's claim on the output (`write.claim.claim_output`), checked to be held and
+    `claim`: this run's claim on the output (`output.claim.claim_output`), checked to be held and
     to name `config.output` before anything there is read or cleared. The caller takes it, not
     `prepare`, because it must outlive `prepare`: it covers the pipeline's run, which ends where
     only the caller knows. Without one nothing stops another run writing the same output.
 
-    `known`: the dataset an `--append` grows (write.append): its label ids and records' hashes.
+    `known`: the dataset an `--append` grows (output.append): its label ids and records' hashes.
     """
     gcs.use_settings(config.gcs)
     if claim is not None and (not claim.held or claim.output != config.output):
@@ -210,13 +208,13 @@ def _plan_and_stage(
     file_index.stage_listing(staged.plan_dir, listing, plan.groups, digests)
     _stage_annotation_changes(plan, config.output, known)
     fingerprint = _fingerprint(listing, source, config, tasks_digest, facts)
-    resume_lib.write_json(resume_lib.fingerprint_path(staged.temp_dir), fingerprint.to_json())
+    done_files.write_json(resume_lib.fingerprint_path(staged.temp_dir), fingerprint.to_json())
     return staged
 
 
 def _stage_annotation_changes(plan: Plan, output: str, known: KnownRecords | None) -> None:
     """An append's old pictures whose annotations changed, kept in its work folder (`output`) for
-    the merge (write.append.stage_annotation_changes); only where they were compared."""
+    the merge (output.append.stage_annotation_changes); only where they were compared."""
     if known is not None and known.converted is not None:
         append_lib.stage_annotation_changes(output, plan.annotations_changed)
 
@@ -262,7 +260,7 @@ def _fingerprint(
 
 class WriteMetadataFn(RunStepFn):
     """Runs once, after every shard is final: labels.txt, rejects.jsonl, changes.jsonl, TFDS's
-    files, the file index (write.file_index), then summary.json; then removes the run's temporary
+    files, the file index (output.file_index), then summary.json; then removes the run's temporary
     folder (the staged plan)."""
 
     def __init__(self, config: ConvertConfig, staged: StagedPlan, run: RunInfo | None) -> None:
@@ -419,7 +417,7 @@ class ImagesToTFRecords(beam.PTransform):
             dropped = (dropped, resumed[DROPPED]) | "AllDropped" >> beam.Flatten()
             tallies.append(resumed[TALLIES])
         duplicates = keys | "Duplicates" >> DuplicateGroups()
-        # (sha256, (relpath, split)) of every record: the file index's (write.file_index).
+        # (sha256, (relpath, split)) of every record: the file index's (output.file_index).
         reject_tally = all_rejects | "TallyRejects" >> beam.CombineGlobally(TallyFn())
         tally = (
             (*tallies, reject_tally)

@@ -8,12 +8,12 @@ from-scratch run over the union, each a whole process (median of `--repeats`).
     .venv/bin/python benchmarks/append.py --gcs_renumber 100,1000  # renumbering old shards on gs://
 
 `--index_check N` times only what an append does before converting, at N existing records: load
-a file index of N entries (write.file_index), compare a listing of N + 1% files against it
-(write.append.compare_listing) and build the plan's known hashes, with the process's peak RSS.
+a file index of N entries (output.file_index), compare a listing of N + 1% files against it
+(output.append.compare_listing) and build the plan's known hashes, with the process's peak RSS.
 
 `--gcs_renumber N,...` times what a split that grows costs on gs:// against the GCS emulator
 (tests/gcsemulator.py) behind a proxy that counts the requests: N old shards (and their `.idx`)
-given their new names by the merge's own step (write.append.renumber, one server-side copy
+given their new names by the merge's own step (output.append.renumber, one server-side copy
 each), then the old names removed as the merge's last step does; the requests by kind and the
 seconds of each step.
 
@@ -69,8 +69,8 @@ def grow(tree: str, extra_root: str, new: int, copies: int, new_class: int) -> N
 
 
 def _records(out: str) -> dict[str, tuple[str, str, int]]:
+    from beam_tfrecord.output.outputs import complete_summary
     from beam_tfrecord.read.examples import iter_examples
-    from beam_tfrecord.write.outputs import complete_summary
 
     found = {}
     for split in complete_summary(out).splits:
@@ -84,10 +84,10 @@ def index_check(count: int) -> dict:
     import resource
     import time
 
+    from beam_tfrecord.output.append import compare_listing
+    from beam_tfrecord.output.file_index import IndexEntry, load_index, write_index
     from beam_tfrecord.plan.listing import InputFile
     from beam_tfrecord.plan.planner import KnownRecords
-    from beam_tfrecord.write.append import compare_listing
-    from beam_tfrecord.write.file_index import IndexEntry, load_index, write_index
 
     work = tempfile.mkdtemp(prefix="append-index-")
     try:
@@ -138,7 +138,7 @@ def gcs_renumber(counts: list[int], ways: tuple[str, ...] = ("per_object", "batc
     from gcsemulator import EMULATOR_ENV, Emulator, PermissionProxy
 
     from beam_tfrecord import names
-    from beam_tfrecord.write.append import _delete, renumber
+    from beam_tfrecord.output.append import _delete, renumber
 
     class CountingProxy(PermissionProxy):
         """Relays every request, counting them: copies (copyTo/rewriteTo), and all the others."""

@@ -5,7 +5,7 @@ medians of `--repeats` and the rerun's share of a full run.
     .venv/bin/python benchmarks/resume.py --images 32000 --repeats 3
     .venv/bin/python benchmarks/resume.py --images 2000 --repeats 1    # a quick check
 
-The kill comes when the run's temporary folder holds done files (write/resume.py) for at least
+The kill comes when the run's temporary folder holds done files (write/done_files.py) for at least
 `--kill_at` of the shard tasks, counted from the staged plan. The rerun also checks its output:
 the same digests as the full run's.
 """

@@ -1,4 +1,4 @@
-"""`--append`'s checks and choices before the pipeline (see beam_tfrecord.write.append): the
+"""`--append`'s checks and choices before the pipeline (see beam_tfrecord.output.append): the
 output must hold a finished dataset with its file index, made with the same record-shaping
 options; only the files the index does not hold are planned, into the append's work folder (a
 detection dataset's annotations are read against the whole listing: plan.annotations.growing)."""
@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from beam_tfrecord import names
+from beam_tfrecord.output import append as append_lib
+from beam_tfrecord.output import grown_objects, outputs
+from beam_tfrecord.output.file_index import IndexEntry, load_index
 from beam_tfrecord.plan.labels import Unlabeled
 from beam_tfrecord.plan.listing import InputFile, list_inputs
 from beam_tfrecord.plan.planner import KnownRecords
-from beam_tfrecord.write import append as append_lib
-from beam_tfrecord.write import grown_objects, outputs
-from beam_tfrecord.write.file_index import IndexEntry, load_index
 from beam_tfrecord.write.summary import RunOptions, Summary, read_summary
 from pipelines.options import RunSettings, UsageError
 
@@ -108,7 +108,7 @@ def prepare_append(settings: RunSettings) -> AppendJob:
         known = KnownRecords(class_names, hashes, listing, indexed, reported, old.split_method, converted)
     else:
         known = KnownRecords(class_names, hashes, split_method=old.split_method)
-    merging = append_lib.marker_names(output) is not None
+    merging = outputs.append_marker(output) is not None
     job = AppendJob(output, old, delta, known, _finished_work(output, merging), merging, index)
     _check_same_input(job, source.input)
     if job.done is None and not merging and not delta.new:
@@ -155,7 +155,7 @@ def _check_same_input(job: AppendJob, input_spec: str) -> None:
 
 
 def finish_append(job: AppendJob, input_spec: str) -> Summary:
-    """Merge the work folder's finished run into the dataset (write.append.merge); AppendFailed
+    """Merge the work folder's finished run into the dataset (output.append.merge); AppendFailed
     in one line where a step fails (what failed, what the dataset holds, that a rerun ends it)."""
     try:
         return _finish_append(job, input_spec)
@@ -193,7 +193,7 @@ def _finish_append(job: AppendJob, input_spec: str) -> Summary:
         return job.old
     old_names = set(job.old.class_names or ())
     # A detection dataset's old pictures whose annotations changed (their lines staged in the
-    # work folder with the append's plan: write.append.stage_annotation_changes).
+    # work folder with the append's plan: output.append.stage_annotation_changes).
     annotation_lines = append_lib.annotation_changes(job.work) if job.old.objects is not None else []
     entry = {
         "date": None,

@@ -35,12 +35,12 @@ from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.features import models as feature_models
 from beam_tfrecord.features.options import ModelUnavailable
 from beam_tfrecord.images import quiet
+from beam_tfrecord.output import claim as claims
+from beam_tfrecord.output import outputs
 from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
 from beam_tfrecord.plan import staging
 from beam_tfrecord.plan.listing import list_inputs
 from beam_tfrecord.plan.staging import StagedPlan
-from beam_tfrecord.write import claim as claims
-from beam_tfrecord.write import outputs
 from beam_tfrecord.write.summary import RunInfo, read_summary
 from pipelines import append as append_cmd
 from pipelines import dry_run
@@ -335,7 +335,7 @@ def execute(
     """Run the pipeline; the job's final state, or None when a remote job is only submitted.
 
     A remote job's id goes into the claim; once this launcher stops waiting for the job (it was
-    asked not to wait, or Ctrl-C), the claim is handed over to the job (write.claim)."""
+    asked not to wait, or Ctrl-C), the claim is handed over to the job (output.claim)."""
     if progress_dir:
         from beam_tfrecord.progress import ProgressPrinter
 

@@ -29,10 +29,10 @@ from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
 from beam_tfrecord import gcs, runners
 from beam_tfrecord.config import ConvertConfig, FeatureOptions, SourceConfig
 from beam_tfrecord.config_base import GROUPS, ConfigError, Declared, declared, setting
+from beam_tfrecord.output.outputs import OutputInUse
 from beam_tfrecord.plan.listing import shown_path
 from beam_tfrecord.plan.planner import LabelSource, label_source_for
 from beam_tfrecord.runners import read_threads
-from beam_tfrecord.write.outputs import OutputInUse
 
 __all__ = [
     "SAMPLE_INPUT",

@@ -15,9 +15,9 @@ from conftest import convert
 from imagegen import jpeg, write_tree
 
 from beam_tfrecord import names
+from beam_tfrecord.output.file_index import load_index
+from beam_tfrecord.output.outputs import complete_summary
 from beam_tfrecord.read.examples import iter_examples
-from beam_tfrecord.write.file_index import load_index
-from beam_tfrecord.write.outputs import complete_summary
 
 SPLITS = ("--splits", "train=0.7,validation=0.3")
 

@@ -35,8 +35,8 @@ from test_label_map import TUTORIAL_MAP
 
 import beam_tfrecord
 from beam_tfrecord import names, reasons
+from beam_tfrecord.output.outputs import complete_summary
 from beam_tfrecord.read.examples import iter_examples
-from beam_tfrecord.write.outputs import complete_summary
 
 BIRD = {"id": 19, "name": "bird", "supercategory": "animal"}
 

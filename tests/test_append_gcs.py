@@ -14,8 +14,8 @@ from gcsemulator import EMULATOR_ENV, Emulator, PermissionProxy
 from imagegen import jpeg, write_tree
 from pausing import killed_at
 
+from beam_tfrecord.output.outputs import complete_summary
 from beam_tfrecord.read.examples import iter_examples
-from beam_tfrecord.write.outputs import complete_summary
 
 SPLITS = ("--splits", "train=0.7,validation=0.3")
 FIRST = {f"{c}/{i}.jpg": jpeg(20 + i, 20, seed=i * 11 + ord(c[0])) for c in ("cat", "dog") for i in range(6)}

@@ -1,4 +1,4 @@
-"""One output, one writer: a run claims its output before touching it (beam_tfrecord/write/claim.py).
+"""One output, one writer: a run claims its output before touching it (beam_tfrecord/output/claim.py).
 
 Real processes (`python -m pipelines.convert`) held at a named point by the pause hook
 (beam_tfrecord/fault_injection.py) while a second starts, on local disk and on gs:// against the
@@ -27,9 +27,9 @@ from google.api_core.exceptions import PreconditionFailed
 from beam_tfrecord import names
 from beam_tfrecord.config import ConvertConfig, SourceConfig
 from beam_tfrecord.config_base import ConfigError
+from beam_tfrecord.output import claim as claims
+from beam_tfrecord.output import outputs
 from beam_tfrecord.pipeline import prepare
-from beam_tfrecord.write import claim as claims
-from beam_tfrecord.write import outputs
 from pipelines.convert import EXIT_CLAIMED, run
 
 ARGS = ("--splits", "train=0.5,test=0.5", "--num_shards", "2", "--no_progress")
@@ -396,7 +396,7 @@ def test_an_output_where_no_claim_can_be_written_is_one_line(tree, tmp_path, cap
 def test_a_remote_jobs_claim_is_not_dead_when_only_its_launcher_is():
     """A launcher killed (SIGHUP, SIGKILL) while it waited for a remote job: the job goes on
     writing, so its claim is dead only once the job wrote summary.json."""
-    from beam_tfrecord.write.claim import ClaimRecord, ClaimTiming
+    from beam_tfrecord.output.claim import ClaimRecord, ClaimTiming
 
     now = time.time()
     held = ClaimRecord("r1", "another-host", 42, now - 900, now - 600, None, job_id="job-1")

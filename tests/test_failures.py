@@ -10,7 +10,7 @@ import imagegen
 import pytest
 
 from beam_tfrecord.images import inputs as records
-from beam_tfrecord.write import outputs
+from beam_tfrecord.output import outputs
 from pipelines.convert import run
 
 

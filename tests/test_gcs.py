@@ -136,7 +136,7 @@ def test_gcs_output_is_complete_and_readable(emulator, bucket, tmp_path):
         "changes.jsonl",
         "duplicates.jsonl",
         "summary.json",
-        names.INDEX_FILE,  # the file index an --append reads (write.file_index)
+        names.INDEX_FILE,  # the file index an --append reads (output.file_index)
         *tfds_files,
     ]
     assert objects == sorted([*shards, *indexes, *metadata])

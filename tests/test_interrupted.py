@@ -16,7 +16,7 @@ import pytest
 from outputcheck import read_records, summary
 
 from beam_tfrecord import names
-from beam_tfrecord.write import outputs
+from beam_tfrecord.output import outputs
 from pipelines.convert import run
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -176,9 +176,9 @@ def test_a_detection_rerun_resumes_only_while_its_objects_are_the_same(tmp_path,
     import annotationgen as ag
 
     from beam_tfrecord.config import ConvertConfig, SourceConfig
+    from beam_tfrecord.output import resume as resume_lib
     from beam_tfrecord.pipeline import prepare
     from beam_tfrecord.plan.annotations.options import AnnotationOptions
-    from beam_tfrecord.write import resume as resume_lib
 
     root, annotations = tmp_path / "images", tmp_path / "instances_x.json"
     imagegen.write_tree(root, {f"{i}.jpg": imagegen.jpeg(seed=i) for i in range(4)})

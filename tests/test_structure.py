@@ -1,5 +1,6 @@
-"""The shape of the library, guarded: the stages run plan -> images -> features -> write -> read, and
-a stage imports only the stages before it (read may use write's schema; write may never use read).
+"""The shape of the library, guarded: the stages run plan -> images -> features -> write -> output ->
+read, and a stage imports only the stages before it (read may use write's schema; write may never
+use read; the output room, the output folder's lifecycle, may use write but write never uses it).
 The shared contracts (elements, names, keys, config_base, reasons) and the cross-cutting helpers import no
 stage, and nothing in the library imports the command (`pipelines`). Imports inside functions and
 under TYPE_CHECKING count too: they are dependencies all the same."""
@@ -12,7 +13,7 @@ import pathlib
 import beam_tfrecord
 
 PACKAGE = pathlib.Path(beam_tfrecord.__file__).parent
-STAGES = ("plan", "images", "features", "write", "read")
+STAGES = ("plan", "images", "features", "write", "output", "read")
 # Importable from anywhere in the library; they import only each other (and other libraries).
 SHARED = (
     "elements",

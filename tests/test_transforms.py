@@ -18,7 +18,8 @@ from beam_tfrecord.elements import PlannedInput, RejectLine, ShardTask
 from beam_tfrecord.images.options import ImageOptions
 from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
 from beam_tfrecord.plan.staging import PlanFacts, StagedPlan
-from beam_tfrecord.transforms import REJECTS, BuildRecordFn, ReadShardFn, TallyFn
+from beam_tfrecord.transforms import REJECTS, BuildRecordFn, ReadShardFn
+from beam_tfrecord.write.sinks import TallyFn
 from beam_tfrecord.write.summary import RunOptions, build_summary
 from beam_tfrecord.write.tally import Tally
 from pipelines.report import format_table

@@ -244,7 +244,7 @@ DEFAULT_SHARDS = ShardSettings()
 
 @dataclass(frozen=True)
 class KnownRecords:
-    """What an `--append` run's plan takes from the dataset it grows (write.append): its class
+    """What an `--append` run's plan takes from the dataset it grows (output.append): its class
     names in id order (a class seen first now gets the next id), and the sha256 of every record
     it holds -> that record's relpath (with `dedupe`, a new file with those bytes is a
     `duplicate` reject naming it).

@@ -17,8 +17,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord.keys import FeatureLayout, RecordLayout
 from beam_tfrecord.names import index_path
+from beam_tfrecord.output import outputs
 from beam_tfrecord.plan.columns import ExtraColumn
-from beam_tfrecord.write import array_record_files, outputs
+from beam_tfrecord.write import array_record_files
 from beam_tfrecord.write.summary import SizeRange, Summary
 from beam_tfrecord.write.tfrecord_files import FramingError, iter_records, parse_index
 

@@ -26,10 +26,10 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecord import gcs, names
 from beam_tfrecord.keys import RecordLayout, key_of, record_keys
 from beam_tfrecord.names import LABELS_FILE, REJECTS_FILE, SUMMARY_FILE, TFDS_INFO_FILE
+from beam_tfrecord.output.outputs import unfinished_message
 from beam_tfrecord.read.files import read_index
 from beam_tfrecord.read.tf_data import record_dataset
 from beam_tfrecord.write import schema as schema_lib
-from beam_tfrecord.write.outputs import unfinished_message
 from beam_tfrecord.write.summary import Summary, SummaryError, read_summary
 from beam_tfrecord.write.tfrecord_files import FramingError, index_records
 

@@ -5,19 +5,19 @@ Takes: `PendingRecord`s (with features, in a feature run).
 Gives: shard files with their `.idx`, labels.txt, rejects.jsonl, changes.jsonl, TFDS's files
 and, last, summary.json (the completeness marker).
 
-Modules: `claim` (one run per output), `schema` (record keys, parse spec), `messages` and `example.proto`
-(the Example messages), `tfrecord_files` (TFRecord framing), `records` (a validated image to its record),
-`shardwriter` (temp-then-rename shards), `tally` (the run's counts), `summary` (summary.json
-as a typed object, and how it is built), `side_files` (the side files, summary.json last),
-`tfds_metadata` (TFDS's files), `outputs` (the output folder's guard and completeness check),
-`output_config` (ConvertConfig: what the records look like and where they go).
+Modules: `schema` (record keys, parse spec), `messages` and `example.proto` (the Example
+messages), `tfrecord_files` (TFRecord framing), `array_record_files` (ArrayRecord through its
+package), `records` (a validated image to its record), `shardwriter` (temp-then-rename shards),
+`tally` (the run's counts), `summary` (summary.json as a typed object, and how it is built),
+`side_files` (the side files, summary.json last), `tfds_metadata` (TFDS's files),
+`output_config` (ConvertConfig: what the records look like and where they go). What the output
+folder already holds, and what a run does with it, is the output room's (`beam_tfrecord.output`).
 """
 
 __all__ = [
-    "claim",
+    "array_record_files",
     "messages",
     "output_config",
-    "outputs",
     "records",
     "schema",
     "shardwriter",

@@ -476,7 +476,7 @@ class Summary:
     options: RunOptions = field(default_factory=RunOptions)
     run: RunInfo | None = None
     tfds_metadata: TfdsMetadataInfo | None = None
-    # The runs that made a dataset grown by `--append` (write.append), each with its date, input
+    # The runs that made a dataset grown by `--append` (output.append), each with its date, input
     # and counts (and an append's new classes); absent from a dataset made by one run.
     history: list[dict[str, Any]] | None = None
 
@@ -686,7 +686,7 @@ def share_and_class_warnings(
 ) -> list[str]:
     """The warnings on a dataset's split shares (hash splits only: declared splits asked no
     fraction) and on its classes without a record, worded once for a run's summary and a grown
-    dataset's (write.append). `records_of`: class name -> its records."""
+    dataset's (output.append). `records_of`: class name -> its records."""
     warnings = []
     if not stratified and not declared and len(splits) > 1 and records:
         name, split = max(splits.items(), key=lambda item: abs(item[1].share - item[1].fraction))

@@ -140,7 +140,7 @@ class Tally:
             self.class_pictures[value] += 1
 
     def to_json(self) -> dict[str, Any]:
-        """The counts as JSON (a finished shard task's, kept for a rerun: write.resume)."""
+        """The counts as JSON (a finished shard task's, kept for a rerun: output.resume)."""
         data: dict[str, Any] = {
             name: [[_plain(k), n] for k, n in getattr(self, name).items()] for name in COUNTERS
         }

@@ -1,4 +1,4 @@
-"""An `--append`'s annotations (write.append): the source is read against the whole listing, as a
+"""An `--append`'s annotations (output.append): the source is read against the whole listing, as a
 run over old and new pictures together reads it, so each new picture gets the match, the objects
 and the declared split that run would give it; then only the new pictures' share is kept.
 

@@ -1,4 +1,4 @@
-"""A segmentation, captions or keypoints dataset grown by `--append` (write.append): each task's
+"""A segmentation, captions or keypoints dataset grown by `--append` (output.append): each task's
 summary section counted over old and new records, as a run over every picture would count it
 (a detection dataset's objects are `grown_objects`'). Plain arithmetic on the sections."""
 

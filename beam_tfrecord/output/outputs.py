@@ -7,10 +7,14 @@ looking at an interrupted or foreign run; `complete_shards` does that check.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import posixpath
 
+from typing import Any
+
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import gcs, names
@@ -25,6 +29,7 @@ __all__ = [
     "OutputInUse",
     "clear_append",
     "clear_outputs",
+    "append_marker",
     "clear_temp",
     "complete_shards",
     "complete_summary",
@@ -83,7 +88,7 @@ def existing_outputs(output: str) -> list[str]:
 
 
 def clear_append(output: str) -> None:
-    """What a killed `--append` left (write.append): its marker first (then nothing excuses files
+    """What a killed `--append` left (output.append): its marker first (then nothing excuses files
     that summary.json does not list), then its work folder. A run replacing the dataset clears it."""
     marker = FileSystems.join(output, names.APPEND_MARKER)
     if FileSystems.exists(marker):
@@ -163,15 +168,27 @@ def complete_summary(output: str) -> Summary:
 
 
 def _append_under_way(output: str, present: set[str], expected: set[str]) -> bool:
-    """An `--append` merging beside this dataset (write.append): every shard summary.json lists
+    """An `--append` merging beside this dataset (output.append): every shard summary.json lists
     is there, and each other one is a file the append's marker names. Readers read the dataset
     summary.json describes, whole, until the append replaces it."""
-    from beam_tfrecord.write.append import marker_names
-
     if not expected <= present:
         return False
-    extra = marker_names(output)
-    return extra is not None and present - expected <= extra
+    marker = append_marker(output)
+    return marker is not None and present - expected <= set(marker["extra"])
+
+
+def append_marker(output: str) -> dict[str, Any] | None:
+    """The marker an `--append` under way keeps beside the dataset (output.append writes it):
+    the files summary.json does not list yet, and each side file's length before the merge;
+    None when no append is under way."""
+    path = FileSystems.join(output, names.APPEND_MARKER)
+    try:
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+            return json.loads(handle.read().decode("utf-8"))
+    except Exception:
+        if FileSystems.exists(path):
+            raise
+        return None
 
 
 def complete_shards(output: str) -> dict[str, list[str]]:

@@ -11,11 +11,11 @@ the old shards:
   copied; a copy where the filesystem refuses links) or a server-side copy (gs://, a hundred to a
   batch request), a new one is moved out of the work folder;
 - the side files, the file index and TFDS's dataset_info.json count old plus new (a detection
-  dataset's objects, label map and object files too: write.grown_objects);
+  dataset's objects, label map and object files too: output.grown_objects);
 - summary.json is replaced last, with a `history` of the runs; then the old names are removed.
 
 While it merges, a marker (names.APPEND_MARKER) names the files not in summary.json yet, so every
-reader keeps reading the old dataset whole (write.outputs.complete_summary); a merge killed
+reader keeps reading the old dataset whole (output.outputs.complete_summary); a merge killed
 anywhere is finished by the next `--append` (`merge` is idempotent), and a step that fails is a
 MergeFailed that says whether the old dataset is still whole.
 """
@@ -44,8 +44,9 @@ from beam_tfrecord.names import ShardFormat
 from beam_tfrecord.plan.listing import InputFile, split_input_spec
 from beam_tfrecord.plan.source_config import SourceConfig
 from beam_tfrecord.plan.splits import expected_deviation, group_of
-from beam_tfrecord.write import grown_labels, grown_objects
-from beam_tfrecord.write.file_index import IndexEntry, load_index, write_index
+from beam_tfrecord.output import grown_labels, grown_objects
+from beam_tfrecord.output.file_index import IndexEntry, load_index, write_index
+from beam_tfrecord.output.outputs import append_marker, existing_outputs
 from beam_tfrecord.write.output_config import ConvertConfig
 from beam_tfrecord.write.side_files import write_text
 from beam_tfrecord.write.summary import (
@@ -70,7 +71,6 @@ __all__ = [
     "annotation_changes",
     "compare_listing",
     "input_number",
-    "marker_names",
     "merge",
     "option_differences",
     "renumber",
@@ -246,24 +246,6 @@ def compare_listing(
 def _base(input_spec: str | None) -> str | None:
     """What the listing of `input_spec` puts before each relpath (plan.listing)."""
     return split_input_spec(input_spec)[0].rstrip("/") + "/" if input_spec else None
-
-
-def _marker(output: str) -> dict[str, Any] | None:
-    path = FileSystems.join(output, names.APPEND_MARKER)
-    try:
-        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-            return json.loads(handle.read().decode("utf-8"))
-    except Exception:
-        if FileSystems.exists(path):
-            raise
-        return None
-
-
-def marker_names(output: str) -> set[str] | None:
-    """File names an append under way has put beside the dataset (summary.json does not list
-    them yet), or None when no append is under way."""
-    marker = _marker(output)
-    return set(marker["extra"]) if marker is not None else None
 
 
 def _write_json(path: str, data: Any) -> None:
@@ -535,7 +517,7 @@ def _merged_summary(
     recounted: Sequence[str] = (),
 ) -> Summary:
     """`unmatched`: a detection dataset's merged entries that name no picture
-    (write.grown_objects); `recounted`: warnings counted over the merged side files."""
+    (output.grown_objects); `recounted`: warnings counted over the merged side files."""
     records = old.records + new.records
     groups_summary = _merged_groups(old, new, indexed)
     # What a hash split draws: each group once, each file of no group once (as write.summary).
@@ -730,7 +712,7 @@ def _merge(
     keep, move = _renames(old, new, old.shard_format)
     extra = [*keep, *keep.values(), *move.values()]
     extra += [names.index_path(n) for n in extra]
-    marker = _marker(output)
+    marker = append_marker(output)
     counted = (*_RUN_LINES, names.DROPPED_OBJECTS_FILE) if old.objects is not None else _RUN_LINES
     if marker is None:  # the merge begins: how many lines each side file has before it
         before = {name: len(_lines(FileSystems.join(output, name))) for name in counted}
@@ -809,7 +791,6 @@ def finish(output: str) -> None:
 
 
 def _finish(output: str) -> None:
-    from beam_tfrecord.write.outputs import existing_outputs
     from beam_tfrecord.write.summary import read_summary
 
     summary = read_summary(output)

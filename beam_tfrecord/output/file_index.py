@@ -7,7 +7,7 @@ has groups) and `annotations` (a detection record's:
 the digest of the objects it was made from, plan.annotations.growing.annotations_digest; an
 append lists an old picture whose annotations have another digest now); sorted by relpath.
 
-Why: `--append` (write.append) tells new files from converted ones by the listing alone (path,
+Why: `--append` (output.append) tells new files from converted ones by the listing alone (path,
 size, modification time) against this index, and finds copies of old records by their sha256,
 without reading an old shard or an old picture. The metadata step writes it before summary.json,
 from the listing staged with the plan (`stage_listing`) and the records' content hashes the
@@ -51,7 +51,7 @@ class IndexEntry:
     mtime: float
     sha256: str | None = None  # None: the input became a reject, not a record
     split: str | None = None
-    input: int = 0  # which input it was listed in (write.append.input_number); 0: the first run's
+    input: int = 0  # which input it was listed in (output.append.input_number); 0: the first run's
     group: str | None = None  # its split group (group pattern or manifest column), where it has one
     annotations: str | None = None  # a detection record's objects' digest; None: none (or older)
 

@@ -1,10 +1,6 @@
 """Keeping what an interrupted run finished: each shard task leaves two small files in the run's
-temporary folder when it is done, and a rerun of the same plan keeps the tasks they prove done.
-
-    <temp>/done/<split>-<index>.read.json      the reader's: the task's inputs and its rejects
-    <temp>/done/<split>-<index>.written.json   the writer's: the temporary shard, its record count
-                                               and bytes, and everything the summary counts of it
-                                               (tally, changes, dropped objects, content hashes)
+temporary folder when it is done (write.done_files), and a rerun of the same plan keeps the tasks
+they prove done.
 
 A task is finished when both are there, its records and rejects add up to its inputs, and its
 shard file proves it by its framing: every record header walked, their count and sizes equal to
@@ -33,53 +29,34 @@ from beam_tfrecord import names
 from beam_tfrecord.elements import ChangeLine, DroppedObjectLine, RejectLine, WrittenShard
 from beam_tfrecord.names import ShardFormat
 from beam_tfrecord.write import array_record_files
-from beam_tfrecord.write.tally import Tally
+from beam_tfrecord.write.done_files import (
+    ReadOutcome,
+    ShardOutcome,
+    done_path,
+    read_json,
+    read_outcomes,
+    task_name,
+    write_json,
+)
 from beam_tfrecord.write.tfrecord_files import FramingError, index_records, iter_records
 from beam_tfrecord.write_failures import writing
 
 __all__ = [
-    "ReadOutcome",
     "Resumable",
     "RunFingerprint",
-    "ShardOutcome",
     "TextDigest",
-    "done_path",
     "find_resumable",
     "fingerprint_path",
     "finished_tasks",
     "interrupted_plans",
     "load_written",
-    "read_outcomes",
     "task_inputs",
-    "task_name",
-    "write_json",
 ]
 
 # A change to what a finished task's files say, or to how the fingerprint is made, makes earlier
 # ones unusable. 2: the listing and the staged tasks are hashed one file, one task at a time.
 # 3: a staged task's objects keep their source_refs in a list of their own (elements.ShardTask).
 FINGERPRINT_VERSION = 3
-
-
-def task_name(split: str, index: int) -> str:
-    """`train-00003`: a shard task's name, in done files and in `StagedPlan.finished`."""
-    return f"{split}-{index:05d}"
-
-
-def write_json(path: str, data: Any) -> None:
-    """Write whole or not at all: aside, then renamed (a GCS object appears only once closed)."""
-    temp = path + ".partial"
-    target = temp if "://" not in path else path
-    with writing(path):
-        with FileSystems.create(target, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-            handle.write(json.dumps(data, ensure_ascii=False).encode("utf-8"))
-        if target != path:
-            FileSystems.rename([temp], [path])
-
-
-def _read_json(path: str) -> Any:
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-        return json.loads(handle.read().decode("utf-8"))
 
 
 class TextDigest:
@@ -136,58 +113,6 @@ class RunFingerprint:
         return cls(**data)
 
 
-@dataclass
-class ReadOutcome:
-    """The reader's done file: how many inputs the task had and which it rejected."""
-
-    inputs: int
-    rejects: list[RejectLine] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"inputs": self.inputs, "rejects": [json.loads(r.to_json()) for r in self.rejects]}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ReadOutcome:
-        return cls(data["inputs"], [RejectLine(**r) for r in data["rejects"]])
-
-
-@dataclass
-class ShardOutcome:
-    """The writer's done file: the shard as written and what the summary counts of its records."""
-
-    shard: WrittenShard
-    bytes: int
-    tally: Tally
-    changes: list[ChangeLine] = field(default_factory=list)
-    dropped: list[DroppedObjectLine] = field(default_factory=list)
-    content: list[tuple[str, str]] = field(default_factory=list)  # (source sha256, path) per record
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "shard": asdict(self.shard),
-            "bytes": self.bytes,
-            "tally": self.tally.to_json(),
-            "changes": [json.loads(c.to_json()) for c in self.changes],
-            "dropped": [asdict(d) for d in self.dropped],
-            "content": [list(pair) for pair in self.content],
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ShardOutcome:
-        return cls(
-            shard=WrittenShard(**data["shard"]),
-            bytes=data["bytes"],
-            tally=Tally.from_json(data["tally"]),
-            changes=[ChangeLine.from_json(json.dumps(c)) for c in data["changes"]],
-            dropped=[DroppedObjectLine(**d) for d in data["dropped"]],
-            content=[(sha, path) for sha, path in data["content"]],
-        )
-
-
-def done_path(temp_dir: str, task: str, kind: str) -> str:
-    return FileSystems.join(temp_dir, names.PLAN_DONE_DIR, f"{task}.{kind}.json")
-
-
 def _proves(path: str, records: int, size: int, shard_format: ShardFormat) -> bool:
     """The shard file's framing holds exactly `records` records and `size` bytes. A gs://
     ArrayRecord shard, which its package cannot open, is proven by its size: a GCS object
@@ -216,14 +141,14 @@ def finished_tasks(
     found: dict[str, ShardOutcome | None] = {}
     for task, inputs in sorted(task_inputs.items()):
         try:
-            read = ReadOutcome.from_json(_read_json(done_path(temp_dir, task, "read")))
+            read = ReadOutcome.from_json(read_json(done_path(temp_dir, task, "read")))
         except Exception:  # missing, or cut short by the kill: the task is done again
             continue
         if read.inputs == inputs and len(read.rejects) == inputs:
             found[task] = None
             continue
         try:
-            written = ShardOutcome.from_json(_read_json(done_path(temp_dir, task, "written")))
+            written = ShardOutcome.from_json(read_json(done_path(temp_dir, task, "written")))
         except Exception:
             continue
         shard = written.shard
@@ -246,7 +171,7 @@ def load_written(temp_dir: str, task: str, output: str, shard_format: ShardForma
     path = done_path(temp_dir, task, "written")
     if not FileSystems.exists(path):
         return None
-    written = ShardOutcome.from_json(_read_json(path))
+    written = ShardOutcome.from_json(read_json(path))
     shard = written.shard
     if not FileSystems.exists(shard.temp_path):
         final = FileSystems.join(
@@ -256,11 +181,6 @@ def load_written(temp_dir: str, task: str, output: str, shard_format: ShardForma
             shard.split, shard.index, shard.count, final, shard.records, shard.indexed
         )
     return written
-
-
-def read_outcomes(temp_dir: str, tasks: Iterable[str]) -> dict[str, ReadOutcome]:
-    """The reader's done files of these tasks (their rejects go into the summary)."""
-    return {task: ReadOutcome.from_json(_read_json(done_path(temp_dir, task, "read"))) for task in tasks}
 
 
 def task_inputs(tasks: Sequence[Any]) -> dict[str, int]:
@@ -308,7 +228,7 @@ def find_resumable(
     for path in interrupted_plans(output):
         temp_dir = path[: -len(f"/{names.PLAN_DIR}/{names.PLAN_RUN_FILE}")]
         try:
-            theirs = RunFingerprint.from_json(_read_json(path))
+            theirs = RunFingerprint.from_json(read_json(path))
         except Exception:
             reasons.append(f"{temp_dir}: its plan cannot be read")
             continue

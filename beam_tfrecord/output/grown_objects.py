@@ -1,4 +1,4 @@
-"""A detection dataset grown by `--append` (write.append): its objects counted over old and new
+"""A detection dataset grown by `--append` (output.append): its objects counted over old and new
 records, and its side files (dropped_objects.jsonl, annotations_without_image.jsonl,
 label_map.pbtxt) written for both, as a run over every picture would write them.
 
@@ -49,7 +49,7 @@ def merge_object_files(
 ) -> list[str]:
     """dropped_objects.jsonl and annotations_without_image.jsonl in `output` for the dataset and
     the append's run in `work` together; returns the entries that name no picture (their lines).
-    Idempotent, as write.append.merge must be: a rerun finds its own lines already merged.
+    Idempotent, as output.append.merge must be: a rerun finds its own lines already merged.
 
     `dropped_before`: how many dropped objects the dataset listed when the merge began (the
     merge's marker keeps it), so a rerun takes those of its lines as the old ones and each of

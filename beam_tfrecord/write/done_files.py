@@ -1,0 +1,113 @@
+"""The two small files a shard task leaves when it is done, beside the run's staged plan:
+
+    <temp>/done/<split>-<index>.read.json      the reader's: the task's inputs and its rejects
+    <temp>/done/<split>-<index>.written.json   the writer's: the temporary shard, its record count
+                                               and bytes, and everything the summary counts of it
+                                               (tally, changes, dropped objects, content hashes)
+
+The steps that read and write a shard task write them as they finish it; a rerun of the same plan
+reads them back to keep the tasks they prove done (output.resume).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from beam_tfrecord import names
+from beam_tfrecord.elements import ChangeLine, DroppedObjectLine, RejectLine, WrittenShard
+from beam_tfrecord.write.tally import Tally
+from beam_tfrecord.write_failures import writing
+
+__all__ = [
+    "ReadOutcome",
+    "ShardOutcome",
+    "done_path",
+    "read_json",
+    "read_outcomes",
+    "task_name",
+    "write_json",
+]
+
+
+def task_name(split: str, index: int) -> str:
+    """`train-00003`: a shard task's name, in done files and in `StagedPlan.finished`."""
+    return f"{split}-{index:05d}"
+
+
+def write_json(path: str, data: Any) -> None:
+    """Write whole or not at all: aside, then renamed (a GCS object appears only once closed)."""
+    temp = path + ".partial"
+    target = temp if "://" not in path else path
+    with writing(path):
+        with FileSystems.create(target, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+            handle.write(json.dumps(data, ensure_ascii=False).encode("utf-8"))
+        if target != path:
+            FileSystems.rename([temp], [path])
+
+
+def read_json(path: str) -> Any:
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+        return json.loads(handle.read().decode("utf-8"))
+
+
+@dataclass
+class ReadOutcome:
+    """The reader's done file: how many inputs the task had and which it rejected."""
+
+    inputs: int
+    rejects: list[RejectLine] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"inputs": self.inputs, "rejects": [json.loads(r.to_json()) for r in self.rejects]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ReadOutcome:
+        return cls(data["inputs"], [RejectLine(**r) for r in data["rejects"]])
+
+
+@dataclass
+class ShardOutcome:
+    """The writer's done file: the shard as written and what the summary counts of its records."""
+
+    shard: WrittenShard
+    bytes: int
+    tally: Tally
+    changes: list[ChangeLine] = field(default_factory=list)
+    dropped: list[DroppedObjectLine] = field(default_factory=list)
+    content: list[tuple[str, str]] = field(default_factory=list)  # (source sha256, path) per record
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "shard": asdict(self.shard),
+            "bytes": self.bytes,
+            "tally": self.tally.to_json(),
+            "changes": [json.loads(c.to_json()) for c in self.changes],
+            "dropped": [asdict(d) for d in self.dropped],
+            "content": [list(pair) for pair in self.content],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ShardOutcome:
+        return cls(
+            shard=WrittenShard(**data["shard"]),
+            bytes=data["bytes"],
+            tally=Tally.from_json(data["tally"]),
+            changes=[ChangeLine.from_json(json.dumps(c)) for c in data["changes"]],
+            dropped=[DroppedObjectLine(**d) for d in data["dropped"]],
+            content=[(sha, path) for sha, path in data["content"]],
+        )
+
+
+def done_path(temp_dir: str, task: str, kind: str) -> str:
+    return FileSystems.join(temp_dir, names.PLAN_DONE_DIR, f"{task}.{kind}.json")
+
+
+def read_outcomes(temp_dir: str, tasks: Iterable[str]) -> dict[str, ReadOutcome]:
+    """The reader's done files of these tasks (their rejects go into the summary)."""
+    return {task: ReadOutcome.from_json(read_json(done_path(temp_dir, task, "read"))) for task in tasks}
