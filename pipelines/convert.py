@@ -246,6 +246,12 @@ def _run_claimed(
         if settings.append:
             job = append_cmd.prepare_append(settings)
             if job.done is not None or job.merging:  # the new files are converted: merge them
+                if settings.dry_run:  # a dry run writes nothing, the merge included
+                    print(
+                        f"dry run: the append's new pictures are converted in {job.work}; "
+                        "the same command without --dry_run merges them into the dataset"
+                    )
+                    return 0
                 append_cmd.finish_append(job, settings.source.input)
                 return report(settings.config.output)
         # A dry run plans where a real run would stage, writing nothing (nor listing gs:// output).

@@ -1,5 +1,7 @@
 """Ctrl-C for the command line: one line saying what is left, exit code 130, and no traceback
-from Beam's workers or threads.
+from Beam's workers or threads. SIGTERM (`docker stop`, a Kubernetes eviction, an Airflow kill)
+and SIGHUP (a closed terminal) end a run the same way, with 143 and 129: the run's claim on its
+output is released, and a rerun resumes what it finished.
 
 A terminal sends SIGINT to its whole foreground process group: every Beam worker process
 would die printing its own traceback, as would Beam's threads here. So `python -m
@@ -28,6 +30,7 @@ from beam_tfrecord import compat
 
 __all__ = [
     "EXIT_INTERRUPTED",
+    "STOPPING",
     "block",
     "descendants",
     "set_cleanup",
@@ -38,14 +41,16 @@ __all__ = [
 ]
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a run stopped with Ctrl-C
+# The signals that stop a run: each exits with 128 + its number, as shells report it.
+STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _message: list[Callable[[], str]] = [lambda: "interrupted before the pipeline started: nothing was converted"]
 _cleanup: list[Callable[[], None]] = [lambda: None]
 _watching = threading.Event()  # set by `watch`: this process is the command, `stop` may end it
 
 
 def block() -> None:
-    """Block SIGINT in this thread and every thread started from it from now on."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    """Block the stopping signals in this thread and every thread started from it from now on."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, set(STOPPING))
 
 
 def set_message(message: Callable[[], str]) -> None:
@@ -77,12 +82,14 @@ def descendants(pid: int) -> list[int]:
 
 
 def _wait_and_stop() -> None:
-    signal.sigwait({signal.SIGINT})
+    number = signal.sigwait(set(STOPPING))
     try:  # first, while everything it counts is still there
         line = _message[0]()
     except Exception as error:  # the line must come out whatever it tried to count
         line = f"interrupted ({type(error).__name__} while describing what was left)"
-    stop(line, EXIT_INTERRUPTED)
+    if number != signal.SIGINT:
+        line = f"{signal.Signals(number).name}: {line}"
+    stop(line, 128 + int(number))
 
 
 def stop(line: str, code: int) -> None:
@@ -114,7 +121,8 @@ def watch() -> bool:
     if signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, []):
         return False
     if sys.platform.startswith("linux"):
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for number in STOPPING:
+            signal.signal(number, signal.SIG_IGN)
     threading.Thread(target=_wait_and_stop, name="ctrl-c", daemon=True).start()
     _watching.set()
     return True

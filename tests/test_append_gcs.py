@@ -99,3 +99,28 @@ def test_an_append_whose_copies_are_refused_leaves_the_old_dataset_whole(emulato
     assert _records(remote) == before
     assert convert(source, remote, *SPLITS, "--append") == 0
     assert complete_summary(remote).records == 18 and len(_records(remote)) == 18
+
+
+def test_a_dry_run_of_an_append_that_waits_to_merge_writes_nothing(emulator, tmp_path, capsys):
+    """An append whose new pictures are converted but not merged (its launcher stopped): a
+    Dataflow dry run of the same command says so and leaves every object as it was."""
+    bucket = f"test-{uuid.uuid4().hex[:12]}"
+    emulator.client().create_bucket(bucket)
+    remote, source = f"gs://{bucket}/out", tmp_path / "in"  # a dry run lists a local input
+    write_tree(source, FIRST)
+    assert convert(source, remote, *SPLITS) == 0
+    write_tree(source, MORE)
+    killed_at("append_marked", source, remote, *SPLITS, "--append", marker_dir=tmp_path)
+
+    def objects() -> dict[str, tuple[int, object]]:
+        return {b.name: (b.size, b.generation) for b in emulator.client().list_blobs(bucket, prefix="out/")}
+
+    before = objects()
+    dataflow = ["--runner=DataflowRunner", "--project=my-project", "--region=europe-west4"]
+    dataflow += [f"--temp_location=gs://{bucket}/tmp", "--setup_file=./setup.py", "--dry_run=true"]
+    capsys.readouterr()
+    assert convert(source, remote, *SPLITS, "--append", *dataflow) == 0
+    assert "without --dry_run merges them" in capsys.readouterr().out
+    assert objects() == before
+    assert convert(source, remote, *SPLITS, "--append") == 0  # the merge, by a real run
+    assert complete_summary(remote).records == 18

@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import pathlib
+import signal
 import socket
 import subprocess
 import sys
@@ -402,3 +404,129 @@ def test_a_remote_jobs_claim_is_not_dead_when_only_its_launcher_is():
     held = ClaimRecord("r1", "another-host", 42, now - 900, now - 600, None, job_id="job-1")
     assert held.gone_why(ClaimTiming(), now, None) is None
     assert held.gone_why(ClaimTiming(), now, now - 10) is not None
+
+
+# A holder in a process of its own: takes the claim, says so on stdout, then waits for stdin.
+HOLDER = """
+import sys, time
+from beam_tfrecord.output import claim as claims
+claim = claims.take_claim(sys.argv[1], claims.timing_from_environment())
+claim.start_heartbeat()
+print(claim.record.run_id, flush=True)
+if sys.argv[2] == "exit":
+    import os
+    os._exit(0)  # no release: the claim stays behind its process
+sys.stdin.readline()
+claim.release()
+"""
+
+
+def _holder(out, then: str, **env: str) -> tuple[subprocess.Popen, str]:
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(out), then],
+        cwd=REPO,
+        env={**os.environ, **env},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    return process, process.stdout.readline().strip()
+
+
+def test_a_zombie_holder_is_dead_and_its_claim_taken_over_at_once(tmp_path):
+    """Killed and not yet reaped (a container whose first process reaps nothing): `kill(pid, 0)`
+    still succeeds, but the kernel says it has exited."""
+    out = tmp_path / "out"
+    holder, run_id = _holder(out, "exit")
+    deadline = time.monotonic() + 30
+    while pathlib.Path(f"/proc/{holder.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        assert time.monotonic() < deadline, "the holder never exited"
+        time.sleep(0.05)
+    try:
+        assert claims.read_claim(str(out)).run_id == run_id
+        with claims.take_claim(str(out)) as claim:
+            assert claim.took_over.run_id == run_id
+            assert claim.took_over_why == f"process {holder.pid} is gone"
+    finally:
+        holder.wait()
+
+
+def test_a_suspended_holder_past_the_stale_time_keeps_its_claim_on_its_host(tmp_path):
+    """Ctrl-Z (SIGSTOP) for longer than the stale time: the process lives, so no run takes its
+    output; once it goes on (SIGCONT) it renews, and releases at its end."""
+    out = tmp_path / "out"
+    holder, run_id = _holder(out, "wait", **{claims.STALE_ENV: "1"})
+    try:
+        os.kill(holder.pid, signal.SIGSTOP)
+        time.sleep(2.5)  # past its own stale time of 1 s, and far past its heartbeat
+        with pytest.raises(claims.ClaimHeld, match=f"run {run_id}"):
+            claims.take_claim(str(out), claims.ClaimTiming(stale_after_s=1))
+        os.kill(holder.pid, signal.SIGCONT)
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        assert holder.wait(timeout=30) == 0
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+    with claims.take_claim(str(out)) as claim:
+        assert claim.took_over is None
+
+
+def test_a_claim_is_judged_by_the_longer_of_its_own_and_the_readers_stale_time(tmp_path):
+    """A run started with BEAM_TFRECORD_CLAIM_STALE_S=3600 (a laptop that sleeps) is not taken
+    over by a shell without it after 120 s: the claim says its own stale time."""
+    out = tmp_path / "out"
+    out.mkdir()
+    quiet = time.time() - 600
+    patient = claims.ClaimRecord("patient", "another-host", 7, quiet, quiet, stale_after_s=3600.0)
+    (out / names.CLAIM_FILE).write_bytes(patient.to_bytes())
+    with pytest.raises(claims.ClaimHeld, match="not renewed for 3600 s"):
+        claims.take_claim(str(out))
+    hasty = dataclasses.replace(patient, run_id="hasty", stale_after_s=60.0)
+    (out / names.CLAIM_FILE).write_bytes(hasty.to_bytes())
+    with claims.take_claim(str(out)) as claim:  # the reader's own 120 s is the longer: 600 s is past it
+        assert claim.took_over.run_id == "hasty" and "dead after 120 s" in claim.took_over_why
+        assert claim.record.stale_after_s == 120.0 and claim.record.heartbeat_s == 30.0
+
+
+def test_a_half_written_claim_is_dated_by_its_file_not_taken_at_once(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    path = out / names.CLAIM_FILE
+    path.write_bytes(b'{"version": 1, "run_id": "half')
+    with pytest.raises(claims.ClaimHeld, match="run unknown"):
+        claims.take_claim(str(out))
+    old = time.time() - 600
+    os.utime(path, (old, old))
+    with claims.take_claim(str(out)) as claim:
+        assert claim.took_over.run_id == claims.UNREADABLE and "not renewed for" in claim.took_over_why
+
+
+def _race(out: str, start, results) -> None:
+    start.wait()
+    try:
+        claim = claims.take_claim(out)
+    except claims.ClaimHeld:
+        results.put("refused")
+        return
+    results.put("won")
+    time.sleep(0.2)  # hold it while the other one looks
+    claim.release()
+
+
+def test_two_processes_racing_for_one_output_fifty_times_one_wins_each_time(tmp_path):
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    for round_ in range(50):
+        out = str(tmp_path / f"out{round_}")
+        start, results = context.Barrier(2), context.Queue()
+        racers = [context.Process(target=_race, args=(out, start, results)) for _ in range(2)]
+        for racer in racers:
+            racer.start()
+        for racer in racers:
+            racer.join(timeout=60)
+        outcomes = sorted(results.get(timeout=10) for _ in racers)
+        assert outcomes == ["refused", "won"], (round_, outcomes)
+        assert claims.read_claim(out) is None

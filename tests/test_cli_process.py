@@ -62,7 +62,14 @@ def test_a_run_with_worker_processes_prints_only_its_own_lines(tree, tmp_path):
     assert "ZIPDecode" in rejected and "Pillow: More samples per pixel than can be decoded" in rejected
 
 
-def test_ctrl_c_ends_the_run_with_one_line_and_the_next_run_resumes(tree, tmp_path):
+# Ctrl-C signals the terminal's whole foreground group; `docker stop`, a Kubernetes eviction or an
+# Airflow kill send SIGTERM to the run's process alone; a closed terminal sends its group SIGHUP.
+@pytest.mark.parametrize(
+    ("number", "to_group"),
+    [(signal.SIGINT, True), (signal.SIGTERM, False), (signal.SIGHUP, True)],
+    ids=["ctrl-c", "sigterm", "sighup"],
+)
+def test_ctrl_c_ends_the_run_with_one_line_and_the_next_run_resumes(tree, tmp_path, number, to_group):
     out, marker = tmp_path / "out", tmp_path / "paused"
     env = {**os.environ, "BEAM_TFRECORD_PAUSE_AT": "writing", "BEAM_TFRECORD_PAUSE_FILE": str(marker)}
     process = subprocess.Popen(
@@ -83,17 +90,18 @@ def test_ctrl_c_ends_the_run_with_one_line_and_the_next_run_resumes(tree, tmp_pa
         workers = descendants(process.pid)
         assert workers, "the run has no worker processes"
         assert (out / CLAIM_FILE).exists()
-        os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        (os.killpg if to_group else os.kill)(process.pid, number)
         _, stderr = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-    assert process.returncode == EXIT_INTERRUPTED
+    assert process.returncode == (EXIT_INTERRUPTED if number == signal.SIGINT else 128 + number)
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert "Traceback" not in stderr and len(lines) == 3, stderr  # our two INFO lines and this one
+    named = "" if number == signal.SIGINT else f"{signal.Signals(number).name}: "
     assert re.match(
-        rf"interrupted after \d+ of 84 inputs: {re.escape(str(out))} has no summary.json", lines[-1]
+        rf"{named}interrupted after \d+ of 84 inputs: {re.escape(str(out))} has no summary.json", lines[-1]
     )
     assert lines[-1].endswith(
         "the next run of the same command resumes it, keeping every shard finished so far"

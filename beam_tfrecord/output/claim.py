@@ -10,10 +10,14 @@ with google-cloud-storage's `if_generation_match=0` precondition, which GCS refu
 the object exists. The claim names the run, host, process, start time and, once known, the job id.
 
 A claim found there is the live run's unless it is dead, which the next run can tell offline:
-  - written on this host, in this pid namespace, by a process that is gone (its pid missing,
-    or reused by a process that started later), or
-  - not renewed for longer than `ClaimTiming.stale_after_s` (120 s by default: four heartbeats
-    of 30 s), from any host.
+  - written on this host, in this pid namespace: the kernel decides. Its process is gone (its
+    pid missing, a zombie waiting to be reaped, or the pid reused by a process that started
+    later), or it is alive and the claim stands however long it went unrenewed (a run suspended
+    with Ctrl-Z, a laptop asleep, a wall clock set forward: none of them is a death);
+  - written on another host: not renewed for longer than the stale time (120 s by default: four
+    heartbeats of 30 s). The claim records the stale time and heartbeat it was made with, and a
+    reader waits the longer of its own and the claim's, so a run started with a longer stale time
+    is not taken over by a shell without it.
 A dead claim is taken over, and the log says whose it was: on gs:// by an upload that matches
 the dead claim's generation; locally by renaming it aside (one rename wins) and creating ours. Of
 two reruns taking over one dead claim, one wins either way.
@@ -68,6 +72,7 @@ _LOGGER = logging.getLogger(__name__)
 # Seconds without renewal after which a claim is dead, for tests and for operators whose runs
 # may stall longer (a laptop that sleeps); the heartbeat is a quarter of it.
 STALE_ENV = "BEAM_TFRECORD_CLAIM_STALE_S"
+UNREADABLE = "unknown"  # the run id of a claim whose text does not parse
 _VERSION = 1
 
 
@@ -133,12 +138,22 @@ class ClaimRecord:
     # Where its pid means something: this boot of this kernel, this pid namespace. Two containers
     # (or a container and its host) may share a host name and an output, not their pids.
     pid_space: str | None = None
+    # The timing its run keeps (ClaimTiming): a reader judges it by the longer stale time.
+    stale_after_s: float | None = None
+    heartbeat_s: float | None = None
 
     @classmethod
-    def mine(cls, now: float) -> ClaimRecord:
+    def mine(cls, now: float, timing: ClaimTiming | None = None) -> ClaimRecord:
         pid = os.getpid()
         record = cls(uuid.uuid4().hex[:12], socket.gethostname(), pid, now, now, _process_start(pid))
-        return dataclasses.replace(record, pid_space=_pid_space())
+        timing = timing or ClaimTiming()
+        return dataclasses.replace(
+            record, pid_space=_pid_space(), stale_after_s=timing.stale_after_s, heartbeat_s=timing.every_s
+        )
+
+    def stale_after(self, timing: ClaimTiming) -> float:
+        """The stale time a reader with `timing` judges this claim by: the longer of the two."""
+        return max(timing.stale_after_s, self.stale_after_s or 0.0)
 
     def to_bytes(self) -> bytes:
         return json.dumps({"version": _VERSION, **dataclasses.asdict(self)}, indent=1).encode()
@@ -146,13 +161,15 @@ class ClaimRecord:
     @classmethod
     def of_bytes(cls, data: bytes) -> ClaimRecord:
         """A claim's text; one that does not parse is a claim all the same (someone made the
-        file), held by an unknown run last renewed at the epoch, so it goes stale at once."""
+        file, or is writing it), held by an unknown run: the store dates it by when it was last
+        written (locally; on gs:// it goes stale at once), so a claim read half written is not
+        taken over while its writer may be alive."""
         try:
             fields = json.loads(data)
             known = {f.name for f in dataclasses.fields(cls)}
             return cls(**{k: v for k, v in fields.items() if k in known})
         except (ValueError, TypeError, AttributeError):
-            return cls("unknown", "unknown host", 0, 0.0, 0.0)
+            return cls(UNREADABLE, "unknown host", 0, 0.0, 0.0)
 
     def describe(self) -> str:
         """`run 1a2b on host h (pid 42), started 2026-01-02 03:04:05 UTC, job j`."""
@@ -165,15 +182,18 @@ class ClaimRecord:
             if summary_at is not None and summary_at >= self.started_at:
                 return f"its job wrote {SUMMARY_FILE} at {_utc(summary_at)}"
             return None
-        if self.host == socket.gethostname() and self.pid > 0 and self.pid_space == _pid_space():
+        here = _pid_space()
+        if self.host == socket.gethostname() and self.pid > 0 and here is not None and self.pid_space == here:
             if not _alive(self.pid):
                 return f"process {self.pid} is gone"
             started = _process_start(self.pid)
             if None not in (started, self.pid_started) and started != self.pid_started:
                 return f"process {self.pid} is gone (its pid now belongs to a later process)"
+            return None  # alive on this host: never dead by time (module docstring)
         quiet = now - self.renewed_at
-        if quiet > timing.stale_after_s:
-            return f"not renewed for {quiet:.0f} s (dead after {timing.stale_after_s:g} s)"
+        stale = self.stale_after(timing)
+        if quiet > stale:
+            return f"not renewed for {quiet:.0f} s (dead after {stale:g} s)"
         return None
 
 
@@ -189,13 +209,20 @@ def _pid_space() -> str | None:
 
 
 def _alive(pid: int) -> bool:
+    """The process runs: it exists and is neither a zombie (exited, not yet reaped: in a
+    container whose first process reaps nothing, it stays so) nor being torn down."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
+    except PermissionError:  # someone else's process: alive, unless /proc says it has exited
+        pass
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True  # no /proc (not Linux): kill's answer stands
+    return state not in ("Z", "X", "x")
 
 
 class ClaimHeld(ConfigError):
@@ -205,7 +232,7 @@ class ClaimHeld(ConfigError):
         self.output = output
         self.holder = holder
         path = claim_path(output)
-        if holder.detached or (holder.job_id and now - holder.renewed_at > timing.stale_after_s):
+        if holder.detached or (holder.job_id and now - holder.renewed_at > holder.stale_after(timing)):
             line = (
                 f"{output} is being written by {holder.describe()}, submitted without waiting; it has "
                 f"written no {SUMMARY_FILE} since. Nothing was touched. If that job has ended without "
@@ -218,7 +245,8 @@ class ClaimHeld(ConfigError):
                 f"{max(0.0, now - holder.renewed_at):.0f} s ago ({_utc(holder.renewed_at)}). Nothing was "
                 "touched, and --overwrite does not replace a live run's output. Wait for that run to end "
                 "or stop it, or choose another --output; a run that died is recognised (its process gone "
-                f"on its host, or its claim not renewed for {timing.stale_after_s:g} s) and its claim "
+                f"on its host, or, from another host, its claim not renewed for {holder.stale_after(timing):g} s) "
+                "and its claim "
                 "taken over by the next run"
             )
         super().__init__("output", line)
@@ -276,8 +304,7 @@ class _LocalStore(_Store):
 
     def read(self) -> tuple[ClaimRecord, Any] | None:
         try:
-            with open(self.path, "rb") as handle:
-                return ClaimRecord.of_bytes(handle.read()), None
+            return _read_local(self.path), None
         except FileNotFoundError:
             return None
 
@@ -336,9 +363,7 @@ class _LocalStore(_Store):
             os.rename(self.path, aside)
         except FileNotFoundError:
             return False
-        with open(aside, "rb") as handle:
-            moved = ClaimRecord.of_bytes(handle.read())
-        if moved != dead:
+        if _read_local(aside) != dead:
             with contextlib.suppress(FileExistsError):
                 os.link(aside, self.path)
             os.remove(aside)
@@ -357,6 +382,17 @@ class _LocalStore(_Store):
 
 
 _LOST = object()  # `replace`: the claim is no longer this run's
+
+
+def _read_local(path: str) -> ClaimRecord:
+    """A claim file's record; one that does not parse (half written) as renewed when its file
+    was last written."""
+    with open(path, "rb") as handle:
+        record = ClaimRecord.of_bytes(handle.read())
+        if record.run_id == UNREADABLE:
+            modified = os.fstat(handle.fileno()).st_mtime
+            record = dataclasses.replace(record, started_at=modified, renewed_at=modified)
+    return record
 
 
 class _GcsStore(_Store):
@@ -575,7 +611,7 @@ def take_claim(output: str, timing: ClaimTiming | None = None, job_id: str | Non
     timing = timing or ClaimTiming()
     store = _store_for(output)
     for _ in range(10):  # each turn ends in ours, a live holder's, or a claim that moved meanwhile
-        record = ClaimRecord.mine(time.time())
+        record = ClaimRecord.mine(time.time(), timing)
         if job_id:
             record = dataclasses.replace(record, job_id=job_id)
         created, generation = store.create(record)
@@ -589,7 +625,7 @@ def take_claim(output: str, timing: ClaimTiming | None = None, job_id: str | Non
         why = holder.gone_why(timing, now, store.summary_time() if holder.detached or holder.job_id else None)
         if why is None:
             raise ClaimHeld(output, holder, timing, now)
-        record = dataclasses.replace(ClaimRecord.mine(time.time()), job_id=job_id)
+        record = dataclasses.replace(ClaimRecord.mine(time.time(), timing), job_id=job_id)
         if isinstance(store, _GcsStore):
             taken = store.take_over(record, generation)
             if taken is not None:
