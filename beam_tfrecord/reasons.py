@@ -29,6 +29,7 @@ __all__ = [
     "get",
     "markdown",
     "of_kind",
+    "record_changes",
 ]
 
 Kind = Literal["reject", "skip", "change", "drop", "unmatched", "object_note"]
@@ -86,20 +87,25 @@ KINDS: dict[Kind, KindInfo] = {
 
 @dataclass(frozen=True, slots=True)
 class Reason:
-    """One reason: `code` is what the output files say, `meaning` is its one line for users."""
+    """One reason: `code` is what the output files say, `meaning` is its one line for users;
+    an object note's `record_change` is the change (plural) its record gets for it."""
 
     code: str
     kind: Kind
     meaning: str
+    record_change: str | None = None
 
 
 _DECLARED: dict[str, Reason] = {}
 
 
-def _reason(code: str, kind: Kind, meaning: str) -> Reason:
+def _reason(code: str, kind: Kind, meaning: str, record_change: Reason | None = None) -> Reason:
     if code in _DECLARED:
         raise ValueError(f"reason {code!r} is declared twice")
-    _DECLARED[code] = reason = Reason(code, kind, meaning)
+    if record_change is not None:  # the docs name the change the note makes
+        meaning = f"{meaning}: `{record_change.code}`"
+    changes = record_change.code if record_change is not None else None
+    _DECLARED[code] = reason = Reason(code, kind, meaning, changes)
     return reason
 
 
@@ -281,30 +287,33 @@ BAD_ENTRY = _reason("bad_entry", "unmatched", "its image entry has no usable id 
 # Object notes: what changed on one stored object (singular), named in its record's change
 # (plural) above.
 CLIPPED = _reason(
-    "clipped", "object_note", "its box passed the picture's edge and was clipped: `boxes_clipped`"
+    "clipped", "object_note", "its box passed the picture's edge and was clipped", BOXES_CLIPPED
 )
-CROPPED = _reason("cropped", "object_note", "the crop cut part of its box away: `boxes_cropped`")
+CROPPED = _reason("cropped", "object_note", "the crop cut part of its box away", BOXES_CROPPED)
 MASK_FROM_BOX = _reason(
     "mask_from_box",
     "object_note",
-    "masks were asked and it has none; its filled box stands for it: `masks_from_boxes`",
+    "masks were asked and it has none; its filled box stands for it",
+    MASKS_FROM_BOXES,
 )
-MASK_EMPTY = _reason("mask_empty", "object_note", "its mask has no pixel in the stored image: `masks_empty`")
+MASK_EMPTY = _reason("mask_empty", "object_note", "its mask has no pixel in the stored image", MASKS_EMPTY)
 MASK_MALFORMED = _reason(
     "mask_malformed",
     "object_note",
-    "its source mask is malformed and left out, its box kept: `masks_dropped`",
+    "its source mask is malformed and left out, its box kept",
+    MASKS_DROPPED,
 )
 KEYPOINTS_MALFORMED = _reason(
     "keypoints_malformed",
     "object_note",
-    "its source keypoints are not x, y, v triples of its category's count: left out, its box kept: "
-    "`keypoints_dropped`",
+    "its source keypoints are not x, y, v triples of its category's count: left out, its box kept",
+    KEYPOINTS_DROPPED,
 )
 POINTS_OUTSIDE = _reason(
     "points_outside",
     "object_note",
-    "some of its labelled keypoints fell outside the picture or the crop: `keypoints_outside`",
+    "some of its labelled keypoints fell outside the picture or the crop",
+    KEYPOINTS_OUTSIDE,
 )
 
 # Changes an option makes to every record: counted, but alone they make no changes.jsonl line
@@ -313,6 +322,12 @@ RUN_WIDE: tuple[Reason, ...] = (FORMAT_FORCED, RESIZED, CHANNELS)
 
 
 @functools.cache
+def record_changes() -> dict[str, str]:
+    """Each object note (singular: `mask_malformed`) -> the record-level change it makes
+    (plural: `masks_dropped`), from the notes' declarations."""
+    return {r.code: r.record_change for r in _DECLARED.values() if r.record_change is not None}
+
+
 def of_kind(kind: Kind) -> tuple[Reason, ...]:
     """The reasons of one kind, in declaration order (asked per record: computed once)."""
     return tuple(reason for reason in _DECLARED.values() if reason.kind == kind)

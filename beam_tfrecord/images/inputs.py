@@ -28,12 +28,14 @@ from beam_tfrecord.elements import (
 from beam_tfrecord.images.class_masks import PlacedMask, empty_mask, place_class_mask
 from beam_tfrecord.images.normalize import EncodedImage, Reject, encode_for_tensorflow
 from beam_tfrecord.images.options import ImageOptions
-from beam_tfrecord.images.placement import RECORD_CHANGES, place_annotations, size_mismatch_detail
+from beam_tfrecord.images.placement import place_annotations, size_mismatch_detail
 
 __all__ = ["ordered_map", "ordered_submit", "prepare_input", "read_bytes"]
 
 T = TypeVar("T")
 R = TypeVar("R")
+# Each object note's record-level change (reasons.record_changes), looked up once per record.
+_RECORD_CHANGES = reasons.record_changes()
 
 
 def read_bytes(path: str, limit: int | None = None, storage: gcs.GcsSettings | None = None) -> bytes:
@@ -207,8 +209,8 @@ def _objects(
             dropped.append(
                 DroppedObject(found.label, reasons.UNKNOWN_CATEGORY.code, detail, found.source_ref)
             )
-    notes = {RECORD_CHANGES[n] for o in stored for n in o.notes if n in RECORD_CHANGES}
-    notes |= {RECORD_CHANGES[n] for n in annotations.notes if n in RECORD_CHANGES}
+    notes = {_RECORD_CHANGES[n] for o in stored for n in o.notes if n in _RECORD_CHANGES}
+    notes |= {_RECORD_CHANGES[n] for n in annotations.notes if n in _RECORD_CHANGES}
     if dropped:
         notes.add(reasons.OBJECTS_DROPPED.code)
     return tuple(stored), tuple(dropped), notes

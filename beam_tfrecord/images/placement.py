@@ -48,7 +48,6 @@ from beam_tfrecord.images.geometry import BoxMapper, PixelTransform
 
 __all__ = [
     "CLIP_TOLERANCE_PX",
-    "RECORD_CHANGES",
     "DroppedObject",
     "Frame",
     "PlacedAnnotations",
@@ -60,16 +59,6 @@ __all__ = [
 
 Frame = Literal["stored", "upright"]
 
-# The record-level change (changes.jsonl's, plural) each note on one object (singular) makes.
-RECORD_CHANGES: dict[str, str] = {
-    reasons.CLIPPED.code: reasons.BOXES_CLIPPED.code,
-    reasons.CROPPED.code: reasons.BOXES_CROPPED.code,
-    reasons.MASK_FROM_BOX.code: reasons.MASKS_FROM_BOXES.code,
-    reasons.MASK_EMPTY.code: reasons.MASKS_EMPTY.code,
-    reasons.MASK_MALFORMED.code: reasons.MASKS_DROPPED.code,
-    reasons.KEYPOINTS_MALFORMED.code: reasons.KEYPOINTS_DROPPED.code,
-    reasons.POINTS_OUTSIDE.code: reasons.KEYPOINTS_OUTSIDE.code,
-}
 # An edge moved by less than this (in the source's or the stored image's pixels) is rounding.
 CLIP_TOLERANCE_PX = 0.5
 
