@@ -29,6 +29,7 @@ __all__ = [
     "Setting",
     "check_choice",
     "declared",
+    "documented",
     "setting",
     "unshaping_keys",
 ]
@@ -193,6 +194,21 @@ class Declared:
         if value is None or self.spec.text is None:
             return value
         return self.spec.text(value)
+
+
+def documented(cls: type[_T]) -> type[_T]:
+    """A config class whose docstring ends in an `Args:` section made from its declarations
+    (each field's `details`, else its `help`), so a field's meaning is written once, on the
+    field, and `help(ConvertConfig)` still lists every field. Apply above `@dataclass`."""
+    lines = ["", "", "    Args:"]
+    for item in declared(cls):
+        nested = item.spec.nested
+        text = item.spec.details or item.spec.help or (f"the {nested.__name__} settings" if nested else "")
+        if not text:
+            raise TypeError(f"{cls.__name__}.{item.name} is declared with no help or details")
+        lines.append(f"      {item.name}: {text}")
+    cls.__doc__ = (cls.__doc__ or cls.__name__).rstrip() + "\n".join(lines) + "\n"
+    return cls
 
 
 def declared(cls: type) -> Iterator[Declared]:

@@ -38,7 +38,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import compat
-from beam_tfrecord.config_base import Config, ConfigError, setting
+from beam_tfrecord.config_base import Config, ConfigError, documented, setting
 
 if TYPE_CHECKING:
     from apache_beam.io.gcp.gcsio import GcsIO
@@ -70,18 +70,10 @@ EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 DEFAULT_TIMEOUT_S = 5.0
 
 
+@documented
 @dataclasses.dataclass(frozen=True)
 class GcsSettings(Config):
-    """How long a gs:// request may wait for an answer before it is abandoned and retried.
-
-    Args:
-      timeout_s: the longest wait for a connection, or for the next piece of an answer (not for
-        the whole transfer: a large download that keeps arriving is never cut). Raise it for a
-        store that is slow to start answering, e.g. behind a proxy of its own.
-      retry_deadline_s: how long the attempts of one image read may go on, backoff included,
-        before the read fails (the input is then rejected as `unreadable`); google-cloud-storage's
-        default. Beam's own requests keep Beam's retry, with the same deadline.
-    """
+    """How long a gs:// request may wait for an answer before it is abandoned and retried."""
 
     timeout_s: float = setting(
         DEFAULT_TIMEOUT_S,
@@ -96,7 +88,14 @@ class GcsSettings(Config):
         help="seconds a gs:// request may wait for a connection or the next part of its answer "
         "before it is retried with backoff",
     )
-    retry_deadline_s: float = setting(120.0, option=None, record=None)
+    retry_deadline_s: float = setting(
+        120.0,
+        option=None,
+        record=None,
+        help="how long the attempts of one image read may go on, backoff included, before the read "
+        "fails (the input is then rejected as `unreadable`); Beam's own requests keep Beam's retry, "
+        "with the same deadline",
+    )
 
     def retry(self) -> Any:
         """google-cloud-storage's default retry (timeouts, resets, 429 and 5xx, with exponential

@@ -107,3 +107,23 @@ def test_run_settings_declares_only_the_commands_own_options():
         "no_wait",
         "dry_run_output",
     }
+
+
+def test_each_config_field_is_described_once_on_its_declaration():
+    """No config class writes its fields' meanings in its own docstring (a third copy beside
+    `help` and `details`): its `Args:` are made from the declarations, one line per field."""
+    import ast
+    import inspect
+
+    for cls in (ConvertConfig, SourceConfig, ImageOptions, FeatureOptions, AnnotationOptions, GcsSettings):
+        source = ast.parse(inspect.getsource(inspect.getmodule(cls)))
+        written = next(
+            ast.get_docstring(n)
+            for n in ast.walk(source)
+            if isinstance(n, ast.ClassDef) and n.name == cls.__name__
+        )
+        assert "Args:" not in written, cls.__name__
+        args = cls.__doc__.split("Args:\n", 1)[1].splitlines()
+        assert [line.split(":", 1)[0].strip() for line in args if line.strip()] == [
+            item.name for item in declared(cls)
+        ]

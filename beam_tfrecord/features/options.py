@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from beam_tfrecord.config_base import GCS_OBJECT, Config, ConfigError, check_choice, setting
+from beam_tfrecord.config_base import GCS_OBJECT, Config, ConfigError, check_choice, documented, setting
 from beam_tfrecord.images.options import format_size, parse_size
 
 __all__ = [
@@ -95,6 +95,7 @@ def _height_width(text: str) -> tuple[int, int]:
     return height, width
 
 
+@documented
 @dataclass(frozen=True)
 class FeatureOptions(Config):
     """Which model computes the features and how they are stored (summary.json's `features`

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from beam_tfrecord.config_base import Config, ConfigError, check_choice, setting
+from beam_tfrecord.config_base import Config, ConfigError, check_choice, documented, setting
 
 __all__ = [
     "DEFAULT_MAX_FILE_MB",
@@ -25,20 +25,10 @@ IMAGE_FORMATS = ("original", "jpeg", "png")
 RESIZE_MODES = ("stretch", "crop", "pad")
 
 
+@documented
 @dataclass(frozen=True)
 class ImageOptions(Config):
-    """How the stored image may differ from the source; the defaults keep source bytes.
-
-    Args:
-      image_format: original (keep the source bytes when TensorFlow decodes them unchanged), or
-        jpeg or png to force one.
-      jpeg_quality: 1..100, for images re-encoded as JPEG.
-      resize: (width, height) to resize every image to, or None.
-      resize_mode: stretch, crop (centred, keeps the aspect ratio) or pad (centred, black borders).
-      max_pixels: larger images are rejected `too_large` from their header, before decoding.
-      channels: None keeps grayscale grayscale; 1 or 3 forces grayscale or RGB.
-      max_file_mb: larger files are rejected `too_large` from their listed size, before reading.
-    """
+    """How the stored image may differ from the source; the defaults keep source bytes."""
 
     image_format: str = setting(
         "original",

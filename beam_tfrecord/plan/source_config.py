@@ -8,7 +8,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from beam_tfrecord.config_base import GCS_OBJECT, GCS_PATH, Config, ConfigError, check_choice, setting
+from beam_tfrecord.config_base import (
+    GCS_OBJECT,
+    GCS_PATH,
+    Config,
+    ConfigError,
+    check_choice,
+    documented,
+    setting,
+)
 from beam_tfrecord.plan.annotations.options import AnnotationOptions
 from beam_tfrecord.plan.columns import COLUMN_TYPES, ExtraColumn, parse_extra_columns
 from beam_tfrecord.plan.labels import LABEL_MODES, compile_label_pattern
@@ -26,31 +34,10 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(name.strip() for name in text.split(",") if name.strip())
 
 
+@documented
 @dataclass(frozen=True)
 class SourceConfig(Config):
-    """What goes in: where the images are, where their classes come from, how they split.
-
-    Args:
-      input: a directory (recursive), a glob or one file, local or gs://.
-      label_source: folder (parent folder), filename (with `label_pattern`), manifest (with
-        `manifest`) or none.
-      label_pattern: a regular expression whose first group is the class, for `filename`.
-      manifest: a CSV or JSONL file of path-or-id and label, for `manifest`.
-      class_names: fixes the label ids (else the sorted names found).
-      splits: split name -> fraction, summing to 1.
-      split_seed: seed of the path hash that assigns splits.
-      stratify: give every class each split's exact share.
-      group_pattern: a regular expression whose first group, searched in the path relative to
-        `input`, is the file's group: a group is split as one (never in two splits).
-      manifest_path_column, manifest_label_column: the manifest's path-or-id and label columns
-        (default: the first of the usual names present, see labels.PATH_COLUMNS).
-      extra_columns: manifest columns stored in every record (`ExtraColumn`s, or their text,
-        `caption,score:float`).
-      multi_label: a label cell holds several classes (`cat|outdoor`, or a JSON array).
-      dedupe: keep one copy of inputs with identical bytes (the smallest relative path).
-      annotations: boxes and masks per image from COCO, VOC or YOLO annotations (a detection or
-        segmentation run); the classes are the annotations', and `class_names` fixes their order.
-    """
+    """What goes in: where the images are, where their classes come from, how they split."""
 
     input: str = setting(
         shapes_records=False,
@@ -195,11 +182,20 @@ class SourceConfig(Config):
         kind=bool,
         help="keep one copy of identical files (the smallest path; the others are duplicate rejects)",
     )
-    # Not options: `--task classification` given (a tree that holds another task's layout is then
-    # converted all the same), and whether a class-folder tree's split folders (train/, val/) are
-    # its splits (the command sets it off when --splits is given).
-    classification_asked: bool = setting(False, option=None, record=None)
-    split_folders: bool = setting(True, option=None, record=None)
+    classification_asked: bool = setting(
+        False,
+        option=None,
+        record=None,
+        help="`--task classification` was given: a tree that holds another task's layout is converted "
+        "all the same",
+    )
+    split_folders: bool = setting(
+        True,
+        option=None,
+        record=None,
+        help="a class-folder tree's split folders (train/, val/) are its splits; the command sets it "
+        "off when --splits is given",
+    )
     annotations: AnnotationOptions | None = setting(
         None,
         nested=AnnotationOptions,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from beam_tfrecord.config_base import GCS_OBJECT, Config, ConfigError, check_choice, setting
+from beam_tfrecord.config_base import GCS_OBJECT, Config, ConfigError, check_choice, documented, setting
 from beam_tfrecord.features.options import FeatureOptions
 from beam_tfrecord.gcs import GcsSettings
 from beam_tfrecord.images.options import ImageOptions
@@ -32,26 +32,10 @@ COMPRESSIONS: tuple[str, ...] = get_args(CompressionName)
 SINKS: tuple[str, ...] = get_args(SinkName)
 
 
+@documented
 @dataclass(frozen=True)
 class ConvertConfig(Config):
-    """What the records look like and where they go.
-
-    Args:
-      output: the folder for shards and metadata, local or gs://.
-      schema: the record keys: tfds (`image/encoded`, ...) or simple (`image_raw`, ...).
-      compression: none or gzip (`.tfrecord.gz`).
-      file_format: tfrecord, or array_record for random access (Grain, TFDS's data source).
-      array_record_options: the ArrayRecord writer's option string.
-      image: how the stored image may differ from the source (format, size, channels, limits).
-      features: the optional feature model; None for a plain conversion.
-      sink: paths (the default on every runner) or beam (WriteToTFRecord).
-      num_shards: shards per split; None derives them from `shard_size_mb` and the parallelism.
-      shard_size_mb: the target shard size when `num_shards` is None.
-      read_threads: threads that read and decode inside one shard task, to hide read latency
-        (remote storage); locally the runner's workers keep the cores busy.
-      gcs: the time limit of each gs:// request before it is retried (applied to every request
-        the run makes, Beam's included, in every process that runs a step of it).
-    """
+    """What the records look like and where they go."""
 
     output: str = setting(
         shapes_records=False,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from beam_tfrecord import tasks
-from beam_tfrecord.config_base import Config, ConfigError, check_choice, setting
+from beam_tfrecord.config_base import Config, ConfigError, check_choice, documented, setting
 from beam_tfrecord.elements import AnnotationKind
 from beam_tfrecord.plan.annotations.paths import AnnotationPath, parse_annotation_paths
 
@@ -19,39 +19,11 @@ UNANNOTATED: tuple[str, ...] = get_args(UnannotatedName)
 ANNOTATION_TASKS: tuple[str, ...] = tuple(name for name, t in tasks.TASKS.items() if t.formats)
 
 
+@documented
 @dataclass(frozen=True)
 class AnnotationOptions(Config):
     """Labels from an annotation source, instead of one label per image: boxes (and masks) for
     detection, a class-id mask per picture for segmentation.
-
-    Args:
-      task: what the annotations are: `detection` or `segmentation` (`tasks.TASKS`); None: the
-        format's own (detection for coco, voc and yolo).
-      kind: detection: coco (instances JSON files), voc (one XML per image) or yolo (one TXT per
-        image); segmentation: voc (SegmentationClass), cityscapes, ade20k or folders (a pair of
-        folders); None with a task: found from the layout.
-      path: where the annotations are when not in the format's standard place: COCO's instances
-        files (`a.json,b.json`, or per split: `train=a.json,validation=b.json`), VOC's folder of
-        XML files (or one XML), YOLO's data.yaml, classes.txt or labels folder; local or gs://.
-        Left out, each format's own place is found from the input, or beside it when the input is
-        the dataset's images folder or one split's (plan.annotations.locate).
-      masks: store one PNG mask per object (COCO polygons and RLE, YOLO's segmentation lines;
-        an object without one gets its filled box).
-      unannotated: an image no annotation names: keep it as a negative (no objects, counted), or
-        drop it (an `unannotated` reject).
-      label_map: an existing label_map.pbtxt (the Object Detection API's) or labels.txt (this
-        project's) whose names and ids the run keeps (`label_map.read_label_map`); objects of
-        classes it lacks are dropped `unknown_category`. Local or gs://.
-      allow_unmatched_annotations: go on when most pictures have no annotation or most
-        annotation entries name no picture (the run then ends with a warning); without it such a
-        run fails at plan time. A run where nothing matches always fails.
-      declared_splits: keep the splits the dataset declares (data.yaml, VOC's ImageSets, COCO
-        files named by split) instead of `splits`' fractions; the command sets it off when
-        `--splits` is given.
-      ignore_value: segmentation: the mask value that means "not labelled" (borders), kept as it
-        is, counted, and what a pad's margins hold.
-      train_ids: segmentation, Cityscapes: the 19 training classes (`*_labelTrainIds.png`, or the
-        label ids mapped by Cityscapes' table) instead of the 34 label ids.
     """
 
     kind: AnnotationKind | None = setting(
@@ -129,7 +101,13 @@ class AnnotationOptions(Config):
         help="go on when most pictures have no annotation or most annotations name no picture (a warning)",
     )
     # Not an option: the command sets it off when --splits is given.
-    declared_splits: bool = setting(True, option=None, shapes_records=False)
+    declared_splits: bool = setting(
+        True,
+        option=None,
+        shapes_records=False,
+        help="keep the splits the dataset declares (data.yaml, VOC's ImageSets, COCO files named by "
+        "split) instead of `splits`' fractions; the command sets it off when `--splits` is given",
+    )
     task: str | None = setting(
         None,
         details="what the labels are: "
