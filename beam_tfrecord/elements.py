@@ -4,7 +4,7 @@ only (no Beam, no TensorFlow, no stage imported), so every stage can name them.
 
 In flow order, one flow on every runner:
 
-    str (a staged shard plan's path) --ReadValidate, which loads its ShardTask (one output shard's
+    str (a staged shard task's path) --ReadValidate, which loads its ShardTask (one output shard's
         PlannedInputs)--> PendingRecord (RecordFields + facts) | RejectLine
     PendingRecord --RunInference--> PredictionResult(example=PendingRecord, inference=array | str)
         (feature runs only)

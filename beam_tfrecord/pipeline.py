@@ -318,8 +318,8 @@ class WriteMetadataFn(RunStepFn):
         yield summary
 
 
-class ListShardPlansFn(RunStepFn):
-    """Plan folder -> its staged shard plans, in name order, but those an interrupted run
+class ListShardTasksFn(RunStepFn):
+    """Plan folder -> its staged shard tasks, in name order, but those an interrupted run
     finished; the shard counts are its display data, so Dataflow's UI and a dry run's graph show
     how many tasks the workers share."""
 
@@ -367,13 +367,13 @@ class ImagesToTFRecords(beam.PTransform):
         runner = type(root.pipeline.runner)
         runners.check_runner(f"{runner.__module__}.{runner.__qualname__}")  # before it fails mid-run
         config, staged = self.config, self.staged
-        # str: a staged shard plan's path (one output shard and its inputs' paths). The
+        # str: a staged shard task's path (one output shard and its inputs' paths). The
         # Reshuffle spreads them (file names, never image bytes) over the workers; a fused Create
         # would keep them on one. ReadValidate loads each.
         tasks = (
             root
             | "Start" >> beam.Create([staged.plan_dir])
-            | "ListShardPlans" >> beam.ParDo(ListShardPlansFn(config, staged))
+            | "ListShardTasks" >> beam.ParDo(ListShardTasksFn(config, staged))
             | "SpreadShards" >> beam.Reshuffle()
         )
         # PendingRecord: one validated image, in shard order (ConvertedRecord, already serialized,

@@ -163,7 +163,7 @@ class ReadShardFn(RunStepFn):
         return ordered_submit(self._pool, self._prepare, work, window, READ_BATCH)
 
     def process(self, task: ShardTask | str) -> Iterator[PendingRecord | ConvertedRecord | TaggedOutput]:
-        if isinstance(task, str):  # a staged shard plan's path: loaded here, never an element
+        if isinstance(task, str):  # a staged shard task's path: loaded here, never an element
             task = staging.load_task(task)
         rejects: list[RejectLine] = []
         for outcome in self._outcomes(task):

@@ -19,9 +19,9 @@ DATAFLOW = [
     "--temp_location=gs://my-bucket/tmp",
     "--output=gs://my-bucket/out",
 ]
-# Leaf steps of the one flow: shard plans spread by a Reshuffle, read, build, the sink, metadata.
+# Leaf steps of the one flow: shard tasks spread by a Reshuffle, read, build, the sink, metadata.
 FLOW_STEPS = [
-    "ImagesToTFRecords/ListShardPlans",
+    "ImagesToTFRecords/ListShardTasks",
     "ImagesToTFRecords/SpreadShards/ReshufflePerKey/GroupByKey",
     "ImagesToTFRecords/ReadValidate/ParDo(ReadShardFn)",
     "ImagesToTFRecords/BuildRecords/ParDo(BuildRecordFn)",
@@ -148,7 +148,7 @@ def test_graph_size_does_not_grow_with_the_inputs(tmp_path, monkeypatch):
         proto = parse(pipeline_text)
         sizes[count] = proto.ByteSize()
         assert f"/tree{count}/cat/000000-" not in pipeline_text  # no input path anywhere in the graph
-        assert "train 3, validation 3" in pipeline_text  # ListShardPlans' display data
+        assert "train 3, validation 3" in pipeline_text  # ListShardTasks' display data
     assert sizes[32_000] < 100_000
     assert abs(sizes[32_000] - sizes[32]) < 1_000  # run ids and paths differ by a few bytes
 

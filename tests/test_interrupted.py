@@ -199,7 +199,7 @@ def test_a_detection_rerun_resumes_only_while_its_objects_are_the_same(tmp_path,
     with caplog.at_level("INFO", logger="beam_tfrecord"):
         changed = prepare(source, config)
     assert changed.temp_dir != first.temp_dir
-    assert "its shard plan differs" in caplog.text
+    assert "its shard tasks differ" in caplog.text
     assert outputs.leftover_temp(str(tmp_path / "out")) == [changed.temp_dir]
     with open(resume_lib.fingerprint_path(changed.temp_dir)) as handle:
         assert json.load(handle)["version"] == resume_lib.FINGERPRINT_VERSION == 3

@@ -102,7 +102,7 @@ class RunFingerprint:
         if self.settings != other.settings:
             return "it was run with other options"
         if self.plan != other.plan:
-            return "its shard plan differs (another shard count or worker count)"
+            return "its shard tasks differ (another shard count or worker count)"
         return None
 
     def to_json(self) -> dict[str, Any]:
