@@ -530,3 +530,19 @@ def test_two_processes_racing_for_one_output_fifty_times_one_wins_each_time(tmp_
         outcomes = sorted(results.get(timeout=10) for _ in racers)
         assert outcomes == ["refused", "won"], (round_, outcomes)
         assert claims.read_claim(out) is None
+
+
+def test_a_renewal_that_landed_although_its_call_failed_is_the_runs_own(storage, bucket):
+    """A renewal's upload lands but its answer is lost (a timeout): the claim's generation moved
+    under this run's own id, so the next renewal's precondition fails; that is not a takeover."""
+    out = f"gs://{bucket}/out"
+    with claims.take_claim(out, claims.ClaimTiming(60)) as claim:
+        landed = dataclasses.replace(claim.record, renewed_at=time.time())
+        with FileSystems.create(claims.claim_path(out)) as handle:  # as the lost renewal wrote it
+            handle.write(landed.to_bytes())
+        assert claim.renew() and claim.held and claim.lost_to is None
+        assert claims.read_claim(out) == claim.record
+        thief = claims.ClaimRecord("thief", "another-host", 1, time.time(), time.time())
+        with FileSystems.create(claims.claim_path(out)) as handle:  # another run's: lost
+            handle.write(thief.to_bytes())
+        assert not claim.renew() and claim.lost_to == thief

@@ -462,6 +462,10 @@ class _GcsStore(_Store):
 
     def replace(self, record: ClaimRecord, generation: Any, run_id: str) -> Any | None:
         new = self._upload(record, generation)
+        if new is None:  # refused: lost, unless the object is this run's own earlier renewal,
+            current = self.read()  # one that landed although its call failed (a timeout)
+            if current is not None and current[0].run_id == run_id:
+                new = self._upload(record, current[1])
         return _LOST if new is None else new
 
     def take_over(self, record: ClaimRecord, dead_generation: Any) -> Any | None:
