@@ -546,3 +546,27 @@ def test_a_renewal_that_landed_although_its_call_failed_is_the_runs_own(storage,
         with FileSystems.create(claims.claim_path(out)) as handle:  # another run's: lost
             handle.write(thief.to_bytes())
         assert not claim.renew() and claim.lost_to == thief
+
+
+def test_a_renewal_against_storage_that_never_answers_gives_up_within_half_a_heartbeat(storage, bucket):
+    """Storage that accepts connections and never answers (an outage, a hung proxy): the renewal
+    fails within half a heartbeat, not the reads' two minutes, and the release does not hang."""
+    import socket as sockets
+
+    out = f"gs://{bucket}/out"
+    silent = sockets.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    claim = claims.take_claim(out, claims.ClaimTiming(stale_after_s=8))  # heartbeat 2 s: give up at 1 s
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv(EMULATOR_ENV, f"http://127.0.0.1:{silent.getsockname()[1]}")
+            started = time.monotonic()
+            with pytest.raises(Exception):  # noqa: B017 - any failure; what counts is how soon
+                claim.renew()
+            assert time.monotonic() - started < 6
+            started = time.monotonic()
+            claim.release()
+            assert time.monotonic() - started < 6
+    finally:
+        silent.close()

@@ -30,7 +30,9 @@ file to delete.
 
 Renewal (`Claim.start_heartbeat`) rewrites the claim every `heartbeat_s` seconds; on gs:// with a
 precondition on the generation it last wrote, so a claim taken over meanwhile (this run stalled
-longer than the stale time) is noticed rather than overwritten, and `on_lost` is called.
+longer than the stale time) is noticed rather than overwritten, and `on_lost` is called. A
+renewal's requests give up after half a heartbeat, retries included, so no renewal outlives the
+lease it keeps, and a release (Ctrl-C) waits for one under way no longer than that.
 """
 
 from __future__ import annotations
@@ -403,6 +405,9 @@ class _GcsStore(_Store):
         super().__init__(output)
         bucket, _, self.name = self.path[len("gs://") :].partition("/")
         self.bucket = bucket
+        # A claim's requests give up sooner than the run's reads: a renewal retried past half a
+        # heartbeat would outlive the lease it keeps (Claim sets it from its timing).
+        self.deadline_s: float | None = None
 
     def _blob(self) -> Any:
         return gcs.thread_client().client.bucket(self.bucket).blob(self.name)
@@ -411,6 +416,11 @@ class _GcsStore(_Store):
         """`method` with the run's time limit and retry; an error whose status is one of
         `expected` is raised as it is, any other as the one-line StorageError."""
         settings = gcs.current_settings()
+        if self.deadline_s is not None:
+            deadline = min(settings.retry_deadline_s, self.deadline_s)
+            settings = dataclasses.replace(
+                settings, timeout_s=min(settings.timeout_s, deadline), retry_deadline_s=deadline
+            )
         try:
             return method(timeout=settings.timeout_s, retry=settings.retry(), **kwargs)
         except Exception as error:
@@ -507,6 +517,8 @@ class Claim:
         self.took_over_why = took_over_why
         self.lost_to: ClaimRecord | None = None  # the run that took it over while this one ran
         self._store = store
+        if isinstance(store, _GcsStore):  # renewals and the release bounded: module docstring
+            store.deadline_s = timing.every_s / 2
         self._generation = generation
         self._lock = threading.Lock()
         self._released = False
@@ -577,9 +589,12 @@ class Claim:
         self._thread.start()
 
     def release(self) -> None:
-        """Delete the claim if it is still this run's; safe to call twice, from any thread."""
+        """Delete the claim if it is still this run's; safe to call twice, from any thread.
+        Waits for a renewal under way no longer than its bounded deadline (Ctrl-C releases in
+        seconds): a renewal that lands after the delete is refused by its precondition."""
         self._stop.set()
-        with self._lock:
+        waited = self._lock.acquire(timeout=self.timing.every_s / 2 + 1)
+        try:
             if self._released:
                 return
             self._released = True
@@ -589,6 +604,9 @@ class Claim:
                 self._store.delete(self._generation, self.record.run_id)
             except Exception as error:  # the run's outcome matters more; staleness frees it later
                 _LOGGER.warning("could not release the claim %s: %s", self.path, error)
+        finally:
+            if waited:
+                self._lock.release()
 
     def __enter__(self) -> Claim:
         return self
