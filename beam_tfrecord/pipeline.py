@@ -13,6 +13,7 @@ One flow on every runner: plan -> read and validate -> (feature model) -> build 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import posixpath
@@ -35,6 +36,7 @@ from beam_tfrecord.elements import (
     RejectLine,
 )
 from beam_tfrecord.output import append as append_lib
+from beam_tfrecord.output import claim as claims
 from beam_tfrecord.output import file_index, outputs
 from beam_tfrecord.output import resume as resume_lib
 from beam_tfrecord.output.claim import Claim
@@ -124,7 +126,14 @@ def prepare(
     listing = list_inputs(source.input) if files is None else files
     fault_injection.pause_point("listed")
     with bulk.cycles_paused():  # millions of objects in a detection run's plan: see plan.bulk
-        return _plan_and_stage(listing, source, config, shards, label_source, overwrite, stage, resume, known)
+        staged = _plan_and_stage(
+            listing, source, config, shards, label_source, overwrite, stage, resume, known
+        )
+    if claim is not None:  # every commit step checks first that the output is still this run's
+        staged = dataclasses.replace(
+            staged, fence=functools.partial(claims.check_held, claim.output, claim.record.run_id)
+        )
+    return staged
 
 
 def _plan_and_stage(
@@ -278,6 +287,7 @@ class WriteMetadataFn(RunStepFn):
         dropped: list[DroppedObjectLine],
         contents: list[tuple[str, tuple[str, str]]] = (),  # type: ignore[assignment]
     ) -> Iterator[Summary]:
+        self.staged.check_fence("the side files and summary.json")
         facts = staging.load_facts(self.staged.plan_dir)
         entries = file_index.index_entries(self.staged.plan_dir, contents)
         if entries is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import functools
 import gc
 import logging
 import os
@@ -105,6 +106,10 @@ def plan_run(
         claim=claim if job is None else None,  # the claim is on --output, which holds the work folder
         known=job.known if job is not None else None,
     )
+    if claim is not None and job is not None:  # the append's steps are fenced by the claim on --output
+        staged = dataclasses.replace(
+            staged, fence=functools.partial(claims.check_held, claim.output, claim.record.run_id)
+        )
     return staged, config
 
 
@@ -252,6 +257,7 @@ def _run_claimed(
                         "the same command without --dry_run merges them into the dataset"
                     )
                     return 0
+                _fence(claim, "the append's merge")
                 append_cmd.finish_append(job, settings.source.input)
                 return report(settings.config.output)
         # A dry run plans where a real run would stage, writing nothing (nor listing gs:// output).
@@ -259,7 +265,7 @@ def _run_claimed(
     except (ConfigError, UsageError, ModelUnavailable) as error:
         print(f"error: {usage_text(error)}", file=sys.stderr)
         return 2
-    except append_cmd.AppendFailed as error:  # a merge step failed: what, and that a rerun ends it
+    except (append_cmd.AppendFailed, claims.ClaimLost) as error:  # a merge step failed, or was fenced
         print(f"error: {error}", file=sys.stderr)
         return 1
     except write_failures.WriteFailed as failure:  # the plan could not be staged
@@ -300,6 +306,10 @@ def _run_claimed(
         if failure is not None:  # a full disk, a quota, a permission: one line, and space freed
             print(f"error: {write_failed(failure, config.output)}", file=sys.stderr)
             return 1
+        lost = claims.lost_line(error)
+        if lost is not None:  # a commit step found the output another run's: it wrote nothing
+            print(f"error: {lost}", file=sys.stderr)
+            return 1
         if local:  # the traceback is the report: the error happened here
             raise
         # A remote runner raises for any state but DONE; its message holds the workers' error.
@@ -320,14 +330,22 @@ def _run_claimed(
         return 1
     if job is not None:
         try:
+            _fence(claim, "the append's merge")
             append_cmd.finish_append(
                 dataclasses.replace(job, done=read_summary(config.output)), settings.source.input
             )
-        except append_cmd.AppendFailed as error:
+        except (append_cmd.AppendFailed, claims.ClaimLost) as error:
             print(f"error: {error}", file=sys.stderr)
             return 1
         return report(settings.config.output)
     return report(config.output)
+
+
+def _fence(claim: claims.Claim | None, what: str) -> None:
+    """A commit step of the command's own (an append's merge): ClaimLost unless the output is
+    still this run's."""
+    if claim is not None:
+        claims.check_held(claim.output, claim.record.run_id, what)
 
 
 def execute(

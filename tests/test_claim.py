@@ -570,3 +570,37 @@ def test_a_renewal_against_storage_that_never_answers_gives_up_within_half_a_hea
             assert time.monotonic() - started < 6
     finally:
         silent.close()
+
+
+# Held while a shard is written (the next commit step: the shards' final names), or once the
+# finalize has begun, past its check (the next: the side files and summary.json).
+@pytest.mark.parametrize(
+    ("point", "step"),
+    [("writing", "the shards' final names"), ("finalizing", "the side files and summary.json")],
+)
+def test_a_run_whose_claim_was_taken_writes_nothing_more(tree, tmp_path, point, step):
+    """Fenced: the claim replaced while the run was held (it stalled, another run took it over,
+    before its heartbeat noticed): the run's next commit step (the shards' final names, or the
+    side files and summary.json) checks the claim first, and stops with one line, writing nothing."""
+    out = tmp_path / "out"
+    held = Held(command(tree, out), point, tmp_path, {claims.STALE_ENV: "3600"})  # heartbeat: 15 min
+    try:
+        thief = claims.ClaimRecord("thief0run0id", "another-host", 1, time.time(), time.time())
+        (out / names.CLAIM_FILE).write_bytes(thief.to_bytes())
+        before = sorted(p.name for p in out.iterdir())
+        code, stderr = held.finish()
+    finally:
+        held.kill()
+    assert code == 1, stderr[-3000:]
+    (line,) = [x for x in stderr.splitlines() if x.startswith("error")]
+    assert line.startswith(
+        f"error: beam-tfrecord no longer holds {out}: its claim was taken over by run thief0run0id"
+    )
+    assert line.endswith(
+        f"stopped before writing {step} (one run writes an output; run again once the other has ended)"
+    )
+    assert "Traceback" not in stderr
+    assert not (out / names.SUMMARY_FILE).exists() and not (out / names.LABELS_FILE).exists()
+    if point == "writing":
+        assert sorted(p.name for p in out.iterdir()) == before  # no final shard name either
+    assert claims.read_claim(str(out)) == thief  # the other run's claim is left alone

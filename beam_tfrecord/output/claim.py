@@ -54,16 +54,20 @@ from typing import Any
 from beam_tfrecord import gcs
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.names import CLAIM_FILE, SUMMARY_FILE
-from beam_tfrecord.write_failures import writing
+from beam_tfrecord.write_failures import FENCED_MARKER, writing
 
 __all__ = [
+    "LOST_MARKER",
     "STALE_ENV",
     "Claim",
+    "ClaimLost",
     "ClaimHeld",
     "ClaimRecord",
     "ClaimTiming",
     "claim_output",
+    "check_held",
     "claim_path",
+    "lost_line",
     "read_claim",
     "take_claim",
     "timing_from_environment",
@@ -617,6 +621,38 @@ class Claim:
 
 def _store_for(output: str) -> _Store:
     return _GcsStore(output) if output.startswith("gs://") else _LocalStore(output)
+
+
+LOST_MARKER = FENCED_MARKER
+
+
+class ClaimLost(RuntimeError):
+    """A commit step found this run's claim gone or another run's: it writes nothing. The text
+    starts with LOST_MARKER, so the command finds it in whatever the runner raises."""
+
+
+def check_held(output: str, run_id: str, what: str) -> None:
+    """Fence a commit step (the shards' final names, the side files and summary.json, an
+    append's merge): raise ClaimLost unless the claim on `output` is still run `run_id`'s.
+    Cheap: one read of a small file or object, once per step, not per record."""
+    found = _store_for(output).read()
+    if found is not None and found[0].run_id == run_id:
+        return
+    holder = f"taken over by {found[0].describe()}" if found is not None else "removed"
+    raise ClaimLost(
+        f"{LOST_MARKER} {output}: its claim was {holder}, so this run stopped before writing {what} "
+        "(one run writes an output; run again once the other has ended)"
+    )
+
+
+def lost_line(error: BaseException) -> str | None:
+    """The one line of a ClaimLost, from the error itself or from the text a runner wraps it in."""
+    text = str(error)
+    start = text.find(LOST_MARKER)
+    if start < 0:
+        return None
+    line = text[start:].splitlines()[0]
+    return line.split(" [while running", 1)[0].rstrip("'\" ")
 
 
 def read_claim(output: str) -> ClaimRecord | None:

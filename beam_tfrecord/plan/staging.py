@@ -230,6 +230,13 @@ class StagedPlan:
     # how many records their shards hold.
     finished: tuple[str, ...] = ()
     resumed_records: int = 0
+    # Called with what a commit step is about to write (the shards' final names, the metadata)
+    # before it writes: raises when the run no longer holds its output (output.claim.check_held).
+    fence: Callable[[str], None] | None = None
+
+    def check_fence(self, what: str) -> None:
+        if self.fence is not None:
+            self.fence(what)
 
     @property
     def input_count(self) -> int:

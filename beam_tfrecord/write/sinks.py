@@ -138,6 +138,7 @@ class FinalizeShardsFn(RunStepFn):
     """Runs once, after every shard task: renames the temporary shards into place."""
 
     def process(self, _: None, written: list[WrittenShard]) -> Iterator[FinalShard]:
+        self.staged.check_fence("the shards' final names")
         config = self.config
         yield from shardwriter.finalize_shards(
             written, config.output, config.shard_format, self.staged.shard_counts, config.array_record_options
