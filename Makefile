@@ -1,22 +1,42 @@
 # `make demo` converts the bundled sample; `make test` runs lint and the whole suite (`make
 # test-torch` adds PyTorch and runs its reader's and feature models' tests).
-# Each creates .venv with the pinned requirements on first use (requirements-dev-nodeps.txt without
-# their dependencies: see its header). `make proto` recompiles
-# beam_tfrecord/write/example.binpb after an edit of beam_tfrecord/write/example.proto (both are checked in).
+# Each creates .venv on first use: `make demo` with what the converter needs (requirements.txt and the
+# project), `make test` with the test and lint tools too (requirements-dev-nodeps.txt without their
+# dependencies: see its header). `make proto` recompiles beam_tfrecord/write/example.binpb after an
+# edit of beam_tfrecord/write/example.proto (both are checked in).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
 .PHONY: demo test test-torch lint format proto docs clean
 
+# setup.py takes Python 3.11 only (>=3.11,<3.12): where .venv is still to be made, any other
+# Python stops make here in one line, before a venv or a pip install is half done.
+ifeq ($(wildcard $(PY)),)
+ifneq ($(filter-out clean,$(or $(MAKECMDGOALS),demo)),)
+PYTHON_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+ifneq ($(PYTHON_VERSION),3.11)
+$(error beam-tfrecord needs Python 3.11 (setup.py says >=3.11,<3.12), and $(or $(PYTHON),python3) is $(or $(PYTHON_VERSION),not there): install Python 3.11, or name it: make PYTHON=/path/to/python3.11 $(MAKECMDGOALS))
+endif
+endif
+endif
+
+# The converter alone (requirements.txt and the project, editable): what `make demo` needs.
+$(VENV)/.installed-run: requirements.txt setup.py
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt -e .
+	touch $@
+
+# The converter and the test and lint tools: what `make test` needs (it marks both as installed).
 $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-dev-nodeps.txt setup.py
-	$(PYTHON) -m venv $(VENV)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt -e .
 	$(PY) -m pip install --quiet --no-deps -r requirements-dev-nodeps.txt
-	touch $@
+	touch $@ $(VENV)/.installed-run
 
-demo: $(VENV)/.installed
+demo: $(VENV)/.installed-run
 	$(PY) -m pipelines.convert --runner=DirectRunner --output output --overwrite
 
 lint: $(VENV)/.installed
@@ -25,8 +45,10 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/shellcheck deploy/*.sh
 	$(VENV)/bin/hadolint deploy/Dockerfile
 
+# The whole suite, one pytest-xdist worker per core; each test file runs whole in one worker
+# (--dist loadfile), so a module's fixtures (outputs built once and shared) are built once.
 test: lint
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --dist loadfile
 
 # The PyTorch tests, apart: torch from PyPI is 5.5 GB with its CUDA libraries, which `make test`
 # should not install. tests/test_torch.py: the reading adapter (its sharding is tested without
