@@ -604,3 +604,16 @@ def test_a_run_whose_claim_was_taken_writes_nothing_more(tree, tmp_path, point, 
     if point == "writing":
         assert sorted(p.name for p in out.iterdir()) == before  # no final shard name either
     assert claims.read_claim(str(out)) == thief  # the other run's claim is left alone
+
+
+def test_what_killed_runs_left_beside_the_claim_is_swept_by_the_next_holder(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    left = [f"{names.CLAIM_FILE}.abc123.{gone.pid}", f"{names.CLAIM_FILE}.dead-def456"]
+    live = f"{names.CLAIM_FILE}.fed789.{os.getpid()}"  # a live process's, about to be linked
+    for name in [*left, live]:
+        (out / name).write_text("{}")
+    with claims.take_claim(str(out)):
+        assert sorted(p.name for p in out.iterdir()) == sorted([names.CLAIM_FILE, live])

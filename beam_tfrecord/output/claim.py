@@ -337,7 +337,24 @@ class _LocalStore(_Store):
             return self._create_exclusive(record), None
         finally:
             os.remove(temporary)
+        self._sweep()
         return True, None
+
+    def _sweep(self) -> None:
+        """Remove what killed runs left beside the claim: a claim written aside and never linked
+        (`CLAIM.RUN.PID`, its process gone) and a dead claim moved aside (`CLAIM.dead-RUN`). Only
+        the holder sweeps, so no live run's file goes."""
+        prefix = os.path.basename(self.path) + "."
+        try:
+            names = [n for n in os.listdir(self.output) if n.startswith(prefix)]
+        except OSError:
+            return
+        for name in names:
+            rest = name[len(prefix) :]
+            pid = rest.rsplit(".", 1)[-1]
+            if rest.startswith("dead-") or (pid.isdigit() and not _alive(int(pid))):
+                with contextlib.suppress(OSError):
+                    os.remove(os.path.join(self.output, name))
 
     def _create_exclusive(self, record: ClaimRecord) -> bool:
         try:
