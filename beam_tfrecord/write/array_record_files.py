@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import shutil
 import tempfile
@@ -60,9 +61,11 @@ def _os_error(error: Exception, path: str) -> Exception:
     return error
 
 
+@functools.lru_cache(maxsize=16)
 def check_options(options: str) -> None:
     """Raise ValueError naming the bad option, before any shard is written: the writer checks
-    its option string only when it opens a file."""
+    its option string only when it opens a file. Once per string in a process (a config is made
+    again by every `dataclasses.replace` and every summary.json read)."""
     with tempfile.TemporaryDirectory(prefix="beam-tfrecord-ar-") as folder:
         writer = _module().ArrayRecordWriter(os.path.join(folder, "probe"), options)
         writer.close()
