@@ -9,7 +9,7 @@ all three say the same thing about the same folder and split the same way.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from apache_beam.io.filesystem import CompressionTypes
@@ -219,14 +219,7 @@ def plan_reads(
         raise ValueError(f"shard=(index, count) needs 0 <= index < count, not ({index}, {count})")
     if paths and all(_is_array_record(path) for path in paths):
         lengths = [array_record_files.count_records(path) for path in paths]
-        first, last = sum(lengths) * index // count, sum(lengths) * (index + 1) // count
-        ranges, base = [], 0
-        for path, length in zip(paths, lengths, strict=True):
-            start, stop = max(first - base, 0), min(last - base, length)
-            if start < stop:
-                ranges.append(RecordRange(path, start, stop))
-            base += length
-        return ranges
+        return _contiguous(paths, lengths, index, count)  # its reader seeks by record number
     indexes = None if compressed else [read_index(path) for path in paths]
     usable = indexes is not None and all(entries is not None for entries in indexes)
     total = sum(len(entries) for entries in indexes) if usable else 0  # type: ignore[arg-type,union-attr]
@@ -236,19 +229,37 @@ def plan_reads(
         )
         usable = False
     if usable:
-        assert indexes is not None
-        first, last = total * index // count, total * (index + 1) // count
-        ranges, base = [], 0
-        for path, entries in zip(paths, indexes, strict=True):
-            assert entries is not None
-            start, stop = max(first - base, 0), min(last - base, len(entries))
-            if start < stop:
-                ranges.append(RecordRange(path, start, stop, entries[start][0]))
-            base += len(entries)
-        return ranges
+        return _contiguous(
+            paths,
+            [len(entries) for entries in indexes],  # type: ignore[union-attr]
+            index,
+            count,
+            lambda shard, record: indexes[shard][record][0],  # type: ignore[index]
+        )
     if len(paths) >= count:
         return [RecordRange(path) for path in paths[index::count]]
     return [RecordRange(path, stride=count, phase=index) for path in paths]
+
+
+def _contiguous(
+    paths: Sequence[str],
+    lengths: Sequence[int],
+    index: int,
+    count: int,
+    offset_of: Callable[[int, int], int] = lambda shard, record: 0,
+) -> list[RecordRange]:
+    """Part `index` of `count` nearly equal contiguous runs of the records of `paths` (`lengths`
+    records each; a run may cross shards), each from the byte offset of its first record
+    (`offset_of(shard, record)`; 0 where the reader seeks by record number)."""
+    total = sum(lengths)
+    first, last = total * index // count, total * (index + 1) // count
+    ranges, base = [], 0
+    for shard, (path, length) in enumerate(zip(paths, lengths, strict=True)):
+        start, stop = max(first - base, 0), min(last - base, length)
+        if start < stop:
+            ranges.append(RecordRange(path, start, stop, offset_of(shard, start)))
+        base += length
+    return ranges
 
 
 def iter_range(part: RecordRange, compression: str = "") -> Iterator[bytes]:
