@@ -13,7 +13,6 @@ One flow on every runner: plan -> read and validate -> (feature model) -> build 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import logging
 import posixpath
@@ -36,7 +35,6 @@ from beam_tfrecord.elements import (
     RejectLine,
 )
 from beam_tfrecord.output import append as append_lib
-from beam_tfrecord.output import claim as claims
 from beam_tfrecord.output import file_index, outputs
 from beam_tfrecord.output import resume as resume_lib
 from beam_tfrecord.output.claim import Claim
@@ -130,9 +128,7 @@ def prepare(
             listing, source, config, shards, label_source, overwrite, stage, resume, known
         )
     if claim is not None:  # every commit step checks first that the output is still this run's
-        staged = dataclasses.replace(
-            staged, fence=functools.partial(claims.check_held, claim.output, claim.record.run_id)
-        )
+        staged = dataclasses.replace(staged, fence=claim.fence)
     return staged
 
 

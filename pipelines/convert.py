@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
-import functools
 import gc
 import logging
 import os
@@ -107,9 +106,7 @@ def plan_run(
         known=job.known if job is not None else None,
     )
     if claim is not None and job is not None:  # the append's steps are fenced by the claim on --output
-        staged = dataclasses.replace(
-            staged, fence=functools.partial(claims.check_held, claim.output, claim.record.run_id)
-        )
+        staged = dataclasses.replace(staged, fence=claim.fence)
     return staged, config
 
 
@@ -345,7 +342,7 @@ def _fence(claim: claims.Claim | None, what: str) -> None:
     """A commit step of the command's own (an append's merge): ClaimLost unless the output is
     still this run's."""
     if claim is not None:
-        claims.check_held(claim.output, claim.record.run_id, what)
+        claim.fence(what)
 
 
 def execute(

@@ -169,15 +169,16 @@ def claim_of_another_host(out, renewed_ago_s: float) -> dict:
 
 
 def test_a_claim_of_another_host_is_taken_over_once_it_goes_unrenewed_for_the_stated_time(tree, tmp_path):
-    """The stated time is 120 s by default; BEAM_TFRECORD_CLAIM_STALE_S makes it 4 s here."""
+    """The stated time is 120 s by default; BEAM_TFRECORD_CLAIM_STALE_S makes it 30 s here. The
+    claim is written as renewed 10 s and then 40 s ago, so no machine's start-up time decides."""
     out = tmp_path / "out"
-    claim_of_another_host(out, renewed_ago_s=0)
-    env = {**os.environ, claims.STALE_ENV: "4"}
+    claim_of_another_host(out, renewed_ago_s=10)
+    env = {**os.environ, claims.STALE_ENV: "30"}
     done = subprocess.run(command(tree, out), cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == EXIT_CLAIMED, done.stderr
     assert "run 0ther0run0id on host another-host (pid 4242)" in done.stderr
-    assert "not renewed for 4 s" in done.stderr and os.listdir(out) == [names.CLAIM_FILE]
-    time.sleep(5)  # nothing renews it: after 4 s it is a dead run's
+    assert "not renewed for 30 s" in done.stderr and os.listdir(out) == [names.CLAIM_FILE]
+    claim_of_another_host(out, renewed_ago_s=40)  # nothing renewed it: past 30 s it is a dead run's
     done = subprocess.run(command(tree, out), cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert (

@@ -61,6 +61,7 @@ __all__ = [
     "STALE_ENV",
     "Claim",
     "ClaimLost",
+    "Fence",
     "ClaimHeld",
     "ClaimRecord",
     "ClaimTiming",
@@ -550,6 +551,11 @@ class Claim:
     def held(self) -> bool:
         return not self._released and self.lost_to is None
 
+    @property
+    def fence(self) -> Fence:
+        """The check every commit step of this run makes first (`check_held`)."""
+        return Fence(self.output, self.record.run_id)
+
     def renew(self, **changes: Any) -> bool:
         """Rewrite the claim as renewed now (with `changes`: a job id); False once it is lost."""
         with self._lock:
@@ -660,6 +666,19 @@ def check_held(output: str, run_id: str, what: str) -> None:
         f"{LOST_MARKER} {output}: its claim was {holder}, so this run stopped before writing {what} "
         "(one run writes an output; run again once the other has ended)"
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class Fence:
+    """What a commit step calls with what it is about to write (`StagedPlan.fence`): raises
+    ClaimLost unless run `run_id` still holds `output`. A class of the project's own, so a
+    pickled pipeline names no foreign class."""
+
+    output: str
+    run_id: str
+
+    def __call__(self, what: str) -> None:
+        check_held(self.output, self.run_id, what)
 
 
 def lost_line(error: BaseException) -> str | None:
