@@ -4,6 +4,7 @@ reports copies of old records, and is refused in one line when a record-shaping 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import shutil
@@ -598,3 +599,27 @@ def test_a_folder_inside_or_around_an_earlier_input_adds_only_its_new_files(tmp_
     assert [h["inputs"] for h in summary["history"]] == [4, 1, 1]
     assert summary["records"] == 6 and summary.get("duplicate_records", 0) == 0
     assert [h.get("gone") for h in summary["history"]] == [None, 0, 0]
+
+
+def test_an_append_left_to_its_job_is_merged_by_the_next_append_run(tmp_path, appended):
+    """`--no_wait --append` (the Flex Template's way): the launcher hands its claim to the job,
+    and no command waits to merge. Once the job has converted the new pictures (its work
+    folder's summary.json), the next `--append` takes the claim over and merges them, rather
+    than finding the output locked for good."""
+    import time
+
+    from beam_tfrecord.output import claim as claims
+
+    images, out = tmp_path / "in", tmp_path / "out"
+    _first(images)
+    assert convert(images, out, *SPLITS) == 0
+    handed_at = time.time()  # after the dataset's summary.json: only the append's job writes later
+    _more(images)
+    _killed_at("append_marked", images, out, *SPLITS, "--append")  # the job's part done, no merge
+    job = claims.ClaimRecord("0job0run0id", "a-dataflow-launcher", 7, handed_at, handed_at)
+    job = dataclasses.replace(job, job_id="2026-11-28_10_00_00-42", detached=True)
+    (out / names.CLAIM_FILE).write_bytes(job.to_bytes())
+    assert convert(images, out, *SPLITS, "--append") == 0
+    records, summary = appended
+    assert _records(out) == records and _comparable(out) == summary
+    assert not (out / names.CLAIM_FILE).exists() and not (out / names.APPEND_DIR).exists()

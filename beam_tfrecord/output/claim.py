@@ -24,9 +24,10 @@ two reruns taking over one dead claim, one wins either way.
 
 A claim with a job id marked `detached` (a remote job submitted without waiting, or one whose
 launcher stopped waiting) is never judged dead by time, because no launcher renews it while the
-job runs: it is dead once the output holds a `summary.json` written after it (the job finished);
-a job that failed or was cancelled leaves it, and the refusal says which job to check and which
-file to delete.
+job runs: it is dead once the output holds a `summary.json` written after it (the job finished),
+or, for an `--append` job, once its work folder does (the job converted the new pictures: the next
+`--append` run takes the claim over and merges them); a job that failed or was cancelled leaves
+it, and the refusal says which job to check and which file to delete.
 
 Renewal (`Claim.start_heartbeat`) rewrites the claim every `heartbeat_s` seconds; on gs:// with a
 precondition on the generation it last wrote, so a claim taken over meanwhile (this run stalled
@@ -53,7 +54,7 @@ from typing import Any
 
 from beam_tfrecord import gcs
 from beam_tfrecord.config_base import ConfigError
-from beam_tfrecord.names import CLAIM_FILE, SUMMARY_FILE
+from beam_tfrecord.names import APPEND_DIR, CLAIM_FILE, SUMMARY_FILE
 from beam_tfrecord.write_failures import FENCED_MARKER, writing
 
 __all__ = [
@@ -292,14 +293,17 @@ class _Store:
         raise NotImplementedError
 
     def summary_time(self) -> float | None:
-        """When the output's summary.json was last written, or None without one."""
+        """When a job last finished here: the output's summary.json, or an `--append` job's in
+        its work folder (converted, waiting for the next run to merge it), or None."""
         from apache_beam.io.filesystems import FileSystems
 
-        try:
-            (found,) = FileSystems.match([FileSystems.join(self.output, SUMMARY_FILE)])
-        except Exception:
-            return None
-        times = [m.last_updated_in_seconds for m in found.metadata_list]
+        times = []
+        for summary in (SUMMARY_FILE, f"{APPEND_DIR}/{SUMMARY_FILE}"):
+            try:
+                (found,) = FileSystems.match([FileSystems.join(self.output, summary)])
+            except Exception:
+                continue
+            times += [m.last_updated_in_seconds for m in found.metadata_list]
         return max(times) if times else None
 
 
