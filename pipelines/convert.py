@@ -44,7 +44,7 @@ from beam_tfrecord.plan.staging import StagedPlan
 from beam_tfrecord.write.summary import RunInfo, read_summary
 from pipelines import append as append_cmd
 from pipelines import dry_run
-from pipelines.dataflow_checks import check_dry_run_input, check_remote_run
+from pipelines.dataflow_checks import check_dry_run_input, check_remote_run, name_the_job
 from pipelines.options import (
     RunSettings,
     UsageError,
@@ -183,6 +183,7 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         given = given_option_names(argv)
         check_conflicts(settings, given, local)
         check_remote_run(settings, options, local)
+        name_the_job(options, settings.config.output, given)
         if settings.config.features is not None:
             feature_models.check_model(settings.config.features, local)
         # One writer per output, before the listing and before anything under it is touched; a

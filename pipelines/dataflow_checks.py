@@ -8,6 +8,7 @@ the option to fix, one line per problem.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -168,6 +169,23 @@ def check_portable(settings: RunSettings, options: PipelineOptions) -> list[str]
         for option, path in (("--input", settings.source.input), ("--output", settings.config.output))
         if "://" not in path
     ]
+
+
+def output_job_name(output: str) -> str:
+    """The Dataflow job name a run into `output` gets unless --job_name says otherwise:
+    `beam-tfrecord-<the output's last folders>-<8 hex of its whole path>`. Dataflow refuses to
+    start a job while an active one of the same name runs in the project and region, so two
+    jobs never write one output at once, whatever happens to the launchers' claim."""
+    words = re.sub(r"[^a-z0-9]+", "-", output.split("://", 1)[-1].lower()).strip("-")
+    tail = words[-40:].lstrip("-") or "output"
+    digest = hashlib.sha256(output.rstrip("/").encode()).hexdigest()[:8]
+    return f"beam-tfrecord-{tail}-{digest}"
+
+
+def name_the_job(options: PipelineOptions, output: str, given: set[str]) -> None:
+    """A Dataflow run without --job_name is named after its output (`output_job_name`)."""
+    if is_dataflow(options) and "job_name" not in given:
+        options.view_as(GoogleCloudOptions).job_name = output_job_name(output)
 
 
 def check_remote_run(settings: RunSettings, options: PipelineOptions, local: bool) -> None:

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from pipelines.convert import run
+from pipelines.dataflow_checks import JOB_NAME, output_job_name
 
 DATAFLOW = [
     "--runner=DataflowRunner",
@@ -111,6 +112,12 @@ def test_dry_run_translates_the_whole_job(pets_tree, tmp_path, monkeypatch, capf
     assert options["project"] == "my-project"
     assert options["temp_location"].startswith("gs://my-bucket/tmp/")
     assert job["type"] == "JOB_TYPE_BATCH"
+    # Named after its output: Dataflow refuses a second active job of one name, so one job per output.
+    assert (
+        job["name"]
+        == output_job_name("gs://my-bucket/out")
+        == "beam-tfrecord-my-bucket-out-" + job["name"][-8:]
+    )
     pool = environment["workerPools"][0]
     packages = {p["name"] for p in pool.get("packages", [])}
     if delivery == "setup_file":
@@ -181,3 +188,11 @@ def test_dry_run_refuses_a_model_on_this_machine(pets_tree, tmp_path, capsys):
 def test_dry_run_needs_dataflow(pets_tree, tmp_path, capsys):
     assert run(["--input", str(pets_tree), "--output", str(tmp_path / "o"), "--dry_run=true"]) == 2
     assert "--runner=DataflowRunner" in capsys.readouterr().err
+
+
+def test_a_job_is_named_after_its_output_unless_job_name_says_otherwise(pets_tree, tmp_path, monkeypatch):
+    monkeypatch.chdir(__file__.rsplit("/tests/", 1)[0])
+    names = {output_job_name(f"gs://my-bucket/{o}") for o in ("out", "out/", "other", "x" * 300)}
+    assert len(names) == 3 and all(JOB_NAME.match(n) and len(n) <= 63 for n in names)
+    code, job, _ = dry_run(pets_tree, tmp_path, "--setup_file=./setup.py", "--job_name=pets-2026")
+    assert code == 0 and job["name"] == "pets-2026"
