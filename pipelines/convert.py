@@ -310,6 +310,14 @@ def _run_claimed(
             return 1
         if local:  # the traceback is the report: the error happened here
             raise
+        if claim is not None and not claim.held:  # handed over: the job may still be running
+            print(
+                f"error: lost sight of the job ({first_line(error)}); it may still be running, so its "
+                f"claim on {config.output} stays with it until it writes summary.json; check the job "
+                f"and, if it has ended without finishing, delete {claim.path}",
+                file=sys.stderr,
+            )
+            return 1
         # A remote runner raises for any state but DONE; its message holds the workers' error.
         print(
             f"error: the job failed, and wrote no summary.json to {config.output}: {first_line(error)}",
@@ -372,7 +380,21 @@ def execute(
             claim.hand_over()
     if not local and not wait:
         return None
-    return result.wait_until_finish()
+    try:
+        return result.wait_until_finish()
+    except Exception:
+        if claim is not None and not local and not _ended(result):
+            claim.hand_over()  # lost sight of a job that may still run: its claim stays with it
+        raise
+
+
+def _ended(result: object) -> bool:
+    """Whether a remote job is known to have ended (a terminal state the runner reports); False
+    when the runner cannot say (a poll error, a lost connection)."""
+    try:
+        return PipelineState.is_terminal(result.state)  # type: ignore[attr-defined]
+    except Exception:
+        return False
 
 
 def job_id(result: object) -> str | None:

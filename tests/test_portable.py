@@ -174,3 +174,47 @@ def test_a_failed_remote_job_is_one_line_and_exit_1(portable, tree, tmp_path):
     assert done.stderr.rstrip().splitlines()[-1] == errors[0]
     assert "broken.keras" in done.stderr  # the workers' error, as the runner reported it
     assert not (tmp_path / "out" / "summary.json").exists()
+
+
+def test_a_launcher_that_loses_sight_of_its_job_leaves_the_claim_with_it(tree, tmp_path, monkeypatch):
+    """The job service goes away while the launcher waits (a dropped connection, an expired
+    credential): the job may still run, so the claim is not released for another run to clear
+    the output under it; it stays with the job, and the line says how to check and clear it."""
+    import os
+    import time
+
+    from beam_tfrecord import names
+    from beam_tfrecord.output import claim as claims
+
+    marker = tmp_path / "paused-writing"
+    monkeypatch.setenv("BEAM_TFRECORD_PAUSE_AT", "writing")  # the pool's workers inherit it
+    monkeypatch.setenv("BEAM_TFRECORD_PAUSE_FILE", str(marker))
+    with portable_services(str(tmp_path)) as (processes, options):
+        monkeypatch.delenv("BEAM_TFRECORD_PAUSE_AT")  # the launcher itself never pauses
+        out = tmp_path / "out"
+        command = [sys.executable, "-m", "pipelines.convert", "--no_progress", "--input", str(tree)]
+        launcher = subprocess.Popen(
+            [*command, "--output", str(out), *options],
+            cwd=REPO,
+            env=dict(os.environ),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 180
+            while not marker.exists():  # a worker is writing a shard: the job runs
+                assert launcher.poll() is None, launcher.stderr.read()[-3000:]
+                assert time.monotonic() < deadline, "the job never started writing"
+                time.sleep(0.1)
+            processes[0].kill()  # the job service: the launcher loses sight of the job
+            _, stderr = launcher.communicate(timeout=120)
+        finally:
+            if launcher.poll() is None:
+                launcher.kill()
+                launcher.wait()
+    assert launcher.returncode == 1, stderr[-3000:]
+    (line,) = [x for x in stderr.splitlines() if x.startswith("error: ")]
+    assert line.startswith("error: lost sight of the job (") and "stays with it" in line, line
+    held = claims.read_claim(str(out))
+    assert held is not None and held.detached, "the claim was released under a job that may run"
+    assert not (out / names.SUMMARY_FILE).exists()
