@@ -27,6 +27,7 @@ __all__ = [
     "ANNOTATIONS_UNMATCHED_FILE",
     "APPEND_DIR",
     "APPEND_MARKER",
+    "ARRAY_RECORD",
     "BEAM_TEMP_PREFIX",
     "CHANGED_SINCE_FILE",
     "CHANGES_FILE",
@@ -64,11 +65,11 @@ __all__ = [
     "TFRECORD",
     "ShardFormat",
     "index_path",
+    "is_array_record",
     "is_index_name",
     "is_shard_name",
     "shard_format_of",
     "shard_name",
-    "shard_suffix",
     "task_file_name",
 ]
 
@@ -178,6 +179,7 @@ class ShardFormat:
 
 
 TFRECORD = ShardFormat()
+ARRAY_RECORD = ShardFormat("array_record")
 
 
 def shard_format_of(name: str) -> ShardFormat | None:
@@ -187,12 +189,13 @@ def shard_format_of(name: str) -> ShardFormat | None:
         return None
     suffix = match["suffix"]
     if suffix == "array_record":
-        return ShardFormat("array_record")
+        return ARRAY_RECORD
     return ShardFormat("tfrecord", "gzip" if suffix.endswith(".gz") else "none")
 
 
-def shard_suffix(shard_format: ShardFormat = TFRECORD) -> str:
-    return shard_format.suffix
+def is_array_record(path: str) -> bool:
+    """A shard (or its path) in ArrayRecord, which its own package reads, not TFRecord's framing."""
+    return path.endswith(ARRAY_RECORD.suffix)
 
 
 def shard_name(split: str, index: int, count: int, shard_format: ShardFormat = TFRECORD) -> str:

@@ -16,7 +16,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord.keys import FeatureLayout, RecordLayout
-from beam_tfrecord.names import index_path
+from beam_tfrecord.names import index_path, is_array_record
 from beam_tfrecord.output import outputs
 from beam_tfrecord.plan.columns import ExtraColumn
 from beam_tfrecord.write import array_record_files
@@ -195,10 +195,6 @@ def worker_shard(rank: int, world_size: int, worker: int, workers: int) -> tuple
     return rank * workers + worker, world_size * workers
 
 
-def _is_array_record(path: str) -> bool:
-    return path.endswith(".array_record")
-
-
 def plan_reads(
     paths: Sequence[str], index: int, count: int, compressed: bool = False, records: int | None = None
 ) -> list[RecordRange]:
@@ -217,7 +213,7 @@ def plan_reads(
     """
     if not 0 <= index < count:
         raise ValueError(f"shard=(index, count) needs 0 <= index < count, not ({index}, {count})")
-    if paths and all(_is_array_record(path) for path in paths):
+    if paths and all(is_array_record(path) for path in paths):
         lengths = [array_record_files.count_records(path) for path in paths]
         return _contiguous(paths, lengths, index, count)  # its reader seeks by record number
     indexes = None if compressed else [read_index(path) for path in paths]
@@ -266,7 +262,7 @@ def iter_range(part: RecordRange, compression: str = "") -> Iterator[bytes]:
     """The serialized records of one RecordRange, read through Beam's filesystems (local, gs://,
     and any other filesystem Beam knows); CRCs are checked. An ArrayRecord shard is read through
     its own package (local files only)."""
-    if _is_array_record(part.path):
+    if is_array_record(part.path):
         yield from array_record_files.iter_range(part.path, part.start, part.stop)
         return
     kind = CompressionTypes.GZIP if compression == "GZIP" else CompressionTypes.UNCOMPRESSED

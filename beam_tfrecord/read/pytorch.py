@@ -109,7 +109,6 @@ class TorchImages(_Base):  # type: ignore[misc,valid-type]
         self.rank, self.world_size = distributed_position()
 
     def __iter__(self) -> Iterator[Any]:
-
         index, count = worker_shard(*torch_position(self.rank, self.world_size))
         for record in iter_examples(self.output, self.split, shard=(index, count)):
             yield _item(record, self.files.objects, self.channels, self.image_size, self.transform)

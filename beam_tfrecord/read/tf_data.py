@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import tensorflow as tf
 
-from beam_tfrecord import gcs
+from beam_tfrecord import gcs, names
 from beam_tfrecord.keys import key_of, table
 from beam_tfrecord.read.detection import PAD_BOX, PAD_LABEL, box_columns, check_box_format
 from beam_tfrecord.read.files import RecordRange, SplitFiles, class_names, iter_range, split_files
@@ -55,7 +55,7 @@ def record_dataset(path: str, compression: str = "") -> tf.data.Dataset:
     """The serialized records of one shard: TensorFlow's TFRecordDataset, or Beam's filesystems
     for gs:// under a GCS emulator (see the module docstring); an ArrayRecord shard through its
     package (TensorFlow has no reader of its own for it)."""
-    if path.endswith(".array_record"):
+    if names.is_array_record(path):
         array_record_files.open_reader(path).close()  # a gs:// one is refused here, in one line
         return _beam_records(path, compression)
     if path.startswith("gs://") and gcs.emulator_host():

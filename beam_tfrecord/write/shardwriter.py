@@ -130,8 +130,10 @@ class ShardFiles:
     def _close_current(self) -> None:
         if self._key is None:
             return
+        local = isinstance(self._handle, LocalShardWriter)
         with writing(self._path):
-            file_size = self._handle.close()  # a LocalShardWriter's; None for a FileSystems handle
+            closed = self._handle.close()
+        file_size = closed if local else None  # a LocalShardWriter knows its file's size
         key, indexed = self._key, self.shard_format.indexed
         if indexed:
             write_index(self._path, self._sizes)

@@ -221,7 +221,7 @@ class TFRecordSplitsSink(beam.PTransform):
                 | f"Write[{name}]"
                 >> beam.io.WriteToTFRecord(
                     FileSystems.join(self.output, name),
-                    file_name_suffix=names.shard_suffix(self.shard_format),
+                    file_name_suffix=self.shard_format.suffix,
                     num_shards=self.shard_counts[name],
                     shard_name_template=names.SHARD_TEMPLATE,
                     compression_type=shardwriter.compression_type(self.shard_format),

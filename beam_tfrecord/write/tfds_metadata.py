@@ -84,7 +84,7 @@ def _length(output: str, name: str, known: int | None) -> int:
     if known is not None:
         return known
     path = FileSystems.join(output, name)
-    if name.endswith(".array_record"):
+    if names.is_array_record(name):
         return array_record_files.count_records(path)
     return count_records(path)
 
