@@ -41,12 +41,12 @@ from beam_tfrecord import fault_injection, names
 from beam_tfrecord.config_base import unshaping_keys
 from beam_tfrecord.elements import DuplicateGroup
 from beam_tfrecord.names import ShardFormat
-from beam_tfrecord.plan.listing import InputFile, split_input_spec
-from beam_tfrecord.plan.source_config import SourceConfig
-from beam_tfrecord.plan.splits import expected_deviation, group_of
 from beam_tfrecord.output import grown_labels, grown_objects
 from beam_tfrecord.output.file_index import IndexEntry, load_index, write_index
 from beam_tfrecord.output.outputs import append_marker, existing_outputs
+from beam_tfrecord.plan.listing import InputFile, split_input_spec
+from beam_tfrecord.plan.source_config import SourceConfig
+from beam_tfrecord.plan.splits import expected_deviation, group_of
 from beam_tfrecord.write.output_config import ConvertConfig
 from beam_tfrecord.write.side_files import write_text
 from beam_tfrecord.write.summary import (

@@ -11,7 +11,6 @@ import json
 import logging
 import os
 import posixpath
-
 from typing import Any
 
 from apache_beam.io.filesystem import CompressionTypes
@@ -27,9 +26,9 @@ _LOGGER = logging.getLogger(__name__)
 __all__ = [
     "IncompleteOutput",
     "OutputInUse",
+    "append_marker",
     "clear_append",
     "clear_outputs",
-    "append_marker",
     "clear_temp",
     "complete_shards",
     "complete_summary",

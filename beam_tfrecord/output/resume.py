@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -26,7 +26,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import names
-from beam_tfrecord.elements import ChangeLine, DroppedObjectLine, RejectLine, WrittenShard
+from beam_tfrecord.elements import WrittenShard
 from beam_tfrecord.names import ShardFormat
 from beam_tfrecord.write import array_record_files
 from beam_tfrecord.write.done_files import (
@@ -34,12 +34,9 @@ from beam_tfrecord.write.done_files import (
     ShardOutcome,
     done_path,
     read_json,
-    read_outcomes,
     task_name,
-    write_json,
 )
 from beam_tfrecord.write.tfrecord_files import FramingError, index_records, iter_records
-from beam_tfrecord.write_failures import writing
 
 __all__ = [
     "Resumable",
