@@ -29,6 +29,9 @@ Uses:
 - `dataflow_environment`: the Dataflow `Environment` message a submission would send, for dry
   runs: `apiclient.Environment` with the private `_FNAPI_ENVIRONMENT_MAJOR_VERSION` and
   `DataflowApplicationClient._apply_sdk_environment_overrides`, which Beam applies on submission.
+- `portable_job_id`: the job id a portable runner's `PipelineResult` keeps as `_job_id` (private;
+  Dataflow's result has a public `job_id()`, the portable one none), so a claim handed to a job
+  submitted through a job service (Flink, Spark, Beam's own) names the job its service knows.
 - `exit_now`: `os._exit`, the standard library's documented exit that skips other threads' joins
   and atexit handlers (its name has an underscore, so it lives here): a Ctrl-C from the signal
   thread ends the command without waiting on Beam's threads for workers just killed.
@@ -60,6 +63,7 @@ __all__ = [
     "filesystem_pipeline_options",
     "install_client_hook",
     "install_emulator_switch",
+    "portable_job_id",
     "quiet_known_beam_noise",
 ]
 
@@ -235,6 +239,12 @@ def dataflow_environment(job: Any, packages: list[str], staged_pipeline_url: str
         proto_pipeline_staged_url=staged_pipeline_url,
         proto_pipeline=proto,
     ).proto
+
+
+def portable_job_id(result: Any) -> str | None:
+    """The job id of a portable runner's PipelineResult (module docstring); None for others."""
+    job_id = getattr(result, "_job_id", None)
+    return str(job_id) if job_id else None
 
 
 def exit_now(code: int) -> None:

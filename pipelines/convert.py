@@ -36,7 +36,7 @@ from beam_tfrecord.features import models as feature_models
 from beam_tfrecord.features.options import ModelUnavailable
 from beam_tfrecord.images import quiet
 from beam_tfrecord.output import claim as claims
-from beam_tfrecord.output import outputs
+from beam_tfrecord.output import job_state, outputs
 from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
 from beam_tfrecord.plan import staging
 from beam_tfrecord.plan.listing import list_inputs
@@ -219,13 +219,13 @@ def claim_output(output: str) -> Iterator[claims.Claim]:
 
 
 def _claim_lost(claim: claims.Claim) -> None:
-    """Another run took this run's claim for a dead one's (this run stalled past the stale time):
-    two would write one output, so this one stops, from the heartbeat's thread."""
-    holder = claim.lost_to.describe() if claim.lost_to is not None else "another run"
+    """Another run took this run's claim for a dead one's (this run stalled past the stale time),
+    or it could not be renewed for half the stale time: two might write one output, so this one
+    stops, from the heartbeat's thread (its remote job cancelled by the claim)."""
+    job = " (its remote job was cancelled)" if claim.cancels_job else ""
     line = (
-        f"error: this run's claim on {claim.output} was taken over by {holder}, after it went "
-        f"unrenewed for more than {claim.timing.stale_after_s:g} s; this run stopped so that one run "
-        "writes there (a remote job of this run goes on: cancel it)"
+        f"error: this run's claim on {claim.output} {claim.lost_why()}; this run stopped so that one "
+        f"run writes there{job}"
     )
     if interrupts.watching():
         interrupts.stop(line, 1)
@@ -371,10 +371,13 @@ def execute(
 
         with ProgressPrinter(progress_dir, total=total, stream=sys.stderr):
             return pipeline.run().wait_until_finish()
+    facts = job_state.job_facts(pipeline.options) if not local else {}
+    if claim is not None and not local:  # Ctrl-C while submitting: a job may have been created
+        interrupts.set_cleanup(lambda: claim.hand_over(**facts))
     with held_back(BEAM_STAGER) if not local else contextlib.nullcontext():  # its sdist build's notice
         result = pipeline.run()
     if claim is not None and not local:
-        claim.set_job(job_id(result))
+        claim.set_job(job_id(result), cancel=result.cancel, **facts)
         interrupts.set_cleanup(claim.hand_over)
         if not wait:
             claim.hand_over()
@@ -398,10 +401,11 @@ def _ended(result: object) -> bool:
 
 
 def job_id(result: object) -> str | None:
-    """The runner's id for a submitted job (Dataflow's `job_id()`), where it has one."""
+    """The runner's id for a submitted job (Dataflow's `job_id()`, a job service's id), where it
+    has one."""
     method = getattr(result, "job_id", None)
     try:
-        return str(method()) if callable(method) else None
+        return str(method()) if callable(method) else compat.portable_job_id(result)
     except Exception:  # a runner without one: the claim names the host and process instead
         return None
 

@@ -151,40 +151,47 @@ def test_a_second_run_is_refused_in_one_line_and_the_first_finishes_as_a_lone_ru
     assert outputs.complete_shards(str(out))
 
 
-def claim_of_another_host(out, renewed_ago_s: float) -> dict:
-    """A claim as a run on another machine writes it, last renewed `renewed_ago_s` ago."""
+def claim_of_another_host(out, written_ago_s: float, **fields) -> dict:
+    """A claim as a run on another machine writes it, last written `written_ago_s` ago by the
+    file's own time (what storage says, not what the claim says)."""
     now = time.time()
     record = {
+        **fields,
         "version": 1,
         "run_id": "0ther0run0id",
         "host": "another-host",
         "pid": 4242,
         "started_at": now - 3600,
-        "renewed_at": now - renewed_ago_s,
+        "renewed_at": now,  # the writer's clock: no reader trusts it
         "job_id": None,
     }
     out.mkdir(parents=True, exist_ok=True)
-    (out / names.CLAIM_FILE).write_text(json.dumps(record))
+    path = out / names.CLAIM_FILE
+    path.write_text(json.dumps(record))
+    os.utime(path, (now - written_ago_s, now - written_ago_s))
     return record
 
 
-def test_a_claim_of_another_host_is_taken_over_once_it_goes_unrenewed_for_the_stated_time(tree, tmp_path):
-    """The stated time is 120 s by default; BEAM_TFRECORD_CLAIM_STALE_S makes it 30 s here. The
-    claim is written as renewed 10 s and then 40 s ago, so no machine's start-up time decides."""
+def test_a_claim_of_another_host_is_taken_over_once_it_goes_unchanged_while_watched(tree, tmp_path):
+    """The stale time is 120 s by default; BEAM_TFRECORD_CLAIM_STALE_S makes it 4 s here (a
+    heartbeat of 1 s). Written 1 s ago by a run that renews every 60 s: alive, refused at once.
+    Written 40 s ago by one that renews every second: watched for half the stale time and a
+    heartbeat (3 s), unchanged, so taken over; no clock of the writer's counts."""
     out = tmp_path / "out"
-    claim_of_another_host(out, renewed_ago_s=10)
-    env = {**os.environ, claims.STALE_ENV: "30"}
+    claim_of_another_host(out, written_ago_s=1, heartbeat_s=60)
+    env = {**os.environ, claims.STALE_ENV: "4"}
     done = subprocess.run(command(tree, out), cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == EXIT_CLAIMED, done.stderr
     assert "run 0ther0run0id on host another-host (pid 4242)" in done.stderr
-    assert "not renewed for 30 s" in done.stderr and os.listdir(out) == [names.CLAIM_FILE]
-    claim_of_another_host(out, renewed_ago_s=40)  # nothing renewed it: past 30 s it is a dead run's
+    assert "not renewed for 62 s while watched" in done.stderr and os.listdir(out) == [names.CLAIM_FILE]
+    claim_of_another_host(out, written_ago_s=40)  # nothing renews it: watched, it is a dead run's
     done = subprocess.run(command(tree, out), cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "watching it for up to 3 s" in done.stderr
     assert (
         "took over the claim on" in done.stderr and "of run 0ther0run0id on host another-host" in done.stderr
     )
-    assert "not renewed for" in done.stderr and not (out / names.CLAIM_FILE).exists()
+    assert "not renewed while watched for 3 s" in done.stderr and not (out / names.CLAIM_FILE).exists()
 
 
 def test_the_claim_of_a_dead_process_on_this_host_is_taken_over_at_once(tmp_path):
@@ -396,21 +403,33 @@ def test_an_output_where_no_claim_can_be_written_is_one_line(tree, tmp_path, cap
     )
 
 
-def test_a_remote_jobs_claim_is_not_dead_when_only_its_launcher_is():
+def test_a_remote_jobs_claim_is_not_dead_when_only_its_launcher_is(tmp_path):
     """A launcher killed (SIGHUP, SIGKILL) while it waited for a remote job: the job goes on
-    writing, so its claim is dead only once the job wrote summary.json."""
-    from beam_tfrecord.output.claim import ClaimRecord, ClaimTiming
-
+    writing, so its claim is dead only once the job wrote summary.json (its runner cannot be
+    asked here: no job service named)."""
+    out = tmp_path / "out"
+    out.mkdir()
     now = time.time()
-    held = ClaimRecord("r1", "another-host", 42, now - 900, now - 600, None, job_id="job-1")
-    assert held.gone_why(ClaimTiming(), now, None) is None
-    assert held.gone_why(ClaimTiming(), now, now - 10) is not None
+    held = claims.ClaimRecord("r1", "another-host", 42, now - 900, now - 600, None, job_id="job-1")
+    (out / names.CLAIM_FILE).write_bytes(held.to_bytes())
+    old = now - 600
+    os.utime(out / names.CLAIM_FILE, (old, old))
+    with pytest.raises(claims.ClaimHeld, match="job job-1, submitted without waiting"):
+        claims.take_claim(str(out), claims.ClaimTiming(stale_after_s=1))
+    (out / names.SUMMARY_FILE).write_text("{}")
+    with claims.take_claim(str(out)) as claim:
+        assert claim.took_over.run_id == "r1" and claim.took_over_why.startswith("its job wrote summary.json")
 
 
 # A holder in a process of its own: takes the claim, says so on stdout, then waits for stdin.
 HOLDER = """
-import sys, time
+import os, sys, time
 from beam_tfrecord.output import claim as claims
+if os.environ.get("FAKE_HOST"):  # a run on another machine, over a filesystem without shared locks
+    import socket
+    from beam_tfrecord.output import claim_store
+    socket.gethostname = lambda: os.environ["FAKE_HOST"]
+    claim_store.LocalStore.lock = lambda self: None
 claim = claims.take_claim(sys.argv[1], claims.timing_from_environment())
 claim.start_heartbeat()
 print(claim.record.run_id, flush=True)
@@ -476,19 +495,27 @@ def test_a_suspended_holder_past_the_stale_time_keeps_its_claim_on_its_host(tmp_
 
 def test_a_claim_is_judged_by_the_longer_of_its_own_and_the_readers_stale_time(tmp_path):
     """A run started with BEAM_TFRECORD_CLAIM_STALE_S=3600 (a laptop that sleeps) is not taken
-    over by a shell without it after 120 s: the claim says its own stale time."""
+    over by a shell without it on the shell's shorter time: the claim says its own stale time."""
     out = tmp_path / "out"
     out.mkdir()
     quiet = time.time() - 600
-    patient = claims.ClaimRecord("patient", "another-host", 7, quiet, quiet, stale_after_s=3600.0)
+    patient = claims.ClaimRecord(
+        "patient", "another-host", 7, quiet, quiet, stale_after_s=8.0, heartbeat_s=0.5
+    )
     (out / names.CLAIM_FILE).write_bytes(patient.to_bytes())
-    with pytest.raises(claims.ClaimHeld, match="not renewed for 3600 s"):
-        claims.take_claim(str(out))
-    hasty = dataclasses.replace(patient, run_id="hasty", stale_after_s=60.0)
+    os.utime(out / names.CLAIM_FILE, (quiet, quiet))
+    started = time.monotonic()
+    with claims.take_claim(str(out), claims.ClaimTiming(stale_after_s=1)) as claim:
+        # Its own 8 s is the longer: watched for 4 s and its heartbeat of 0.5 s, not the reader's 1 s.
+        assert claim.took_over.run_id == "patient" and "watched for 4.5 s" in claim.took_over_why
+    assert time.monotonic() - started >= 4.5
+    hasty = dataclasses.replace(patient, run_id="hasty", stale_after_s=0.5)
     (out / names.CLAIM_FILE).write_bytes(hasty.to_bytes())
-    with claims.take_claim(str(out)) as claim:  # the reader's own 120 s is the longer: 600 s is past it
-        assert claim.took_over.run_id == "hasty" and "dead after 120 s" in claim.took_over_why
-        assert claim.record.stale_after_s == 120.0 and claim.record.heartbeat_s == 30.0
+    os.utime(out / names.CLAIM_FILE, (quiet, quiet))
+    with claims.take_claim(str(out), claims.ClaimTiming(stale_after_s=2)) as claim:
+        # The reader's own 2 s is the longer: watched for 1 s and a heartbeat of 0.5 s.
+        assert claim.took_over.run_id == "hasty" and "watched for 1.5 s" in claim.took_over_why
+        assert claim.record.stale_after_s == 2.0 and claim.record.heartbeat_s == 0.5
 
 
 def test_a_half_written_claim_is_dated_by_its_file_not_taken_at_once(tmp_path):
@@ -500,8 +527,8 @@ def test_a_half_written_claim_is_dated_by_its_file_not_taken_at_once(tmp_path):
         claims.take_claim(str(out))
     old = time.time() - 600
     os.utime(path, (old, old))
-    with claims.take_claim(str(out)) as claim:
-        assert claim.took_over.run_id == claims.UNREADABLE and "not renewed for" in claim.took_over_why
+    with claims.take_claim(str(out), claims.ClaimTiming(stale_after_s=1)) as claim:
+        assert claim.took_over.run_id == claims.UNREADABLE and "not renewed while" in claim.took_over_why
 
 
 def _race(out: str, start, results) -> None:
@@ -618,3 +645,141 @@ def test_what_killed_runs_left_beside_the_claim_is_swept_by_the_next_holder(tmp_
         (out / name).write_text("{}")
     with claims.take_claim(str(out)):
         assert sorted(p.name for p in out.iterdir()) == sorted([names.CLAIM_FILE, live])
+
+
+# --- the lease: the kernel's lock, storage's clock, self-fencing ----------------------------------
+
+
+def _kill(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.kill()
+    process.wait()
+
+
+def test_on_one_kernel_the_output_folders_lock_decides_whatever_the_pid_namespace(tmp_path, monkeypatch):
+    """Two containers on one machine share a host name and the output, not their pids (a pid
+    namespace this reader cannot see): the holder's flock on the output folder says it lives, at
+    once, without waiting on a clock; and once it is killed, the kernel has dropped the lock, so
+    the claim is a dead run's at once."""
+    from beam_tfrecord.output import claim_record
+
+    out = tmp_path / "out"
+    holder, run_id = _holder(out, "wait")
+    assert claims.read_claim(str(out)).locked
+    boot = claim_record.pid_space().split(":")[0]
+    monkeypatch.setattr(claim_record, "pid_space", lambda: f"{boot}:another-pid-namespace")
+    try:
+        started = time.monotonic()
+        with pytest.raises(claims.ClaimHeld, match=f"run {run_id}"):
+            claims.take_claim(str(out), claims.ClaimTiming(stale_after_s=1))
+        assert time.monotonic() - started < 1  # no watching: the lock said so
+    finally:
+        _kill(holder)
+    started = time.monotonic()
+    with claims.take_claim(str(out), claims.ClaimTiming(stale_after_s=60)) as claim:
+        assert claim.took_over.run_id == run_id
+        assert claim.took_over_why == f"process {holder.pid} no longer holds the output folder's lock"
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("skew_s", [3 * 3600, -3 * 3600])
+def test_a_reader_whose_clock_is_hours_off_takes_no_live_claim_and_frees_a_dead_one(tmp_path, skew_s):
+    """A holder on another host (no lock shared), renewing every half second; a reader whose
+    `time.time` is hours ahead or behind. It judges by storage's clock against its own, finds
+    them hours apart, and watches: the live holder renews, so it is refused; once the holder is
+    killed, the claim goes unchanged for the watch (1.5 s) and is taken over."""
+    out = tmp_path / "out"
+    holder, run_id = _holder(out, "wait", FAKE_HOST="another-host", **{claims.STALE_ENV: "2"})
+    timing = claims.ClaimTiming(stale_after_s=2)
+    real_time = time.time
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(time, "time", lambda: real_time() + skew_s)
+            with pytest.raises(claims.ClaimHeld, match=f"run {run_id} on host another-host"):
+                claims.take_claim(str(out), timing)
+            _kill(holder)
+            started = time.monotonic()
+            with claims.take_claim(str(out), timing) as claim:
+                assert claim.took_over.run_id == run_id
+                assert "not renewed while watched for 1.5 s" in claim.took_over_why
+            assert 1.5 <= time.monotonic() - started < 10
+    finally:
+        _kill(holder)
+
+
+def test_a_holder_that_cannot_renew_for_half_its_stale_time_fences_itself(storage, bucket):
+    """Storage stops answering the holder (an outage, a partition): after half its stale time
+    without a renewal it stops itself: its remote job is cancelled, `on_lost` is told, and every
+    later commit step refuses, although the claim still names it (storage could not be told)."""
+    import socket as sockets
+
+    out = f"gs://{bucket}/out"
+    silent = sockets.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    lost, cancelled = [], []
+    claim = claims.take_claim(out, claims.ClaimTiming(stale_after_s=2))  # heartbeat 0.5 s, gives up at 1 s
+    claim.set_job(None, cancel=lambda: cancelled.append(True))
+    claim.fence("the shards' final names")  # held: passes
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv(EMULATOR_ENV, f"http://127.0.0.1:{silent.getsockname()[1]}")
+            claim.start_heartbeat(on_lost=lost.append)  # its thread's client: the silent one
+            deadline = time.monotonic() + 20
+            while not lost and time.monotonic() < deadline:
+                time.sleep(0.05)
+        assert lost == [claim] and cancelled == [True] and not claim.held
+        assert claim.lost_to is None and claim.fenced_why.startswith("could not be renewed for ")
+        assert claims.read_claim(out).run_id == claim.record.run_id  # storage still names it
+        with pytest.raises(claims.ClaimLost, match=r"could not be renewed for .* stopped before writing"):
+            claim.fence("summary.json")
+    finally:
+        silent.close()
+        claim.release()
+    assert claims.read_claim(out) is None  # the release, once storage answers, frees it
+
+
+def test_a_takeover_racing_a_renewal_leaves_exactly_one_holder(storage, bucket):
+    """A renewal every 500 ms and a takeover at the generation read 0 to 1.4 s before, 12 times,
+    on gs:// (GCS's preconditions, kept by the proxy): either the takeover lands and the holder
+    learns it lost, or a renewal landed first and the takeover is refused; never both hold."""
+    from beam_tfrecord.output import claim_store
+
+    outcomes = []
+    for round_ in range(12):
+        out = f"gs://{bucket}/race{round_}"
+        holder = claims.take_claim(out, claims.ClaimTiming(stale_after_s=60, heartbeat_s=0.5))
+        lost = []
+        holder.start_heartbeat(on_lost=lost.append)
+        store = claim_store.store_for(out)
+        first = store.read().generation
+        deadline = time.monotonic() + 30
+        while (found := store.read()).generation == first:  # its heartbeat renews: read that ...
+            assert time.monotonic() < deadline, "the holder never renewed"
+            time.sleep(0.01)
+        time.sleep(1.5 * round_ / 12)  # ... and take it over at that up to three heartbeats later
+        taker = claims.ClaimRecord.mine(time.time())
+        taken, _ = store.take_over(taker, found)
+        outcomes.append(taken)
+        deadline = time.monotonic() + 10
+        while taken and not lost and time.monotonic() < deadline:
+            time.sleep(0.01)
+        now_held = claims.read_claim(out)
+        if taken:
+            assert lost == [holder] and holder.lost_to is not None and not holder.held, (
+                round_,
+                lost,
+                holder.held,
+                holder.fenced_why,
+                now_held,
+                taker.run_id,
+                holder.record.run_id,
+                holder._thread.is_alive(),
+            )
+            assert now_held.run_id == taker.run_id
+        else:
+            assert holder.held and now_held.run_id == holder.record.run_id, round_
+        holder.release()
+        if taken:
+            assert claims.read_claim(out).run_id == taker.run_id  # the loser deletes nothing
+    assert True in outcomes and False in outcomes  # both sides of the race were run

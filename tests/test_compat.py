@@ -206,3 +206,13 @@ def test_decode_in_one_call_hands_pillow_s_decoder_the_whole_file_at_once():
     image = Image.open(io.BytesIO(data), formats=["JPEG"])
     compat.decode_in_one_call(image, 100 * compat.ONE_CALL_MAX_BYTES)  # a huge file: in pieces
     assert image.decodermaxblock == compat.ONE_CALL_MAX_BYTES
+
+
+def test_portable_job_id_reads_the_id_a_portable_runners_result_keeps():
+    """Beam's portable PipelineResult keeps its job's id as `_job_id` and offers no accessor;
+    should that move, a detached claim would name no job, and this fails first."""
+    from apache_beam.runners.portability.portable_runner import PipelineResult
+
+    result = PipelineResult(None, "job-42", iter(()), iter(()))
+    assert compat.portable_job_id(result) == "job-42"
+    assert compat.portable_job_id(object()) is None

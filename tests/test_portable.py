@@ -218,3 +218,48 @@ def test_a_launcher_that_loses_sight_of_its_job_leaves_the_claim_with_it(tree, t
     held = claims.read_claim(str(out))
     assert held is not None and held.detached, "the claim was released under a job that may run"
     assert not (out / names.SUMMARY_FILE).exists()
+
+
+def test_a_detached_jobs_claim_is_judged_by_its_job_service(tree, tmp_path, monkeypatch):
+    """`--no_wait`: the launcher leaves, its claim handed to the job. While the job runs (a worker
+    held mid-shard by the pause hook), a second run asks the job service and is refused, told the
+    job is RUNNING; once the job is cancelled (no launcher waiting, no summary.json written), the
+    next run asks again, hears CANCELLED, takes the claim over at once and converts."""
+    import time
+
+    import grpc
+    from apache_beam.portability.api import beam_job_api_pb2, beam_job_api_pb2_grpc
+
+    from beam_tfrecord import names
+    from beam_tfrecord.output import claim as claims
+
+    marker = tmp_path / "paused-writing"
+    monkeypatch.setenv("BEAM_TFRECORD_PAUSE_AT", "writing")  # the pool's workers inherit it
+    monkeypatch.setenv("BEAM_TFRECORD_PAUSE_FILE", str(marker))
+    out = tmp_path / "out"
+    with portable_services(str(tmp_path)) as (_, options):
+        monkeypatch.delenv("BEAM_TFRECORD_PAUSE_AT")  # the launchers themselves never pause
+        submitted = run_cli("--input", str(tree), "--output", str(out), "--no_wait", *options)
+        assert submitted.returncode == 0, submitted.stderr[-3000:]
+        held = claims.read_claim(str(out))
+        endpoint = options[1].split("=", 1)[1]
+        assert held.detached and held.job_id and held.job_endpoint == endpoint
+        deadline = time.monotonic() + 180
+        while not marker.exists():  # a worker is writing a shard: the job runs
+            assert time.monotonic() < deadline, "the job never started writing"
+            time.sleep(0.1)
+        refused = run_cli("--input", str(tree), "--output", str(out))
+        assert refused.returncode == 75, refused.stderr[-3000:]
+        (line,) = [x for x in refused.stderr.splitlines() if x.startswith("error: ")]
+        assert (
+            f"job {held.job_id}, submitted without waiting; the job service at {endpoint} says it is RUNNING"
+            in line
+        )
+        with grpc.insecure_channel(endpoint) as channel:
+            beam_job_api_pb2_grpc.JobServiceStub(channel).Cancel(
+                beam_job_api_pb2.CancelJobRequest(job_id=held.job_id), timeout=30
+            )
+        done = run_cli("--input", str(tree), "--output", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"its job {held.job_id} ended (CANCELLED, says the job service at {endpoint})" in done.stderr
+    assert (out / names.SUMMARY_FILE).exists() and not (out / names.CLAIM_FILE).exists()
