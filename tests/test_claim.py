@@ -783,3 +783,40 @@ def test_a_takeover_racing_a_renewal_leaves_exactly_one_holder(storage, bucket):
         if taken:
             assert claims.read_claim(out).run_id == taker.run_id  # the loser deletes nothing
     assert True in outcomes and False in outcomes  # both sides of the race were run
+
+
+def test_a_release_does_not_wait_for_a_renewal_stuck_in_storage(storage, bucket):
+    """Ctrl-C while a renewal hangs on storage that stopped answering (up to half a heartbeat,
+    7.5 s here): the release holds no lock the renewal holds, deletes the claim in well under a
+    second, and the renewal, when it gives up or lands, puts nothing back."""
+    import socket as sockets
+    import threading
+
+    out = f"gs://{bucket}/out"
+    silent = sockets.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    claim = claims.take_claim(out, claims.ClaimTiming(stale_after_s=60))
+    outcome = []
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv(EMULATOR_ENV, f"http://127.0.0.1:{silent.getsockname()[1]}")
+            renewal = threading.Thread(target=lambda: outcome.append(_renew_or_error(claim)))
+            renewal.start()
+            time.sleep(0.5)  # its request is out, unanswered
+        started = time.monotonic()
+        claim.release()  # this thread's client reaches the real storage again
+        assert time.monotonic() - started < 2
+        assert claims.read_claim(out) is None
+        renewal.join(timeout=30)
+        assert outcome and outcome[0] is not True
+        assert claims.read_claim(out) is None
+    finally:
+        silent.close()
+
+
+def _renew_or_error(claim) -> object:
+    try:
+        return claim.renew()
+    except Exception as error:
+        return error

@@ -228,7 +228,7 @@ class Claim:
         if isinstance(store, GcsStore):  # renewals and the release bounded: module docstring
             store.deadline_s = timing.every_s / 2
         self._generation = generation
-        self._renewed = time.monotonic()  # the last renewal that landed, on this machine's clock
+        self._renewed_at = time.monotonic()  # the last renewal that landed, on this machine's clock
         self._cancel: Callable[[], Any] | None = None  # cancels this run's remote job
         self._lock = threading.Lock()
         self._released = False
@@ -256,19 +256,30 @@ class Claim:
         return self.fenced_why or "was released"
 
     def renew(self, **changes: Any) -> bool:
-        """Rewrite the claim as renewed now (with `changes`: a job's facts); False once it is lost."""
+        """Rewrite the claim as renewed now (with `changes`: a job's facts); False once it is lost.
+        A gs:// renewal's requests run with no lock held, so a release never waits on them."""
         with self._lock:
             if not self.held:
                 return False
             record = dataclasses.replace(self.record, renewed_at=time.time(), **changes)
-            generation = self._store.replace(record, self._generation, self.record.run_id)
-            if generation is LOST:
-                found = self._store.read()
-                self.lost_to = found.record if found else dataclasses.replace(self.record, run_id="none")
+            generation = self._generation
+            if not self._store.remote:  # a local file: quick, done under the lock
+                return self._renewed(record, self._store.replace(record, generation, record.run_id))
+        new = self._store.replace(record, generation, record.run_id)
+        with self._lock:
+            if self._released:  # released meanwhile: the release deletes whichever generation is ours
                 return False
-            self.record, self._generation = record, generation
-            self._renewed = time.monotonic()
-            return True
+            return self._renewed(record, new)
+
+    def _renewed(self, record: ClaimRecord, generation: Any) -> bool:
+        """Keep what a renewal wrote (under `_lock`), or note whose the claim is now."""
+        if generation is LOST:
+            found = self._store.read()
+            self.lost_to = found.record if found else dataclasses.replace(self.record, run_id="none")
+            return False
+        self.record, self._generation = record, generation
+        self._renewed_at = time.monotonic()
+        return True
 
     def set_job(self, job_id: str | None, cancel: Callable[[], Any] | None = None, **facts: str) -> None:
         """Record the remote job (its id once the runner gives one; `facts`: where to ask about it,
@@ -309,7 +320,7 @@ class Claim:
 
         def beat() -> None:
             while True:
-                left = self._renewed + give_up_s - time.monotonic()
+                left = self._renewed_at + give_up_s - time.monotonic()
                 if self._stop.wait(max(0.0, min(self.timing.every_s, left))):
                     return
                 try:
@@ -319,7 +330,7 @@ class Claim:
                     kept = None
                 if self._stop.is_set():
                     return
-                unrenewed = time.monotonic() - self._renewed
+                unrenewed = time.monotonic() - self._renewed_at
                 if kept is False or (kept is None and unrenewed >= give_up_s):
                     if kept is None:
                         self.fenced_why = f"could not be renewed for {unrenewed:.0f} s"
@@ -343,25 +354,23 @@ class Claim:
                 _LOGGER.error("could not cancel this run's job (%s): cancel it by hand", error)
 
     def release(self) -> None:
-        """Delete the claim if it is still this run's; safe to call twice, from any thread.
-        Waits for a renewal under way no longer than its bounded deadline (Ctrl-C releases in
-        seconds): a renewal that lands after the delete is refused by its precondition."""
+        """Delete the claim if it is still this run's; safe to call twice, from any thread. Never
+        waits on a gs:// renewal under way (Ctrl-C releases in seconds): the delete matches
+        whichever generation is this run's, and a renewal that lands after it is refused by its
+        precondition."""
         self._stop.set()
-        waited = self._lock.acquire(timeout=self.timing.every_s / 2 + 1)
-        try:
+        with self._lock:
             if self._released:
                 return
             self._released = True
-            if self.lost_to is not None:
-                return
-            try:
-                self._store.delete(self._generation, self.record.run_id)
-            except Exception as error:  # the run's outcome matters more; staleness frees it later
-                _LOGGER.warning("could not release the claim %s: %s", self.path, error)
+            generation, lost = self._generation, self.lost_to is not None
+        try:
+            if not lost:
+                self._store.delete(generation, self.record.run_id)
+        except Exception as error:  # the run's outcome matters more; staleness frees it later
+            _LOGGER.warning("could not release the claim %s: %s", self.path, error)
         finally:
             self._store.unlock()
-            if waited:
-                self._lock.release()
 
     def __enter__(self) -> Claim:
         return self

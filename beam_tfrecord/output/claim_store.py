@@ -52,6 +52,8 @@ class Found:
 class ClaimStore:
     """The claim object's reads and conditional writes (module docstring)."""
 
+    remote = False  # its calls cross a network: no lock is held across them (output.claim)
+
     def __init__(self, output: str) -> None:
         self.output = output
         self.path = claim_path(output)
@@ -255,6 +257,8 @@ class GcsStore(ClaimStore):
     """An object, written with google-cloud-storage's generation preconditions (GCS answers 412
     when the object's generation differs: 0 means "absent"), through this thread's client."""
 
+    remote = True
+
     def __init__(self, output: str) -> None:
         super().__init__(output)
         bucket, _, self.name = self.path[len("gs://") :].partition("/")
@@ -344,12 +348,21 @@ class GcsStore(ClaimStore):
         return generation is not None, generation
 
     def delete(self, generation: Any, run_id: str) -> None:
-        blob = self._blob()
-        try:
-            self._call(blob.delete, 404, 412, if_generation_match=generation)
-        except Exception as error:
-            if status(error) not in (404, 412):  # gone, or another run's now: not ours to delete
-                raise
+        """Delete the claim at `generation`; refused because a renewal of the same run landed
+        meanwhile, delete it at that one. Another run's claim is never deleted."""
+        for _ in range(3):
+            try:
+                self._call(self._blob().delete, 404, 412, if_generation_match=generation)
+                return
+            except Exception as error:
+                if status(error) == 404:
+                    return
+                if status(error) != 412:
+                    raise
+            current = self.read()
+            if current is None or current.record.run_id != run_id:
+                return  # gone, or another run's now: not ours to delete
+            generation = current.generation
 
 
 def status(error: BaseException) -> int | None:
