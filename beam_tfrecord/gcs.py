@@ -30,8 +30,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import posixpath
 import threading
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from apache_beam.io.filesystem import CompressionTypes
@@ -52,6 +54,7 @@ __all__ = [
     "bucket_of",
     "check_writable",
     "current_settings",
+    "delete_files",
     "describe",
     "emulator_host",
     "problem",
@@ -176,6 +179,19 @@ def _anonymous_storage_client() -> Any:
     from google.cloud import storage
 
     return storage.Client.create_anonymous_client()  # honours STORAGE_EMULATOR_HOST
+
+
+def delete_files(paths: Sequence[str]) -> None:
+    """`paths` gone: on gs:// a hundred to a batch request (FileSystems.delete lists each path
+    first, then sends a batch of one); elsewhere through Beam's filesystems."""
+    if not paths:
+        return
+    if not paths[0].startswith("gs://"):
+        FileSystems.delete(list(paths))
+        return
+    for path, code in thread_client().delete_batch(list(paths)):
+        if code is not None:
+            raise OSError(None, f"Cloud Storage answered HTTP {code} deleting {posixpath.basename(path)}")
 
 
 def read_bytes(path: str, settings: GcsSettings | None = None) -> bytes:

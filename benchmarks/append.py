@@ -137,8 +137,8 @@ def gcs_renumber(counts: list[int], ways: tuple[str, ...] = ("per_object", "batc
     from apache_beam.io.filesystems import FileSystems
     from gcsemulator import EMULATOR_ENV, Emulator, PermissionProxy
 
-    from beam_tfrecord import names
-    from beam_tfrecord.output.append import _delete, renumber
+    from beam_tfrecord import gcs, names
+    from beam_tfrecord.output.append import renumber
 
     class CountingProxy(PermissionProxy):
         """Relays every request, counting them: copies (copyTo/rewriteTo), and all the others."""
@@ -202,7 +202,7 @@ def gcs_renumber(counts: list[int], ways: tuple[str, ...] = ("per_object", "batc
                 if way == "per_object":
                     FileSystems.delete(old)
                 else:
-                    _delete(old)
+                    gcs.delete_files(old)
                 removed = time.perf_counter()
                 (left,) = FileSystems.match([f"{out}/*"])
                 assert sorted(os.path.basename(m.path) for m in left.metadata_list) == sorted(

@@ -92,3 +92,25 @@ def test_the_guard_would_catch_a_write_module_that_reads(tmp_path):
     (target,) = {_part(m) for m in _imports(probe)} - {None}
     assert target == "read" and not _allowed("write", target)
     assert _allowed("read", "write") and not _allowed("keys", "write") and not _allowed("plan", "config")
+
+
+def test_the_benchmarks_use_only_the_librarys_public_names():
+    """A benchmark measures what a user can call: no name with a leading underscore imported from
+    beam_tfrecord (a private helper would tie a benchmark to the code's inside, and break it
+    silently when that moves)."""
+    private = []
+    for path in sorted((PACKAGE.parent / "benchmarks").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("beam_tfrecord"):
+                private += [
+                    f"{path.name}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")
+                ]
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
+                base = node.value
+                if isinstance(base, ast.Name) and base.id in ("beam_tfrecord",):
+                    private.append(f"{path.name}: beam_tfrecord.{node.attr}")
+    assert private == []

@@ -37,7 +37,7 @@ from typing import Any
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import fault_injection, names
+from beam_tfrecord import fault_injection, gcs, names
 from beam_tfrecord.config_base import unshaping_keys
 from beam_tfrecord.elements import DuplicateGroup
 from beam_tfrecord.names import ShardFormat
@@ -632,21 +632,6 @@ def _copy_in_gcs(pairs: Sequence[tuple[str, str]]) -> None:
             )
 
 
-def _delete(paths: Sequence[str]) -> None:
-    """`paths` gone: on gs:// a hundred to a batch request (FileSystems.delete lists each path
-    first, then sends a batch of one); elsewhere through Beam's filesystems."""
-    if not paths:
-        return
-    if not paths[0].startswith("gs://"):
-        FileSystems.delete(list(paths))
-        return
-    from beam_tfrecord import gcs
-
-    for path, code in gcs.thread_client().delete_batch(list(paths)):
-        if code is not None:
-            raise OSError(None, f"Cloud Storage answered HTTP {code} deleting {posixpath.basename(path)}")
-
-
 # Side files whose lines the grown dataset holds for every run: the old dataset's, then the new
 # run's (two inputs' `IMG_0001.jpg` may each have a line, the same text: both are kept).
 _RUN_LINES = (names.REJECTS_FILE, names.CHANGES_FILE)
@@ -801,7 +786,7 @@ def _finish(output: str) -> None:
         shard = name[: -len(names.INDEX_SUFFIX)] if names.is_index_name(name) else name
         if names.is_shard_name(shard) and shard not in listed:
             stale.append(path)
-    _delete(stale)
+    gcs.delete_files(stale)
     work = work_dir(output)
     if "://" not in work:
         import shutil
@@ -809,7 +794,7 @@ def _finish(output: str) -> None:
         shutil.rmtree(work, ignore_errors=True)
     else:
         (found,) = FileSystems.match([work + "/**"])
-        _delete([m.path for m in found.metadata_list])
+        gcs.delete_files([m.path for m in found.metadata_list])
     marker = FileSystems.join(output, names.APPEND_MARKER)
     if FileSystems.exists(marker):
         FileSystems.delete([marker])
