@@ -405,8 +405,8 @@ def test_an_output_where_no_claim_can_be_written_is_one_line(tree, tmp_path, cap
 
 def test_a_remote_jobs_claim_is_not_dead_when_only_its_launcher_is(tmp_path):
     """A launcher killed (SIGHUP, SIGKILL) while it waited for a remote job: the job goes on
-    writing, so its claim is dead only once the job wrote summary.json (its runner cannot be
-    asked here: no job service named)."""
+    writing, so its claim is dead only once its launcher stopped renewing it (watched) and the
+    job wrote summary.json (its runner cannot be asked here: no job service named)."""
     out = tmp_path / "out"
     out.mkdir()
     now = time.time()
@@ -417,7 +417,7 @@ def test_a_remote_jobs_claim_is_not_dead_when_only_its_launcher_is(tmp_path):
     with pytest.raises(claims.ClaimHeld, match="job job-1, submitted without waiting"):
         claims.take_claim(str(out), claims.ClaimTiming(stale_after_s=1))
     (out / names.SUMMARY_FILE).write_text("{}")
-    with claims.take_claim(str(out)) as claim:
+    with claims.take_claim(str(out), claims.ClaimTiming(stale_after_s=1)) as claim:
         assert claim.took_over.run_id == "r1" and claim.took_over_why.startswith("its job wrote summary.json")
 
 
@@ -820,3 +820,46 @@ def _renew_or_error(claim) -> object:
         return claim.renew()
     except Exception as error:
         return error
+
+
+def test_a_launcher_still_renewing_keeps_its_claim_after_its_job_wrote_its_summary(storage, bucket):
+    """The job wrote summary.json and the launcher is on its way to its last step (an append's
+    merge): the claim is still the launcher's, which renews it, not the finished job's."""
+    out = f"gs://{bucket}/out"
+    with claims.take_claim(out, claims.ClaimTiming(stale_after_s=4)) as claim:
+        claim.set_job("job-1")
+        claim.start_heartbeat()
+        with FileSystems.create(f"{out}/{names.SUMMARY_FILE}") as handle:
+            handle.write(b"{}")
+        with pytest.raises(claims.ClaimHeld, match="job job-1"):
+            claims.take_claim(out, claims.ClaimTiming(stale_after_s=4))
+        assert claims.read_claim(out).stored_at is not None  # storage's time of it, for a later reader
+
+
+def test_a_hand_over_is_never_undone_by_a_renewal_under_way(storage, bucket):
+    """Ctrl-C while submitting hands the claim to the job while the heartbeat renews every
+    200 ms: whichever write lands last, the claim stays detached and names the job."""
+    for round_ in range(6):
+        out = f"gs://{bucket}/hand{round_}"
+        claim = claims.take_claim(out, claims.ClaimTiming(stale_after_s=60, heartbeat_s=0.2))
+        claim.start_heartbeat()
+        time.sleep(0.2 + 0.05 * round_)
+        claim.hand_over(job_name="beam-tfrecord-out", runner="DataflowRunner")
+        time.sleep(0.3)  # a renewal that was under way has landed or failed by now
+        held = claims.read_claim(out)
+        assert held.detached and held.job_name == "beam-tfrecord-out", round_
+
+
+def test_a_claim_whose_release_failed_is_no_live_runs_in_its_own_process(tmp_path, monkeypatch):
+    """A notebook's run whose release could not delete its claim (a passing storage error): the
+    process lives on, but the claim is no live run's, so its next run takes it over."""
+    from beam_tfrecord.output import claim_store
+
+    out = str(tmp_path / "out")
+    first = claims.take_claim(out)
+    with monkeypatch.context() as patch:
+        patch.setattr(claim_store.LocalStore, "delete", lambda *args: (_ for _ in ()).throw(OSError("busy")))
+        first.release()
+    assert claims.read_claim(out).run_id == first.record.run_id
+    with claims.take_claim(out) as second:
+        assert second.took_over.run_id == first.record.run_id

@@ -42,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -89,6 +90,8 @@ LOST_MARKER = FENCED_MARKER
 # Runs of this process that fenced themselves (could not renew), with why: their commit steps
 # refuse although the claim still names them (storage could not be told).
 _FENCED: dict[str, str] = {}
+# Runs of this process that released their claim: one whose delete failed is no live run's.
+_ENDED: set[str] = set()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,39 +111,64 @@ class Verdict:
     job: job_state.JobState | None = None
 
 
-def judge(found: Found, store: ClaimStore, timing: ClaimTiming, lock: bool | None, now: float) -> Verdict:
+def judge(
+    found: Found,
+    store: ClaimStore,
+    timing: ClaimTiming,
+    lock: bool | None,
+    now: float,
+    launcher_gone: bool = False,
+) -> Verdict:
     """Whether the claim `found` is a dead run's (module docstring). `lock`: whether this reader
-    took the output folder's lock (None: there is none)."""
+    took the output folder's lock (None: there is none). A remote job's claim whose launcher
+    still waits is its launcher's to keep: the job's rules apply once the launcher is gone
+    (detached, or `launcher_gone`: watched unrenewed)."""
     record = found.record
     quiet = now - found.written_at
     if lock is False:  # a live process on this kernel holds the output folder's lock
         return Verdict(quiet_s=quiet)
-    if record.remote:  # a remote job outlives a launcher killed (SIGHUP, SIGKILL)
-        summary_at = store.summary_time()
-        if summary_at is not None and summary_at >= record.started_at:
-            return Verdict(f"its job wrote {SUMMARY_FILE} at {utc(summary_at)}", quiet_s=quiet)
-        state = job_state.ask(record)
-        if state is not None and state.ended:
-            job = state.job_id or record.job_name
-            return Verdict(
-                f"its job {job} ended ({state.state}, says {state.source})", quiet_s=quiet, job=state
-            )
-        return Verdict(quiet_s=quiet, job=state)
+    if record.detached or launcher_gone:
+        return _job_verdict(record, store, quiet)
     if record.in_this_pid_space():
         if not alive(record.pid):
-            return Verdict(f"process {record.pid} is gone", quiet_s=quiet)
+            return _launcher_gone(record, store, quiet, f"process {record.pid} is gone")
         started = process_start(record.pid)
         if None not in (started, record.pid_started) and started != record.pid_started:
-            return Verdict(
-                f"process {record.pid} is gone (its pid now belongs to a later process)", quiet_s=quiet
+            return _launcher_gone(
+                record, store, quiet, f"process {record.pid} is gone (its pid now belongs to a later process)"
             )
-        return Verdict(quiet_s=quiet)  # alive on this host: never dead by time
-    if lock and record.locked and record.on_this_kernel():  # another pid namespace of this kernel
-        return Verdict(f"process {record.pid} no longer holds the output folder's lock", quiet_s=quiet)
+        if record.pid == os.getpid() and record.run_id in _ENDED:
+            return Verdict(f"this process ended run {record.run_id} (its release failed)", quiet_s=quiet)
+        if not (lock and record.locked):
+            return Verdict(quiet_s=quiet)  # alive on this host: never dead by time
+    if lock and record.locked and record.on_this_kernel():
+        return _launcher_gone(
+            record, store, quiet, f"process {record.pid} no longer holds the output folder's lock"
+        )
     heartbeat = record.heartbeat(timing)
     if 0 <= quiet <= 1.5 * heartbeat:
         return Verdict(quiet_s=quiet)
     return Verdict(watch_s=record.stale_after(timing) / 2 + heartbeat, quiet_s=quiet)
+
+
+def _launcher_gone(record: ClaimRecord, store: ClaimStore, quiet: float, why: str) -> Verdict:
+    """The claim's process is dead: so is the claim, unless it had a remote job (which the
+    job's rules judge)."""
+    return _job_verdict(record, store, quiet) if record.remote else Verdict(why, quiet_s=quiet)
+
+
+def _job_verdict(record: ClaimRecord, store: ClaimStore, quiet: float) -> Verdict:
+    """A claim left to its remote job: dead once the job wrote a summary since the claim was
+    made (storage's clock for both), or its runner says it ended; held otherwise."""
+    summary_at = store.summary_time()
+    since = record.stored_at if record.stored_at is not None else record.started_at
+    if summary_at is not None and summary_at >= since:
+        return Verdict(f"its job wrote {SUMMARY_FILE} at {utc(summary_at)}", quiet_s=quiet)
+    state = job_state.ask(record)
+    if state is not None and state.ended:
+        job = state.job_id or record.job_name
+        return Verdict(f"its job {job} ended ({state.state}, says {state.source})", quiet_s=quiet, job=state)
+    return Verdict(quiet_s=quiet, job=state)
 
 
 def _watch(store: ClaimStore, found: Found, watch_s: float, quiet_s: float) -> Found | bool | None:
@@ -230,7 +258,9 @@ class Claim:
         self._generation = generation
         self._renewed_at = time.monotonic()  # the last renewal that landed, on this machine's clock
         self._cancel: Callable[[], Any] | None = None  # cancels this run's remote job
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the fields; never held across a storage call
+        self._write_lock = threading.Lock()  # one write to the claim at a time
+        self.stored_at: float | None = None  # storage's time of the claim's first write
         self._released = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -257,29 +287,27 @@ class Claim:
 
     def renew(self, **changes: Any) -> bool:
         """Rewrite the claim as renewed now (with `changes`: a job's facts); False once it is lost.
-        A gs:// renewal's requests run with no lock held, so a release never waits on them."""
-        with self._lock:
-            if not self.held:
-                return False
-            record = dataclasses.replace(self.record, renewed_at=time.time(), **changes)
-            generation = self._generation
-            if not self._store.remote:  # a local file: quick, done under the lock
-                return self._renewed(record, self._store.replace(record, generation, record.run_id))
-        new = self._store.replace(record, generation, record.run_id)
-        with self._lock:
-            if self._released:  # released meanwhile: the release deletes whichever generation is ours
-                return False
-            return self._renewed(record, new)
-
-    def _renewed(self, record: ClaimRecord, generation: Any) -> bool:
-        """Keep what a renewal wrote (under `_lock`), or note whose the claim is now."""
-        if generation is LOST:
-            found = self._store.read()
-            self.lost_to = found.record if found else dataclasses.replace(self.record, run_id="none")
-            return False
-        self.record, self._generation = record, generation
-        self._renewed_at = time.monotonic()
-        return True
+        One write at a time (a renewal, a job's facts, the hand-over: none undoes another), and
+        none under the lock a release takes, so a release never waits on gs:// requests."""
+        with self._write_lock:
+            with self._lock:
+                if not self.held:
+                    return False
+                if self.stored_at is not None and self.record.stored_at is None:
+                    changes = {"stored_at": self.stored_at, **changes}
+                record = dataclasses.replace(self.record, renewed_at=time.time(), **changes)
+                generation = self._generation
+            new = self._store.replace(record, generation, record.run_id)
+            holder = self._store.read() if new is LOST else None
+            with self._lock:
+                if self._released:  # released meanwhile: the release deletes whichever generation is ours
+                    return False
+                if new is LOST:
+                    self.lost_to = holder.record if holder else dataclasses.replace(record, run_id="none")
+                    return False
+                self.record, self._generation = record, new
+                self._renewed_at = time.monotonic()
+                return True
 
     def set_job(self, job_id: str | None, cancel: Callable[[], Any] | None = None, **facts: str) -> None:
         """Record the remote job (its id once the runner gives one; `facts`: where to ask about it,
@@ -359,11 +387,14 @@ class Claim:
         whichever generation is this run's, and a renewal that lands after it is refused by its
         precondition."""
         self._stop.set()
-        with self._lock:
+        # A local renewal reads, then renames over: one under way would put the file back.
+        writing = self._write_lock if not self._store.remote else contextlib.nullcontext()
+        with writing, self._lock:
             if self._released:
                 return
             self._released = True
             generation, lost = self._generation, self.lost_to is not None
+        _ENDED.add(self.record.run_id)
         try:
             if not lost:
                 self._store.delete(generation, self.record.run_id)
@@ -465,7 +496,7 @@ def _try_claim(
         record = _mine(timing, lock, job_id)
         created, generation = store.create(record)
         if created:
-            return Claim(output, store, record, generation, timing, None, None)
+            return _made(output, store, record, generation, timing, None, None)
     found = store.read()
     if found is None:
         return None
@@ -475,14 +506,17 @@ def _try_claim(
     why = verdict.dead_why
     if why is None and verdict.watch_s:
         changed = _watch(store, found, verdict.watch_s, verdict.quiet_s)
-        if changed is True:
+        if changed is True and found.record.remote:  # its launcher is gone: the job decides
+            verdict = judge(found, store, timing, lock, time.time(), launcher_gone=True)
+            why = verdict.dead_why
+        elif changed is True:
             why = (
                 f"not renewed while watched for {verdict.watch_s:g} s (last written "
                 f"{verdict.quiet_s:.0f} s before, by this machine's clock)"
             )
         elif changed is None or changed.record.run_id != found.record.run_id:
             return None
-        else:
+        if changed is not True:
             verdict = dataclasses.replace(verdict, quiet_s=0.0)  # it renewed: alive
     if why is None:
         raise ClaimHeld(output, found.record, timing, verdict)
@@ -490,7 +524,25 @@ def _try_claim(
     taken, generation = store.take_over(record, found)
     if not taken:
         return None
-    return Claim(output, store, record, generation, timing, found.record, why)
+    return _made(output, store, record, generation, timing, found.record, why)
+
+
+def _made(
+    output: str,
+    store: ClaimStore,
+    record: ClaimRecord,
+    generation: Any,
+    timing: ClaimTiming,
+    took_over: ClaimRecord | None,
+    why: str | None,
+) -> Claim:
+    """The Claim for a claim just written: storage's time of it goes into its next renewal, so
+    a job's summary is compared with it on storage's clock, never the launcher's."""
+    found = store.read()
+    stored_at = found.written_at if found is not None and found.record == record else None
+    claim = Claim(output, store, record, generation, timing, took_over, why)
+    claim.stored_at = stored_at
+    return claim
 
 
 @contextlib.contextmanager
@@ -507,6 +559,6 @@ def claim_output(
             claim.took_over.describe(),
             claim.took_over_why,
         )
-    claim.start_heartbeat(on_lost)
     with claim:
+        claim.start_heartbeat(on_lost)
         yield claim

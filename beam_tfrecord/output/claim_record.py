@@ -138,6 +138,9 @@ class ClaimRecord:
     job_endpoint: str | None = None
     project: str | None = None
     region: str | None = None
+    # When storage first wrote it, by storage's clock (recorded from its first renewal on): a
+    # remote job's summary.json is compared with it, never with the launcher's clock.
+    stored_at: float | None = None
 
     @classmethod
     def mine(cls, now: float, timing: ClaimTiming | None = None) -> ClaimRecord:

@@ -118,6 +118,13 @@ class LocalStore(ClaimStore):
                 self.made_folder = True
 
     def lock(self) -> bool | None:
+        for _ in range(3):  # the folder removed and made again meanwhile: lock the new one
+            taken = self._lock_folder()
+            if taken != "moved":
+                return taken
+        return None
+
+    def _lock_folder(self) -> bool | str | None:
         self._make_folder()
         try:
             descriptor = os.open(self.output, os.O_RDONLY | os.O_DIRECTORY)
@@ -137,7 +144,7 @@ class LocalStore(ClaimStore):
             same = False
         if not same:
             os.close(descriptor)
-            return None
+            return "moved"
         self._lock = descriptor
         return True
 
@@ -309,7 +316,9 @@ class GcsStore(ClaimStore):
             if record.run_id == UNREADABLE:
                 record = dataclasses.replace(record, started_at=written, renewed_at=written)
             return Found(record, generation, generation, written)
-        return None
+        raise gcs.StorageError(
+            "output", f"{self.path} changed between every read of it: too many runs are writing it"
+        )
 
     def _upload(self, record: ClaimRecord, generation: int) -> int | None:
         blob = self._blob()

@@ -21,13 +21,15 @@ from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOpt
 from beam_tfrecord.output.claim_record import ClaimRecord
 from beam_tfrecord.runners import is_dataflow, runner_name
 
-__all__ = ["ENDED", "JobState", "ask", "job_facts"]
+__all__ = ["ENDED", "NOT_ACTIVE", "JobState", "ask", "job_facts"]
 
 _LOGGER = logging.getLogger(__name__)
 
 # The states after which a job writes nothing more, in both APIs' words (without Dataflow's
-# `JOB_STATE_` prefix).
-ENDED = frozenset({"DONE", "FAILED", "CANCELLED", "UPDATED", "DRAINED", "STOPPED"})
+# `JOB_STATE_` prefix); STOPPED is not one (paused, or not yet started, in both). NOT_ACTIVE:
+# Dataflow runs no active job of the claim's name (none was created, or it ended).
+NOT_ACTIVE = "NOT_ACTIVE"
+ENDED = frozenset({"DONE", "FAILED", "CANCELLED", "UPDATED", "DRAINED", NOT_ACTIVE})
 _ASK_TIMEOUT_S = 15.0
 
 
@@ -104,7 +106,7 @@ def _dataflow(record: ClaimRecord, transport: Any) -> JobState | None:
     for job in active:
         if job.name == record.job_name:
             return JobState(_dataflow_state(job.current_state), where, job.id)
-    return JobState("STOPPED", f"{where}, which runs no active job named {record.job_name}")
+    return JobState(NOT_ACTIVE, f"{where}, which runs no active job named {record.job_name}")
 
 
 def _dataflow_state(state: Any) -> str:
