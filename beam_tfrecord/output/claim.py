@@ -285,6 +285,14 @@ class Claim:
             return f"was taken over by {self.lost_to.describe()}"
         return self.fenced_why or "was released"
 
+    def note_storage_time(self) -> Claim:
+        """Read back storage's time of the claim just written: it goes into the next renewal, so
+        a job's summary is compared with it on storage's clock, never the launcher's."""
+        found = self._store.read()
+        if found is not None and found.record == self.record:
+            self.stored_at = found.written_at
+        return self
+
     def renew(self, **changes: Any) -> bool:
         """Rewrite the claim as renewed now (with `changes`: a job's facts); False once it is lost.
         One write at a time (a renewal, a job's facts, the hand-over: none undoes another), and
@@ -496,7 +504,7 @@ def _try_claim(
         record = _mine(timing, lock, job_id)
         created, generation = store.create(record)
         if created:
-            return _made(output, store, record, generation, timing, None, None)
+            return Claim(output, store, record, generation, timing, None, None).note_storage_time()
     found = store.read()
     if found is None:
         return None
@@ -524,25 +532,7 @@ def _try_claim(
     taken, generation = store.take_over(record, found)
     if not taken:
         return None
-    return _made(output, store, record, generation, timing, found.record, why)
-
-
-def _made(
-    output: str,
-    store: ClaimStore,
-    record: ClaimRecord,
-    generation: Any,
-    timing: ClaimTiming,
-    took_over: ClaimRecord | None,
-    why: str | None,
-) -> Claim:
-    """The Claim for a claim just written: storage's time of it goes into its next renewal, so
-    a job's summary is compared with it on storage's clock, never the launcher's."""
-    found = store.read()
-    stored_at = found.written_at if found is not None and found.record == record else None
-    claim = Claim(output, store, record, generation, timing, took_over, why)
-    claim.stored_at = stored_at
-    return claim
+    return Claim(output, store, record, generation, timing, found.record, why).note_storage_time()
 
 
 @contextlib.contextmanager
