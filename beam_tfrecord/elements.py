@@ -91,10 +91,11 @@ Mask = tuple[Polygon, ...] | RunLengths | None
 
 
 # The two per-object types are NamedTuples, as the per-record ones are (ShardKey, PendingRecord):
-# immutable and hashable like the frozen dataclasses around them, but built in 0.17 us where a
-# frozen dataclass of 12 fields takes 0.85 (its constructor sets each field through
+# immutable and hashable like the frozen dataclasses around them, but built about five times
+# faster than a frozen dataclass of 12 fields (whose constructor sets each field through
 # `object.__setattr__`), and a detection run builds about three a box (planned, staged and read
-# back, placed): 15 us a photo of 7 boxes. `_replace` is their `dataclasses.replace`.
+# back, placed; docs/performance.md#per-step-costs-behind-the-code). `_replace` is their
+# `dataclasses.replace`.
 
 
 class ObjectBox(NamedTuple):
@@ -435,8 +436,8 @@ class ShardTask:
         """The staged text: JSON that `from_json` reads back, assembled from each object's
         `object_text`, which `objects_staged` is given for every annotated input as it is
         written: the launcher digests a picture's objects from that text (the file index keeps
-        the digest) instead of encoding their numbers a second time (float `repr`, 20 us a photo
-        of a detection run)."""
+        the digest) instead of encoding their numbers a second time (float `repr`:
+        docs/performance.md#per-step-costs-behind-the-code)."""
         head: dict[str, Any] = {"split": self.split, "index": self.index, "count": self.count}
         if self.class_names:
             head["class_names"] = list(self.class_names)

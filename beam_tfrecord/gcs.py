@@ -10,19 +10,18 @@ emulator variable set we ask Beam for its own anonymous client straight away (`c
 without it nothing changes and real runs use Application Default Credentials exactly as Beam does.
 
 Image reads are the one exception to "through FileSystems": a new client per read makes them
-CPU-bound, so `read_bytes` keeps one client per thread. Measured against the emulator
-(benchmarks/gcs_emulator.py, 2 cores): 65 reads/s against 204 on one thread; with 30 ms added to
-every request, 52 against 89 on 8 threads.
+CPU-bound, so `read_bytes` keeps one client per thread, which reads faster against the
+emulator with and without added latency (docs/performance.md#gs-requests).
 
 Every request has a time limit (`GcsSettings.timeout_s`) and is retried with exponential backoff.
 google-cloud-storage waits 60 s by default for an answer, and Beam's filesystem sets no other
-limit, so a request that is accepted and never answered cost a minute: four such stalls among 100
-downloads stretched a 2-second run to 244 s. Reads pass the limit and a retry through
-google-cloud-storage's public `timeout=` and `retry=`; the clients Beam's filesystem builds (listing,
-writes, copies, deletes) get it on their transport (`compat.bound_requests`), and Beam's own retry
-(google-cloud-storage's `DEFAULT_RETRY`, which retries timeouts, 503s and reset connections) does
-the rest. The limit is process-wide: `use_settings` sets it, on the launcher before listing and on
-every worker in the setup of the DoFns that touch storage.
+limit, so a request that is accepted and never answered cost a minute, and a few such stalls
+stretched a short run to minutes (docs/performance.md#gs-requests). Reads pass the limit and a
+retry through google-cloud-storage's public `timeout=` and `retry=`; the clients Beam's filesystem
+builds (listing, writes, copies, deletes) get it on their transport (`compat.bound_requests`), and
+Beam's own retry (google-cloud-storage's `DEFAULT_RETRY`, which retries timeouts, 503s and reset
+connections) does the rest. The limit is process-wide: `use_settings` sets it, on the launcher
+before listing and on every worker in the setup of the DoFns that touch storage.
 """
 
 from __future__ import annotations
@@ -69,7 +68,8 @@ EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 # fs.gs.http.connect-timeout and fs.gs.http.read-timeout), which also retries what times out.
 # GCS answers a read in tens of milliseconds, and says 429 or 503 when it is busy rather than
 # keep silent; a request that hears nothing for 5 s is stalled, and a new one is cheaper than
-# waiting. Four stalls among 100 downloads add 22 s with it, 242 s with 60 s (docs/guarantees.md).
+# waiting: stalls cost a run seconds with this limit, minutes with google-cloud-storage's 60 s
+# (docs/performance.md#gs-requests).
 DEFAULT_TIMEOUT_S = 5.0
 
 

@@ -3,8 +3,8 @@ calls for: parallelism comes from the runner, never from a pool of our own.
 
 Locally that is Beam's FnApiRunner (what the DirectRunner picks for a batch job, named directly
 so Beam 2.77 does not first try to download and start Prism) with `multi_processing` workers,
-one per core. Measured on the 32,000-image benchmark (docs/performance.md), Beam's workers are
-as fast as the process pool this project used to keep inside one DoFn, with less memory.
+one per core. Beam's workers are as fast as the process pool this project used to keep inside
+one DoFn, with less memory (docs/performance.md#local-workers).
 
 Any other runner is named as Beam names it: one of `StandardOptions.ALL_KNOWN_RUNNERS` by its
 class name, or any runner class by its module path. A runner's own options (DaskRunner's
@@ -55,18 +55,14 @@ LOCAL_RUNNERS = (None, "DirectRunner", "direct", "SwitchingDirectRunner", "FnApi
 DATAFLOW_RUNNERS = ("DataflowRunner", "dataflow", "TestDataflowRunner")
 # Below this much input, one in-process worker with two read threads (decoding releases the
 # GIL, so they overlap); above it, one worker process per core with one thread each. Beam's
-# worker processes cost about 3 s a run here (each imports Beam to start; stopping them takes
-# over a second), which pays off only on larger runs. 2 cores, whole process: 8,000 JPEGs
-# (215 MB) 8.2 s in-process against 9.7 s with 2 processes; 32,000 (862 MB) 30 s against 26 s.
+# worker processes add a fixed cost to every run (each imports Beam to start, and stopping them
+# is slow), which pays off only on larger runs (docs/performance.md#local-workers).
 SMALL_RUN_BYTES = 256 * 1024 * 1024
-# On this many cores or fewer, one in-process worker with two read threads at any size (issue
-# 28): once a worker process's heap is frozen and the read threads take inputs in batches, the
-# processes' fixed cost (imports, gRPC, exit: about 1.6 s of CPU each) outweighs the GIL the
-# threads share. 2 cores (loaded: 3-4), medians of interleaved rounds, one worker against two
-# processes: 12,000 photos with boxes 20.2 s of CPU against 23.8 (wall 19.7 s against 20.9),
-# 32,000 synthetic 17.7 against 20.4 (wall 17.6 against 22.8), peak RSS 290 MB against 740.
-# With more cores one interpreter caps what it can use (the work outside the decode holds the
-# GIL, 0.3-1 ms an image), so bigger machines keep one worker process per core.
+# On this many cores or fewer, one in-process worker with two read threads at any size: once a
+# worker process's heap is frozen and the read threads take inputs in batches, the processes'
+# fixed cost (imports, gRPC, exit) outweighs the GIL the threads share. With more cores one
+# interpreter caps what it can use (the work outside the decode holds the GIL), so bigger
+# machines keep one worker process per core (docs/performance.md#local-workers).
 ONE_WORKER_CORES = 2
 # Dataflow's workers when the options do not say (autoscaling starts small), and vCPUs of a
 # machine type whose name does not say (n1-standard-1, Dataflow's batch default).
@@ -168,8 +164,8 @@ def use_local_runner(
     `given` holds the option names the user passed (`direct_num_workers`, `direct_running_mode`);
     those are kept. Otherwise: one worker process per core, or one in-process worker below
     SMALL_RUN_BYTES of input or on ONE_WORKER_CORES cores or fewer (see there), unless the run
-    feeds a model (`features`): its model's work, not the processes' fixed cost, decides there
-    (docs/features.md: 2 processes 25.3 images/s against 19.3 in one).
+    feeds a model (`features`): its model's work, not the processes' fixed cost, decides there,
+    and two processes ran a CPU model faster than one (docs/performance.md#feature-model).
     """
     options.view_as(StandardOptions).runner = LOCAL_RUNNER
     direct = options.view_as(DirectOptions)
@@ -194,8 +190,8 @@ def read_threads(input_path: str, workers: int | None) -> int:
     gs:// input: 8, as each read waits tens of milliseconds on the network. Local input: 2 for
     one in-process worker (the bundle's own thread and one more: one decodes, with the GIL
     released, while the other runs Python), 1 per worker process: the processes already keep
-    every core busy, and a pool would only add a hand-off per image (32,000 images, 2
-    processes, medians of 3 interleaved runs: 23.0 s with 1 thread, 25.6 s with 2)."""
+    every core busy, and a pool would only add a hand-off per image
+    (docs/performance.md#local-workers)."""
     if "://" in input_path:
         return 8
     return 2 if (workers or 1) == 1 else 1

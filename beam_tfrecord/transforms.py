@@ -91,9 +91,9 @@ class ReadShardFn(RunStepFn):
     config's read threads (reads wait on disk or network); rejects go to a tagged output at once.
 
     Takes a `ShardTask` or the path of a staged one, loaded here: a task is never an element
-    between two steps, since Beam estimates an element's size by pickling a sample of them,
-    and every one of the first ten (a task pickles its inputs: 0.23 s of CPU for 11 tasks of
-    12,000 photos with boxes).
+    between two steps, since Beam estimates an element's size by pickling a sample of them
+    (every one of the first ten), and a task pickles all its inputs
+    (docs/performance.md#per-step-costs-behind-the-code).
 
     Also feeds the local progress line (files in `progress_dir`, one count per input read), and,
     on the paths sink, leaves each task's reader's done file in the run's temporary folder once
@@ -130,9 +130,8 @@ class ReadShardFn(RunStepFn):
     def _prepare(self, work: tuple[Any, ShardKey, ShardTask]) -> PendingRecord | ConvertedRecord | RejectLine:
         """One input read and validated; with no model to feed, serialized too (`finish_record`),
         here on a read thread: the record's sha256 then releases the GIL on a thread that holds
-        no bundle, not on the one that writes and would wait to take the GIL back. One in-process
-        worker, idle 2-core machine, medians of 3 interleaved rounds: 12,000 photos with boxes
-        12.70 s against 13.48 s, 32,000 synthetic JPEGs 12.53 s against 13.69 s, the same CPU."""
+        no bundle, not on the one that writes and would wait to take the GIL back: less wall time
+        for the same CPU (docs/performance.md#local-workers)."""
         item, shard, task = work
         prepared = prepare_input(
             item,

@@ -114,3 +114,21 @@ def test_the_benchmarks_use_only_the_librarys_public_names():
                 if isinstance(base, ast.Name) and base.id in ("beam_tfrecord",):
                     private.append(f"{path.name}: beam_tfrecord.{node.attr}")
     assert private == []
+
+
+def test_the_library_states_reasons_and_leaves_measurements_to_the_docs():
+    """A comment or docstring gives the reason for a choice and points to docs/performance.md;
+    the figures (X s against Y s, medians of rounds) and issue numbers live there, where they
+    are kept current, not in the code, where they go stale."""
+    import re
+
+    measurement = re.compile(
+        r"medians? of \d|interleaved (rounds|runs)|\d+(\.\d+)? s against \d|\bissue \d+", re.IGNORECASE
+    )
+    found = [
+        f"{path.relative_to(PACKAGE.parent)}:{number}: {line.strip()}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if measurement.search(line)
+    ]
+    assert found == []

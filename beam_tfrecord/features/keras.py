@@ -104,9 +104,9 @@ def check_weights(options: FeatureOptions, local: bool) -> None:
 
 
 def _compile(fn: Callable[[Any], Any], height: int, width: int) -> LoadedModel:
-    """One traced graph for every batch size (eager Keras calls are about 2x slower), its output
-    cast to float32 (a mixed precision model gives float16). The uint8 entry point is traced
-    only when used."""
+    """One traced graph for every batch size (eager Keras calls are slower:
+    docs/performance.md#feature-model), its output cast to float32 (a mixed precision model gives
+    float16). The uint8 entry point is traced only when used."""
     import tensorflow as tf
 
     def features(x: Any) -> Any:

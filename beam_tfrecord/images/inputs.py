@@ -217,7 +217,8 @@ def _objects(
 
 
 # The last tuple of class names and its ids: a shard task's inputs share one tuple, and its
-# dict costs 3-4 us to build (80 COCO classes), more than placing an object. A tuple cannot
+# dict costs more to build than placing an object does
+# (docs/performance.md#per-step-costs-behind-the-code). A tuple cannot
 # change, and the reference held here keeps its identity from being reused.
 _last_label_ids: tuple[tuple[str, ...], dict[str, int]] = ((), {})
 
@@ -263,14 +264,15 @@ def ordered_submit(
     """Results of `fn` over `items` from any executor and this thread, in input order, at most
     `window` items in flight (and at least one batch).
 
-    Items go to the pool `batch` at a time, one future each: a future, a queue hand-off and a
-    wait per item cost 5-150 us of CPU (mostly waits for the GIL) beside a 0.5-1 ms decode
-    (profiled: docs/performance.md). This thread works too: rather than wait for a batch the pool is still
-    running, it takes back (`Future.cancel`) the first batch no pool thread has started and runs
-    it itself, so a pool of one thread fewer keeps as many threads busy, and one fewer contends
-    for the GIL. An error in `fn` is raised here after the results of the items before it, as
-    one item at a time would; an interrupt (KeyboardInterrupt, SystemExit) in a batch this
-    thread runs is raised at once. Closed early, it cancels the batches no thread has started.
+    Items go to the pool `batch` at a time, one future each: a future, a queue hand-off and a wait per
+    item cost CPU, mostly waits for the GIL, that is not small beside a decode
+    (docs/performance.md#per-step-costs-behind-the-code). This thread works too: rather than wait
+    for a batch the pool is still running, it takes back (`Future.cancel`) the first batch no pool
+    thread has started and runs it itself, so a pool of one thread fewer keeps as many threads busy,
+    and one fewer contends for the GIL. An error in `fn` is raised here after the results of the
+    items before it, as one item at a time would; an interrupt (KeyboardInterrupt, SystemExit) in a
+    batch this thread runs is raised at once. Closed early, it cancels the batches no thread has
+    started.
     """
     batch = max(1, batch)
     batches = max(1, window // batch)

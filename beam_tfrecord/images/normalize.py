@@ -293,11 +293,10 @@ def _check_jpeg_segments(data: bytes) -> bool:
 
 
 # 0xff then anything but a stuffed zero, a restart marker or more fill. Written as one byte
-# class, not `\xff+[^...]`, which is 20 times slower on photos (about 0.35 ms per MB this way,
-# with the GIL held: 36 us of a 112 KB photo's 40 us walk). Finding the pairs with numpy past a
-# scan's first 16 KB halves that CPU, but its calls release and retake the GIL 6 times a photo:
-# on 2 cores, 12,000 photos took more system time and no less CPU in all (docs/performance.md; branch
-# speed-read-numpy-scan).
+# class, not `\xff+[^...]`, which is far slower on photos; this search is most of the segment
+# walk, with the GIL held. Finding the pairs with numpy past a scan's first 16 KB halves that
+# CPU, but its calls release and retake the GIL 6 times a photo, and whole runs took more system
+# time and no less CPU (docs/performance.md#the-least-work-that-writes-the-same-records).
 _JPEG_NEXT_MARKER = re.compile(rb"\xff[\x01-\xcf\xd8-\xfe]")
 
 

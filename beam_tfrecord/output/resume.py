@@ -59,8 +59,9 @@ FINGERPRINT_VERSION = 3
 class TextDigest:
     """One sha256 of many texts fed one at a time, each led by its length (so where one ends
     counts), then a tail: the shard tasks of a COCO-sized run are hashed as they are staged,
-    never held twice. Made as one JSON document of every task, the digest took 1.5 GB more at the
-    launcher's peak for 1,000,000 objects with masks (benchmarks/coco_launcher.py)."""
+    never held twice. Made as one JSON document of every task, the digest held all their text at
+    once, a large part of the launcher's peak for a COCO-sized run with masks
+    (docs/performance.md#the-coco-launchers-choices-measured)."""
 
     def __init__(self) -> None:
         self._sha = hashlib.sha256()

@@ -3,10 +3,8 @@
 walks every one of them again at each full collection, so its cost grew faster than the objects.
 
 `cycles_paused` turns the collector off for such a step (reference counting still frees
-everything at once) and back on after, as it was. The launcher's `prepare()` of 1,000,000 COCO
-annotations over 120,000 images took 64 s with the collector on and 45 s with it paused with
-polygon masks, 22 s and 17 s with boxes only; peak memory is the same
-(benchmarks/coco_launcher.py, `masks-gc` against `masks`, one run each on this 2-core machine).
+everything at once) and back on after, as it was: a COCO-sized launch plans in less time at the
+same peak memory (docs/performance.md#the-coco-launchers-choices-measured).
 """
 
 from __future__ import annotations

@@ -575,8 +575,8 @@ def _annotated_files(
 
 def _notes_by_image(annotated: AnnotationSet) -> dict[str, tuple[str, ...]]:
     """relpath -> the sorted reasons of the changes planning made to its objects, gathered in one
-    pass (looked up per image, every change was walked once per image: 10,000 malformed masks
-    over 120,000 images made the rest of planning 25 s, now under 1 s)."""
+    pass: looked up per image, every change was walked once per image, a cost that grows with
+    changes times images (docs/performance.md#the-coco-launchers-choices-measured)."""
     found: dict[str, set[str]] = defaultdict(set)
     for note in annotated.changed:
         found[note.relpath].add(note.reason)

@@ -336,8 +336,8 @@ def list_task_files(plan_dir: str) -> list[str]:
 def load_task(path: str) -> ShardTask:
     """A staged shard task, read back in a worker. Its objects (a box and its values for every
     object of a detection run) form no cycles, so the collector is paused while they are made,
-    as while they were planned (plan.bulk): 12,000 photos' tasks took 14 us a photo to read,
-    against 16 with it on over a frozen heap (a worker's) and 35 over an unfrozen one."""
+    as while they were planned (plan.bulk): a task reads faster, most of all over an unfrozen heap
+    (docs/performance.md#the-coco-launchers-choices-measured)."""
     text = _read(path).decode("utf-8")
     with bulk.cycles_paused():
         return ShardTask.from_json(text)

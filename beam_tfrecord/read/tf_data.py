@@ -4,8 +4,8 @@ Everything a training job would otherwise hard-code (feature keys, label or not,
 paths, record counts, whether the images share one size) is read from summary.json and the
 shard names, so no parse function is written by hand and the defaults work on any output.
 
-Speed, measured against `keras.utils.image_dataset_from_directory` on the source folder
-(benchmarks/read.py, docs/reading.md "Read speed"): records are parsed in batches (`tf.io.parse_example`)
+Speed, against `keras.utils.image_dataset_from_directory` on the source folder
+(docs/performance.md#reading-back): records are parsed in batches (`tf.io.parse_example`)
 rather than one by one, and a JPEG that is resized to at most half its stored size is decoded
 at a reduced DCT scale (1/2, 1/4 or 1/8, chosen per record from its stored height and width),
 which skips most of the inverse DCT and the colour conversion.

@@ -123,8 +123,8 @@ def _varint(value: int) -> bytes:
 
 
 def _floats(values: np.ndarray) -> Feature:
-    """A Feature holding a packed FloatList, parsed from its wire bytes: about 2x faster than
-    building it from 62,720 Python floats."""
+    """A Feature holding a packed FloatList, parsed from its wire bytes: faster than building it
+    from a feature map's Python floats (docs/performance.md#feature-model)."""
     raw = np.ascontiguousarray(values, dtype="<f4").tobytes()
     float_list = b"\x0a" + _varint(len(raw)) + raw  # FloatList.value, field 1, packed
     feature = b"\x12" + _varint(len(float_list)) + float_list  # Feature.float_list, field 2
@@ -153,7 +153,8 @@ def _setter(key: RecordKey) -> Callable[[Feature, Any], None]:
 @functools.lru_cache(maxsize=256)
 def _writers(layout: RecordLayout) -> tuple[tuple[str, Callable[[RecordFields], Any], Callable], ...]:
     """(stored key, how to get the value, how to set it) per key of the layout: worked out once per
-    layout, not per record (it kept the table-driven writer within 1 us of hand-written code)."""
+    layout, not per record, so the table-driven writer costs about what hand-written code does
+    (docs/performance.md#per-step-costs-behind-the-code)."""
     writers = []
     columns = {extra_key(layout.schema, name) for name, _ in layout.extra_columns}
     for key in record_keys(layout):
@@ -177,8 +178,8 @@ def build_example(schema: str, fields: RecordFields) -> Example:
     """An Example (wire-compatible with `tf.train.Example`, see example.proto) holding every key
     of the record's layout.
 
-    Filled field by field rather than from nested dicts: half the time per record (14 against
-    29 us here), which matters at a few hundred microseconds of work per image."""
+    Filled field by field rather than from nested dicts: half the time per record, which matters
+    at a few hundred microseconds of work per image (docs/performance.md#per-step-costs-behind-the-code)."""
     if fields.features is not None and fields.feature_dtype not in ("float32", "float16"):
         raise ValueError(f"feature dtype must be float32 or float16, not {fields.feature_dtype!r}")
     example = Example()

@@ -138,8 +138,8 @@ def write_tfds_metadata(
     finally:
         if remote:
             shutil.rmtree(staging, ignore_errors=True)
-    # No read-back here: loading through TFDS imports TensorFlow (about 4 s and 520 MB, more than
-    # a local run of 8,000 images needs). `pipelines.inspect` and the tests load it with TFDS.
+    # No read-back here: loading through TFDS imports TensorFlow, which costs more than a small
+    # local run needs (docs/performance.md#memory). `pipelines.inspect` and the tests load it with TFDS.
     return TfdsMetadataInfo(True, filename_template=FILENAME_TEMPLATE)
 
 

@@ -3,11 +3,9 @@
 A file is read in one pass, in chunks, without building its whole tree: the top-level object is
 walked here and each element of `images` and `annotations` is decoded alone
 (`json.JSONDecoder.raw_decode`) and kept only as a small slotted record, so the launcher holds a
-chunk of the text and the compact records, never the file nor a dict per annotation. Keys may
-come in any order. A file of 1,000,000 annotations (24-point polygons) over 120,000 images, 530
-MB, is read in 10 s into 0.5 GB without masks, in 21 s into 1.05 GB with them, where `json.load`
-alone takes 17 s and 3.8 GB (benchmarks/coco_launcher.py, one core of this 2-core machine; the
-launcher's whole `prepare()` of it peaks at 0.75 and 1.3 GB).
+chunk of the text and the compact records, never the file nor a dict per annotation, and needs
+a fraction of `json.load`'s memory (docs/performance.md#the-coco-launchers-choices-measured).
+Keys may come in any order.
 
 Labels: category names in the order of their category ids (sorted numerically), label id = the
 position in that order, counting from 0 (COCO's 80 categories, ids 1..90 with gaps, become
@@ -132,10 +130,9 @@ class _Floats:
 
     A polygon's coordinates are most of a COCO file's memory once parsed: a float object is 24
     bytes beside the 8 of its place in a tuple. COCO writes them with two decimals, so a
-    640x480 image set has at most about 64,000 distinct values, and sharing them took the
-    retained masks of 100,000 objects of 24 points from 207 MB to 95 MB (tracemalloc), and the
-    peak RSS of reading 1,000,000 of them from 2.86 GB to 1.41 GB, for 8 s more (29 to 37 s: a
-    dict lookup per coordinate; benchmarks/coco_launcher.py). Values stop being added at LIMIT
+    640x480 image set has at most about 64,000 distinct values, and sharing them about halves the
+    masks' memory and the peak of reading them, at the cost of a dict lookup per coordinate
+    (docs/performance.md#the-coco-launchers-choices-measured). Values stop being added at LIMIT
     (a file written at full precision gains nothing): later values are shared only when known.
     """
 
@@ -153,8 +150,8 @@ class _Floats:
 
 class _Stream:
     """A JSON text read in chunks and walked one value at a time (the standard library's decoder
-    for each), so the launcher holds a chunk of the text, never the whole file: for a 540 MB
-    file that is about 1 GB less at the peak than its bytes and its decoded text together."""
+    for each), so the launcher holds a chunk of the text, never the whole file: the peak holds
+    neither its bytes nor its decoded text, each about the file's size."""
 
     CHUNK_CHARS = 8 * 2**20
 
@@ -291,8 +288,8 @@ _NUMBER_TYPES = frozenset({int, float})
 
 def _numbers(values: list[Any]) -> bool:
     """Every value an int or float (a bool is neither) and finite, checked in C: the set of their
-    types and one sum (NaN or an infinity makes it non-finite). A value-by-value check took 60% of
-    a COCO file's parse (4.4 of 7.7 s per 100,000 polygons of 24 points, profiled)."""
+    types and one sum (NaN or an infinity makes it non-finite). A value-by-value check took more
+    than half of a COCO file's parse (docs/performance.md#the-coco-launchers-choices-measured)."""
     if not set(map(type, values)) <= _NUMBER_TYPES:
         return False
     try:
