@@ -56,6 +56,7 @@ __all__ = [
     "delete_files",
     "describe",
     "emulator_host",
+    "http_status",
     "problem",
     "read_bytes",
     "thread_client",
@@ -234,7 +235,7 @@ def _root_causes(error: BaseException) -> list[BaseException]:
     return [error]
 
 
-def _status(error: BaseException) -> int | None:
+def http_status(error: BaseException) -> int | None:
     """The HTTP status of a google-cloud-storage error (API call or media upload/download)."""
     code = getattr(error, "code", None)
     if isinstance(code, int):
@@ -253,7 +254,7 @@ def _bucket_missing(bucket: str) -> bool:
     try:
         FileSystems.match([f"gs://{bucket}/*"], limits=[1])
     except Exception as error:
-        return any(_status(cause) == 404 for cause in _root_causes(error))
+        return any(http_status(cause) == 404 for cause in _root_causes(error))
     return False
 
 
@@ -262,7 +263,7 @@ def problem(path: str, error: BaseException) -> str:
     after the name of the setting that gave the path)."""
     bucket = bucket_of(path)
     for cause in _root_causes(error):
-        status = _status(cause)
+        status = http_status(cause)
         if status == 404:
             if _bucket_missing(bucket):
                 return f"{path}: bucket gs://{bucket} does not exist (or is not visible to you)"

@@ -313,7 +313,8 @@ def _run_claimed(
         if claim is not None and not claim.held:  # handed over: the job may still be running
             print(
                 f"error: lost sight of the job ({first_line(error)}); it may still be running, so its "
-                f"claim on {config.output} stays with it until it writes summary.json; check the job "
+                f"claim on {config.output} stays with it until it writes summary.json or its runner "
+                f"says it ended (the next run asks); where the runner cannot be asked, check the job "
                 f"and, if it has ended without finishing, delete {claim.path}",
                 file=sys.stderr,
             )

@@ -289,7 +289,7 @@ class GcsStore(ClaimStore):
         try:
             return method(timeout=settings.timeout_s, retry=settings.retry(), **kwargs)
         except Exception as error:
-            if status(error) in expected:
+            if gcs.http_status(error) in expected:
                 raise
             raise gcs.StorageError.of("output", self.output, error) from None
 
@@ -299,7 +299,7 @@ class GcsStore(ClaimStore):
             try:
                 self._call(blob.reload, 404)
             except Exception as error:
-                if status(error) == 404:
+                if gcs.http_status(error) == 404:
                     return None
                 raise
             # Taken before the download, which rewrites the blob's properties from its answer's
@@ -308,7 +308,7 @@ class GcsStore(ClaimStore):
             try:
                 data = self._call(blob.download_as_bytes, 404, 412, if_generation_match=generation)
             except Exception as error:
-                if status(error) in (404, 412):
+                if gcs.http_status(error) in (404, 412):
                     continue
                 raise
             record = ClaimRecord.of_bytes(data)
@@ -331,7 +331,7 @@ class GcsStore(ClaimStore):
                 if_generation_match=generation,
             )
         except Exception as error:
-            if status(error) != 412:
+            if gcs.http_status(error) != 412:
                 raise
             # Refused; unless a retry of our own upload found the first attempt had landed.
             current = self.read()
@@ -364,20 +364,14 @@ class GcsStore(ClaimStore):
                 self._call(self._blob().delete, 404, 412, if_generation_match=generation)
                 return
             except Exception as error:
-                if status(error) == 404:
+                if gcs.http_status(error) == 404:
                     return
-                if status(error) != 412:
+                if gcs.http_status(error) != 412:
                     raise
             current = self.read()
             if current is None or current.record.run_id != run_id:
                 return  # gone, or another run's now: not ours to delete
             generation = current.generation
-
-
-def status(error: BaseException) -> int | None:
-    """The HTTP status of a google-cloud error, if it has one."""
-    code = getattr(error, "code", None)
-    return code if isinstance(code, int) else None
 
 
 def store_for(output: str) -> ClaimStore:
