@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from beam_tfrecord.config import ConvertConfig
     from beam_tfrecord.features.options import FeatureOptions
     from beam_tfrecord.images.options import ImageOptions
+    from beam_tfrecord.output.mode import OutputKind, OutputMode
     from beam_tfrecord.output.outputs import IncompleteOutput, complete_shards
     from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
     from beam_tfrecord.plan.source_config import SourceConfig
@@ -49,6 +50,8 @@ _EXPORTS = {
     "ImageOptions": "images.options",
     "IncompleteOutput": "output.outputs",
     "complete_shards": "output.outputs",
+    "OutputKind": "output.mode",
+    "OutputMode": "output.mode",
     "ImagesToTFRecords": "pipeline",
     "prepare": "pipeline",
     "class_names": "read.files",
@@ -91,6 +94,8 @@ __all__ = [
     "ImageOptions",
     "ImagesToTFRecords",
     "IncompleteOutput",
+    "OutputKind",
+    "OutputMode",
     "RecordArray",
     "SourceConfig",
     "StagedPlan",

@@ -38,6 +38,7 @@ from beam_tfrecord.output import append as append_lib
 from beam_tfrecord.output import file_index, outputs
 from beam_tfrecord.output import resume as resume_lib
 from beam_tfrecord.output.claim import Claim
+from beam_tfrecord.output.mode import OutputMode
 from beam_tfrecord.plan import bulk, staging
 from beam_tfrecord.plan.annotations.growing import annotations_digest, objects_digest
 from beam_tfrecord.plan.listing import InputFile, list_inputs
@@ -73,37 +74,39 @@ def prepare(
     source: SourceConfig,
     config: ConvertConfig,
     *,
-    overwrite: bool = False,
+    mode: OutputMode | None = None,
     parallelism: int = 1,
     round_robin: bool = False,
     label_source: LabelSource | None = None,
     files: Sequence[InputFile] | None = None,
-    stage: bool = True,
-    resume: bool = True,
     claim: Claim | None = None,
-    known: KnownRecords | None = None,
 ) -> StagedPlan:
     """Everything before the pipeline: list and plan the inputs, clear the output (an earlier
-    run's files need `overwrite`), and stage the plan under the output.
+    run's files are refused unless `mode` says so), and stage the plan under the output.
+
+    `mode` (output.mode.OutputMode; a fresh run by default) says what the run does with
+    `config.output`, which is where the pipeline writes (an append's work folder for an append:
+    `mode.target`): a fresh run refuses an earlier run's files, an overwrite or an append clears
+    them, a dry run plans and says where the plan would go, writing nothing and leaving the
+    output as it is. With
+    `mode.resume`, an output holding an interrupted run of this very plan (the same listing,
+    settings and shard tasks: `output.resume.RunFingerprint`) keeps the shard tasks it finished
+    and stages nothing new; any other interrupted run is removed, and the log says why it could
+    not be resumed. The paths sink only (Beam's WriteToTFRecord keeps nothing of a killed run).
+    An append's plan is made against `mode.known`, the dataset it grows: its class ids and
+    records' hashes.
 
     `parallelism` (shard tasks the runner runs at once) and `round_robin` (it deals them out in
     turn) shape the shard counts (plan.sharding.ShardSettings); `files` is a listing already
     made (the command lists first, to choose its workers by the input's size); `label_source` one
-    already loaded. `stage=False` plans and says where the plan would go, writing nothing and
-    leaving the output as it is (a dry run). Raises ConfigError (`output.outputs.OutputInUse`,
-    `gcs.StorageError` among them) before anything is written when the run cannot start.
-
-    `resume`: when the output holds an interrupted run of this very plan (the same listing,
-    settings and shard tasks: `output.resume.RunFingerprint`), keep the shard tasks it finished
-    and stage nothing new; any other interrupted run is removed, and the log says why it could
-    not be resumed. The paths sink only (Beam's WriteToTFRecord keeps nothing of a killed run).
+    already loaded. Raises ConfigError (`output.outputs.OutputInUse`, `gcs.StorageError` among
+    them) before anything is written when the run cannot start.
 
     `claim`: this run's claim on the output (`output.claim.claim_output`), checked to be held and
     to name `config.output` before anything there is read or cleared. The caller takes it, not
     `prepare`, because it must outlive `prepare`: it covers the pipeline's run, which ends where
     only the caller knows. Without one nothing stops another run writing the same output.
 
-    `known`: the dataset an `--append` grows (output.append): its label ids and records' hashes.
     """
     gcs.use_settings(config.gcs)
     if claim is not None and (not claim.held or claim.output != config.output):
@@ -124,9 +127,7 @@ def prepare(
     listing = list_inputs(source.input) if files is None else files
     fault_injection.pause_point("listed")
     with bulk.cycles_paused():  # millions of objects in a detection run's plan: see plan.bulk
-        staged = _plan_and_stage(
-            listing, source, config, shards, label_source, overwrite, stage, resume, known
-        )
+        staged = _plan_and_stage(listing, source, config, shards, label_source, mode or OutputMode())
     if claim is not None:  # every commit step checks first that the output is still this run's
         staged = dataclasses.replace(staged, fence=claim.fence)
     return staged
@@ -138,22 +139,20 @@ def _plan_and_stage(
     config: ConvertConfig,
     shards: ShardSettings,
     label_source: LabelSource | None,
-    overwrite: bool,
-    stage: bool,
-    resume: bool,
-    known: KnownRecords | None = None,
+    mode: OutputMode,
 ) -> StagedPlan:
     """`prepare` once the inputs are listed."""
+    known = mode.known
     plan = make_plan(listing, source, shards, label_source, known)
     if not plan.inputs and not plan.rejects:
         raise ConfigError("input", f"{source.input} holds no files")
     if known is not None and not plan.inputs and plan.skipped == len(plan.rejects):
         _refuse_append_without_pictures(plan.rejects, source)
-    if not stage:
+    if mode.dry_run:
         return staging.locate_plan(plan, config.output)
     tasks = shard_tasks(plan, source.split_seed)
     facts = staging.PlanFacts.of(plan, source)
-    if resume and config.sink == "paths" and resume_lib.interrupted_plans(config.output):
+    if mode.resume and config.sink == "paths" and resume_lib.interrupted_plans(config.output):
         # An interrupted run to compare with: the plan's fingerprint first, then the choice.
         tasks_digest = resume_lib.TextDigest()
         for task in tasks:
@@ -181,7 +180,7 @@ def _plan_and_stage(
             )
         if found.why:
             _LOGGER.info("not resuming an interrupted run (%s): starting clean", found.why)
-    outputs.prepare_output(config.output, overwrite)
+    outputs.prepare_output(config.output, mode.clears)
     fault_injection.pause_point("cleared")
     # Nothing to compare with (the usual case): each task is hashed as it is staged, so a
     # detection run's tasks are serialized once (1,000,000 objects with masks: 19 s each time).

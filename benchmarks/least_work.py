@@ -229,6 +229,7 @@ def library_run(image_dir: str, instances: str, output: str, threads: int) -> tu
     """This project's steps, without Beam: (records, sum of their sha256)."""
     from beam_tfrecord.elements import RejectLine, ShardKey
     from beam_tfrecord.images.inputs import prepare_input
+    from beam_tfrecord.output.mode import OutputKind, OutputMode
     from beam_tfrecord.pipeline import prepare
     from beam_tfrecord.plan import staging
     from beam_tfrecord.write import tally as tally_lib
@@ -240,7 +241,9 @@ def library_run(image_dir: str, instances: str, output: str, threads: int) -> tu
     argv += [f"--annotations_path=train={instances}", "--runner=DirectRunner"]
     settings = check_options(parse_options(argv))
     config = settings.config
-    staged = prepare(settings.source, config, overwrite=True, parallelism=threads, round_robin=True)
+    staged = prepare(
+        settings.source, config, mode=OutputMode(OutputKind.OVERWRITE), parallelism=threads, round_robin=True
+    )
     tasks = staging.list_task_files(staged.plan_dir)
 
     def run_tasks(part: int) -> tally_lib.Tally:
@@ -281,6 +284,7 @@ def checked_run(image_dir: str, instances: str, output: str, threads: int) -> tu
     from beam_tfrecord.images.inputs import prepare_input
     from beam_tfrecord.images.inputs import read_bytes as read_input
     from beam_tfrecord.images.normalize import Reject, encode_for_tensorflow
+    from beam_tfrecord.output.mode import OutputKind, OutputMode
     from beam_tfrecord.pipeline import prepare
     from beam_tfrecord.plan import staging
     from beam_tfrecord.write.records import finish_record
@@ -292,7 +296,9 @@ def checked_run(image_dir: str, instances: str, output: str, threads: int) -> tu
     settings = check_options(parse_options(argv))
     config = settings.config
     options = config.image
-    staged = prepare(settings.source, config, overwrite=True, parallelism=threads, round_robin=True)
+    staged = prepare(
+        settings.source, config, mode=OutputMode(OutputKind.OVERWRITE), parallelism=threads, round_robin=True
+    )
     tasks = staging.list_task_files(staged.plan_dir)
 
     def place(

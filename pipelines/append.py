@@ -15,6 +15,7 @@ from beam_tfrecord import names
 from beam_tfrecord.output import append as append_lib
 from beam_tfrecord.output import grown_objects, outputs
 from beam_tfrecord.output.file_index import IndexEntry, load_index
+from beam_tfrecord.output.mode import OutputKind, OutputMode
 from beam_tfrecord.plan.labels import Unlabeled
 from beam_tfrecord.plan.listing import InputFile, list_inputs
 from beam_tfrecord.plan.planner import KnownRecords
@@ -48,6 +49,13 @@ class AppendJob:
     def work(self) -> str:
         return append_lib.work_dir(self.output)
 
+    def mode(self, flags: OutputMode) -> OutputMode:
+        """The run's output mode once the dataset is read: a merge where the new files are
+        converted already (or a merge was under way), else an append planned against the dataset;
+        the dry run and resume flags as given."""
+        kind = OutputKind.MERGE if self.done is not None or self.merging else OutputKind.APPEND
+        return OutputMode(kind, dry_run=flags.dry_run, resume=flags.resume, known=self.known)
+
 
 def _finished_work(output: str, merging: bool) -> Summary | None:
     """The work folder's finished run: whole (no merge began), or as the merge left it."""
@@ -62,10 +70,6 @@ def prepare_append(settings: RunSettings) -> AppendJob:
     """Check that `settings` may grow the dataset in --output; UsageError in one line if not."""
     source, config = settings.source, settings.config
     output = config.output
-    if settings.overwrite:
-        raise UsageError(
-            "--append and --overwrite exclude each other: one grows the dataset, one replaces it"
-        )
     try:
         old = outputs.complete_summary(output)
     except outputs.IncompleteOutput as error:

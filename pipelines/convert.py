@@ -37,6 +37,7 @@ from beam_tfrecord.features.options import ModelUnavailable
 from beam_tfrecord.images import quiet
 from beam_tfrecord.output import claim as claims
 from beam_tfrecord.output import job_state, outputs
+from beam_tfrecord.output.mode import OutputMode
 from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
 from beam_tfrecord.plan import staging
 from beam_tfrecord.plan.listing import list_inputs
@@ -71,19 +72,17 @@ def plan_run(
     settings: RunSettings,
     options: PipelineOptions,
     given: set[str],
+    mode: OutputMode,
     claim: claims.Claim | None = None,
     job: append_cmd.AppendJob | None = None,
 ) -> tuple[StagedPlan, ConvertConfig]:
     """List the input, choose the local workers and their read threads (both depend on its
-    size), then `prepare` the run (plan, clear the output, stage the plan; a dry run writes
-    nothing); returns the staged plan and the config with those threads. An append (`job`)
-    plans only its new files, into its work folder."""
-    source, config = settings.source, settings.config
-    if job is not None:
-        files = job.delta.new
-        config = dataclasses.replace(config, output=job.work)
-    else:
-        files = list_inputs(source.input)
+    size), then `prepare` the run as `mode` says (plan, clear the output, stage the plan; a dry
+    run writes nothing); returns the staged plan and the config with those threads and where
+    the pipeline writes. An append (`job`) plans only its new files, into its work folder."""
+    source = settings.source
+    config = dataclasses.replace(settings.config, output=mode.target(settings.config.output))
+    files = job.delta.new if job is not None else list_inputs(source.input)
     if runners.is_local(options):
         size = sum(f.size for f in files)
         local = runners.use_local_runner(options, size, given, features=config.features is not None)
@@ -95,17 +94,14 @@ def plan_run(
     staged = prepare(
         source,
         config,
-        overwrite=settings.overwrite or job is not None,
+        mode=mode,
         parallelism=runners.parallelism(options),
         round_robin=runners.deals_round_robin(options),
         label_source=settings.label_source,
         files=files,
-        stage=not settings.dry_run,
-        resume=settings.resume,
-        claim=claim if job is None else None,  # the claim is on --output, which holds the work folder
-        known=job.known if job is not None else None,
+        claim=None if mode.appends else claim,  # the claim is on --output, which holds the work folder
     )
-    if claim is not None and job is not None:  # the append's steps are fenced by the claim on --output
+    if claim is not None and mode.appends:  # the append's steps are fenced by the claim on --output
         staged = dataclasses.replace(staged, fence=claim.fence)
     return staged, config
 
@@ -176,8 +172,9 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
     try:
         options = parse_options(argv)
         settings = check_options(options)
+        mode = settings.output_mode
         gcs.use_settings(settings.config.gcs)  # before the first gs:// request: the listing
-        if settings.dry_run:
+        if mode.dry_run:
             check_dry_run_input(settings.source.input)
         local = runners.is_local(options)
         given = given_option_names(argv)
@@ -188,7 +185,7 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
             feature_models.check_model(settings.config.features, local)
         # One writer per output, before the listing and before anything under it is touched; a
         # dry run writes nothing, so it takes none.
-        claim = None if settings.dry_run else held.enter_context(claim_output(settings.config.output))
+        claim = held.enter_context(claim_output(settings.config.output)) if mode.writes else None
     except claims.ClaimHeld as busy:
         print(f"error: {busy}", file=sys.stderr)
         return EXIT_CLAIMED
@@ -204,7 +201,7 @@ def run(argv: Sequence[str] | None = None, save_main_session: bool = True) -> in
         return 2
     with held:
         try:
-            return _run_claimed(settings, options, given, local, started, save_main_session, claim)
+            return _run_claimed(settings, mode, options, given, local, started, save_main_session, claim)
         finally:
             interrupts.set_cleanup(None)
 
@@ -235,6 +232,7 @@ def _claim_lost(claim: claims.Claim) -> None:
 
 def _run_claimed(
     settings: RunSettings,
+    mode: OutputMode,
     options: PipelineOptions,
     given: set[str],
     local: bool,
@@ -242,24 +240,26 @@ def _run_claimed(
     save_main_session: bool,
     claim: claims.Claim | None,
 ) -> int:
-    """`run`, once the output is this run's (or a dry run needs none)."""
+    """`run`, once the output is this run's (or a dry run needs none); `mode` as the flags say it,
+    made whole here once an append has read its dataset."""
     job = None
     try:
         interrupts.set_message(lambda: f"interrupted before the pipeline started; {CLEAN_RERUN}")
         if settings.append:
             job = append_cmd.prepare_append(settings)
-            if job.done is not None or job.merging:  # the new files are converted: merge them
-                if settings.dry_run:  # a dry run writes nothing, the merge included
-                    print(
-                        f"dry run: the append's new pictures are converted in {job.work}; "
-                        "the same command without --dry_run merges them into the dataset"
-                    )
-                    return 0
-                _fence(claim, "the append's merge")
-                append_cmd.finish_append(job, settings.source.input)
-                return report(settings.config.output)
+            mode = job.mode(mode)
+        if job is not None and not mode.converts:  # the new files are converted: merge them
+            if mode.dry_run:  # a dry run writes nothing, the merge included
+                print(
+                    f"dry run: the append's new pictures are converted in {job.work}; "
+                    "the same command without --dry_run merges them into the dataset"
+                )
+                return 0
+            _fence(claim, "the append's merge")
+            append_cmd.finish_append(job, settings.source.input)
+            return report(settings.config.output)
         # A dry run plans where a real run would stage, writing nothing (nor listing gs:// output).
-        staged, config = plan_run(settings, options, given, claim, job)
+        staged, config = plan_run(settings, options, given, mode, claim, job)
     except (ConfigError, UsageError, ModelUnavailable) as error:
         print(f"error: {usage_text(error)}", file=sys.stderr)
         return 2
@@ -273,13 +273,13 @@ def _run_claimed(
     options.view_as(SetupOptions).save_main_session = save_main_session
     info = run_info(settings, config, options, started)
     log_plan(staged, dict(settings.source.splits), info)
-    if settings.dry_run:
+    if mode.dry_run:
         dry_run.enable(options)
     # Local workers count what they read here: the progress line, and what Ctrl-C reports.
     progress_dir = tempfile.mkdtemp(prefix="beam-tfrecord-progress-") if local else None
     pipeline = beam.Pipeline(options=options)
     _ = pipeline | "ImagesToTFRecords" >> ImagesToTFRecords(staged, config, info, progress_dir)
-    if settings.dry_run:
+    if mode.dry_run:
         with held_back(BEAM_STAGER):  # the translation stages the --setup_file's sdist too
             translated = dry_run.translate(pipeline, settings.dry_run_output)
         print(dry_run.format_report(translated, staged))

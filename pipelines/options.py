@@ -29,6 +29,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
 from beam_tfrecord import gcs, runners
 from beam_tfrecord.config import ConvertConfig, FeatureOptions, SourceConfig
 from beam_tfrecord.config_base import GROUPS, ConfigError, Declared, declared, setting
+from beam_tfrecord.output.mode import OutputKind, OutputMode
 from beam_tfrecord.output.outputs import OutputInUse
 from beam_tfrecord.plan.listing import shown_path
 from beam_tfrecord.plan.planner import LabelSource, label_source_for
@@ -131,6 +132,13 @@ class RunSettings:
         template=False,
         help="with Beam's --dry_run and --runner=DataflowRunner: where the translated job goes",
     )
+
+    @property
+    def output_mode(self) -> OutputMode:
+        """What the run does with --output, as far as the flags say; an append's dataset is read
+        once the output is claimed (pipelines.append.AppendJob.mode)."""
+        kind = OutputKind.OVERWRITE if self.overwrite else OutputKind.FRESH
+        return OutputMode(kind, dry_run=self.dry_run, resume=self.resume)
 
 
 @dataclass(frozen=True)
@@ -390,6 +398,10 @@ def check_conflicts(settings: RunSettings, given: set[str], local: bool) -> None
         raise UsageError(
             "--num_shards and --shard_size_mb exclude each other: the shard count is either given "
             "or derived from the target size"
+        )
+    if settings.append and settings.overwrite:
+        raise UsageError(
+            "--append and --overwrite exclude each other: one grows the dataset, one replaces it"
         )
     if local and not settings.wait:
         raise UsageError("--no_wait is for remote runners: a local run ends before the command returns")

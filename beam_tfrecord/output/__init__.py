@@ -2,7 +2,8 @@
 shards the write stage makes.
 
 Takes: an output path and the run's settings, before and after the pipeline.
-Gives: one run at a time per output (`claim`), what an output already holds and whether it is a
+Gives: what a run does with its output, decided once (`mode`: fresh, overwrite, append, merge,
+dry run), one run at a time per output (`claim`), what an output already holds and whether it is a
 finished run (`outputs`), an interrupted run's finished shard tasks kept by a rerun (`resume`),
 and a finished dataset grown by new pictures (`append`, with `file_index`, `grown_objects` and
 `grown_labels`: the index of converted files, and the detection and other tasks' side files and
@@ -12,4 +13,13 @@ Comes after write (it reads summary.json and writes side files with write's modu
 read (readers ask `outputs` whether a folder holds a finished run).
 """
 
-__all__ = ["append", "claim", "file_index", "grown_labels", "grown_objects", "outputs", "resume"]
+__all__ = [
+    "append",
+    "claim",
+    "file_index",
+    "grown_labels",
+    "grown_objects",
+    "mode",
+    "outputs",
+    "resume",
+]
