@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from beam_tfrecord.config import ConvertConfig
-    from beam_tfrecord.features.options import FeatureOptions
-    from beam_tfrecord.images.options import ImageOptions
+    from beam_tfrecord.features.options import FeatureConfig
+    from beam_tfrecord.images.options import ImageConfig
     from beam_tfrecord.output.mode import OutputKind, OutputMode
     from beam_tfrecord.output.outputs import IncompleteOutput, complete_shards
     from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
@@ -46,8 +46,8 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "ConvertConfig": "config",
     "SourceConfig": "plan.source_config",
-    "FeatureOptions": "features.options",
-    "ImageOptions": "images.options",
+    "FeatureConfig": "features.options",
+    "ImageConfig": "images.options",
     "IncompleteOutput": "output.outputs",
     "complete_shards": "output.outputs",
     "OutputKind": "output.mode",
@@ -90,8 +90,8 @@ SUBMODULES = (
 
 __all__ = [
     "ConvertConfig",
-    "FeatureOptions",
-    "ImageOptions",
+    "FeatureConfig",
+    "ImageConfig",
     "ImagesToTFRecords",
     "IncompleteOutput",
     "OutputKind",
@@ -111,7 +111,13 @@ __all__ = [
 ]
 
 
+# Names before the configs were named alike (every typed config ends in Config): kept so that code
+# written against them runs, left out of __all__ and the docs.
+_RENAMED = {"ImageOptions": "ImageConfig", "FeatureOptions": "FeatureConfig"}
+
+
 def __getattr__(name: str) -> Any:
+    name = _RENAMED.get(name, name)
     if name in _EXPORTS:
         return getattr(importlib.import_module(f"beam_tfrecord.{_EXPORTS[name]}"), name)
     if name in SUBMODULES:

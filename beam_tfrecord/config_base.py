@@ -88,7 +88,7 @@ class Setting:
       group: one of GROUPS.
       label: a few words naming it (the Flex Template parameter's label).
       option: the command's option when it is not the field's name (`feature_pooling` for
-        FeatureOptions.pooling); None: no option sets it (the library's alone).
+        FeatureConfig.pooling); None: no option sets it (the library's alone).
       details: more for docs/options.md, when one line is not enough.
       choices: the values it takes.
       option_default: the option's default where it is not the field's (None: the command

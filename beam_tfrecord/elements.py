@@ -103,7 +103,7 @@ class ObjectBox(NamedTuple):
 
     Args:
       xmin, ymin, xmax, ymax: the box (see the module docstring for the frame and units).
-      label: the class name; the planner maps names to ids.
+      class_name: the class name; the planner maps names to ids.
       area: COCO's `area` (the mask's pixel area, in the source's pixels); None: the box's area.
       is_crowd: COCO's `iscrowd` (a group of objects, usually with an RLE mask).
       difficult, truncated: Pascal VOC's flags.
@@ -120,7 +120,7 @@ class ObjectBox(NamedTuple):
     ymin: float
     xmax: float
     ymax: float
-    label: str
+    class_name: str
     area: float | None = None
     is_crowd: bool = False
     difficult: bool = False
@@ -272,7 +272,7 @@ def object_row(item: ObjectBox) -> list[Any]:
     elif item.mask:
         mask = {"poly": [list(polygon.points) for polygon in item.mask]}
     row = [
-        item.xmin, item.ymin, item.xmax, item.ymax, item.label, item.area,
+        item.xmin, item.ymin, item.xmax, item.ymax, item.class_name, item.area,
         int(item.is_crowd), int(item.difficult), int(item.truncated), item.pose, mask,
     ]  # fmt: skip
     if item.keypoints is not None:  # only a keypoints run's rows have a twelfth value
@@ -324,7 +324,7 @@ class StoredObject(NamedTuple):
     Args:
       xmin, ymin, xmax, ymax: the box as fractions of the stored image's width and height (0..1),
         as `image/object/bbox/*` store them.
-      label: the class name, as the source gave it.
+      class_name: the class name, as the source gave it.
       area: in the stored image's pixels (see the module docstring).
       is_crowd, difficult, truncated, pose: as the source says.
       mask_png: the instance mask (`geometry.encode_mask_png`), when masks were asked.
@@ -336,7 +336,7 @@ class StoredObject(NamedTuple):
     ymin: float
     xmax: float
     ymax: float
-    label: str
+    class_name: str
     area: float
     is_crowd: bool = False
     difficult: bool = False
@@ -345,7 +345,7 @@ class StoredObject(NamedTuple):
     mask_png: bytes | None = None
     source_ref: str = ""
     notes: tuple[str, ...] = ()
-    label_id: int = 0  # from 1 (0 is background, as the Object Detection API counts); set by the worker
+    class_id: int = 0  # from 1 (0 is background, as the Object Detection API counts); set by the worker
     # A keypoints run's points: `x, y, v` each, x and y fractions of the stored image (0 where
     # not labelled), v 0, 1 or 2 (`ObjectBox.keypoints`); None in other runs.
     keypoints: tuple[float, ...] | None = None
@@ -356,7 +356,7 @@ class StoredObject(NamedTuple):
 class DroppedObject:
     """An object that is not stored: `reason` is a `reasons` drop code, `detail` is for people."""
 
-    label: str
+    class_name: str
     reason: str
     detail: str
     source_ref: str = ""
@@ -369,8 +369,9 @@ Extras = tuple[tuple[str, str, Any], ...]  # (column name, column type, typed va
 class PlannedInput:
     """One input file with everything the worker needs besides its bytes.
 
-    `label` and `label_text` are tuples (ids, names) in a multi-label run; `extras` are the
-    manifest columns' values (extra_columns), typed while planning."""
+    `label` (the class id) and `label_text` (the class name), named as the record keys they fill,
+    are tuples (ids, names) in a multi-label run; `extras` are the manifest columns' values
+    (extra_columns), typed while planning."""
 
     relpath: str
     path: str

@@ -13,7 +13,7 @@ Image reads are the one exception to "through FileSystems": a new client per rea
 CPU-bound, so `read_bytes` keeps one client per thread, which reads faster against the
 emulator with and without added latency (docs/performance.md#gs-requests).
 
-Every request has a time limit (`GcsSettings.timeout_s`) and is retried with exponential backoff.
+Every request has a time limit (`GcsConfig.timeout_s`) and is retried with exponential backoff.
 google-cloud-storage waits 60 s by default for an answer, and Beam's filesystem sets no other
 limit, so a request that is accepted and never answered cost a minute, and a few such stalls
 stretched a short run to minutes (docs/performance.md#gs-requests). Reads pass the limit and a
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "EMULATOR_ENV",
-    "GcsSettings",
+    "GcsConfig",
     "StorageError",
     "abandon",
     "bucket_of",
@@ -76,7 +76,7 @@ DEFAULT_TIMEOUT_S = 5.0
 
 @documented
 @dataclasses.dataclass(frozen=True)
-class GcsSettings(Config):
+class GcsConfig(Config):
     """How long a gs:// request may wait for an answer before it is abandoned and retried."""
 
     timeout_s: float = setting(
@@ -109,16 +109,16 @@ class GcsSettings(Config):
         return DEFAULT_RETRY.with_timeout(self.retry_deadline_s)
 
 
-_SETTINGS = GcsSettings()
+_SETTINGS = GcsConfig()
 
 
-def use_settings(settings: GcsSettings) -> None:
+def use_settings(settings: GcsConfig) -> None:
     """Make `settings` this process's, for every gs:// request from now on (ours and Beam's)."""
     global _SETTINGS
     _SETTINGS = settings
 
 
-def current_settings() -> GcsSettings:
+def current_settings() -> GcsConfig:
     return _SETTINGS
 
 
@@ -195,7 +195,7 @@ def delete_files(paths: Sequence[str]) -> None:
             raise OSError(None, f"Cloud Storage answered HTTP {code} deleting {posixpath.basename(path)}")
 
 
-def read_bytes(path: str, settings: GcsSettings | None = None) -> bytes:
+def read_bytes(path: str, settings: GcsConfig | None = None) -> bytes:
     """A file's bytes as stored: never decompressed by extension (a `.gz` image stays its bytes).
 
     gs:// objects are read through this thread's reused client (`thread_client`), because

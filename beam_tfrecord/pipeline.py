@@ -62,7 +62,7 @@ from beam_tfrecord.write.run_step import RunStepFn
 from beam_tfrecord.write.shardwriter import remove_tree
 from beam_tfrecord.write.side_files import object_files, write_metadata
 from beam_tfrecord.write.sinks import TALLIES, MergeTallies, TallyFn, make_sink
-from beam_tfrecord.write.summary import RunInfo, RunOptions, Summary, build_summary
+from beam_tfrecord.write.summary import OptionsSummary, RunSummary, Summary, build_summary
 from beam_tfrecord.write.tally import Tally
 
 __all__ = ["ImagesToTFRecords", "WriteMetadataFn", "prepare"]
@@ -250,7 +250,7 @@ def _fingerprint(
     a detection run: `tasks_digest`, fed every task's text in order), then the plan's facts.
     Each is hashed a piece at a time, never held whole twice."""
     unshaping = unshaping_keys(SourceConfig, ConvertConfig)
-    settings = {**RunOptions.of(source, config).to_json(), "features": config.features}
+    settings = {**OptionsSummary.of(source, config).to_json(), "features": config.features}
     settings = {key: value for key, value in settings.items() if key not in unshaping}
     listed = resume_lib.TextDigest()
     for f in listing:
@@ -267,7 +267,7 @@ class WriteMetadataFn(RunStepFn):
     files, the file index (output.file_index), then summary.json; then removes the run's temporary
     folder (the staged plan)."""
 
-    def __init__(self, config: ConvertConfig, staged: StagedPlan, run: RunInfo | None) -> None:
+    def __init__(self, config: ConvertConfig, staged: StagedPlan, run: RunSummary | None) -> None:
         super().__init__(config, staged)
         self.run = run
 
@@ -299,7 +299,7 @@ class WriteMetadataFn(RunStepFn):
         run = self.run
         if run is not None and run.started_at is not None:
             run = dataclasses.replace(run, wall_time_s=round(time.time() - run.started_at, 2))
-        options = RunOptions.of(facts.source, self.config)
+        options = OptionsSummary.of(facts.source, self.config)
         staged = self.staged
         resumed = (
             {"shards": len(staged.finished), "records": staged.resumed_records} if staged.finished else None
@@ -345,7 +345,7 @@ class ImagesToTFRecords(beam.PTransform):
       staged: the plan, staged by `prepare` (or `staging.stage_plan`) before the pipeline runs;
         the graph holds only where it is and the shard counts.
       config: what the records look like and where they go.
-      run_info: how the run executes, for summary.json: a `RunInfo`, or a mapping of its fields
+      run_info: how the run executes, for summary.json: a `RunSummary`, or a mapping of its fields
         (runner, workers, `started_at`, ...).
       progress_dir: a local folder the workers count into, for a progress line (local runs).
     """
@@ -354,17 +354,17 @@ class ImagesToTFRecords(beam.PTransform):
         self,
         staged: StagedPlan,
         config: ConvertConfig,
-        run_info: RunInfo | Mapping[str, Any] | None = None,
+        run_info: RunSummary | Mapping[str, Any] | None = None,
         progress_dir: str | None = None,
     ) -> None:
         super().__init__()
         self.staged = staged
         self.config = config
-        if run_info is not None and not isinstance(run_info, RunInfo):
-            unknown = sorted(set(run_info) - {f.name for f in dataclasses.fields(RunInfo)})
+        if run_info is not None and not isinstance(run_info, RunSummary):
+            unknown = sorted(set(run_info) - {f.name for f in dataclasses.fields(RunSummary)})
             if unknown:
-                raise ConfigError("run_info", f"has no field {unknown[0]!r} (see write.summary.RunInfo)")
-            run_info = RunInfo(**run_info)
+                raise ConfigError("run_info", f"has no field {unknown[0]!r} (see write.summary.RunSummary)")
+            run_info = RunSummary(**run_info)
         self.run_info = run_info
         self.progress_dir = progress_dir
 

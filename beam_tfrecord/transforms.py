@@ -29,7 +29,7 @@ from beam_tfrecord.elements import (
     ShardTask,
     WrittenShard,
 )
-from beam_tfrecord.features.options import FeatureOptions
+from beam_tfrecord.features.options import FeatureConfig
 from beam_tfrecord.images.inputs import ordered_submit, prepare_input
 from beam_tfrecord.output import resume
 from beam_tfrecord.plan import staging
@@ -262,7 +262,7 @@ class ExtractFeatures(beam.PTransform):
     in its bundle (BatchElements flushes at the end of the bundle), which the paths sink needs.
     """
 
-    def __init__(self, options: FeatureOptions) -> None:
+    def __init__(self, options: FeatureConfig) -> None:
         super().__init__()
         self.options = options
 

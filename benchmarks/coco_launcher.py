@@ -137,7 +137,7 @@ def measure(root: str, output: str, mode: str) -> dict[str, Any]:
     from beam_tfrecord import pipeline as pipeline_lib
     from beam_tfrecord.config import ConvertConfig, SourceConfig
     from beam_tfrecord.plan import planner, staging
-    from beam_tfrecord.plan.annotations.options import AnnotationOptions
+    from beam_tfrecord.plan.annotations.options import AnnotationConfig
 
     before = _rss_mb()
     started = time.perf_counter()
@@ -167,7 +167,7 @@ def measure(root: str, output: str, mode: str) -> dict[str, Any]:
         input=root,
         label_source="none",
         splits=splits,
-        annotations=AnnotationOptions("coco", masks=mode.startswith("masks")),
+        annotations=AnnotationConfig("coco", masks=mode.startswith("masks")),
     )
     config = ConvertConfig(output=output)
     staged = pipeline_lib.prepare(source, config, parallelism=40)

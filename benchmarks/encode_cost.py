@@ -51,15 +51,15 @@ def load_other(path: str) -> Callable:
 
 def measure(count: int, passes: int, other: str | None) -> dict[str, dict[str, list[float]]]:
     """Microseconds per image of each pass, per case and per version ("this", "other")."""
-    from beam_tfrecord.images.normalize import ImageOptions, encode_for_tensorflow
+    from beam_tfrecord.images.normalize import ImageConfig, encode_for_tensorflow
 
     versions = {"this": encode_for_tensorflow}
     if other:
         versions["other"] = load_other(other)
     options = {
-        "kept": ImageOptions(),
-        "exif_rotated": ImageOptions(),
-        "resize_crop": ImageOptions(resize=(224, 224), resize_mode="crop"),
+        "kept": ImageConfig(),
+        "exif_rotated": ImageConfig(),
+        "resize_crop": ImageConfig(resize=(224, 224), resize_mode="crop"),
     }
     data = pictures(count)
     times: dict[str, dict[str, list[float]]] = {case: {name: [] for name in versions} for case in CASES}

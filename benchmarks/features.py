@@ -49,9 +49,9 @@ def bare_model_rate(model: str, batch_size: int, batches: int, precision: str) -
     import numpy as np
 
     from beam_tfrecord.features.models import load_model
-    from beam_tfrecord.features.options import FeatureOptions
+    from beam_tfrecord.features.options import FeatureConfig
 
-    loaded = load_model(FeatureOptions(model, model_weights="none", precision=precision))
+    loaded = load_model(FeatureConfig(model, model_weights="none", precision=precision))
     height, width = loaded.input_size()
     batch = np.random.default_rng(0).integers(0, 256, (batch_size, height, width, 3), dtype=np.uint8)
     loaded.predict(batch)  # trace and warm up

@@ -96,7 +96,7 @@ def measure(model: str, precision: str, batch_sizes: list[int], batches: int, re
     import numpy as np
 
     from beam_tfrecord.features.models import load_model
-    from beam_tfrecord.features.options import FeatureOptions
+    from beam_tfrecord.features.options import FeatureConfig
 
     if is_torch(model):
         import torch
@@ -106,7 +106,7 @@ def measure(model: str, precision: str, batch_sizes: list[int], batches: int, re
         import keras
 
         keras.utils.set_random_seed(0)
-    loaded = load_model(FeatureOptions(model, model_weights="none", precision=precision))
+    loaded = load_model(FeatureConfig(model, model_weights="none", precision=precision))
     height, width = loaded.input_size()
     memory = GpuPeak(model)
     rng = np.random.default_rng(0)

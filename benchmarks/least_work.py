@@ -323,7 +323,7 @@ def checked_run(image_dir: str, instances: str, output: str, threads: int) -> tu
             if x1 <= x0 or y1 <= y0 or x1 <= 0 or y1 <= 0 or x0 >= width or y0 >= height:
                 counts["dropped zero_area or outside_image"] += 1
                 continue
-            if found.label not in ids:
+            if found.class_name not in ids:
                 counts["dropped unknown_category"] += 1
                 continue
             inside = (
@@ -348,10 +348,10 @@ def checked_run(image_dir: str, instances: str, output: str, threads: int) -> tu
             boxes.xmax.append(kept[2] / width)
             boxes.ymax.append(kept[3] / height)
             boxes.areas.append(area)
-            boxes.labels.append(ids[found.label])
-            boxes.texts.append(found.label.encode())
+            boxes.labels.append(ids[found.class_name])
+            boxes.texts.append(found.class_name.encode())
             boxes.crowd.append(int(found.is_crowd))
-            counts[("objects", found.label)] += 1
+            counts[("objects", found.class_name)] += 1
             counts[("size", size_bucket(area))] += 1
         if clipped:
             counts["change boxes_clipped"] += 1

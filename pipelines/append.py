@@ -19,8 +19,8 @@ from beam_tfrecord.output.mode import OutputKind, OutputMode
 from beam_tfrecord.plan.labels import Unlabeled
 from beam_tfrecord.plan.listing import InputFile, list_inputs
 from beam_tfrecord.plan.planner import KnownRecords
-from beam_tfrecord.write.summary import RunOptions, Summary, read_summary
-from pipelines.options import RunSettings, UsageError
+from beam_tfrecord.write.summary import OptionsSummary, Summary, read_summary
+from pipelines.options import CommandSettings, UsageError
 
 __all__ = ["AppendFailed", "AppendJob", "finish_append", "prepare_append"]
 
@@ -66,7 +66,7 @@ def _finished_work(output: str, merging: bool) -> Summary | None:
         return None
 
 
-def prepare_append(settings: RunSettings) -> AppendJob:
+def prepare_append(settings: CommandSettings) -> AppendJob:
     """Check that `settings` may grow the dataset in --output; UsageError in one line if not."""
     source, config = settings.source, settings.config
     output = config.output
@@ -79,7 +79,7 @@ def prepare_append(settings: RunSettings) -> AppendJob:
             "--append cannot keep stratified splits (each file's split depends on all): use hash splits"
         )
     first = old.options
-    differences = append_lib.option_differences(first, RunOptions.of(source, config))
+    differences = append_lib.option_differences(first, OptionsSummary.of(source, config))
     if differences:
         raise UsageError(
             "--append refused: options that shape a record differ from the dataset's first run: "

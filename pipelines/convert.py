@@ -42,12 +42,12 @@ from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
 from beam_tfrecord.plan import staging
 from beam_tfrecord.plan.listing import list_inputs
 from beam_tfrecord.plan.staging import StagedPlan
-from beam_tfrecord.write.summary import RunInfo, read_summary
+from beam_tfrecord.write.summary import RunSummary, read_summary
 from pipelines import append as append_cmd
 from pipelines import dry_run
 from pipelines.dataflow_checks import check_dry_run_input, check_remote_run, name_the_job
 from pipelines.options import (
-    RunSettings,
+    CommandSettings,
     UsageError,
     check_conflicts,
     check_options,
@@ -69,7 +69,7 @@ CLEAN_RERUN = "the next run of the same command resumes it, keeping every shard 
 
 
 def plan_run(
-    settings: RunSettings,
+    settings: CommandSettings,
     options: PipelineOptions,
     given: set[str],
     mode: OutputMode,
@@ -117,14 +117,14 @@ def model_in_one_process(config: ConvertConfig, local: runners.LocalWorkers) -> 
 
 
 def run_info(
-    settings: RunSettings, config: ConvertConfig, options: PipelineOptions, started: float
-) -> RunInfo:
+    settings: CommandSettings, config: ConvertConfig, options: PipelineOptions, started: float
+) -> RunSummary:
     """How this run executes, for summary.json and the start-up log."""
     from apache_beam.options.pipeline_options import DirectOptions
 
     local = runners.is_local(options)
     direct = options.view_as(DirectOptions)
-    return RunInfo(
+    return RunSummary(
         input=settings.source.input,
         output=config.output,
         runner=runners.runner_name(options),
@@ -138,7 +138,7 @@ def run_info(
     )
 
 
-def log_plan(staged: StagedPlan, splits: dict[str, float | str], info: RunInfo) -> None:
+def log_plan(staged: StagedPlan, splits: dict[str, float | str], info: RunSummary) -> None:
     """One line on what will run, counting inputs as the final table does (a detection dataset's
     own splits, when kept, are the ones planned, not --splits')."""
     if set(splits) != set(staged.shard_counts):
@@ -231,7 +231,7 @@ def _claim_lost(claim: claims.Claim) -> None:
 
 
 def _run_claimed(
-    settings: RunSettings,
+    settings: CommandSettings,
     mode: OutputMode,
     options: PipelineOptions,
     given: set[str],

@@ -21,7 +21,7 @@ from apache_beam.options.pipeline_options import (
 )
 
 from beam_tfrecord.runners import is_dataflow, runner_name
-from pipelines.options import RunSettings, UsageError
+from pipelines.options import CommandSettings, UsageError
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ def check_accelerator(options: PipelineOptions) -> list[str]:
     return problems
 
 
-def check_dataflow(settings: RunSettings, options: PipelineOptions) -> list[str]:
+def check_dataflow(settings: CommandSettings, options: PipelineOptions) -> list[str]:
     """Every problem that would make a Dataflow job fail to start or fail on its workers."""
     cloud = options.view_as(GoogleCloudOptions)
     problems = []
@@ -161,7 +161,7 @@ def check_dry_run_input(input_spec: str) -> None:
         )
 
 
-def check_portable(settings: RunSettings, options: PipelineOptions) -> list[str]:
+def check_portable(settings: CommandSettings, options: PipelineOptions) -> list[str]:
     """Flink, Spark and other portable runners: local paths work only on a one-machine cluster."""
     return [
         f"{option} {path} is a local path; workers of --runner={runner_name(options)} must all see it "
@@ -188,7 +188,7 @@ def name_the_job(options: PipelineOptions, output: str, given: set[str]) -> None
         options.view_as(GoogleCloudOptions).job_name = output_job_name(output)
 
 
-def check_remote_run(settings: RunSettings, options: PipelineOptions, local: bool) -> None:
+def check_remote_run(settings: CommandSettings, options: PipelineOptions, local: bool) -> None:
     """Raise UsageError listing every problem of a Dataflow run; log warnings for other runners."""
     runner = runner_name(options)
     if local:

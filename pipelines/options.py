@@ -2,8 +2,8 @@
 parser holds ours and Beam's and a Dataflow job records ours with its own.
 
 Every option is declared once, on the library's config field it sets (`config_base.setting`:
-SourceConfig, AnnotationOptions, ConvertConfig, ImageOptions, FeatureOptions, GcsSettings), or on
-`RunSettings` for what only this command does; this module turns those declarations into argparse
+SourceConfig, AnnotationConfig, ConvertConfig, ImageConfig, FeatureConfig, GcsConfig), or on
+`CommandSettings` for what only this command does; this module turns those declarations into argparse
 options, builds the configs back from the parsed values, and names options in messages.
 
 Beam's parser takes no abbreviations; on top of it, an option no one declares is a usage error
@@ -27,7 +27,7 @@ from typing import Any
 from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
 
 from beam_tfrecord import gcs, runners
-from beam_tfrecord.config import ConvertConfig, FeatureOptions, SourceConfig
+from beam_tfrecord.config import ConvertConfig, FeatureConfig, SourceConfig
 from beam_tfrecord.config_base import GROUPS, ConfigError, Declared, declared, setting
 from beam_tfrecord.output.mode import OutputKind, OutputMode
 from beam_tfrecord.output.outputs import OutputInUse
@@ -37,9 +37,9 @@ from beam_tfrecord.runners import read_threads
 
 __all__ = [
     "SAMPLE_INPUT",
+    "CommandSettings",
     "ConvertOptions",
     "OptionField",
-    "RunSettings",
     "UsageError",
     "check_conflicts",
     "check_options",
@@ -67,7 +67,7 @@ class UsageError(ValueError):
 
 
 @dataclass(frozen=True)
-class RunSettings:
+class CommandSettings:
     """The checked options: the library's configs, and how this command runs them (the fields
     declared with `setting` are this command's own options)."""
 
@@ -165,8 +165,8 @@ class OptionField:
 
 # The command's defaults where the library has none: the bundled sample into ./output.
 _COMMAND_DEFAULTS = {"source.input": SAMPLE_INPUT, "config.output": "output"}
-# The configs a command line fills, by where each sits in RunSettings.
-_ROOTS = (("source", SourceConfig), ("config", ConvertConfig), ("run", RunSettings))
+# The configs a command line fills, by where each sits in CommandSettings.
+_ROOTS = (("source", SourceConfig), ("config", ConvertConfig), ("run", CommandSettings))
 
 
 def _walk(cls: type, path: str) -> Iterator[OptionField]:
@@ -392,7 +392,7 @@ def given_option_names(argv: Sequence[str]) -> set[str]:
     return {arg[2:].split("=", 1)[0] for arg in argv if arg.startswith("--")}
 
 
-def check_conflicts(settings: RunSettings, given: set[str], local: bool) -> None:
+def check_conflicts(settings: CommandSettings, given: set[str], local: bool) -> None:
     """Refuse settings that contradict each other, instead of quietly letting one win."""
     if "num_shards" in given and "shard_size_mb" in given:
         raise UsageError(
@@ -417,8 +417,8 @@ def _absolute(path: str) -> str:
     return path if "://" in path else os.path.abspath(path)
 
 
-def check_options(options: PipelineOptions) -> RunSettings:
-    """Turn parsed options into RunSettings, or raise UsageError naming the option."""
+def check_options(options: PipelineOptions) -> CommandSettings:
+    """Turn parsed options into CommandSettings, or raise UsageError naming the option."""
     try:
         return _check(options.view_as(ConvertOptions), dry_run_requested(options))
     except UsageError:
@@ -474,10 +474,10 @@ def _fields(cls: type, path: str, ns: ConvertOptions) -> dict[str, Any]:
     return values
 
 
-def _check(ns: ConvertOptions, dry_run: bool) -> RunSettings:
+def _check(ns: ConvertOptions, dry_run: bool) -> CommandSettings:
     source_fields = _fields(SourceConfig, "source", ns)
     config_fields = _fields(ConvertConfig, "config", ns)
-    run_fields = _fields(RunSettings, "run", ns)
+    run_fields = _fields(CommandSettings, "run", ns)
     source_input, output = _absolute(ns.input), _absolute(ns.output)
     if "://" not in source_input and not os.path.exists(source_input.split("*")[0].rstrip("/") or "/"):
         raise UsageError(f"--input {ns.input} does not exist")
@@ -508,7 +508,7 @@ def _check(ns: ConvertOptions, dry_run: bool) -> RunSettings:
     if features is not None:
         config_fields["features"] = _feature_paths(features)
     config = ConvertConfig(**config_fields)
-    return RunSettings(
+    return CommandSettings(
         source=source,
         config=config,
         label_source=_label_source(source, dry_run),
@@ -521,7 +521,7 @@ def _option(name: str) -> OptionField:
     return next(found for found in option_fields() if found.name == name)
 
 
-def _feature_paths(features: FeatureOptions) -> FeatureOptions:
+def _feature_paths(features: FeatureConfig) -> FeatureConfig:
     """A feature model's files as absolute paths, a local model file checked to exist."""
     model_path = features.model_path
     if model_path and "://" not in model_path:

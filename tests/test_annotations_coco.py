@@ -16,7 +16,7 @@ from pycocotools import mask as coco_mask
 from beam_tfrecord.elements import Polygon, RunLengths
 from beam_tfrecord.plan.annotations import rle
 from beam_tfrecord.plan.annotations.load import load_annotations
-from beam_tfrecord.plan.annotations.options import AnnotationOptions
+from beam_tfrecord.plan.annotations.options import AnnotationConfig
 from beam_tfrecord.plan.annotations.paths import AnnotationPath, parse_annotation_paths
 from beam_tfrecord.plan.listing import list_inputs
 from beam_tfrecord.plan.planner import make_plan
@@ -62,11 +62,11 @@ def coco_tree(tmp_path):
 def test_labels_follow_category_ids_and_boxes_become_corners_in_pixels(coco_tree):
     found = load(coco_tree)
     assert found.class_names == ("person", "cat", "dog")  # ids 1, 17, 18: contiguous 0, 1, 2
-    assert found.label_ids() == {"person": 0, "cat": 1, "dog": 2}
+    assert found.class_ids() == {"person": 0, "cat": 1, "dog": 2}
     first = found.images["train2017/000001.jpg"]
     assert (first.source_id, first.width, first.height, first.normalized) == ("1", 48, 32, False)
     dog, person = first.objects
-    assert (dog.label, dog.xmin, dog.ymin, dog.xmax, dog.ymax) == ("dog", 4, 5, 14, 13)
+    assert (dog.class_name, dog.xmin, dog.ymin, dog.xmax, dog.ymax) == ("dog", 4, 5, 14, 13)
     assert (person.xmin, person.ymin, person.xmax, person.ymax) == (0.5, 1.5, 20.5, 11.75)
     assert (dog.area, dog.is_crowd) == (80.0, False)
     assert dog.source_ref == "annotations/instances_train2017.json#annotation 101"
@@ -76,7 +76,7 @@ def test_labels_follow_category_ids_and_boxes_become_corners_in_pixels(coco_tree
 
 def test_crowd_run_lengths_and_area_are_kept(coco_tree):
     (crowd,) = load(coco_tree).images["train2017/000002.jpg"].objects
-    assert (crowd.label, crowd.is_crowd, crowd.area) == ("cat", True, 17.0)
+    assert (crowd.class_name, crowd.is_crowd, crowd.area) == ("cat", True, 17.0)
     assert crowd.mask == RunLengths(48, 64, (650, 5, 43, 5, 2369))
     pixels = rle.to_mask(crowd.mask)
     assert pixels.shape == (48, 64) and pixels.sum() == 10
@@ -220,7 +220,7 @@ def test_each_planned_image_carries_the_changes_of_its_own_objects_and_no_others
     annotations.append(box(2, 5, 18, [1, 1, 5, 5], segmentation=[[3, 4]]))
     files = {f"{i}.jpg": jpeg() for i in range(1, count + 1)} | {"b.jpg": jpeg()}  # b: a negative
     write_tree(tmp_path, files | {"instances_x.json": instances(images, annotations)})
-    source = SourceConfig(input=str(tmp_path), annotations=AnnotationOptions("coco", masks=True))
+    source = SourceConfig(input=str(tmp_path), annotations=AnnotationConfig("coco", masks=True))
     plan = make_plan(list_inputs(str(tmp_path)), source)
     notes = {item.relpath: item.annotations.notes for item in plan.inputs}
     changed = {f"{i}.jpg" for i in range(3, count + 1, 3)} | {"5.jpg"}
@@ -389,7 +389,7 @@ def test_files_that_name_a_category_differently_stop_the_run(tmp_path):
 def test_fixed_class_names_set_the_order_and_drop_other_classes(coco_tree):
     found = load(coco_tree, class_names=["dog", "person"])
     assert found.class_names == ("dog", "person")
-    assert [o.label for o in found.images["train2017/000001.jpg"].objects] == ["dog", "person"]
+    assert [o.class_name for o in found.images["train2017/000001.jpg"].objects] == ["dog", "person"]
     assert found.images["train2017/000002.jpg"].objects == ()
     (note,) = found.dropped
     assert (note.relpath, note.reason) == ("train2017/000002.jpg", "unknown_category")
@@ -416,7 +416,7 @@ def test_key_order_and_layout_do_not_change_what_is_read(tmp_path):
 
 def test_nothing_to_read_stops_the_run(tmp_path):
     write_tree(tmp_path, {"a.jpg": jpeg()})
-    source = SourceConfig(str(tmp_path), annotations=AnnotationOptions("coco"))
+    source = SourceConfig(str(tmp_path), annotations=AnnotationConfig("coco"))
     with pytest.raises(
         ValueError, match="none of the 1 pictures matches an annotation: found no annotation file"
     ):

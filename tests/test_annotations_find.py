@@ -23,14 +23,14 @@ from imagegen import jpeg, write_tree
 from outputcheck import rejects, summary
 
 from beam_tfrecord.config_base import ConfigError
-from beam_tfrecord.plan.annotations.options import AnnotationOptions
+from beam_tfrecord.plan.annotations.options import AnnotationConfig
 from beam_tfrecord.plan.listing import list_inputs
 from beam_tfrecord.plan.planner import make_plan
 from beam_tfrecord.plan.source_config import SourceConfig
 
 
 def plan(input_dir, kind: str, path: str | None = None, **options):
-    source = SourceConfig(str(input_dir), annotations=AnnotationOptions(kind, path, **options))
+    source = SourceConfig(str(input_dir), annotations=AnnotationConfig(kind, path, **options))
     return make_plan(list_inputs(str(input_dir)), source)
 
 
@@ -288,7 +288,7 @@ def test_splits_given_override_the_declared_ones(tmp_path):
     source = SourceConfig(
         str(tmp_path),
         splits={"train": 0.5, "test": 0.5},
-        annotations=AnnotationOptions("yolo", declared_splits=False),
+        annotations=AnnotationConfig("yolo", declared_splits=False),
     )
     found = make_plan(list_inputs(str(tmp_path)), source)
     assert found.splits == {"train": 0.5, "test": 0.5}
@@ -353,7 +353,7 @@ def test_a_copied_dataset_keeps_its_splits_although_its_yaml_names_the_original(
 )
 def test_hash_split_settings_are_refused_with_declared_splits(tmp_path, given):
     ultralytics_tree(tmp_path)
-    source = SourceConfig(str(tmp_path), annotations=AnnotationOptions("yolo"), **given)
+    source = SourceConfig(str(tmp_path), annotations=AnnotationConfig("yolo"), **given)
     with pytest.raises(ConfigError) as error:
         make_plan(list_inputs(str(tmp_path)), source)
     assert error.value.name == next(iter(given))

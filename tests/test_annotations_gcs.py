@@ -53,7 +53,11 @@ def test_every_format_reads_from_a_bucket(emulator, bucket):
         "coco", list_inputs(f"gs://{bucket}/coco"), f"validation=gs://{bucket}/ann/val.json"
     )
     (cat,) = found.images["b.jpg"].objects
-    assert (cat.label, cat.xmax, cat.source_ref) == ("cat", 4.0, f"gs://{bucket}/ann/val.json#annotation 1")
+    assert (cat.class_name, cat.xmax, cat.source_ref) == (
+        "cat",
+        4.0,
+        f"gs://{bucket}/ann/val.json#annotation 1",
+    )
     assert found.split_of("a.jpg") == "validation"
 
     found = load_annotations("voc", list_inputs(f"gs://{bucket}/VOC"))
@@ -63,7 +67,7 @@ def test_every_format_reads_from_a_bucket(emulator, bucket):
     assert not found.problems and not found.unannotated
 
     found = load_annotations("yolo", list_inputs(f"gs://{bucket}/YOLO"))
-    assert [o.label for o in found.images["images/a.jpg"].objects] == ["cat"]
+    assert [o.class_name for o in found.images["images/a.jpg"].objects] == ["cat"]
 
     with pytest.raises(ValueError, match="does not exist"):
         load_annotations("coco", list_inputs(f"gs://{bucket}/coco"), f"gs://{bucket}/ann/missing.json")
@@ -84,7 +88,7 @@ def test_a_label_map_reads_from_a_bucket(emulator, bucket):
         "yolo", list_inputs(f"gs://{bucket}/YOLO"), label_map=f"gs://{bucket}/maps/label_map.pbtxt"
     )
     assert found.class_names[6] == "dog" and len(found.class_names) == 7
-    assert [obj.label for obj in found.images["images/a.jpg"].objects] == ["dog"]
+    assert [obj.class_name for obj in found.images["images/a.jpg"].objects] == ["dog"]
     assert [note.reason for note in found.dropped] == ["unknown_category"]
     with pytest.raises(ValueError, match=r"^label_map gs://.*/maps/none.pbtxt cannot be read"):
         load_annotations(

@@ -56,7 +56,7 @@ def test_the_standard_tree_gives_boxes_flags_pose_and_size(voc_tree):
         False,
     )
     dog, person = first.objects
-    assert (dog.label, dog.xmin, dog.ymin, dog.xmax, dog.ymax) == ("dog", 3, 4, 20, 30)
+    assert (dog.class_name, dog.xmin, dog.ymin, dog.xmax, dog.ymax) == ("dog", 3, 4, 20, 30)
     assert (dog.pose, dog.truncated, dog.difficult) == ("Left", True, False)
     assert (person.xmax, person.difficult, person.truncated, person.pose) == (47.5, True, False, "")
     assert dog.source_ref == "VOC2012/Annotations/2008_000001.xml#object 1"
@@ -102,8 +102,8 @@ def test_xml_beside_the_image_or_under_annotations_path(tmp_path):
         },
     )
     found = load(tmp_path / "photos", str(tmp_path / "elsewhere"))
-    assert [o.label for o in found.images["a.jpg"].objects] == ["cat"]
-    assert [o.label for o in found.images["b.png"].objects] == ["dog"]
+    assert [o.class_name for o in found.images["a.jpg"].objects] == ["cat"]
+    assert [o.class_name for o in found.images["b.png"].objects] == ["dog"]
     assert found.images["b.png"].objects[0].source_ref == f"{tmp_path}/elsewhere/b.xml#object 1"
     assert not found.unannotated and not found.unmatched
 
@@ -231,6 +231,6 @@ def test_hostile_xml_is_refused_per_image_with_nothing_expanded_or_fetched(tmp_p
     assert problems["bomb.jpg"].detail.startswith("bomb.xml: refused, it declares the XML entity 'lol0'")
     assert f"(external: {url}/entity)" in problems["remote.jpg"].detail
     assert found.images["dtd.jpg"].source_id == "d.jpg"  # an external DTD is neither fetched nor needed
-    assert [o.label for o in found.images["ok.jpg"].objects] == ["cat"]
+    assert [o.class_name for o in found.images["ok.jpg"].objects] == ["cat"]
     assert requests == []
     assert "TOP-SECRET" not in repr(found) and "lol" * 3 not in repr(found)

@@ -70,15 +70,15 @@ def test_boxes_are_corners_in_fractions_with_names_from_data_yaml(yolo_tree):
         None,
     )
     dog, cat = first.objects
-    assert (dog.label, dog.xmin, dog.ymin, dog.xmax, dog.ymax) == ("dog", 0.375, 0.25, 0.625, 0.75)
-    assert cat.label == "cat" and cat.xmin == pytest.approx(0.05) and cat.ymax == pytest.approx(0.3)
+    assert (dog.class_name, dog.xmin, dog.ymin, dog.xmax, dog.ymax) == ("dog", 0.375, 0.25, 0.625, 0.75)
+    assert cat.class_name == "cat" and cat.xmin == pytest.approx(0.05) and cat.ymax == pytest.approx(0.3)
     assert dog.source_ref == "labels/train/a.txt:1" and cat.source_ref == "labels/train/a.txt:2"
 
 
 def test_segmentation_lines_become_polygons_boxed_by_their_extent(yolo_tree):
     (bird,) = load(yolo_tree).images["images/train/b.png"].objects
     assert bird.mask == (Polygon((0.1, 0.1, 0.9, 0.2, 0.5, 0.8)),)
-    assert (bird.label, bird.xmin, bird.ymin, bird.xmax, bird.ymax) == ("bird", 0.1, 0.1, 0.9, 0.8)
+    assert (bird.class_name, bird.xmin, bird.ymin, bird.xmax, bird.ymax) == ("bird", 0.1, 0.1, 0.9, 0.8)
     (unmasked,) = load(yolo_tree, masks=False).images["images/train/b.png"].objects
     assert unmasked.mask is None and unmasked.xmax == 0.9
 
@@ -148,7 +148,7 @@ def test_names_as_a_mapping_classes_txt_or_a_file_outside_the_input(tmp_path):
     write_tree(tmp_path / "mapping", {**files, "data.yaml": b"names:\n  0: person\n  5: car\n"})
     found = load(tmp_path / "mapping")
     assert found.class_names == ("person", "car")
-    assert [o.label for o in found.images["images/a.jpg"].objects] == ["car", "person"]
+    assert [o.class_name for o in found.images["images/a.jpg"].objects] == ["car", "person"]
 
     write_tree(tmp_path / "txt", {**files, "labels/classes.txt": b"c0\nc1\nc2\nc3\nc4\nc5\n\n"})
     found = load(tmp_path / "txt")
@@ -165,7 +165,13 @@ def test_label_files_beside_the_images(tmp_path):
     line = yolo_box(0, 0.125, 0.25, 0.5, 0.875)
     write_tree(tmp_path, {"x.jpg": jpeg(), "x.txt": line.encode(), "classes.txt": b"thing\n"})
     (thing,) = load(tmp_path).images["x.jpg"].objects
-    assert (thing.label, thing.xmin, thing.ymin, thing.xmax, thing.ymax) == ("thing", 0.125, 0.25, 0.5, 0.875)
+    assert (thing.class_name, thing.xmin, thing.ymin, thing.xmax, thing.ymax) == (
+        "thing",
+        0.125,
+        0.25,
+        0.5,
+        0.875,
+    )
 
 
 @pytest.mark.parametrize(

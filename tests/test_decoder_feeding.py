@@ -14,7 +14,7 @@ from beam_tfrecord import compat
 from beam_tfrecord.elements import PlannedInput, RejectLine
 from beam_tfrecord.images.inputs import prepare_input
 from beam_tfrecord.images.normalize import Reject, encode_for_tensorflow
-from beam_tfrecord.images.options import ImageOptions
+from beam_tfrecord.images.options import ImageConfig
 
 
 def _noisy(width: int, height: int, seed: int, mode: str = "RGB") -> Image.Image:
@@ -34,7 +34,7 @@ def _reject_as_before(data: bytes, name: str, monkeypatch) -> tuple[str, str]:
 
 def _reject(data: bytes, name: str) -> tuple[str, str]:
     try:
-        encode_for_tensorflow(data, ImageOptions(), name=name)
+        encode_for_tensorflow(data, ImageConfig(), name=name)
     except Reject as reject:
         return reject.reason, reject.detail
     return "record", ""
@@ -84,6 +84,6 @@ def test_a_path_that_became_a_folder_is_named_in_its_reject(tmp_path):
     folder = tmp_path / "a.jpg"
     folder.mkdir()  # listed as a file, replaced by a folder before the run read it
     item = PlannedInput("a.jpg", str(folder), 100, "train")
-    reject = prepare_input(item, ImageOptions())
+    reject = prepare_input(item, ImageConfig())
     assert isinstance(reject, RejectLine) and reject.reason == "unreadable"
     assert reject.detail == f"IsADirectoryError: [Errno 21] Is a directory: '{folder}'"

@@ -19,7 +19,7 @@ from test_formats import GOOD, REFUSED
 
 from beam_tfrecord.elements import PlannedInput, RejectLine
 from beam_tfrecord.images.inputs import prepare_input, read_bytes
-from beam_tfrecord.images.options import ImageOptions
+from beam_tfrecord.images.options import ImageConfig
 from beam_tfrecord.write.records import change_line, convert_input
 
 BIG = 3_000_000  # bytes of a file over --max_file_mb 2 (the largest picture, the ICNS, is 1 MB)
@@ -75,7 +75,7 @@ def test_every_format_in_one_run(tmp_path, capsys):
 
 def test_a_file_over_max_file_mb_is_rejected_before_it_is_read(tmp_path):
     """The listed size decides: the path below does not exist, so reading it would fail."""
-    options = ImageOptions(max_file_mb=1)
+    options = ImageConfig(max_file_mb=1)
     missing = PlannedInput("a.tif", str(tmp_path / "gone.tif"), size=2_000_001, split="train")
     assert prepare_input(missing, options) == RejectLine(
         "a.tif", "too_large", "2.0 MB is over max_file_mb (1 MB)"
@@ -88,7 +88,7 @@ def test_a_file_over_max_file_mb_is_rejected_before_it_is_read(tmp_path):
 
 def test_what_an_option_does_to_every_record_is_counted_but_makes_no_line(tmp_path):
     """With --resize every record is `resized`: a line each would say nothing."""
-    options = ImageOptions(resize=(16, 16))
+    options = ImageConfig(resize=(16, 16))
     outcomes = {}
     for name, data in {"a.jpg": imagegen.jpeg(), "b.jpg": imagegen.cmyk_jpeg()}.items():
         (tmp_path / name).write_bytes(data)

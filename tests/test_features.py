@@ -17,7 +17,7 @@ from beam_tfrecord import load_dataset
 from beam_tfrecord.elements import PendingRecord, RecordFields, RejectLine, ShardKey
 from beam_tfrecord.features import inputs as feature_inputs
 from beam_tfrecord.features import keras as features_lib
-from beam_tfrecord.features.options import FeatureOptions
+from beam_tfrecord.features.options import FeatureConfig
 from beam_tfrecord.keys import FeatureLayout, key_of
 from beam_tfrecord.transforms import failed_batch_rejects
 from beam_tfrecord.write import schema as schema_lib
@@ -176,7 +176,7 @@ def test_offline_imagenet_fails_before_the_pipeline_with_the_way_out(
     cached = tmp_path / "keras" / "models" / "efficientnetb0_notop.h5"
     cached.parent.mkdir(parents=True)
     cached.write_bytes(b"")
-    features_lib.check_weights(FeatureOptions("efficientnet_b0"), local=True)
+    features_lib.check_weights(FeatureConfig("efficientnet_b0"), local=True)
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ from conftest import REPO, convert
 from beam_tfrecord import iter_examples
 from beam_tfrecord.features import inputs as feature_inputs
 from beam_tfrecord.features import models
-from beam_tfrecord.features.options import IMAGENET_MEAN, IMAGENET_STD, FeatureOptions, ModelUnavailable
+from beam_tfrecord.features.options import IMAGENET_MEAN, IMAGENET_STD, FeatureConfig, ModelUnavailable
 
 SIZE = 16
 
@@ -110,7 +110,7 @@ def test_a_model_that_fixes_its_batch_at_one_gets_every_image(tree, nchw, tmp_pa
     assert outputs["fixed"].keys() == outputs["free"].keys()
     for name, features in outputs["fixed"].items():
         np.testing.assert_allclose(features, outputs["free"][name], rtol=1e-5, atol=1e-5)
-    loaded = models.load_model(FeatureOptions(model_path=fixed))
+    loaded = models.load_model(FeatureConfig(model_path=fixed))
     batch = np.random.default_rng(1).integers(0, 256, (5, SIZE, SIZE, 3), dtype=np.uint8)
     assert loaded.predict(batch).shape == (5, 4, 4, 5)  # 5 in pieces of 1, none padded in
 
@@ -121,7 +121,7 @@ def test_a_model_that_fixes_its_batch_at_one_gets_every_image(tree, nchw, tmp_pa
 )
 def test_layout_and_size_are_read_from_the_models_input(tmp_path, channels_last, size, dtype, given):
     path = onnxgen.conv_pool(tmp_path / "m.onnx", channels_last=channels_last, size=size, dtype=dtype)
-    loaded = models.load_model(FeatureOptions(model_path=path, input_size=given))
+    loaded = models.load_model(FeatureConfig(model_path=path, input_size=given))
     assert loaded.input_size() == (SIZE, SIZE)
     encoded = [imagegen.jpeg(30 + i, 20, seed=i) for i in range(3)]
     out = feature_inputs.infer(encoded, loaded, "none")
@@ -137,10 +137,10 @@ def test_layout_and_size_are_read_from_the_models_input(tmp_path, channels_last,
 def test_a_model_with_free_spatial_axes_needs_a_size_and_a_fixed_one_must_agree(tmp_path):
     free = onnxgen.conv_pool(tmp_path / "free.onnx", size="side")
     with pytest.raises(ModelUnavailable, match="fixes no height and width; give input_size"):
-        models.load_model(FeatureOptions(model_path=free))
+        models.load_model(FeatureConfig(model_path=free))
     fixed = onnxgen.conv_pool(tmp_path / "fixed.onnx")
     with pytest.raises(ModelUnavailable, match="takes 16x16 images, not input_size 32x24"):
-        models.load_model(FeatureOptions(model_path=fixed, input_size=(24, 32)))
+        models.load_model(FeatureConfig(model_path=fixed, input_size=(24, 32)))
 
 
 @pytest.mark.parametrize(
@@ -206,9 +206,9 @@ import imagegen
 from beam_tfrecord.elements import PendingRecord, RecordFields, ShardKey
 from beam_tfrecord.features.handler import FeatureModelHandler
 from beam_tfrecord.features.models import check_model
-from beam_tfrecord.features.options import FeatureOptions
+from beam_tfrecord.features.options import FeatureConfig
 
-options = FeatureOptions(model_path={nchw!r}, pooling="avg", model_copies=0)
+options = FeatureConfig(model_path={nchw!r}, pooling="avg", model_copies=0)
 check_model(options, local=True)
 handler = FeatureModelHandler(options)
 model = handler.load_model()
@@ -248,7 +248,7 @@ def test_runinference_runs_an_onnx_model_shared_or_not(nchw, copies):
         for i, data in enumerate(encoded)
     ]
     expected = {f"{i}.jpg": reference(nchw, data, "unit") for i, data in enumerate(encoded)}
-    options = FeatureOptions(model_path=nchw, batch_size=2, model_copies=copies, input_normalization="unit")
+    options = FeatureConfig(model_path=nchw, batch_size=2, model_copies=copies, input_normalization="unit")
 
     def check(results):
         assert sorted(r.example.fields.relpath for r in results) == sorted(expected)

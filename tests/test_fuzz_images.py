@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from beam_tfrecord.images.normalize import Reject, encode_for_tensorflow
-from beam_tfrecord.images.options import ImageOptions
+from beam_tfrecord.images.options import ImageConfig
 
 GALLERY = imagegen.every_format()
 SEEDS = {
@@ -26,7 +26,7 @@ SEEDS = {
     "gif": imagegen.animated_gif(2),
     **{name: data for name, data in GALLERY.items() if name not in ("pdf.pdf", "eps.eps", "icns.icns")},
 }
-OPTIONS = ImageOptions(max_pixels=4_000_000)  # keeps mutated huge headers from being slow
+OPTIONS = ImageConfig(max_pixels=4_000_000)  # keeps mutated huge headers from being slow
 
 
 @st.composite

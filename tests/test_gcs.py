@@ -28,7 +28,7 @@ from outputcheck import read_records
 from beam_tfrecord import compat, gcs, names
 from beam_tfrecord.elements import PlannedInput, RejectLine
 from beam_tfrecord.images import inputs as records
-from beam_tfrecord.images.options import ImageOptions
+from beam_tfrecord.images.options import ImageConfig
 
 
 @pytest.fixture(scope="module")
@@ -374,7 +374,7 @@ def test_a_missing_object_is_an_unreadable_reject(emulator, bucket):
     item = PlannedInput(
         relpath="cat/gone.jpg", path=f"gs://{bucket}/images/cat/gone.jpg", size=9, split="train"
     )
-    reject = records.prepare_input(item, ImageOptions())
+    reject = records.prepare_input(item, ImageConfig())
     assert isinstance(reject, RejectLine)
     assert (reject.path, reject.reason) == ("cat/gone.jpg", "unreadable")
     assert reject.detail.startswith("NotFound: 404")

@@ -21,7 +21,7 @@ from beam_tfrecord.elements import PendingRecord, RecordFields, ShardKey
 from beam_tfrecord.features import inputs as feature_inputs
 from beam_tfrecord.features import keras as features_lib
 from beam_tfrecord.features.handler import FeatureModelHandler
-from beam_tfrecord.features.options import PRECISIONS, FeatureOptions
+from beam_tfrecord.features.options import PRECISIONS, FeatureConfig
 from pipelines.convert import run
 
 # Mixed against float32 EfficientNetB0 (the same random weights, avg-pooled): float16 keeps 11
@@ -48,7 +48,7 @@ def test_mixed_precision_features_are_close_to_float32_and_the_policy_does_not_l
     batch = images(4)
     outputs = {}
     for precision in PRECISIONS:
-        loaded = features_lib.load_backbone(FeatureOptions("efficientnet_b0", weights, precision=precision))
+        loaded = features_lib.load_backbone(FeatureConfig("efficientnet_b0", weights, precision=precision))
         outputs[precision] = feature_inputs.pool(loaded.predict(batch), "avg")
         assert keras.config.dtype_policy().name == "float32"  # built mixed, restored after
     mixed, full = outputs["mixed"], outputs["float32"]
@@ -109,7 +109,7 @@ def test_gpu_settings_are_checked_up_front(tmp_path, capsys, extra, message):
 def test_model_copies_become_the_handlers_sharing(monkeypatch, copies, gpus, shared, count):
     """The default is decided where the handler runs: shared on a machine with a GPU."""
     monkeypatch.setattr(feature_inputs, "visible_gpus", lambda: gpus)
-    handler = FeatureModelHandler(FeatureOptions("efficientnet_b0", "none", model_copies=copies))
+    handler = FeatureModelHandler(FeatureConfig("efficientnet_b0", "none", model_copies=copies))
     assert handler.share_model_across_processes() is shared
     assert handler.model_copies() == count
 
@@ -152,7 +152,7 @@ def test_runinference_shares_the_model_as_the_handler_says(saved_models, copies,
         ]
         for i, data in enumerate(encoded)
     }
-    options = FeatureOptions(model_path=keras_file, batch_size=2, model_copies=copies)
+    options = FeatureConfig(model_path=keras_file, batch_size=2, model_copies=copies)
 
     def check(results):
         assert sorted(r.example.fields.relpath for r in results) == sorted(expected)
@@ -202,6 +202,6 @@ def test_a_local_run_in_one_process_keeps_its_model_unshared(mode, given, expect
     from beam_tfrecord.runners import LocalWorkers
     from pipelines.convert import model_in_one_process
 
-    config = ConvertConfig("out", features=FeatureOptions("efficientnet_b0", "none", model_copies=given))
+    config = ConvertConfig("out", features=FeatureConfig("efficientnet_b0", "none", model_copies=given))
     assert model_in_one_process(config, LocalWorkers(mode, 2)).features.model_copies == expected
     assert model_in_one_process(ConvertConfig("out"), LocalWorkers(mode, 1)).features is None

@@ -13,7 +13,7 @@ import tensorflow as tf
 from PIL import GifImagePlugin, Image
 
 from beam_tfrecord.images.normalize import Reject, encode_for_tensorflow
-from beam_tfrecord.images.options import ImageOptions
+from beam_tfrecord.images.options import ImageConfig
 
 
 def chunk(kind: bytes, body: bytes) -> bytes:
@@ -53,7 +53,7 @@ def cut_in_pixel_data(data: bytes, marker: bytes) -> bytes:
     return data[: data.index(marker) + 20]
 
 
-DEFAULTS = ImageOptions()
+DEFAULTS = ImageConfig()
 # Pillow's own bomb check refuses images over twice its MAX_IMAGE_PIXELS (about 179M pixels),
 # before ours runs. 12,000 x 12,000 = 144M pixels is over our default --max_pixels and under
 # Pillow's limit, so only our check can refuse it.
@@ -61,17 +61,17 @@ OURS_ONLY = 12_000
 PILLOWS_LIMIT = Image.MAX_IMAGE_PIXELS * 2
 
 
-def rejected(data: bytes, options: ImageOptions = DEFAULTS) -> Reject:
+def rejected(data: bytes, options: ImageConfig = DEFAULTS) -> Reject:
     with pytest.raises(Reject) as raised:
         encode_for_tensorflow(data, options)
     return raised.value
 
 
-def reason(data: bytes, options: ImageOptions = DEFAULTS) -> str:
+def reason(data: bytes, options: ImageConfig = DEFAULTS) -> str:
     return rejected(data, options).reason
 
 
-def readable(data: bytes, options: ImageOptions = DEFAULTS):
+def readable(data: bytes, options: ImageConfig = DEFAULTS):
     image = encode_for_tensorflow(data, options)
     pixels = tf.io.decode_image(image.data, expand_animations=False)
     assert tuple(pixels.shape) == (image.height, image.width, image.channels)
@@ -96,7 +96,7 @@ def test_max_pixels_is_our_check_and_configurable(data):
     assert reject.reason == "too_large"
     assert reject.detail == "12000x12000 = 144000000 pixels is over max_pixels (100000000)"
     for raised in (OURS_ONLY**2, 150_000_000):  # at the limit is allowed: only over it is rejected
-        assert reason(data, ImageOptions(max_pixels=raised)) == "truncated"
+        assert reason(data, ImageConfig(max_pixels=raised)) == "truncated"
 
 
 @pytest.mark.parametrize(
@@ -107,7 +107,7 @@ def test_max_pixels_is_our_check_and_configurable(data):
 def test_decompression_bombs_are_rejected_from_the_header(data):
     assert reason(data) == "too_large"
     # Pillow's own bomb limit (about 179M pixels) holds even when --max_pixels is raised past it.
-    reject = rejected(data, ImageOptions(max_pixels=10**12))
+    reject = rejected(data, ImageConfig(max_pixels=10**12))
     assert reject.reason == "too_large" and "could be decompression bomb" in reject.detail
 
 

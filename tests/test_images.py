@@ -12,9 +12,9 @@ import tensorflow as tf
 from PIL import Image
 
 from beam_tfrecord.images.normalize import Reject, encode_for_tensorflow
-from beam_tfrecord.images.options import ImageOptions, parse_size
+from beam_tfrecord.images.options import ImageConfig, parse_size
 
-OPTIONS = ImageOptions(max_pixels=imagegen.BAD_INPUT_MAX_PIXELS)
+OPTIONS = ImageConfig(max_pixels=imagegen.BAD_INPUT_MAX_PIXELS)
 CASES = {k: v for k, v in imagegen.BAD_INPUT_OUTCOMES.items() if v[1] != "skipped"}
 
 
@@ -69,13 +69,13 @@ def test_exif_rotation_is_applied_to_the_pixels():
 def test_grayscale_stays_gray_unless_three_channels_are_asked():
     gray = imagegen.grayscale_jpeg()
     assert encode_for_tensorflow(gray).channels == 1
-    forced = encode_for_tensorflow(gray, ImageOptions(channels=3))
+    forced = encode_for_tensorflow(gray, ImageConfig(channels=3))
     assert forced.reencoded and forced.channels == 3 and tf_decode(forced.data).shape[-1] == 3
 
 
 @pytest.mark.parametrize(("mode", "size"), [("stretch", (20, 10)), ("crop", (16, 16)), ("pad", (30, 12))])
 def test_resize_gives_exactly_the_asked_size(mode, size):
-    image = encode_for_tensorflow(imagegen.jpeg(), ImageOptions(resize=size, resize_mode=mode))
+    image = encode_for_tensorflow(imagegen.jpeg(), ImageConfig(resize=size, resize_mode=mode))
     assert image.reencoded
     assert tf_decode(image.data).shape == (size[1], size[0], 3)
 
@@ -86,24 +86,24 @@ def test_a_picture_too_thin_to_pad_is_padded_not_a_crash():
     asked."""
     buffer = io.BytesIO()
     Image.new("RGB", (1000, 2), (250, 250, 250)).save(buffer, "JPEG")
-    image = encode_for_tensorflow(buffer.getvalue(), ImageOptions(resize=(224, 224), resize_mode="pad"))
+    image = encode_for_tensorflow(buffer.getvalue(), ImageConfig(resize=(224, 224), resize_mode="pad"))
     pixels = tf_decode(image.data)
     assert pixels.shape == (224, 224, 3)
     assert pixels[112].mean() > 200 and pixels[100].mean() < 10  # the line, in black borders
 
 
 def test_forced_format_reencodes_other_sources():
-    as_png = encode_for_tensorflow(imagegen.jpeg(), ImageOptions(image_format="png"))
+    as_png = encode_for_tensorflow(imagegen.jpeg(), ImageConfig(image_format="png"))
     assert as_png.format == "png" and as_png.data.startswith(b"\x89PNG")
-    as_jpeg = encode_for_tensorflow(imagegen.png(), ImageOptions(image_format="jpeg"))
+    as_jpeg = encode_for_tensorflow(imagegen.png(), ImageConfig(image_format="jpeg"))
     assert as_jpeg.format == "jpeg" and as_jpeg.data.startswith(b"\xff\xd8")
     same = imagegen.jpeg()
-    assert encode_for_tensorflow(same, ImageOptions(image_format="jpeg")).data == same
+    assert encode_for_tensorflow(same, ImageConfig(image_format="jpeg")).data == same
 
 
 def test_max_pixels_is_checked_from_the_header():
     with pytest.raises(Reject) as raised:
-        encode_for_tensorflow(imagegen.big_jpeg(), ImageOptions(max_pixels=1000))
+        encode_for_tensorflow(imagegen.big_jpeg(), ImageConfig(max_pixels=1000))
     assert raised.value.reason == "too_large" and "1200x1000" in raised.value.detail
 
 

@@ -178,7 +178,7 @@ def test_a_detection_rerun_resumes_only_while_its_objects_are_the_same(tmp_path,
     from beam_tfrecord.config import ConvertConfig, SourceConfig
     from beam_tfrecord.output import resume as resume_lib
     from beam_tfrecord.pipeline import prepare
-    from beam_tfrecord.plan.annotations.options import AnnotationOptions
+    from beam_tfrecord.plan.annotations.options import AnnotationConfig
 
     root, annotations = tmp_path / "images", tmp_path / "instances_x.json"
     imagegen.write_tree(root, {f"{i}.jpg": imagegen.jpeg(seed=i) for i in range(4)})
@@ -189,7 +189,7 @@ def test_a_detection_rerun_resumes_only_while_its_objects_are_the_same(tmp_path,
         annotations.write_bytes(ag.instances(images, boxes))
 
     annotate(5)
-    options = AnnotationOptions("coco", str(annotations), masks=True)
+    options = AnnotationConfig("coco", str(annotations), masks=True)
     source = SourceConfig(input=str(root), splits={"train": 0.5, "test": 0.5}, annotations=options)
     config = ConvertConfig(output=str(tmp_path / "out"))
     first = prepare(source, config)  # staged, then "killed" before any task finished

@@ -60,9 +60,9 @@ def fields_for(layout: RecordLayout) -> RecordFields:
         pixels = Image.fromarray(np.eye(6, 8, dtype=np.uint8))
         mask = geometry.encode_mask_png(pixels) if layout.masks else None
         objects = (
-            StoredObject(0.1, 0.2, 0.5, 0.9, "dog", 12.0, mask_png=mask, label_id=2),
+            StoredObject(0.1, 0.2, 0.5, 0.9, "dog", 12.0, mask_png=mask, class_id=2),
             StoredObject(
-                0.0, 0.0, 1.0, 1.0, "cat", 48.0, is_crowd=True, pose="Left", mask_png=mask, label_id=1
+                0.0, 0.0, 1.0, 1.0, "cat", 48.0, is_crowd=True, pose="Left", mask_png=mask, class_id=1
             ),
         )
     return RecordFields(

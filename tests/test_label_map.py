@@ -17,7 +17,7 @@ import beam_tfrecord
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.plan.annotations.label_map import parse_label_map, read_label_map
 from beam_tfrecord.plan.annotations.load import load_annotations
-from beam_tfrecord.plan.annotations.options import AnnotationOptions
+from beam_tfrecord.plan.annotations.options import AnnotationConfig
 from beam_tfrecord.plan.listing import list_inputs
 from beam_tfrecord.plan.source_config import SourceConfig
 from beam_tfrecord.read import detection
@@ -102,7 +102,7 @@ def test_a_missing_file_names_the_option(tmp_path):
 
 def test_label_map_and_class_names_are_exclusive_and_label_map_needs_annotations(tmp_path):
     with pytest.raises(ConfigError, match="leave class_names out"):
-        SourceConfig("in", class_names=("a",), annotations=AnnotationOptions("coco", label_map="m.pbtxt"))
+        SourceConfig("in", class_names=("a",), annotations=AnnotationConfig("coco", label_map="m.pbtxt"))
     write_tree(tmp_path / "in", {"a.jpg": jpeg()})
     assert convert(tmp_path / "in", tmp_path / "out", "--label_map", "m.pbtxt") == 2
 
@@ -112,7 +112,7 @@ def test_objects_match_the_map_by_name_or_display_name_and_others_are_dropped(tm
     (tmp_path / "map.pbtxt").write_text(COCO_STYLE_MAP)
     found = load_annotations("coco", list_inputs(str(tmp_path / "in")), label_map=str(tmp_path / "map.pbtxt"))
     assert found.class_names == ("circle", "(unused id 2)", "(unused id 3)", "(unused id 4)", "square")
-    labels = {obj.label for image in found.images.values() for obj in image.objects}
+    labels = {obj.class_name for image in found.images.values() for obj in image.objects}
     assert labels == {"square"}
     assert {note.reason for note in found.dropped} == {"unknown_category"}
     assert all("is not in the label map" in note.detail for note in found.dropped)

@@ -50,10 +50,10 @@ def test_manifest_matches_paths_ids_without_extension_and_reports_unused_rows(tm
     else:
         path.write_text("".join(f'{{"id": "{k}", "class": "{v}"}}\n' for k, v in rows))
     manifest = labels.Manifest.load(str(path))
-    assert manifest.label_of("cat/1.jpg") == "cat"
-    assert manifest.label_of("2.png") == "dog"
+    assert manifest.class_name_of("cat/1.jpg") == "cat"
+    assert manifest.class_name_of("2.png") == "dog"
     with pytest.raises(labels.Unlabeled):
-        manifest.label_of("cat/3.jpg")
+        manifest.class_name_of("cat/3.jpg")
     assert manifest.unmatched() == ["ghost.jpg"]
 
 

@@ -19,7 +19,7 @@ from beam_tfrecord.elements import DuplicateGroup
 from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
 from beam_tfrecord.plan.splits import split_of
 from beam_tfrecord.plan.staging import PlanFacts
-from beam_tfrecord.write.summary import RunOptions, build_summary, duplicate_counts
+from beam_tfrecord.write.summary import OptionsSummary, build_summary, duplicate_counts
 from beam_tfrecord.write.tally import Tally
 from pipelines import inspect
 from pipelines.report import format_table
@@ -220,14 +220,14 @@ def test_the_summary_shows_each_splits_share_against_the_asked_fraction():
     tally = Tally()
     tally.records.update({"train": 122, "validation": 28})
     source = SourceConfig(input="/in", splits=facts.splits)
-    summary_ = build_summary(facts, [], tally, [], RunOptions.of(source, None))
+    summary_ = build_summary(facts, [], tally, [], OptionsSummary.of(source, None))
     assert summary_.splits["validation"].share == 0.1867
     table = format_table(summary_)
     assert "28 records in 0 shards, 0.0 MB; 18.7% of records (asked 20.0%, hash: ±6.5%)" in table
     assert any("stratify gives exact shares" in w for w in summary_.warnings)
     tally.records.update({"train": -2, "validation": 2})  # 120/30: what --stratify gives
     stratified = dataclasses.replace(source, stratify=True)
-    exact = build_summary(facts, [], tally, [], RunOptions.of(stratified, None))
+    exact = build_summary(facts, [], tally, [], OptionsSummary.of(stratified, None))
     assert "20.0% of records (asked 20.0%, stratified)" in format_table(exact)
     assert not any("stratify" in w for w in exact.warnings)
 

@@ -17,7 +17,7 @@ from outputcheck import read_records, rejects, summary
 
 from beam_tfrecord.elements import ConvertedRecord, PlannedInput, RejectLine
 from beam_tfrecord.images import inputs as records
-from beam_tfrecord.images.options import ImageOptions
+from beam_tfrecord.images.options import ImageConfig
 from beam_tfrecord.write.records import convert_input
 
 LONG_DIR = "/".join(["d" * 200] * 14)  # about 2,800 characters; Linux allows 4,096 in a path
@@ -69,7 +69,7 @@ def item(path, relpath: str = "a/1.jpg") -> PlannedInput:
 
 
 def test_a_file_gone_after_listing_is_unreadable(tmp_path):
-    outcome = convert_input(item(tmp_path / "a" / "1.jpg"), "tfds", ImageOptions())
+    outcome = convert_input(item(tmp_path / "a" / "1.jpg"), "tfds", ImageConfig())
     assert isinstance(outcome, RejectLine) and outcome.reason == "unreadable"
 
 
@@ -79,7 +79,7 @@ def test_a_file_without_read_permission_is_unreadable():
         path = root / "1.jpg"
         path.write_bytes(imagegen.jpeg())
         path.chmod(0)
-        outcome = imagegen.call_without_root(convert_input, item(path), "tfds", ImageOptions())
+        outcome = imagegen.call_without_root(convert_input, item(path), "tfds", ImageConfig())
     assert isinstance(outcome, RejectLine) and outcome.reason == "unreadable", outcome
     assert outcome.detail.startswith("PermissionError: [Errno 13] Permission denied"), outcome.detail
 
@@ -156,7 +156,7 @@ def test_a_file_rewritten_in_place_while_being_read_is_a_record_of_the_bytes_rea
     reader = rewritten_midway(path, header + 10 * 48 * 3, in_place(path, new), seen)
     monkeypatch.setattr(records, "read_bytes", reader)
 
-    outcome = convert_input(item(path, "a/1.ppm"), "tfds", ImageOptions())
+    outcome = convert_input(item(path, "a/1.ppm"), "tfds", ImageConfig())
 
     (data,) = seen
     assert data != old and data != new and path.read_bytes() == new  # the race did happen
@@ -193,7 +193,7 @@ def test_a_file_rewritten_while_being_read_gives_a_consistent_outcome(
     seen: list[bytes] = []
     monkeypatch.setattr(records, "read_bytes", rewritten_midway(path, len(old) // 2, how(path, new), seen))
 
-    outcome = convert_input(item(path), "tfds", ImageOptions())
+    outcome = convert_input(item(path), "tfds", ImageConfig())
 
     (data,) = seen
     assert path.read_bytes() == new and data[: len(old) // 2] == old[: len(old) // 2]

@@ -9,13 +9,13 @@ import json
 
 import pytest
 
-from beam_tfrecord.config import AnnotationOptions, ConvertConfig, FeatureOptions, GcsSettings, ImageOptions
+from beam_tfrecord.config import AnnotationConfig, ConvertConfig, FeatureConfig, GcsConfig, ImageConfig
 from beam_tfrecord.config_base import ConfigError, declared, setting
 from beam_tfrecord.plan.source_config import SourceConfig
 from pipelines import option_docs
-from pipelines.options import RunSettings, option_fields, our_option_names, usage_text
+from pipelines.options import CommandSettings, option_fields, our_option_names, usage_text
 
-CONFIGS = (SourceConfig, AnnotationOptions, ConvertConfig, ImageOptions, FeatureOptions, GcsSettings)
+CONFIGS = (SourceConfig, AnnotationConfig, ConvertConfig, ImageConfig, FeatureConfig, GcsConfig)
 
 
 def test_the_template_metadata_is_the_declarations():
@@ -77,7 +77,7 @@ def test_messages_name_the_option_a_field_is_set_by(error, said):
 
 
 def test_summary_options_round_trip_through_the_configs():
-    from beam_tfrecord.write.summary import RunOptions
+    from beam_tfrecord.write.summary import OptionsSummary
 
     source = SourceConfig(
         input="/in",
@@ -87,11 +87,11 @@ def test_summary_options_round_trip_through_the_configs():
         class_names=("a", "b"),
         splits={"train": 0.8, "validation": 0.2},
     )
-    output = ConvertConfig(output="/out", image=ImageOptions(resize=(32, 24), channels=3), compression="gzip")
-    options = RunOptions.of(source, output)
-    again = RunOptions.from_json(json.loads(json.dumps(options.to_json())))
+    output = ConvertConfig(output="/out", image=ImageConfig(resize=(32, 24), channels=3), compression="gzip")
+    options = OptionsSummary.of(source, output)
+    again = OptionsSummary.from_json(json.loads(json.dumps(options.to_json())))
     assert again.source == source
-    assert again.output == dataclasses.replace(output, gcs=GcsSettings())
+    assert again.output == dataclasses.replace(output, gcs=GcsConfig())
     assert options.to_json()["resize"] == "32x24" and options.to_json()["extra_columns"] == [
         "caption:str",
         "score:float",
@@ -99,7 +99,7 @@ def test_summary_options_round_trip_through_the_configs():
 
 
 def test_run_settings_declares_only_the_commands_own_options():
-    assert {item.option for item in declared(RunSettings)} == {
+    assert {item.option for item in declared(CommandSettings)} == {
         "overwrite",
         "append",
         "no_resume",
@@ -115,7 +115,7 @@ def test_each_config_field_is_described_once_on_its_declaration():
     import ast
     import inspect
 
-    for cls in (ConvertConfig, SourceConfig, ImageOptions, FeatureOptions, AnnotationOptions, GcsSettings):
+    for cls in (ConvertConfig, SourceConfig, ImageConfig, FeatureConfig, AnnotationConfig, GcsConfig):
         source = ast.parse(inspect.getsource(inspect.getmodule(cls)))
         written = next(
             ast.get_docstring(n)

@@ -21,6 +21,13 @@ def test_every_public_name_and_submodule_is_reachable_from_the_package():
     assert beam_tfrecord.write.schema.parse_spec is beam_tfrecord.parse_spec
 
 
+def test_the_configs_old_names_still_import_as_the_new_ones():
+    from beam_tfrecord import FeatureOptions, ImageOptions  # the names before every config ended in Config
+
+    assert ImageOptions is beam_tfrecord.ImageConfig and FeatureOptions is beam_tfrecord.FeatureConfig
+    assert "ImageOptions" not in beam_tfrecord.__all__
+
+
 def test_every_module_declares_its_exports():
     """Every module and stage package, at any depth (a stage's `__all__` lists its modules)."""
     modules = [

@@ -19,7 +19,7 @@ from outputcheck import read_records
 
 from beam_tfrecord.elements import RejectLine, ShardKey
 from beam_tfrecord.images.inputs import ordered_map, ordered_submit
-from beam_tfrecord.images.options import ImageOptions
+from beam_tfrecord.images.options import ImageConfig
 from beam_tfrecord.names import TFRECORD, ShardFormat
 from beam_tfrecord.plan.listing import InputFile
 from beam_tfrecord.plan.planner import LabelSource, shard_tasks
@@ -176,7 +176,7 @@ def write_plan(tmp_path, files: dict[str, bytes], num_shards: int, compression: 
     for task in shard_tasks(plan):
         shard = ShardKey(task.split, task.index, task.count)
         for item in task.inputs:
-            outcome = convert_input(item, "tfds", ImageOptions(), shard)
+            outcome = convert_input(item, "tfds", ImageConfig(), shard)
             outcomes.append(outcome)
             if not isinstance(outcome, RejectLine):
                 writer.write(outcome.shard, outcome.example)

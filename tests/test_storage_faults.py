@@ -53,7 +53,7 @@ def images(emulator) -> str:
 def default_settings():
     """Each run sets its process's gs:// settings; leave the defaults for the next test."""
     yield
-    gcs.use_settings(gcs.GcsSettings())
+    gcs.use_settings(gcs.GcsConfig())
 
 
 def summary(output: str) -> dict:

@@ -15,12 +15,12 @@ from conftest import local_pipeline
 import beam_tfrecord
 from beam_tfrecord.config import ConvertConfig, SourceConfig
 from beam_tfrecord.elements import PlannedInput, RejectLine, ShardTask
-from beam_tfrecord.images.options import ImageOptions
+from beam_tfrecord.images.options import ImageConfig
 from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
 from beam_tfrecord.plan.staging import PlanFacts, StagedPlan
 from beam_tfrecord.transforms import REJECTS, BuildRecordFn, ReadShardFn
 from beam_tfrecord.write.sinks import TallyFn
-from beam_tfrecord.write.summary import RunOptions, build_summary
+from beam_tfrecord.write.summary import OptionsSummary, build_summary
 from beam_tfrecord.write.tally import Tally
 from pipelines.report import format_table
 
@@ -75,7 +75,7 @@ def test_summary_flags_an_inconsistent_count_and_empty_classes():
     tally = Tally()
     tally.records["train"] = 2
     tally.by_split_label[("train", "a")] = 2
-    summary = build_summary(facts, [], tally, [("/o/train-00000-of-00001.tfrecord", 99)], RunOptions())
+    summary = build_summary(facts, [], tally, [("/o/train-00000-of-00001.tfrecord", 99)], OptionsSummary())
     assert summary.consistent is False  # two inputs are neither records nor rejects
     assert "class 'b' has no valid image" in summary.warnings
     table = format_table(summary)
@@ -135,7 +135,7 @@ def test_the_transform_in_a_users_own_pipeline(pets_tree, tmp_path):
 def test_rejects_keep_their_reason_through_the_metadata(bad_tree, tmp_path):
     source = SourceConfig(input=str(bad_tree))
     config = ConvertConfig(
-        output=str(tmp_path / "out"), image=ImageOptions(max_pixels=imagegen.BAD_INPUT_MAX_PIXELS)
+        output=str(tmp_path / "out"), image=ImageConfig(max_pixels=imagegen.BAD_INPUT_MAX_PIXELS)
     )
     staged = prepare(source, config)
     with local_pipeline() as p:

@@ -25,7 +25,7 @@ torchvision = pytest.importorskip("torchvision")
 from beam_tfrecord import iter_examples  # noqa: E402
 from beam_tfrecord.features import inputs as feature_inputs  # noqa: E402
 from beam_tfrecord.features import models  # noqa: E402
-from beam_tfrecord.features.options import IMAGENET_MEAN, IMAGENET_STD, FeatureOptions  # noqa: E402
+from beam_tfrecord.features.options import IMAGENET_MEAN, IMAGENET_STD, FeatureConfig  # noqa: E402
 
 SIZE = 16
 
@@ -218,7 +218,7 @@ def test_mixed_precision_is_close_to_float32():
     results = {}
     for precision in ("float32", "mixed"):
         torch.manual_seed(0)
-        options = FeatureOptions("torchvision:resnet18", model_weights="none", precision=precision)
+        options = FeatureConfig("torchvision:resnet18", model_weights="none", precision=precision)
         results[precision] = models.load_model(options).predict(batch)
     assert results["mixed"].dtype == np.float32
     scale = np.abs(results["float32"]).max()

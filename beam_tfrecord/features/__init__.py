@@ -1,7 +1,7 @@
 """Stage 3, features (optional): a model's output for every image, in batches behind Beam's
 RunInference. Runs without a model never import this stage's frameworks.
 
-Takes: `PendingRecord`s and `FeatureOptions`.
+Takes: `PendingRecord`s and `FeatureConfig`.
 Gives: RunInference's `PredictionResult(example=PendingRecord, inference=features or why not)`.
 
 Modules: `options` (the settings), `inputs` (what any model is fed, pooling, one batch call),

@@ -13,7 +13,7 @@ from beam_tfrecord import compat
 from beam_tfrecord.features import inputs as feature_inputs
 from beam_tfrecord.features import models
 from beam_tfrecord.features.inputs import LoadedModel
-from beam_tfrecord.features.options import FeatureOptions
+from beam_tfrecord.features.options import FeatureConfig
 
 __all__ = ["FeatureModelHandler"]
 
@@ -33,7 +33,7 @@ class FeatureModelHandler(ModelHandler[Any, PredictionResult, LoadedModel]):
     calling process either way; only the uint8 batch crosses.
     """
 
-    def __init__(self, options: FeatureOptions) -> None:
+    def __init__(self, options: FeatureConfig) -> None:
         super().__init__(min_batch_size=1, max_batch_size=options.batch_size)
         self.options = options
 

@@ -195,7 +195,7 @@ def input_layout(
 def visible_gpus() -> int:
     """NVIDIA GPUs this process may use, from the device files and CUDA_VISIBLE_DEVICES, without
     importing TensorFlow or touching the driver (it decides, in every worker process, whether the
-    model is shared; see FeatureOptions.model_copies)."""
+    model is shared; see FeatureConfig.model_copies)."""
     devices = len(glob.glob("/dev/nvidia[0-9]*"))
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is None:

@@ -17,7 +17,7 @@ from typing import Any
 from beam_tfrecord.features.inputs import LoadedModel, localize
 from beam_tfrecord.features.options import (
     KERAS_NAMES,
-    FeatureOptions,
+    FeatureConfig,
     ModelUnavailable,
     normalization_constants,
 )
@@ -80,7 +80,7 @@ def keras_cache_path(file_name: str) -> str:
     return os.path.join(home, "models", file_name)
 
 
-def check_weights(options: FeatureOptions, local: bool) -> None:
+def check_weights(options: FeatureConfig, local: bool) -> None:
     """Fail before the pipeline starts when a local run's weights cannot be had offline.
 
     `imagenet` is fine when Keras has the file cached; otherwise Keras would download it, which
@@ -149,7 +149,7 @@ def _dtype_policy(name: str | None) -> Iterator[None]:
         keras.config.set_dtype_policy(previous)
 
 
-def load_backbone(options: FeatureOptions) -> LoadedModel:
+def load_backbone(options: FeatureConfig) -> LoadedModel:
     """A Keras application without its top, with its own preprocess_input in the compiled call,
     built under `options.precision`."""
     import keras
@@ -229,7 +229,7 @@ def _grow_gpu_memory() -> None:
             tf.config.experimental.set_memory_growth(gpu, True)
 
 
-def load_model(options: FeatureOptions) -> LoadedModel:
+def load_model(options: FeatureConfig) -> LoadedModel:
     _grow_gpu_memory()
     if not options.model_path:
         return load_backbone(options)

@@ -9,12 +9,12 @@ from __future__ import annotations
 import os
 
 from beam_tfrecord.features.inputs import LoadedModel
-from beam_tfrecord.features.options import FeatureOptions, ModelUnavailable
+from beam_tfrecord.features.options import FeatureConfig, ModelUnavailable
 
 __all__ = ["check_model", "load_model"]
 
 
-def check_model(options: FeatureOptions, local: bool) -> None:
+def check_model(options: FeatureConfig, local: bool) -> None:
     """Fail before the pipeline starts when the model cannot be had: unknown names, weights no
     local run can fetch, a framework that is not installed, a local model file its framework
     cannot load (loaded here once: a broken file is one line, not a failed job)."""
@@ -50,7 +50,7 @@ def _local_file(path: str | None) -> bool:
     return bool(path) and "://" not in (path or "") and os.path.isfile(path or "")
 
 
-def load_model(options: FeatureOptions) -> LoadedModel:
+def load_model(options: FeatureConfig) -> LoadedModel:
     """The model on a worker, by its framework (keras.load_model is looked up at call time, so
     a test may replace it)."""
     framework = options.framework

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from beam_tfrecord.features.inputs import LoadedModel, fixed_batch, in_batches_of, input_layout, localize
-from beam_tfrecord.features.options import FeatureOptions, ModelUnavailable, normalization_constants
+from beam_tfrecord.features.options import FeatureConfig, ModelUnavailable, normalization_constants
 
 __all__ = ["INPUT_TYPES", "load_onnx", "providers"]
 
@@ -32,7 +32,7 @@ def providers() -> list[str]:
     return [p for p in ("CUDAExecutionProvider", "CPUExecutionProvider") if p in available]
 
 
-def load_onnx(options: FeatureOptions) -> LoadedModel:
+def load_onnx(options: FeatureConfig) -> LoadedModel:
     """An InferenceSession of `options.model_path` as a LoadedModel fed uint8 NHWC batches: cast,
     normalised (`options.input_normalization`) and put in the model's layout in this process, the
     model process when shared; a 4-D output of a channels-first model comes back channels-last,

@@ -18,7 +18,7 @@ __all__ = [
     "NORMALIZATIONS",
     "POOLINGS",
     "PRECISIONS",
-    "FeatureOptions",
+    "FeatureConfig",
     "ModelUnavailable",
     "file_kind",
     "framework_of",
@@ -97,7 +97,7 @@ def _height_width(text: str) -> tuple[int, int]:
 
 @documented
 @dataclass(frozen=True)
-class FeatureOptions(Config):
+class FeatureConfig(Config):
     """Which model computes the features and how they are stored (summary.json's `features`
     section records them: `write.summary.FeatureSummary`)."""
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from beam_tfrecord.features.inputs import LoadedModel, fixed_batch, in_batches_of, input_layout, localize
 from beam_tfrecord.features.options import (
-    FeatureOptions,
+    FeatureConfig,
     ModelUnavailable,
     file_kind,
     normalization_constants,
@@ -98,7 +98,7 @@ def _with_auxiliary_heads(name: str) -> ModelUnavailable:
     )
 
 
-def check_weights(options: FeatureOptions, local: bool) -> None:
+def check_weights(options: FeatureConfig, local: bool) -> None:
     """Fail before the pipeline starts when the architecture is unknown, or a local run's
     `imagenet` weights are in no cache (nothing here downloads; remote workers do)."""
     prefix, name = _split_name(options.feature_model or "")
@@ -219,7 +219,7 @@ def _compile(
     return LoadedModel(batched, height, width, batched)
 
 
-def load_named(options: FeatureOptions) -> LoadedModel:
+def load_named(options: FeatureConfig) -> LoadedModel:
     """torchvision:NAME (the backbone before the classifier, its weights' normalisation and crop
     size) or timm:NAME (`forward_features`, timm's data config), in eval mode on the GPU when
     there is one."""
@@ -264,7 +264,7 @@ def load_named(options: FeatureOptions) -> LoadedModel:
     )
 
 
-def load_file(options: FeatureOptions) -> LoadedModel:
+def load_file(options: FeatureConfig) -> LoadedModel:
     """A TorchScript file (its input size is input_size: the file records none) or a
     torch.export file (its example input's size); fed as input_normalization says,
     NCHW float32."""
@@ -315,5 +315,5 @@ def _exported_input_shape(program: Any, path: str) -> list[Any]:
     raise ModelUnavailable(f"model_path {path}: its input's shape is not recorded")
 
 
-def load_torch(options: FeatureOptions) -> LoadedModel:
+def load_torch(options: FeatureConfig) -> LoadedModel:
     return load_file(options) if options.model_path else load_named(options)

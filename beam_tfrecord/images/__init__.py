@@ -1,7 +1,7 @@
 """Stage 2, read and validate: one planned input's bytes become an image that `tf.io.decode_image`
 reads, or a reject with a reason. Pure functions on bytes: no Beam, no TensorFlow.
 
-Takes: a `PlannedInput` (a path, its label and split) and `ImageOptions`.
+Takes: a `PlannedInput` (a path, its label and split) and `ImageConfig`.
 Gives: a `PendingRecord` (the bytes to store and every fact about them) or a `RejectLine`.
 
 Modules: `inputs` (read and validate one input), `normalize` (decode, EXIF, modes, resize,

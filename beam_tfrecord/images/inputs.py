@@ -27,7 +27,7 @@ from beam_tfrecord.elements import (
 )
 from beam_tfrecord.images.class_masks import PlacedMask, empty_mask, place_class_mask
 from beam_tfrecord.images.normalize import EncodedImage, Reject, encode_for_tensorflow
-from beam_tfrecord.images.options import ImageOptions
+from beam_tfrecord.images.options import ImageConfig
 from beam_tfrecord.images.placement import place_annotations, size_mismatch_detail
 
 __all__ = ["ordered_map", "ordered_submit", "prepare_input", "read_bytes"]
@@ -38,7 +38,7 @@ R = TypeVar("R")
 _RECORD_CHANGES = reasons.record_changes()
 
 
-def read_bytes(path: str, limit: int | None = None, storage: gcs.GcsSettings | None = None) -> bytes:
+def read_bytes(path: str, limit: int | None = None, storage: gcs.GcsConfig | None = None) -> bytes:
     """The file's bytes as stored: no decompression by extension (a `.gz` image stays bytes).
 
     A local path is opened directly (Beam's LocalFileSystem does the same after a lookup that
@@ -85,7 +85,7 @@ def _read_local(path: str, limit: int | None) -> bytes:
 
 def prepare_input(
     item: PlannedInput,
-    image_options: ImageOptions,
+    image_options: ImageConfig,
     shard: ShardKey | None = None,
     *,
     class_names: Sequence[str] = (),
@@ -93,7 +93,7 @@ def prepare_input(
     mask_rule: MaskRule | None = None,
     captions: bool = False,
     keypoints: bool = False,
-    storage: gcs.GcsSettings | None = None,
+    storage: gcs.GcsConfig | None = None,
 ) -> PendingRecord | RejectLine:
     """Read, validate and normalize one planned input: everything but the serialization.
 
@@ -163,7 +163,7 @@ def prepare_input(
 
 
 def _class_mask(
-    item: PlannedInput, image: EncodedImage, rule: MaskRule, limit: int, storage: gcs.GcsSettings | None
+    item: PlannedInput, image: EncodedImage, rule: MaskRule, limit: int, storage: gcs.GcsConfig | None
 ) -> PlacedMask | RejectLine:
     """The picture's class-id mask as its record stores it, or the reject its mask file makes
     (the picture itself was fine). A picture without a mask file gets one of the ignore value."""
@@ -193,8 +193,8 @@ def _objects(
     its objects are background."""
     annotations = item.annotations
     assert annotations is not None and image.transform is not None
-    ids = _label_ids(class_names)
-    placed = place_annotations(annotations, image.transform, masks=masks, label_ids=ids)
+    ids = _class_ids(class_names)
+    placed = place_annotations(annotations, image.transform, masks=masks, class_ids=ids)
     if placed.frame is None:
         detail = size_mismatch_detail(annotations, image.transform)
         return RejectLine(
@@ -202,12 +202,12 @@ def _objects(
         )
     stored, dropped = [], list(placed.dropped)
     for found in placed.objects:
-        if found.label in ids:  # placed with its id
+        if found.class_name in ids:  # placed with its id
             stored.append(found)
         else:  # the planner drops unknown classes; a task without class names has none
-            detail = f"class {found.label!r} is not among the class names"
+            detail = f"class {found.class_name!r} is not among the class names"
             dropped.append(
-                DroppedObject(found.label, reasons.UNKNOWN_CATEGORY.code, detail, found.source_ref)
+                DroppedObject(found.class_name, reasons.UNKNOWN_CATEGORY.code, detail, found.source_ref)
             )
     notes = {_RECORD_CHANGES[n] for o in stored for n in o.notes if n in _RECORD_CHANGES}
     notes |= {_RECORD_CHANGES[n] for n in annotations.notes if n in _RECORD_CHANGES}
@@ -220,22 +220,22 @@ def _objects(
 # dict costs more to build than placing an object does
 # (docs/performance.md#per-step-costs-behind-the-code). A tuple cannot
 # change, and the reference held here keeps its identity from being reused.
-_last_label_ids: tuple[tuple[str, ...], dict[str, int]] = ((), {})
+_last_class_ids: tuple[tuple[str, ...], dict[str, int]] = ((), {})
 
 
-def _label_ids(class_names: Sequence[str]) -> Mapping[str, int]:
+def _class_ids(class_names: Sequence[str]) -> Mapping[str, int]:
     """Each class name's id, from 1 (0 is background)."""
-    global _last_label_ids
-    names, ids = _last_label_ids
+    global _last_class_ids
+    names, ids = _last_class_ids
     if names is class_names:
         return ids
     ids = {name: index + 1 for index, name in enumerate(class_names)}
     if isinstance(class_names, tuple):
-        _last_label_ids = (class_names, ids)
+        _last_class_ids = (class_names, ids)
     return ids
 
 
-def _too_big(relpath: str, size: int, image_options: ImageOptions) -> RejectLine:
+def _too_big(relpath: str, size: int, image_options: ImageConfig) -> RejectLine:
     """Known from the file's size alone: its bytes are never read."""
     detail = f"{size / 1e6:.1f} MB is over max_file_mb ({image_options.max_file_mb:g} MB)"
     return RejectLine(relpath, reasons.TOO_LARGE.code, detail)

@@ -19,7 +19,7 @@ from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
 from beam_tfrecord import compat, reasons
 from beam_tfrecord.images import formats, geometry, modes
 from beam_tfrecord.images.geometry import PixelTransform
-from beam_tfrecord.images.options import ImageOptions
+from beam_tfrecord.images.options import ImageConfig
 from beam_tfrecord.images.quiet import Captured, captured_stderr, pillow_log
 
 __all__ = [
@@ -35,7 +35,7 @@ QUIET_FORMATS = ("JPEG", "PNG")
 # Icon formats hold one picture in several sizes; Pillow opens the largest.
 ICON_FORMATS = ("ICO", "CUR", "ICNS")
 EXIF_ORIENTATION = 0x0112
-DEFAULT_OPTIONS = ImageOptions()  # keep the source bytes where TensorFlow decodes them
+DEFAULT_OPTIONS = ImageConfig()  # keep the source bytes where TensorFlow decodes them
 
 
 class Reject(Exception):
@@ -72,7 +72,7 @@ class EncodedImage:
 
 
 def encode_for_tensorflow(
-    data: bytes, options: ImageOptions = DEFAULT_OPTIONS, *, name: str | None = None
+    data: bytes, options: ImageConfig = DEFAULT_OPTIONS, *, name: str | None = None
 ) -> EncodedImage:
     """Decode `data` in full and return bytes TensorFlow decodes, or raise `Reject`.
 
@@ -88,7 +88,7 @@ def encode_for_tensorflow(
             raise reject.with_detail(f"{reject.detail} (Pillow: {said})") from None
 
 
-def _to_tensorflow(data: bytes, options: ImageOptions, name: str | None) -> EncodedImage:
+def _to_tensorflow(data: bytes, options: ImageConfig, name: str | None) -> EncodedImage:
     if not data:
         raise Reject(reasons.EMPTY, "the file has zero bytes")
     image = _open(data)
@@ -306,7 +306,7 @@ def _png_bit_depth(data: bytes) -> int:
 
 
 def _changes(
-    data: bytes, image: Image.Image, source_format: str, ends: bool, options: ImageOptions
+    data: bytes, image: Image.Image, source_format: str, ends: bool, options: ImageConfig
 ) -> list[str]:
     """Why the source bytes cannot be stored as they are (change reason codes); none when
     TensorFlow decodes them to exactly the pixels wanted."""
@@ -333,7 +333,7 @@ def _changes(
     return found
 
 
-def _normalize_pixels(image: Image.Image, options: ImageOptions) -> tuple[Image.Image, PixelTransform]:
+def _normalize_pixels(image: Image.Image, options: ImageConfig) -> tuple[Image.Image, PixelTransform]:
     """Upright, 8-bit, grayscale or RGB pixels at the requested size, and what that did to the
     picture's geometry (the orientation counts only when its transpose was made)."""
     stored_width, stored_height = image.size
@@ -354,7 +354,7 @@ def _normalize_pixels(image: Image.Image, options: ImageOptions) -> tuple[Image.
     return geometry.resample(image, transform, Image.Resampling.BICUBIC, fill), transform
 
 
-def _target_format(source_format: str, options: ImageOptions, lossless: bool = False) -> str:
+def _target_format(source_format: str, options: ImageConfig, lossless: bool = False) -> str:
     """Lossy sources become JPEG and lossless ones PNG, unless image_format says otherwise."""
     if options.image_format in ("jpeg", "png"):
         return options.image_format

@@ -12,7 +12,7 @@ __all__ = [
     "DEFAULT_MAX_PIXELS",
     "IMAGE_FORMATS",
     "RESIZE_MODES",
-    "ImageOptions",
+    "ImageConfig",
     "format_size",
     "parse_size",
 ]
@@ -27,7 +27,7 @@ RESIZE_MODES = ("stretch", "crop", "pad")
 
 @documented
 @dataclass(frozen=True)
-class ImageOptions(Config):
+class ImageConfig(Config):
     """How the stored image may differ from the source; the defaults keep source bytes."""
 
     image_format: str = setting(

@@ -107,24 +107,24 @@ def place_annotations(
     *,
     masks: bool = False,
     ambiguous_frame: Frame = "stored",
-    label_ids: Mapping[str, int] | None = None,
+    class_ids: Mapping[str, int] | None = None,
 ) -> PlacedAnnotations:
     """The image's objects in the stored image: boxes clipped and normalized, areas in its pixels,
     and with `masks` one PNG per object moved as the pixels were. `transform` carries the decoded
-    picture's size, against which the source's declared size is checked. `label_ids` gives each
-    stored object its `label_id` (0 for a label it lacks), so it is built once, never copied."""
+    picture's size, against which the source's declared size is checked. `class_ids` gives each
+    stored object its `class_id` (0 for a class it lacks), so it is built once, never copied."""
     frame = annotation_frame(annotations, transform, ambiguous_frame)
     if frame is None:
         detail = size_mismatch_detail(annotations, transform)
         dropped = tuple(
-            DroppedObject(o.label, reasons.SIZE_MISMATCH.code, detail, o.source_ref)
+            DroppedObject(o.class_name, reasons.SIZE_MISMATCH.code, detail, o.source_ref)
             for o in annotations.objects
         )
         return PlacedAnnotations((), dropped, None)
     moved = transform if frame == "stored" else transform.upright()
     sizes = _Sizes.of(moved)
     map_box = moved.box_mapper()  # the transform's numbers once per image, not per box
-    ids = label_ids or {}
+    ids = class_ids or {}
     stored: list[StoredObject] = []
     dropped_objects: list[DroppedObject] = []
     for item in annotations.objects:
@@ -165,7 +165,7 @@ def _place_object(
     normalized: bool,
     masks: bool,
     map_box: BoxMapper,
-    label_ids: Mapping[str, int],
+    class_ids: Mapping[str, int],
     sizes: _Sizes,
 ) -> StoredObject | DroppedObject:
     """One object through clipping, the transform, the crop and (optionally) its mask.
@@ -235,10 +235,10 @@ def _place_object(
     # tests/test_geometry.py checks that each flag lands in its own field.
     return StoredObject(
         kept[0] / final_width, kept[1] / final_height, kept[2] / final_width, kept[3] / final_height,
-        item.label, area, item.is_crowd, item.difficult, item.truncated, item.pose, mask_png,
+        item.class_name, area, item.is_crowd, item.difficult, item.truncated, item.pose, mask_png,
         item.source_ref,
         tuple(code for code in reasons.codes("object_note") if code in notes) if notes else (),
-        label_ids.get(item.label, 0), keypoints, outside,
+        class_ids.get(item.class_name, 0), keypoints, outside,
     )  # fmt: skip
 
 
@@ -273,7 +273,7 @@ def _place_points(
 
 
 def _drop(item: ObjectBox, reason: reasons.Reason, detail: str) -> DroppedObject:
-    return DroppedObject(item.label, reason.code, detail, item.source_ref)
+    return DroppedObject(item.class_name, reason.code, detail, item.source_ref)
 
 
 def _stored_mask(
@@ -303,7 +303,10 @@ def _area(
         return kept_area
     source_area = item.area * sizes.width * sizes.height if normalized else item.area
     whole_area = (whole[2] - whole[0]) * (whole[3] - whole[1])
-    area = source_area * sizes.scale_x * sizes.scale_y * min(1.0, kept_area / whole_area)
+    # A box too thin for its area to be a float (1e-51 by 1e-311 pixels) has nothing clipped worth
+    # a share: its area is the source's, scaled, never a division by zero that fails the run.
+    kept_share = min(1.0, kept_area / whole_area) if whole_area > 0 else 1.0
+    area = source_area * sizes.scale_x * sizes.scale_y * kept_share
     # A source's area near the float limit overflows when the picture is scaled up: the kept
     # box's area then, never an infinity that no size bucket of the summary holds.
     return area if isfinite(area) else kept_area

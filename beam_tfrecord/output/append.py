@@ -51,7 +51,7 @@ from beam_tfrecord.write.output_config import ConvertConfig
 from beam_tfrecord.write.side_files import write_text
 from beam_tfrecord.write.summary import (
     GroupSummary,
-    RunOptions,
+    OptionsSummary,
     SizeRange,
     SplitSummary,
     Summary,
@@ -100,7 +100,7 @@ def work_dir(output: str) -> str:
     return FileSystems.join(output, names.APPEND_DIR)
 
 
-def option_differences(first: RunOptions, now: RunOptions) -> list[str]:
+def option_differences(first: OptionsSummary, now: OptionsSummary) -> list[str]:
     """One phrase per option that shapes a record (or a split) and differs from the dataset's
     first run's, e.g. `--resize is 64x64, the dataset's is None`."""
     old, new = first.to_json(), now.to_json()

@@ -82,7 +82,7 @@ class ManifestColumns:
 class ManifestRow(NamedTuple):
     """What a manifest says about one file: its class (or classes), its group, raw extra values."""
 
-    label: str | tuple[str, ...]
+    class_name: str | tuple[str, ...]
     group: str | None = None
     values: Mapping[str, Any] = {}
 
@@ -137,8 +137,8 @@ class Manifest:
                 return self.rows[key]
         raise Unlabeled("not listed in the manifest")
 
-    def label_of(self, relpath: str) -> str | tuple[str, ...]:
-        return self.row_of(relpath).label
+    def class_name_of(self, relpath: str) -> str | tuple[str, ...]:
+        return self.row_of(relpath).class_name
 
     def unmatched(self) -> list[str]:
         """Manifest rows that named no listed file (call after every input was looked up)."""

@@ -92,9 +92,9 @@ class LabelSource:
             return self.manifest.row_of(relpath)
         raise ValueError(f"label_source must be one of {labels_lib.LABEL_MODES}, not {self.mode!r}")
 
-    def label_of(self, relpath: str) -> str | tuple[str, ...] | None:
+    def class_name_of(self, relpath: str) -> str | tuple[str, ...] | None:
         entry = self.entry_of(relpath)
-        return entry.label if entry is not None else None
+        return entry.class_name if entry is not None else None
 
     def is_manifest(self, path: str) -> bool:
         """Whether a listed file is the manifest itself (a manifest kept beside the images)."""
@@ -304,7 +304,7 @@ def _make_plan(
         labeled = _labeled_files(files, label_source, rejects)
         fixed = source.class_names
         if known is not None and known.class_names is not None and not fixed:
-            found = {name for _, entry in labeled if entry is not None for name in _names(entry.label)}
+            found = {name for _, entry in labeled if entry is not None for name in _names(entry.class_name)}
             fixed = (*known.class_names, *sorted(found - set(known.class_names)))
         class_names, labeled = _known_classes(labeled, label_source, fixed, rejects)
         if label_source.mode == "folder":
@@ -352,8 +352,8 @@ def _make_plan(
             path=f.path,
             size=f.size,
             split=split_by_path[f.relpath],
-            label=_ids(entry.label, ids) if entry is not None else None,
-            label_text=_texts(entry.label, ids) if entry is not None else None,
+            label=_ids(entry.class_name, ids) if entry is not None else None,
+            label_text=_texts(entry.class_name, ids) if entry is not None else None,
             extras=extras.get(f.relpath, ()),
             annotations=_image_annotations(annotated, f.relpath, notes) if annotated is not None else None,
         )
@@ -598,11 +598,11 @@ def _object_strata(annotated: AnnotationSet) -> Callable[[str], str]:
     it; images without objects are a stratum of their own."""
     images_with: Counter[str] = Counter()
     for found in annotated.images.values():
-        images_with.update({o.label for o in found.objects})
+        images_with.update({o.class_name for o in found.objects})
 
     def stratum(relpath: str) -> str:
         found = annotated.images.get(relpath)
-        labels = {o.label for o in found.objects} if found is not None else set()
+        labels = {o.class_name for o in found.objects} if found is not None else set()
         return min(labels, key=lambda name: (images_with[name], name)) if labels else ""
 
     return stratum
@@ -748,12 +748,13 @@ def _known_classes(
     if label_source.mode == "none":
         return None, labeled
     class_names = labels_lib.class_names_from(
-        (name for _, entry in labeled if entry is not None for name in _names(entry.label)), fixed_class_names
+        (name for _, entry in labeled if entry is not None for name in _names(entry.class_name)),
+        fixed_class_names,
     )
     known = set(class_names)
     kept = []
     for file, entry in labeled:
-        unknown = [name for name in _names(entry.label if entry else None) if name not in known]
+        unknown = [name for name in _names(entry.class_name if entry else None) if name not in known]
         if not unknown:
             kept.append((file, entry))
         else:
@@ -855,7 +856,7 @@ def _stratum(entry: labels_lib.ManifestRow | None) -> str:
     """What stratify balances: the class, or a multi-label's sorted classes as one stratum."""
     if entry is None:
         return ""
-    return "|".join(entry.label) if isinstance(entry.label, tuple) else entry.label
+    return "|".join(entry.class_name) if isinstance(entry.class_name, tuple) else entry.class_name
 
 
 def _groups(

@@ -17,7 +17,7 @@ from beam_tfrecord.config_base import (
     documented,
     setting,
 )
-from beam_tfrecord.plan.annotations.options import AnnotationOptions
+from beam_tfrecord.plan.annotations.options import AnnotationConfig
 from beam_tfrecord.plan.columns import COLUMN_TYPES, ExtraColumn, parse_extra_columns
 from beam_tfrecord.plan.labels import LABEL_MODES, compile_label_pattern
 from beam_tfrecord.plan.splits import format_splits, parse_splits
@@ -196,9 +196,9 @@ class SourceConfig(Config):
         help="a class-folder tree's split folders (train/, val/) are its splits; the command sets it "
         "off when --splits is given",
     )
-    annotations: AnnotationOptions | None = setting(
+    annotations: AnnotationConfig | None = setting(
         None,
-        nested=AnnotationOptions,
+        nested=AnnotationConfig,
         needs=("kind", "task"),
         needs_text="--annotations (coco, voc, yolo, cityscapes, ade20k, folders) or --task",
     )

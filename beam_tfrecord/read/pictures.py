@@ -185,7 +185,7 @@ def contact_sheet(
         if sample.class_mask is not None:
             thumb = draw_class_mask(thumb, sample.class_mask, palette, ignore)
         sheet.paste(thumb, (x + (cell - thumb.width) // 2, y + (cell - thumb.height) // 2))
-        label = sample.label if sample.label is not None else "(unlabeled)"
+        label = sample.class_name if sample.class_name is not None else "(unlabeled)"
         split_width = int(draw.textlength(sample.split, font=small))
         draw.text((x + cell - split_width, y + cell + 5), sample.split, fill=FAINT, font=small)
         draw.text((x, y + cell + 2), _fit(draw, label, big, cell - split_width - 6), fill=INK, font=big)

@@ -47,7 +47,7 @@ class Sample:
 
     split: str
     filename: str
-    label: str | None
+    class_name: str | None
     encoded: bytes
     boxes: tuple[tuple[float, float, float, float], ...] = ()
     box_labels: tuple[str, ...] = ()
@@ -511,7 +511,7 @@ def verify_output(output: str, sample: int = 32, seed: int = 0) -> OutputReport:
                 broken.add(split)
     report.errors += check_counts(report, broken)
     report.errors += check_tfds_info(output, report, broken)
-    report.samples = sorted(sampler.items, key=lambda s: (s.label or "", s.split, s.filename))
+    report.samples = sorted(sampler.items, key=lambda s: (s.class_name or "", s.split, s.filename))
     return report
 
 

@@ -1,5 +1,5 @@
-"""What comes out of a conversion: `ConvertConfig`, which holds the image stage's `ImageOptions`
-and the feature stage's `FeatureOptions`; each field declared once with its option
+"""What comes out of a conversion: `ConvertConfig`, which holds the image stage's `ImageConfig`
+and the feature stage's `FeatureConfig`; each field declared once with its option
 (config_base.setting). The library takes these objects, never a command line; summary.json
 records them (`to_json`), so the metadata and the readers depend on the config, not on how it
 was made. Each class checks itself when made and raises `ConfigError` naming the field.
@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from beam_tfrecord.config_base import GCS_OBJECT, Config, ConfigError, check_choice, documented, setting
-from beam_tfrecord.features.options import FeatureOptions
-from beam_tfrecord.gcs import GcsSettings
-from beam_tfrecord.images.options import ImageOptions
+from beam_tfrecord.features.options import FeatureConfig
+from beam_tfrecord.gcs import GcsConfig
+from beam_tfrecord.images.options import ImageConfig
 from beam_tfrecord.keys import SCHEMAS
 from beam_tfrecord.names import FILE_FORMATS, ShardFormat
 from beam_tfrecord.write.array_record_files import DEFAULT_OPTIONS as DEFAULT_ARRAY_RECORD_OPTIONS
@@ -82,10 +82,10 @@ class ConvertConfig(Config):
         label="ArrayRecord writer options",
         help="the ArrayRecord writer's options (TFDS's group_size:1 unless given)",
     )
-    image: ImageOptions = setting(factory=ImageOptions, nested=ImageOptions)
-    features: FeatureOptions | None = setting(
+    image: ImageConfig = setting(factory=ImageConfig, nested=ImageConfig)
+    features: FeatureConfig | None = setting(
         None,
-        nested=FeatureOptions,
+        nested=FeatureConfig,
         needs=("feature_model", "model_path"),
         needs_text="--feature_model or --model_path",
         record_text=lambda features: {"features_only": bool(features and features.features_only)},
@@ -136,7 +136,7 @@ class ConvertConfig(Config):
         help="threads that read and decode inside one shard task (default: 8 for gs:// input; "
         "locally 2 for one in-process worker, 1 per worker process)",
     )
-    gcs: GcsSettings = setting(factory=GcsSettings, nested=GcsSettings, shapes_records=False)
+    gcs: GcsConfig = setting(factory=GcsConfig, nested=GcsConfig, shapes_records=False)
 
     def __post_init__(self) -> None:
         check_choice("schema", self.schema, SCHEMAS)

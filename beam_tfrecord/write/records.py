@@ -19,14 +19,14 @@ from beam_tfrecord.elements import (
     StoredObject,
 )
 from beam_tfrecord.images.inputs import prepare_input
-from beam_tfrecord.images.options import ImageOptions
+from beam_tfrecord.images.options import ImageConfig
 from beam_tfrecord.write import schema as schema_lib
 
 __all__ = ["change_line", "convert_input", "dropped_lines", "finish_record", "objects_of"]
 
 
 def convert_input(
-    item: PlannedInput, schema: str, image_options: ImageOptions, shard: ShardKey | None = None
+    item: PlannedInput, schema: str, image_options: ImageConfig, shard: ShardKey | None = None
 ) -> ConvertedRecord | RejectLine:
     """Read, validate, normalize and serialize one planned input."""
     pending = prepare_input(item, image_options, shard)
@@ -61,7 +61,7 @@ def finish_record(
         feature_shape=tuple(int(n) for n in features.shape) if features is not None else None,
         mode=pending.mode,
         changes=pending.changes,
-        objects=tuple((o.label, o.area) for o in fields.objects) if fields.objects is not None else None,
+        objects=tuple((o.class_name, o.area) for o in fields.objects) if fields.objects is not None else None,
         objects_dropped=tuple(dropped_lines(pending)),
         pixels=pending.pixels,
         captions=len(fields.captions) if fields.captions is not None else None,
@@ -80,7 +80,7 @@ def _point_counts(objects: tuple[StoredObject, ...]) -> tuple[int, int, int]:
 def dropped_lines(pending: PendingRecord) -> list[DroppedObjectLine]:
     """dropped_objects.jsonl's lines for the objects the worker left out of a record."""
     return [
-        DroppedObjectLine(pending.fields.relpath, d.reason, f"{d.source_ref}: {d.label}: {d.detail}")
+        DroppedObjectLine(pending.fields.relpath, d.reason, f"{d.source_ref}: {d.class_name}: {d.detail}")
         for d in pending.dropped
     ]
 

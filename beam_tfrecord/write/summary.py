@@ -24,7 +24,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecord import reasons
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import DuplicateGroup, RejectLine
-from beam_tfrecord.features.options import FeatureOptions
+from beam_tfrecord.features.options import FeatureConfig
 from beam_tfrecord.keys import FeatureLayout, RecordLayout, extra_key
 from beam_tfrecord.names import DUPLICATES_FILE, MANIFEST_UNMATCHED_FILE, SUMMARY_FILE, TFRECORD, ShardFormat
 from beam_tfrecord.plan import splits as splits_lib
@@ -43,14 +43,14 @@ __all__ = [
     "GroupSummary",
     "KeypointSummary",
     "ObjectSummary",
-    "RunInfo",
-    "RunOptions",
+    "OptionsSummary",
+    "RunSummary",
     "SegmentationSummary",
     "SizeRange",
     "SplitSummary",
     "Summary",
     "SummaryError",
-    "TfdsMetadataInfo",
+    "TfdsMetadataSummary",
     "build_summary",
     "copy_warnings",
     "duplicate_counts",
@@ -363,7 +363,7 @@ def _objects(
 
 
 @dataclass(frozen=True)
-class RunOptions:
+class OptionsSummary:
     """summary.json's `options`: the source's settings, then the output's, as each config records
     them (`Config.to_json`); read back into the configs (`from_json`), an earlier version's record
     taking defaults for what it lacks. `features_only` is kept as recorded: the feature model's
@@ -374,7 +374,7 @@ class RunOptions:
     features_only: bool = False
 
     @classmethod
-    def of(cls, source: SourceConfig | None, output: ConvertConfig | None) -> RunOptions:
+    def of(cls, source: SourceConfig | None, output: ConvertConfig | None) -> OptionsSummary:
         features = output.features if output is not None else None
         return cls(source, output, bool(features and features.features_only))
 
@@ -388,7 +388,7 @@ class RunOptions:
         return data
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> RunOptions:
+    def from_json(cls, data: Mapping[str, Any]) -> OptionsSummary:
         """The configs back from the record (None for one it does not hold)."""
         source = SourceConfig.from_json(data) if "input" in data else None
         output = ConvertConfig.from_json(data) if "output" in data else None
@@ -396,7 +396,7 @@ class RunOptions:
 
 
 @dataclass
-class RunInfo:
+class RunSummary:
     """How the run executed (the command fills every field; a user's own pipeline may leave them)."""
 
     input: str | None = None
@@ -420,7 +420,7 @@ class RunInfo:
 
 
 @dataclass
-class TfdsMetadataInfo:
+class TfdsMetadataSummary:
     """Whether TFDS's files were written beside the shards, and why not."""
 
     written: bool
@@ -473,9 +473,9 @@ class Summary:
     # A rerun that kept an interrupted run's finished shard tasks: how many, and their records.
     resumed: dict[str, int] | None = None
     # The settings, as each config records them.
-    options: RunOptions = field(default_factory=RunOptions)
-    run: RunInfo | None = None
-    tfds_metadata: TfdsMetadataInfo | None = None
+    options: OptionsSummary = field(default_factory=OptionsSummary)
+    run: RunSummary | None = None
+    tfds_metadata: TfdsMetadataSummary | None = None
     # The runs that made a dataset grown by `--append` (output.append), each with its date, input
     # and counts (and an append's new classes); absent from a dataset made by one run.
     history: list[dict[str, Any]] | None = None
@@ -495,7 +495,7 @@ class Summary:
 
     @property
     def forced_channels(self) -> int | None:
-        """The channel count the run forced (`ImageOptions.channels`), if it did."""
+        """The channel count the run forced (`ImageConfig.channels`), if it did."""
         return self.options.output.image.channels if self.options.output is not None else None
 
     @property
@@ -552,7 +552,7 @@ class Summary:
                 and value is None
             ):
                 continue
-            elif isinstance(value, TfdsMetadataInfo):
+            elif isinstance(value, TfdsMetadataSummary):
                 data[item.name] = value.to_json()
             elif item.name in ("image_height", "image_width") and value is None:
                 data[item.name] = {}
@@ -592,12 +592,12 @@ class Summary:
             if data.get("keypoints"):
                 values["keypoints"] = KeypointSummary.from_json(data["keypoints"])
             if data.get("tfds_metadata"):
-                values["tfds_metadata"] = TfdsMetadataInfo(
-                    **_fields_from(TfdsMetadataInfo, data["tfds_metadata"])
+                values["tfds_metadata"] = TfdsMetadataSummary(
+                    **_fields_from(TfdsMetadataSummary, data["tfds_metadata"])
                 )
-            values["options"] = RunOptions.from_json(data.get("options") or {})
-            run = _fields_from(RunInfo, data)
-            values["run"] = RunInfo(**run) if run else None
+            values["options"] = OptionsSummary.from_json(data.get("options") or {})
+            run = _fields_from(RunSummary, data)
+            values["run"] = RunSummary(**run) if run else None
             values.setdefault("inputs_listed", data["inputs"])
             values.setdefault("skipped", 0)
             values.setdefault("rejects", 0)
@@ -746,7 +746,7 @@ def _warnings(
 
 
 def _feature_summary(
-    options: FeatureOptions | None, shapes: Counter, warnings: list[str]
+    options: FeatureConfig | None, shapes: Counter, warnings: list[str]
 ) -> FeatureSummary | None:
     """What a reader needs to restore the features (shape, dtype, image kept or not) and how
     they were made; None for a run without a feature model."""
@@ -774,9 +774,9 @@ def build_summary(
     planned_rejects: Sequence[RejectLine],
     tally: Tally,
     shard_files: Iterable[tuple[str, int]],
-    options: RunOptions,
-    run: RunInfo | None = None,
-    features: FeatureOptions | None = None,
+    options: OptionsSummary,
+    run: RunSummary | None = None,
+    features: FeatureConfig | None = None,
     duplicates: Sequence[DuplicateGroup] = (),
     resumed: Mapping[str, int] | None = None,
 ) -> Summary:

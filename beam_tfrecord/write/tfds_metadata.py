@@ -28,7 +28,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecord import names
 from beam_tfrecord.keys import RecordKey, RecordLayout, key_of, record_keys
 from beam_tfrecord.write import array_record_files
-from beam_tfrecord.write.summary import Summary, TfdsMetadataInfo
+from beam_tfrecord.write.summary import Summary, TfdsMetadataSummary
 from beam_tfrecord.write.tfrecord_files import count_records
 
 __all__ = ["FILENAME_TEMPLATE", "dataset_name", "features_spec", "write_tfds_metadata"]
@@ -98,7 +98,7 @@ def dataset_name(output: str) -> str:
 
 def write_tfds_metadata(
     output: str, summary: Summary, shard_lengths: Mapping[str, int | None] | None = None
-) -> TfdsMetadataInfo:
+) -> TfdsMetadataSummary:
     """Write dataset_info.json and features.json for a finished run; returns what to record in
     summary.json (whether they were written, and why not).
 
@@ -106,15 +106,15 @@ def write_tfds_metadata(
     no count for (Beam's WriteToTFRecord does not report them) is counted from its record
     headers."""
     if summary.compression != "none":
-        return TfdsMetadataInfo(False, "TFDS reads uncompressed TFRecord files only")
+        return TfdsMetadataSummary(False, "TFDS reads uncompressed TFRecord files only")
     if not summary.record_layout().has_image:
-        return TfdsMetadataInfo(False, "features_only records hold no image for TFDS's Image feature")
+        return TfdsMetadataSummary(False, "features_only records hold no image for TFDS's Image feature")
     if summary.records == 0:
-        return TfdsMetadataInfo(False, "no record was written")
+        return TfdsMetadataSummary(False, "no record was written")
     try:  # TFDS imports TensorFlow, which a machine that runs only PyTorch or ONNX models may lack
         import tensorflow_datasets  # noqa: F401
     except ImportError as error:
-        return TfdsMetadataInfo(False, f"tensorflow-datasets does not import here: {error}")
+        return TfdsMetadataSummary(False, f"tensorflow-datasets does not import here: {error}")
 
     # TFDS writes through tf.io.gfile, which does not go through Beam's filesystems (nor honour
     # a GCS emulator): remote metadata is written to a local folder and copied with Beam.
@@ -140,7 +140,7 @@ def write_tfds_metadata(
             shutil.rmtree(staging, ignore_errors=True)
     # No read-back here: loading through TFDS imports TensorFlow, which costs more than a small
     # local run needs (docs/performance.md#memory). `pipelines.inspect` and the tests load it with TFDS.
-    return TfdsMetadataInfo(True, filename_template=FILENAME_TEMPLATE)
+    return TfdsMetadataSummary(True, filename_template=FILENAME_TEMPLATE)
 
 
 def _write(data_dir: str, output: str, summary: Summary, shard_lengths: Mapping[str, int | None]) -> None:

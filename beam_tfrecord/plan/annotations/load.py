@@ -296,8 +296,10 @@ def _renamed(result: AnnotationSet, aliases: dict[str, str]) -> AnnotationSet:
     `display_name`) carry the class name."""
     images = dict(result.images)
     for relpath, found in result.images.items():
-        if any(aliases.get(obj.label, obj.label) != obj.label for obj in found.objects):
-            objects = tuple(obj._replace(label=aliases.get(obj.label, obj.label)) for obj in found.objects)
+        if any(aliases.get(obj.class_name, obj.class_name) != obj.class_name for obj in found.objects):
+            objects = tuple(
+                obj._replace(class_name=aliases.get(obj.class_name, obj.class_name)) for obj in found.objects
+            )
             images[relpath] = dataclasses.replace(found, objects=objects)
     return dataclasses.replace(result, images=images)
 
@@ -310,13 +312,13 @@ def _restrict(result: AnnotationSet, fixed: Sequence[str], where: str = "class_n
     images = dict(result.images)
     dropped = list(result.dropped)
     for relpath, found in result.images.items():
-        if all(obj.label in known for obj in found.objects):
+        if all(obj.class_name in known for obj in found.objects):
             continue
         for obj in found.objects:
-            if obj.label not in known:
-                detail = f"{obj.source_ref}: class {obj.label!r} is not in {where}"
+            if obj.class_name not in known:
+                detail = f"{obj.source_ref}: class {obj.class_name!r} is not in {where}"
                 dropped.append(ObjectNote(relpath, reasons.UNKNOWN_CATEGORY.code, detail))
-        kept = tuple(obj for obj in found.objects if obj.label in known)
+        kept = tuple(obj for obj in found.objects if obj.class_name in known)
         images[relpath] = dataclasses.replace(found, objects=kept)
     return dataclasses.replace(
         result,

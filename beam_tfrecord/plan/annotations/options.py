@@ -10,7 +10,7 @@ from beam_tfrecord.config_base import Config, ConfigError, check_choice, documen
 from beam_tfrecord.elements import AnnotationKind
 from beam_tfrecord.plan.annotations.paths import AnnotationPath, parse_annotation_paths
 
-__all__ = ["ANNOTATION_KINDS", "ANNOTATION_TASKS", "UNANNOTATED", "AnnotationOptions"]
+__all__ = ["ANNOTATION_KINDS", "ANNOTATION_TASKS", "UNANNOTATED", "AnnotationConfig"]
 
 ANNOTATION_KINDS: tuple[str, ...] = tasks.ANNOTATION_FORMATS
 UnannotatedName = Literal["keep", "drop"]
@@ -21,7 +21,7 @@ ANNOTATION_TASKS: tuple[str, ...] = tuple(name for name, t in tasks.TASKS.items(
 
 @documented
 @dataclass(frozen=True)
-class AnnotationOptions(Config):
+class AnnotationConfig(Config):
     """Labels from an annotation source, instead of one label per image: boxes (and masks) for
     detection, a class-id mask per picture for segmentation.
     """

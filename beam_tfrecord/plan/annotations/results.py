@@ -130,8 +130,8 @@ class AnnotationSet:
     keypoint_names: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     skeletons: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
 
-    def label_ids(self) -> dict[str, int]:
-        """Class name -> label id, counting from 0 in `class_names` order."""
+    def class_ids(self) -> dict[str, int]:
+        """Class name -> class id, counting from 0 in `class_names` order."""
         return {name: index for index, name in enumerate(self.class_names)}
 
     def split_of(self, relpath: str) -> str | None:

@@ -274,7 +274,7 @@ def load(listed: Catalog, folder: AnnotationPath | None = None) -> AnnotationSet
                 )
             )
 
-    names = sorted({obj.label for found_image in images.values() for obj in found_image.objects})
+    names = sorted({obj.class_name for found_image in images.values() for obj in found_image.objects})
     return AnnotationSet(
         kind="voc",
         class_names=tuple(names),
