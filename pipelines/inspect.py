@@ -12,22 +12,26 @@ from collections.abc import Sequence
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow loads: no C++ info chatter
 
+from typing import TYPE_CHECKING
+
 from pipelines.quiet import TENSORFLOW_START_UP, held_back
 
-with held_back(TENSORFLOW_START_UP):
-    import tensorflow as tf
-
-    tf.config.list_physical_devices()  # CUDA's probe says its lines now, not at the first record
-
-    # TFDS's import (verify's check loads an output through it) loads TensorFlow's C++ again.
-    import tensorflow_datasets  # noqa: F401
-    from apache_beam.io.filesystems import FileSystems
-
-    from beam_tfrecord.names import CONTACT_SHEET_FILE, HISTOGRAM_FILE
-    from beam_tfrecord.read import pictures
-    from beam_tfrecord.read.verify import OutputReport, format_report, verify_output
+if TYPE_CHECKING:
+    from beam_tfrecord.read.verify import OutputReport
 
 __all__ = ["build_parser", "draw", "run"]
+
+
+def _load_tensorflow() -> None:
+    """TensorFlow and TFDS, loaded once the arguments are checked (a usage error or `--help`
+    answers at once, not after seconds of TensorFlow's start-up), their C++ start-up lines held
+    back."""
+    with held_back(TENSORFLOW_START_UP):
+        import tensorflow as tf
+
+        tf.config.list_physical_devices()  # CUDA's probe says its lines now, not at the first record
+        # TFDS's import (verify's check loads an output through it) loads TensorFlow's C++ again.
+        import tensorflow_datasets  # noqa: F401
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,6 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def draw(report: OutputReport, output: str, pictures_dir: str) -> list[str]:
     """Write the contact sheet and (for a labeled run) the histogram; returns their paths."""
+    from apache_beam.io.filesystems import FileSystems
+
+    from beam_tfrecord.names import CONTACT_SHEET_FILE, HISTOGRAM_FILE
+    from beam_tfrecord.read import pictures
+
     name = os.path.basename(output.rstrip("/")) or output
     masks = report.summary.segmentation if report.summary is not None else None
     palette, ignore = (masks.palette, masks.ignore) if masks is not None else ([], None)
@@ -82,6 +91,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     if "://" not in args.output and not os.path.isdir(args.output):
         print(f"error: {args.output} is not a directory", file=sys.stderr)
         return 2
+    _load_tensorflow()
+    from beam_tfrecord.read.verify import format_report, verify_output
+
     report = verify_output(args.output, sample=args.sample, seed=args.seed)
     if report.summary is None:
         print(f"error: {report.errors[0]}", file=sys.stderr)

@@ -196,4 +196,19 @@ def test_the_command_prints_only_its_own_lines(output, tmp_path, level):
     missing = subprocess.run(
         [*command[:3], str(tmp_path / "nothing")], capture_output=True, text=True, env=env
     )
-    assert missing.returncode == 2 and missing.stderr.startswith("error: ")
+    assert missing.returncode == 2 and missing.stderr == f"error: {tmp_path / 'nothing'} is not a directory\n"
+
+
+def test_a_usage_error_answers_before_tensorflow_loads():
+    """`inspect` on a folder that is not there (or `--help`) answers at once: TensorFlow's
+    seconds of start-up come only once there is an output to read."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; from pipelines.inspect import run; code = run(['/nowhere/out']); "
+        "sys.exit(9 if 'tensorflow' in sys.modules else code)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr  # 9: TensorFlow was loaded first
+    assert done.stderr == "error: /nowhere/out is not a directory\n"
