@@ -45,10 +45,12 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/shellcheck deploy/*.sh
 	$(VENV)/bin/hadolint deploy/Dockerfile
 
-# The whole suite, one pytest-xdist worker per core; each test file runs whole in one worker
-# (--dist loadfile), so a module's fixtures (outputs built once and shared) are built once.
+# The whole suite on pytest-xdist workers, one more than the cores (tests/conftest.py says why);
+# each test file runs whole in one worker (--dist loadfile), so a module's fixtures (outputs built
+# once and shared) are built once, and the longest files are dealt first (tests/conftest.py's
+# LONGEST_FILES, --no-loadscope-reorder).
 test: lint
-	$(PY) -m pytest -n auto --dist loadfile
+	$(PY) -m pytest -n auto --dist loadfile --no-loadscope-reorder
 
 # The PyTorch tests, apart: torch from PyPI is 5.5 GB with its CUDA libraries, which `make test`
 # should not install. tests/test_torch.py: the reading adapter (its sharding is tested without
