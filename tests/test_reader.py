@@ -60,6 +60,17 @@ def test_batches_are_resized_shuffled_repeatably_and_complete(pets_tree, tmp_pat
     assert int(unshuffled.cardinality()) == 60
 
 
+def test_autotuning_changes_the_speed_of_a_pass_and_nothing_it_gives(pets_tree, tmp_path):
+    out = tmp_path / "out"
+    convert(pets_tree, out, "--num_shards", "3")
+
+    def batches(**options) -> list[tuple[bytes, list[int]]]:
+        dataset = beam_tfrecord.load_dataset(str(out), batch_size=8, image_size=(16, 20), seed=5, **options)
+        return [(images.numpy().tobytes(), labels.numpy().tolist()) for images, labels in dataset]
+
+    assert batches() == batches(autotune=True)
+
+
 def test_gzip_simple_schema_loads(tmp_path):
     root = tmp_path / "flat"
     files = {f"{k}.{i}.jpg": imagegen.jpeg(seed=i) for k in ("cat", "dog") for i in range(4)}

@@ -237,6 +237,7 @@ def load_dataset(
     drop_remainder: bool = False,
     bounding_box_format: str = "xyxy",
     max_objects: int | None = None,
+    autotune: bool = False,
 ) -> tf.data.Dataset:
     """A dataset of `(image, label)` (or `image` alone for an unlabeled run) from a conversion;
     `(image, {"boxes", "labels"[, "masks"]})` from a detection run, `(image, mask)` from a
@@ -285,6 +286,11 @@ def load_dataset(
 
     Shuffling is over shard files and then records; give `seed` for a repeatable order.
     Raises `IncompleteOutput` for a folder without a finished run.
+
+    `autotune=False` (the default) runs each parallel step on as many threads as there are cores
+    and turns tf.data's autotuning off: with it on, a pass over records read in sequence from a
+    shard ran either at the decode's full speed or about a third slower, at random from pass to
+    pass (docs/performance.md#reading-back). `autotune=True` lets tf.data tune them.
     """
     if crop_to_aspect_ratio and pad_to_aspect_ratio:
         raise ValueError("crop_to_aspect_ratio and pad_to_aspect_ratio cannot both be set")
@@ -397,7 +403,9 @@ def load_dataset(
         dataset = dataset.ragged_batch(batch, drop_remainder=drop_remainder)
     elif batch:
         dataset = dataset.batch(batch, drop_remainder=drop_remainder, num_parallel_calls=AUTOTUNE)
-    return dataset.prefetch(AUTOTUNE)
+    options = tf.data.Options()
+    options.autotune.enabled = autotune  # off: AUTOTUNE means as many threads as cores
+    return dataset.prefetch(AUTOTUNE).with_options(options)
 
 
 @dataclass(frozen=True)
