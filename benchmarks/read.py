@@ -1,7 +1,9 @@
 """Read speed: `beam_tfrecord.load_dataset` on a conversion against Keras's
 `image_dataset_from_directory` on the folder it came from, the same pictures, 224x224 batches of
-32, shuffled. Each measurement is a fresh process that makes two passes and keeps the better;
-the readers alternate, `--repeats` times, and the medians and their ratio are printed.
+32, shuffled; load_dataset with tf.data's autotuning off (its default) and on. Each measurement
+is a fresh process that makes `--passes` passes; the readers alternate, `--repeats` times. The
+median of every pass is what an epoch gets; the median of each process's best pass is printed
+beside it, with the ratios of both.
 
     .venv/bin/python benchmarks/read.py --images 8000 --size 400x300 --repeats 3
     .venv/bin/python benchmarks/read.py --images 800 --size 1600x1200 --repeats 3
@@ -25,7 +27,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-READERS = ("keras-folder", "load_dataset")
+# load_dataset-autotune: the same with tf.data's autotuning on (load_dataset(..., autotune=True)).
+READERS = ("keras-folder", "load_dataset", "load_dataset-autotune")
 
 
 def measure(reader: str, folder: str, output: str, passes: int) -> None:
@@ -42,7 +45,14 @@ def measure(reader: str, folder: str, output: str, passes: int) -> None:
     else:
         import beam_tfrecord
 
-        dataset = beam_tfrecord.load_dataset(output, "train", image_size=(224, 224), batch_size=32, seed=0)
+        dataset = beam_tfrecord.load_dataset(
+            output,
+            "train",
+            image_size=(224, 224),
+            batch_size=32,
+            seed=0,
+            autotune=reader.endswith("-autotune"),
+        )
     rates = []
     for _ in range(passes):
         start, images = time.perf_counter(), 0
@@ -77,7 +87,7 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=8000)
     parser.add_argument("--size", default="400x300", help="WIDTHxHEIGHT of the synthetic JPEGs")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--passes", type=int, default=2, help="passes per process; the best is kept")
+    parser.add_argument("--passes", type=int, default=2, help="passes per process")
     parser.add_argument("--work", default="/tmp/beam-tfrecord-bench")
     parser.add_argument("--measure", nargs=3, metavar=("READER", "FOLDER", "OUTPUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -87,6 +97,7 @@ def main() -> None:
     width, height = (int(n) for n in args.size.split("x"))
     folder, output = prepare(args.work, args.images, (width, height))
     best: dict[str, list[float]] = {reader: [] for reader in READERS}
+    every: dict[str, list[float]] = {reader: [] for reader in READERS}  # each pass: what an epoch gets
     for repeat in range(args.repeats):
         for reader in READERS:
             command = [
@@ -102,13 +113,25 @@ def main() -> None:
             line = subprocess.run(command, check=True, capture_output=True, text=True, cwd=ROOT).stdout
             result = json.loads(line.strip().splitlines()[-1])
             best[reader].append(max(result["rates"]))
+            every[reader].extend(result["rates"])
             print(f"repeat {repeat + 1} {reader:13} {result['images']} images, passes {result['rates']}")
     medians = {reader: statistics.median(rates) for reader, rates in best.items()}
+    epochs = {reader: statistics.median(rates) for reader, rates in every.items()}
     print(f"\n{args.images} JPEGs of {width}x{height}, 224x224 batches of 32, {platform.processor() or ''}")
-    print(f"cpus {os.cpu_count()}, best of {args.passes} passes, median of {args.repeats} processes each")
-    for reader, rate in medians.items():
-        print(f"  {reader:13} {rate:8.0f} images/s   (all: {', '.join(f'{r:.0f}' for r in best[reader])})")
-    print(f"  ratio load_dataset / keras-folder: {medians['load_dataset'] / medians['keras-folder']:.2f}x")
+    print(
+        f"cpus {os.cpu_count()}, {args.passes} passes in each of {args.repeats} processes: the median "
+        "of every pass (an epoch), and the median of each process's best pass"
+    )
+    for reader in READERS:
+        print(
+            f"  {reader:21} epoch {epochs[reader]:6.0f} images/s   best {medians[reader]:6.0f}   "
+            f"(every pass: {', '.join(f'{r:.0f}' for r in every[reader])})"
+        )
+    for reader in READERS[1:]:
+        print(
+            f"  ratio {reader} / keras-folder: epoch {epochs[reader] / epochs['keras-folder']:.2f}x, "
+            f"best {medians[reader] / medians['keras-folder']:.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ emulator answers one request at a time, about 30 a second here, where GCS answer
 once; so the proxy answers object downloads itself, from memory, many at once (Range requests
 included), and relays the rest (metadata, listings) to the emulator:
   - `shards`: `beam_tfrecord.load_dataset("gs://...")`, 224x224 batches of 32, no shuffle;
+    `shards-autotune` the same with tf.data's autotuning on (`autotune=True`);
   - `objects`: what a PyTorch user writes for pictures in a bucket: a pool of `--threads`
     threads, each with its own google-cloud-storage client, downloading each object and decoding
     and resizing it to 224x224 with Pillow (the GIL released in both), in batches of 32.
@@ -147,11 +148,14 @@ def upload_folder(
     return sorted(f"gs://{bucket}/{prefix}/{name}" for name in files if name.endswith(".jpg"))
 
 
-def read_shards(output: str) -> int:
+def read_shards(output: str, autotune: bool = False) -> int:
     from beam_tfrecord import load_dataset
 
     seen = 0
-    for images, _ in load_dataset(output, "train", batch_size=BATCH, image_size=SIZE, shuffle=False):
+    dataset = load_dataset(
+        output, "train", batch_size=BATCH, image_size=SIZE, shuffle=False, autotune=autotune
+    )
+    for images, _ in dataset:
         seen += int(images.shape[0])
     return seen
 
@@ -222,24 +226,25 @@ def main() -> None:
             for latency_ms in (float(v) for v in args.latency_ms.split(",")):
                 with proxy_process(emulator.url, served, latency_ms / 1000) as url:
                     os.environ[EMULATOR_ENV] = url
-                    timings: dict[str, list[float]] = {"shards": [], "objects": []}
+                    timings: dict[str, list[float]] = {"shards": [], "shards-autotune": [], "objects": []}
                     for round_ in range(args.repeats + 1):
-                        for reader in ("shards", "objects"):
+                        for reader in timings:
                             started = time.perf_counter()
                             seen = (
-                                read_shards("gs://bench/out")
-                                if reader == "shards"
-                                else read_objects(train_paths, args.threads)
+                                read_objects(train_paths, args.threads)
+                                if reader == "objects"
+                                else read_shards("gs://bench/out", autotune=reader == "shards-autotune")
                             )
                             elapsed = time.perf_counter() - started
                             assert seen == train, (reader, seen, train)
                             if round_:  # the first round warms up
                                 timings[reader].append(seen / elapsed)
-                    shards, objects = (statistics.median(timings[k]) for k in ("shards", "objects"))
+                    shards, tuned, objects = (statistics.median(rates) for rates in timings.values())
                     results["latencies"].append(
                         {
                             "latency_ms": latency_ms,
                             "shards_pictures_per_s": round(shards, 1),
+                            "shards_autotune_pictures_per_s": round(tuned, 1),
                             "objects_pictures_per_s": round(objects, 1),
                             "ratio": round(shards / objects, 2),
                             "rounds": {k: [round(v, 1) for v in vs] for k, vs in timings.items()},
