@@ -1,15 +1,30 @@
 """Read speed: `beam_tfrecord.load_dataset` on a conversion against Keras's
-`image_dataset_from_directory` on the folder it came from, the same pictures, 224x224 batches of
-32, shuffled; load_dataset with tf.data's autotuning off (its default) and on. Each measurement
-is a fresh process that makes `--passes` passes; the readers alternate, `--repeats` times. The
-median of every pass is what an epoch gets; the median of each process's best pass is printed
-beside it, with the ratios of both.
+`image_dataset_from_directory` on the folder it came from and against the same decode and resize
+fed from memory, the same pictures, 224x224 batches of 32, shuffled. Readers:
+
+- keras-folder: Keras on the folder (plus `.prefetch`);
+- load_dataset: the reader as it is (tf.data's autotuning off, its default; JPEGs of at least
+  twice 224 a side decoded at a reduced DCT scale);
+- in-memory: the pictures' encoded bytes held in memory (read from the shards before the clock
+  starts), shuffled in a buffer of 1,024 as load_dataset's records are, decoded and resized by
+  `beam_tfrecord.read.tf_data.decode` (load_dataset's own) in one parallel map: what reading the
+  files costs is what load_dataset loses against it;
+- load_dataset-full, in-memory-full (where any picture is large enough for the DCT scale): the
+  same two with every picture decoded in full (`dct_scaling=False`);
+- load_dataset-autotune: load_dataset with tf.data's autotuning on.
+
+Each measurement is a fresh process that makes `--passes` passes; the readers alternate,
+`--repeats` times. The median of every pass is what an epoch gets; the median of each process's
+best pass is printed beside it, with the ratios of both.
 
     .venv/bin/python benchmarks/read.py --images 8000 --size 400x300 --repeats 3
     .venv/bin/python benchmarks/read.py --images 800 --size 1600x1200 --repeats 3
+    .venv/bin/python benchmarks/read.py --images 3000 --photos --repeats 3   # 640x480 photographs
 
-The folders (no broken files: Keras stops at the first) and their conversions are made once
-under --work and reused.
+`--photos` reads benchmarks/photos.py's photographs (about 640x480, 100-150 KB: pip install -r
+requirements-bench.txt) laid out in two class folders instead of synthetic JPEGs. The folders
+(no broken files: Keras stops at the first) and their conversions are made once under --work and
+reused.
 """
 
 from __future__ import annotations
@@ -27,8 +42,47 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-# load_dataset-autotune: the same with tf.data's autotuning on (load_dataset(..., autotune=True)).
-READERS = ("keras-folder", "load_dataset", "load_dataset-autotune")
+READERS = ("keras-folder", "load_dataset", "in-memory", "load_dataset-autotune")
+FULL_DECODE = ("load_dataset-full", "in-memory-full")  # where the DCT scale applies
+IMAGE_SIZE = (224, 224)
+
+
+def in_memory(output: str, full_decode: bool):  # -> tf.data.Dataset
+    """The split's pictures decoded and resized as load_dataset does, from bytes in memory."""
+    import tensorflow as tf
+
+    from beam_tfrecord.keys import key_of
+    from beam_tfrecord.read.tf_data import decode, split_files
+
+    files = split_files(output, "train")
+    keys = {name: key_of(files.schema, name) for name in ("image", "label", "height", "width")}
+    spec = {
+        keys["image"]: tf.io.FixedLenFeature([], tf.string),
+        keys["label"]: tf.io.FixedLenFeature([], tf.int64),
+        keys["height"]: tf.io.FixedLenFeature([], tf.int64),
+        keys["width"]: tf.io.FixedLenFeature([], tf.int64),
+    }
+    every = tf.data.TFRecordDataset(files.paths).batch(1 << 20).map(lambda b: tf.io.parse_example(b, spec))
+    held = every.get_single_element()  # every record's fields, in memory
+    large = bool(tf.reduce_max(held[keys["height"]]) >= 2 * IMAGE_SIZE[0]) and bool(
+        tf.reduce_max(held[keys["width"]]) >= 2 * IMAGE_SIZE[1]
+    )
+    scaled = large and not full_decode
+
+    def picture(record):
+        stored = (record[keys["height"]], record[keys["width"]]) if scaled else None
+        return decode(record[keys["image"]], 3, IMAGE_SIZE, stored_size=stored), record[keys["label"]]
+
+    options = tf.data.Options()
+    options.autotune.enabled = False  # as load_dataset's default
+    return (
+        tf.data.Dataset.from_tensor_slices(held)
+        .shuffle(1024, seed=0)
+        .map(picture, num_parallel_calls=tf.data.AUTOTUNE)
+        .batch(32, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+        .with_options(options)
+    )
 
 
 def measure(reader: str, folder: str, output: str, passes: int) -> None:
@@ -40,18 +94,21 @@ def measure(reader: str, folder: str, output: str, passes: int) -> None:
         import keras
 
         dataset = keras.utils.image_dataset_from_directory(
-            folder, image_size=(224, 224), batch_size=32, shuffle=True, seed=0, verbose=False
+            folder, image_size=IMAGE_SIZE, batch_size=32, shuffle=True, seed=0, verbose=False
         ).prefetch(tf.data.AUTOTUNE)
+    elif reader.startswith("in-memory"):
+        dataset = in_memory(output, full_decode=reader.endswith("-full"))
     else:
         import beam_tfrecord
 
         dataset = beam_tfrecord.load_dataset(
             output,
             "train",
-            image_size=(224, 224),
+            image_size=IMAGE_SIZE,
             batch_size=32,
             seed=0,
             autotune=reader.endswith("-autotune"),
+            dct_scaling=not reader.endswith("-full"),
         )
     rates = []
     for _ in range(passes):
@@ -62,11 +119,27 @@ def measure(reader: str, folder: str, output: str, passes: int) -> None:
     print(json.dumps({"reader": reader, "images": images, "rates": rates}))
 
 
-def prepare(work: str, images: int, size: tuple[int, int]) -> tuple[str, str]:
-    from synthetic import ensure_dataset
+def prepare(work: str, images: int, size: tuple[int, int], photos: bool) -> tuple[str, str]:
+    """The folder of pictures and its conversion, made once under `work`."""
+    if photos:
+        from photos import HEIGHT, IMAGE_FOLDER, WIDTH, ensure_photos
 
-    name = f"{size[0]}x{size[1]}-{images}"
-    folder = ensure_dataset(os.path.join(work, f"images-{name}"), images, size=size, broken=False)
+        size = (WIDTH, HEIGHT)
+        source = ensure_photos(os.path.join(work, f"photos-{images}"), images)
+        name = f"photos-{images}"
+        folder = os.path.join(work, f"images-{name}")
+        if not os.path.exists(os.path.join(folder, ".complete")):  # two class folders, linked
+            for index, file_name in enumerate(sorted(os.listdir(os.path.join(source, IMAGE_FOLDER)))):
+                target = os.path.join(folder, ("even", "odd")[index % 2], file_name)
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                if not os.path.exists(target):
+                    os.link(os.path.join(source, IMAGE_FOLDER, file_name), target)
+            open(os.path.join(folder, ".complete"), "w").close()
+    else:
+        from synthetic import ensure_dataset
+
+        name = f"{size[0]}x{size[1]}-{images}"
+        folder = ensure_dataset(os.path.join(work, f"images-{name}"), images, size=size, broken=False)
     output = os.path.join(work, f"out-{name}")
     if not os.path.exists(os.path.join(output, "summary.json")):
         args = [
@@ -86,6 +159,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=8000)
     parser.add_argument("--size", default="400x300", help="WIDTHxHEIGHT of the synthetic JPEGs")
+    parser.add_argument("--photos", action="store_true", help="benchmarks/photos.py's photographs instead")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--passes", type=int, default=2, help="passes per process")
     parser.add_argument("--work", default="/tmp/beam-tfrecord-bench")
@@ -94,12 +168,14 @@ def main() -> None:
     if args.measure:
         measure(*args.measure, passes=args.passes)
         return
-    width, height = (int(n) for n in args.size.split("x"))
-    folder, output = prepare(args.work, args.images, (width, height))
-    best: dict[str, list[float]] = {reader: [] for reader in READERS}
-    every: dict[str, list[float]] = {reader: [] for reader in READERS}  # each pass: what an epoch gets
+    width, height = (640, 480) if args.photos else (int(n) for n in args.size.split("x"))
+    folder, output = prepare(args.work, args.images, (width, height), args.photos)
+    scaled = width >= 2 * IMAGE_SIZE[1] and height >= 2 * IMAGE_SIZE[0]
+    readers = READERS + (FULL_DECODE if scaled else ())
+    best: dict[str, list[float]] = {reader: [] for reader in readers}
+    every: dict[str, list[float]] = {reader: [] for reader in readers}  # each pass: what an epoch gets
     for repeat in range(args.repeats):
-        for reader in READERS:
+        for reader in readers:
             command = [
                 sys.executable,
                 __file__,
@@ -114,23 +190,27 @@ def main() -> None:
             result = json.loads(line.strip().splitlines()[-1])
             best[reader].append(max(result["rates"]))
             every[reader].extend(result["rates"])
-            print(f"repeat {repeat + 1} {reader:13} {result['images']} images, passes {result['rates']}")
+            rates = ", ".join(f"{rate:.0f}" for rate in result["rates"])
+            print(f"repeat {repeat + 1} {reader:21} {result['images']} images, passes {rates}", flush=True)
     medians = {reader: statistics.median(rates) for reader, rates in best.items()}
     epochs = {reader: statistics.median(rates) for reader, rates in every.items()}
-    print(f"\n{args.images} JPEGs of {width}x{height}, 224x224 batches of 32, {platform.processor() or ''}")
+    kind = "photographs" if args.photos else "synthetic JPEGs"
+    print(f"\n{args.images} {kind} of {width}x{height}, 224x224 batches of 32, {platform.processor() or ''}")
     print(
         f"cpus {os.cpu_count()}, {args.passes} passes in each of {args.repeats} processes: the median "
         "of every pass (an epoch), and the median of each process's best pass"
     )
-    for reader in READERS:
+    for reader in readers:
         print(
             f"  {reader:21} epoch {epochs[reader]:6.0f} images/s   best {medians[reader]:6.0f}   "
             f"(every pass: {', '.join(f'{r:.0f}' for r in every[reader])})"
         )
-    for reader in READERS[1:]:
+    pairs = [(reader, "keras-folder") for reader in readers[1:]]
+    pairs += [("load_dataset", "in-memory")] + ([("load_dataset-full", "in-memory-full")] if scaled else [])
+    for reader, base in pairs:
         print(
-            f"  ratio {reader} / keras-folder: epoch {epochs[reader] / epochs['keras-folder']:.2f}x, "
-            f"best {medians[reader] / medians['keras-folder']:.2f}x"
+            f"  ratio {reader} / {base}: epoch {epochs[reader] / epochs[base]:.3f}x, "
+            f"best {medians[reader] / medians[base]:.3f}x"
         )
 
 

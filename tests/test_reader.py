@@ -203,3 +203,8 @@ def test_reduced_dct_decode_is_close_to_a_full_decode(tmp_path):
     full = tf.image.resize(tf.io.decode_jpeg(encoded, channels=3), (24, 32))
     assert image.shape == (24, 32, 3)
     assert float(tf.reduce_mean(tf.abs(tf.cast(image, tf.float32) - full))) < 6.0
+    # dct_scaling=False: the full decode, resized and rounded, to the last bit
+    unscaled = beam_tfrecord.load_dataset(str(out), image_size=(24, 32), batch_size=None, dct_scaling=False)
+    expected = tf.cast(tf.round(full), tf.uint8)
+    assert tf.reduce_all(next(iter(unscaled))[0] == expected)
+    assert not tf.reduce_all(image == expected)  # the default did decode at a reduced scale
