@@ -168,7 +168,7 @@ def _fit(
             image = _center_crop(image, image_size)
         resized = tf.image.resize(image, image_size, method=method)
     # Bilinear and nearest take weighted means of uint8 values, so the result lies in [0, 255]:
-    # a plain cast gives what saturate_cast gives without its clip (about 4% of a 400x300 read).
+    # a plain cast gives what saturate_cast gives without its clip, a pass over every value.
     image = tf.cast(tf.round(resized), tf.uint8)
     image.set_shape([image_size[0], image_size[1], channels or None])
     return image
@@ -433,7 +433,7 @@ def _may_scale(files: SplitFiles, image_size: tuple[int, int], pad: bool) -> boo
 
 def _tuple_spec(spec: dict[str, Any], files: SplitFiles) -> dict[str, Any]:
     """`spec` without the keys no tuple reads (the descriptive fields, the manifest columns): a
-    key costs its parse whether it is used or not, about 5% of a 400x300 picture's read."""
+    key costs its parse whether it is used or not (docs/performance.md#reading-back)."""
     columns = {name for name, _kind in files.layout.extra_columns}
     unread = {key.key for key in record_keys(files.layout) if key.name in _DESCRIPTIVE | columns}
     return {key: feature for key, feature in spec.items() if key not in unread}
