@@ -163,6 +163,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--passes", type=int, default=2, help="passes per process")
     parser.add_argument("--work", default="/tmp/beam-tfrecord-bench")
+    parser.add_argument("--readers", help="comma-separated readers to run (default: all that apply)")
     parser.add_argument("--measure", nargs=3, metavar=("READER", "FOLDER", "OUTPUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
@@ -172,7 +173,10 @@ def main() -> None:
     folder, output = prepare(args.work, args.images, (width, height), args.photos)
     scaled = width >= 2 * IMAGE_SIZE[1] and height >= 2 * IMAGE_SIZE[0]
     readers = READERS + (FULL_DECODE if scaled else ())
+    if args.readers:
+        readers = tuple(reader for reader in args.readers.split(",") if reader in readers)
     best: dict[str, list[float]] = {reader: [] for reader in readers}
+    rounds: dict[str, list[float]] = {reader: [] for reader in readers}  # each process's median pass
     every: dict[str, list[float]] = {reader: [] for reader in readers}  # each pass: what an epoch gets
     for repeat in range(args.repeats):
         for reader in readers:
@@ -190,6 +194,7 @@ def main() -> None:
             result = json.loads(line.strip().splitlines()[-1])
             best[reader].append(max(result["rates"]))
             every[reader].extend(result["rates"])
+            rounds[reader].append(statistics.median(result["rates"]))
             rates = ", ".join(f"{rate:.0f}" for rate in result["rates"])
             print(f"repeat {repeat + 1} {reader:21} {result['images']} images, passes {rates}", flush=True)
     medians = {reader: statistics.median(rates) for reader, rates in best.items()}
@@ -205,12 +210,17 @@ def main() -> None:
             f"  {reader:21} epoch {epochs[reader]:6.0f} images/s   best {medians[reader]:6.0f}   "
             f"(every pass: {', '.join(f'{r:.0f}' for r in every[reader])})"
         )
-    pairs = [(reader, "keras-folder") for reader in readers[1:]]
-    pairs += [("load_dataset", "in-memory")] + ([("load_dataset-full", "in-memory-full")] if scaled else [])
+    pairs = [(reader, "keras-folder") for reader in readers if reader != "keras-folder"]
+    pairs += [("load_dataset", "in-memory"), ("load_dataset-full", "in-memory-full")]
     for reader, base in pairs:
+        if reader not in readers or base not in readers:
+            continue
+        # Paired: each round's ratio (the two processes ran one after the other), then their median,
+        # which a machine whose speed drifts over the run moves less than a ratio of medians.
+        paired = statistics.median(r / b for r, b in zip(rounds[reader], rounds[base], strict=True))
         print(
             f"  ratio {reader} / {base}: epoch {epochs[reader] / epochs[base]:.3f}x, "
-            f"best {medians[reader] / medians[base]:.3f}x"
+            f"best {medians[reader] / medians[base]:.3f}x, paired by round {paired:.3f}x"
         )
 
 
