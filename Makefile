@@ -1,5 +1,6 @@
 # `make demo` converts the bundled sample; `make test` runs lint and the whole suite (`make
-# test-torch` adds PyTorch and runs its reader's and feature models' tests).
+# test-fast` most of it in about half the time; `make test-torch` adds PyTorch and runs its
+# reader's and feature models' tests).
 # Each creates .venv on first use: `make demo` with what the converter needs (requirements.txt and the
 # project), `make test` with the test and lint tools too (requirements-dev-nodeps.txt without their
 # dependencies: see its header). `make proto` recompiles beam_tfrecord/write/example.binpb after an
@@ -8,7 +9,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test test-torch lint format proto docs clean
+.PHONY: demo test test-fast test-torch lint format proto docs clean
 
 # setup.py takes Python 3.11 only (>=3.11,<3.12): where .venv is still to be made, any other
 # Python stops make here in one line, before a venv or a pip install is half done.
@@ -51,6 +52,13 @@ lint: $(VENV)/.installed
 # LONGEST_FILES, --no-loadscope-reorder).
 test: lint
 	$(PY) -m pytest -n auto --dist loadfile --no-loadscope-reorder
+
+# The inner loop: ruff's lint and the suite without the files whose tests mostly wait on other
+# processes (tests/conftest.py's PROCESS_FILES): about half the time. `make test` stays the whole
+# suite, which CI runs.
+test-fast: $(VENV)/.installed
+	$(PY) -m ruff check .
+	$(PY) -m pytest -n auto --dist loadfile --no-loadscope-reorder --fast
 
 # The PyTorch tests, apart: torch from PyPI is 5.5 GB with its CUDA libraries, which `make test`
 # should not install. tests/test_torch.py: the reading adapter (its sharding is tested without

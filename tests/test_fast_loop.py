@@ -1,0 +1,29 @@
+"""`make test-fast`, the inner loop: ruff's lint and `pytest --fast`, which leaves out the files
+tests/conftest.py names in PROCESS_FILES. A renamed file would quietly come back into the fast
+loop, so every name must be a test file that is there."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from conftest import LONGEST_FILES, PROCESS_FILES
+
+TESTS = Path(__file__).resolve().parent
+
+
+def test_every_file_the_fast_loop_leaves_out_or_deals_first_is_there():
+    present = {path.name for path in TESTS.glob("test_*.py")}
+    assert set(PROCESS_FILES) <= present and set(LONGEST_FILES) <= present
+
+
+def test_make_test_fast_lints_and_runs_pytest_fast_and_make_test_runs_everything():
+    def recipe(target: str) -> str:
+        make = ["make", "-n", "-s", "-f", str(TESTS.parent / "Makefile"), target, "VENV=.venv"]
+        done = subprocess.run(make, cwd=TESTS.parent, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    fast, whole = recipe("test-fast"), recipe("test")
+    assert "-m ruff check ." in fast and "-m pytest" in fast and "--fast" in fast
+    assert "-m pytest" in whole and "--fast" not in whole
