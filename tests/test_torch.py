@@ -1,5 +1,10 @@
 """The PyTorch adapter in a real DataLoader with worker processes (`make test-torch` installs
-torch; elsewhere this module is skipped, and tests/test_iter_examples.py covers the split)."""
+torch; elsewhere this module is skipped, and tests/test_iter_examples.py covers the split).
+
+The loaders here start their workers with "spawn": this test process has loaded TensorFlow (the
+conversions, other tests in the same pytest worker), and a worker forked from it crashed at
+random (a segfault in one of three whole-suite runs); a PyTorch job has no TensorFlow loaded.
+Spawned workers also prove the datasets pickle, as they must for "spawn" and "forkserver"."""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ torch = pytest.importorskip("torch")
 
 import beam_tfrecord  # noqa: E402
 
+SPAWN = "spawn"  # see the module's docstring
 FILES = {f"{k}/{k}.{i}.jpg": imagegen.jpeg(40 + i, 30, seed=i) for k in ("cat", "dog") for i in range(5)}
 
 
@@ -22,7 +28,7 @@ def test_two_workers_read_every_record_once_as_tensors(tmp_path):
     out = tmp_path / "out"
     assert conftest.convert(tmp_path / "in", out, "--num_shards", "2") == 0
     dataset = beam_tfrecord.TorchImages(str(out), "train", image_size=(16, 24))
-    loader = torch.utils.data.DataLoader(dataset, batch_size=4, num_workers=2)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=4, num_workers=2, multiprocessing_context=SPAWN)
     images, labels = [], []
     for batch_images, batch_labels in loader:
         assert batch_images.dtype == torch.uint8 and tuple(batch_images.shape[1:]) == (3, 16, 24)
@@ -40,7 +46,9 @@ def test_array_record_output_is_a_map_style_dataset_a_loader_shuffles(tmp_path):
     assert conftest.convert(tmp_path / "in", out, "--num_shards", "2", "--file_format", "array_record") == 0
     dataset = beam_tfrecord.TorchImageArray(str(out), "train", image_size=(16, 24))
     assert len(dataset) == 10 and tuple(dataset[7][0].shape) == (3, 16, 24)
-    loader = torch.utils.data.DataLoader(dataset, batch_size=4, num_workers=2, shuffle=True)
+    loader = torch.utils.data.DataLoader(
+        dataset, batch_size=4, num_workers=2, shuffle=True, multiprocessing_context=SPAWN
+    )
     labels = [label for _, batch in loader for label in batch.tolist()]
     assert sorted(labels) == [0] * 5 + [1] * 5  # every record once, from worker processes
 
