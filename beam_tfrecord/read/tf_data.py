@@ -258,8 +258,7 @@ def load_dataset(
     forced, else 3; 0 keeps each image's own count. With `dct_scaling` (the default), a JPEG at
     least twice `image_size` is decoded at 1/2, 1/4 or 1/8 of its size, which still leaves the
     resize enough pixels: a fraction of the decode's work, and a picture within a few levels of
-    the full decode's (docs/reading.md, Speed); `dct_scaling=False`
-    decodes every picture in full.
+    the full decode's (docs/reading.md, Speed); `dct_scaling=False` decodes every one in full.
 
     `features=True` gives instead a dict of every parsed key of the record (the encoded bytes
     included); images are decoded into `"image"` only when asked (`decode_images=True`, or an
