@@ -17,11 +17,13 @@ def _split_tree(root) -> dict[str, tuple[str, str]]:
     """train/, val/ and test/ of cat and dog folders (Kaggle's and TFDS ImageFolder's layout), one
     picture copied into train and val; relpath -> (split, class)."""
     files, expected = {}, {}
-    for split, word in (("train", "train"), ("val", "validation"), ("test", "test")):
-        for label in ("cat", "dog"):
+    for s, (split, word) in enumerate((("train", "train"), ("val", "validation"), ("test", "test"))):
+        for c, label in enumerate(("cat", "dog")):
             for i in range(3):
                 relpath = f"{split}/{label}/{label}{i}.jpg"
-                files[relpath] = jpeg(30 + i, 20, seed=hash((split, label, i)) % 997)
+                # A seed of its own for each picture: hash() of strings changes with each process,
+                # and two equal seeds would be one more copy than the test plants.
+                files[relpath] = jpeg(30 + i, 20, seed=100 * s + 10 * c + i)
                 expected[relpath] = (word, label)
     files["val/cat/copy.jpg"] = files["train/cat/cat0.jpg"]
     expected["val/cat/copy.jpg"] = ("validation", "cat")
