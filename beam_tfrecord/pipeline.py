@@ -61,7 +61,7 @@ from beam_tfrecord.write import done_files
 from beam_tfrecord.write.run_step import RunStepFn
 from beam_tfrecord.write.shardwriter import remove_tree
 from beam_tfrecord.write.side_files import object_files, write_metadata
-from beam_tfrecord.write.sinks import TALLIES, MergeTallies, TallyFn, make_sink
+from beam_tfrecord.write.sinks import TALLIES, MergeTallies, make_sink
 from beam_tfrecord.write.summary import OptionsSummary, RunSummary, Summary, build_summary
 from beam_tfrecord.write.tally import Tally
 
@@ -273,7 +273,7 @@ class WriteMetadataFn(RunStepFn):
 
     def process(
         self,
-        _: None,
+        _: str,
         tally: Tally,
         rejects: list[RejectLine],
         finals: list[FinalShard],
@@ -304,6 +304,8 @@ class WriteMetadataFn(RunStepFn):
         resumed = (
             {"shards": len(staged.finished), "records": staged.resumed_records} if staged.finished else None
         )
+        # The records' tally, and the rejects', which are all here already.
+        tally = Tally().merge(tally).add_all(rejects)
         summary = build_summary(
             facts, planned, tally, sizes, options, run, self.config.features, duplicates, resumed
         )
@@ -372,12 +374,15 @@ class ImagesToTFRecords(beam.PTransform):
         runner = type(root.pipeline.runner)
         runners.check_runner(f"{runner.__module__}.{runner.__qualname__}")  # before it fails mid-run
         config, staged = self.config, self.staged
+        # The plan's folder, once: it starts the listing of the shard tasks, the loading of an
+        # interrupted run's finished ones and the metadata step (each one more Create otherwise:
+        # Beam builds and runs every transform of the graph, even on a run of a few pictures).
+        start = root | "Start" >> beam.Create([staged.plan_dir])
         # str: a staged shard task's path (one output shard and its inputs' paths). The
         # Reshuffle spreads them (file names, never image bytes) over the workers; a fused Create
         # would keep them on one. ReadValidate loads each.
         tasks = (
-            root
-            | "Start" >> beam.Create([staged.plan_dir])
+            start
             | "ListShardTasks" >> beam.ParDo(ListShardTasksFn(config, staged))
             | "SpreadShards" >> beam.Reshuffle()
         )
@@ -389,13 +394,8 @@ class ImagesToTFRecords(beam.PTransform):
         rejects = [read[REJECTS]]
         resumed = None
         if staged.finished:  # an interrupted run's finished tasks: their shards and counts, kept
-            resumed = (
-                root
-                | "Finished" >> beam.Create([None])
-                | "LoadFinished"
-                >> beam.ParDo(LoadFinishedFn(config, staged)).with_outputs(
-                    TALLIES, REJECTS, CHANGES, DROPPED, CONTENT, main="shards"
-                )
+            resumed = start | "LoadFinished" >> beam.ParDo(LoadFinishedFn(config, staged)).with_outputs(
+                TALLIES, REJECTS, CHANGES, DROPPED, CONTENT, main="shards"
             )
             rejects.append(resumed[REJECTS])
         pending = read.pending
@@ -423,24 +423,14 @@ class ImagesToTFRecords(beam.PTransform):
             tallies.append(resumed[TALLIES])
         duplicates = keys | "Duplicates" >> DuplicateGroups()
         # (sha256, (relpath, split)) of every record: the file index's (output.file_index).
-        reject_tally = all_rejects | "TallyRejects" >> beam.CombineGlobally(TallyFn())
-        tally = (
-            (*tallies, reject_tally)
-            | "Tallies" >> beam.Flatten()
-            | "Tally" >> beam.CombineGlobally(MergeTallies())
-        )
-        return (
-            root
-            | "Once" >> beam.Create([None])
-            | "WriteMetadata"
-            >> beam.ParDo(
-                WriteMetadataFn(config, staged, self.run_info),
-                tally=beam.pvalue.AsSingleton(tally),
-                rejects=beam.pvalue.AsList(all_rejects),
-                finals=beam.pvalue.AsList(finals),
-                changes=beam.pvalue.AsList(changes),
-                dropped=beam.pvalue.AsList(dropped),
-                duplicates=beam.pvalue.AsList(duplicates),
-                contents=beam.pvalue.AsList(keys),
-            )
+        tally = tuple(tallies) | "Tallies" >> beam.Flatten() | "Tally" >> beam.CombineGlobally(MergeTallies())
+        return start | "WriteMetadata" >> beam.ParDo(
+            WriteMetadataFn(config, staged, self.run_info),
+            tally=beam.pvalue.AsSingleton(tally),
+            rejects=beam.pvalue.AsList(all_rejects),
+            finals=beam.pvalue.AsList(finals),
+            changes=beam.pvalue.AsList(changes),
+            dropped=beam.pvalue.AsList(dropped),
+            duplicates=beam.pvalue.AsList(duplicates),
+            contents=beam.pvalue.AsList(keys),
         )

@@ -308,7 +308,7 @@ class LoadFinishedFn(RunStepFn):
     temporary (or already final) shard, and everything the summary counts of it, on the outputs
     the tasks would have given: tallies, rejects, changes, dropped objects, content keys."""
 
-    def process(self, _: None) -> Iterator[WrittenShard | TaggedOutput]:
+    def process(self, _: str) -> Iterator[WrittenShard | TaggedOutput]:
         temp_dir, output, shard_format = self.staged.temp_dir, self.config.output, self.config.shard_format
         for task in self.staged.finished:
             read = done_files.read_outcomes(temp_dir, [task])[task]

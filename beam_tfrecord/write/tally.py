@@ -6,6 +6,7 @@ summary is built from it (`write.summary.build_summary`); no count is made twice
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,6 +118,11 @@ class Tally:
         self.digests[split] = (self.digests[split] + int.from_bytes(outcome.digest)) % DIGEST_MODULUS
         if outcome.feature_shape is not None:
             self.feature_shapes[outcome.feature_shape] += 1
+        return self
+
+    def add_all(self, outcomes: Iterable[ConvertedRecord | RejectLine]) -> Tally:
+        for outcome in outcomes:
+            self.add(outcome)
         return self
 
     def _add_objects(self, outcome: ConvertedRecord) -> None:
