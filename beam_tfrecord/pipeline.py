@@ -413,7 +413,8 @@ class ImagesToTFRecords(beam.PTransform):
         sink = make_sink(config, staged, resumed.shards if resumed is not None else None)
         # FinalShard: each shard under its final name with its record count; Tally of records.
         finals, record_tallies = built.records | "Write" >> sink
-        # DuplicateGroup: records whose source bytes are identical (hashes and paths grouped).
+        # (sha256, (relpath, split)) of every record: the file index's (output.file_index), and
+        # grouped, the DuplicateGroups of records whose source bytes are identical.
         keys = built.records | "ContentKeys" >> beam.Map(content_key)
         changes, dropped, tallies = built[CHANGES], built[DROPPED], [record_tallies]
         if resumed is not None:
@@ -422,11 +423,13 @@ class ImagesToTFRecords(beam.PTransform):
             dropped = (dropped, resumed[DROPPED]) | "AllDropped" >> beam.Flatten()
             tallies.append(resumed[TALLIES])
         duplicates = keys | "Duplicates" >> DuplicateGroups()
-        # (sha256, (relpath, split)) of every record: the file index's (output.file_index).
-        tally = tuple(tallies) | "Tallies" >> beam.Flatten() | "Tally" >> beam.CombineGlobally(MergeTallies())
+        # One Tally of what every sink bundle wrote, combined on the workers (a few per shard
+        # task: too many to hand whole to one step); none where no shard task ran.
+        merged = beam.CombineGlobally(MergeTallies()).without_defaults()
+        tally = tuple(tallies) | "Tallies" >> beam.Flatten() | "Tally" >> merged
         return start | "WriteMetadata" >> beam.ParDo(
             WriteMetadataFn(config, staged, self.run_info),
-            tally=beam.pvalue.AsSingleton(tally),
+            tally=beam.pvalue.AsSingleton(tally, default_value=Tally()),
             rejects=beam.pvalue.AsList(all_rejects),
             finals=beam.pvalue.AsList(finals),
             changes=beam.pvalue.AsList(changes),
