@@ -3,6 +3,7 @@ the local runner the CLI uses, and offline defaults for every test."""
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -75,6 +76,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=left_out)
     rank = {name: index for index, name in enumerate(LONGEST_FILES)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file's order kept
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session):
+    """Collection imports TensorFlow, Beam and Keras into every worker: the cycle collector paused
+    while they load (its passes over their objects find nothing), and what they built frozen
+    after, so that the full passes during the tests skip it."""
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
