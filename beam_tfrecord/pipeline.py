@@ -375,8 +375,9 @@ class ImagesToTFRecords(beam.PTransform):
         runners.check_runner(f"{runner.__module__}.{runner.__qualname__}")  # before it fails mid-run
         config, staged = self.config, self.staged
         # The plan's folder, once: it starts the listing of the shard tasks, the loading of an
-        # interrupted run's finished ones and the metadata step (each one more Create otherwise:
-        # Beam builds and runs every transform of the graph, even on a run of a few pictures).
+        # interrupted run's finished ones, the sink's finalize step and the metadata step (each
+        # one more Create otherwise: Beam builds and runs every transform of the graph, even on a
+        # run of a few pictures).
         start = root | "Start" >> beam.Create([staged.plan_dir])
         # str: a staged shard task's path (one output shard and its inputs' paths). The
         # Reshuffle spreads them (file names, never image bytes) over the workers; a fused Create
@@ -410,7 +411,7 @@ class ImagesToTFRecords(beam.PTransform):
         )
         rejects.append(built[REJECTS])
         all_rejects = tuple(rejects) | "AllRejects" >> beam.Flatten()
-        sink = make_sink(config, staged, resumed.shards if resumed is not None else None)
+        sink = make_sink(config, staged, resumed.shards if resumed is not None else None, start)
         # FinalShard: each shard under its final name with its record count; Tally of records.
         finals, record_tallies = built.records | "Write" >> sink
         # (sha256, (relpath, split)) of every record: the file index's (output.file_index), and

@@ -137,7 +137,7 @@ class WriteShardFilesFn(RunStepFn):
 class FinalizeShardsFn(RunStepFn):
     """Runs once, after every shard task: renames the temporary shards into place."""
 
-    def process(self, _: None, written: list[WrittenShard]) -> Iterator[FinalShard]:
+    def process(self, _: str, written: list[WrittenShard]) -> Iterator[FinalShard]:
         self.staged.check_fence("the shards' final names")
         config = self.config
         yield from shardwriter.finalize_shards(
@@ -150,16 +150,22 @@ class PlannedShardSink(beam.PTransform):
 
     Each shard task's records are written by the worker that read them (no bytes shuffled);
     a finalize step renames every shard into place once all are written. `resumed` holds the
-    WrittenShards an interrupted run finished, which a rerun keeps (LoadFinishedFn).
+    WrittenShards an interrupted run finished, which a rerun keeps (LoadFinishedFn); `start`, the
+    pipeline's one element that starts the finalize step (else the sink makes its own).
     """
 
     def __init__(
-        self, config: ConvertConfig, staged: StagedPlan, resumed: beam.PCollection | None = None
+        self,
+        config: ConvertConfig,
+        staged: StagedPlan,
+        resumed: beam.PCollection | None = None,
+        start: beam.PCollection[str] | None = None,
     ) -> None:
         super().__init__()
         self.config = config
         self.staged = staged
         self.resumed = resumed
+        self.start = start
 
     def expand(self, records: beam.PCollection[ConvertedRecord]) -> tuple[beam.PCollection, beam.PCollection]:
         written = records | "WriteShardFiles" >> beam.ParDo(
@@ -168,11 +174,11 @@ class PlannedShardSink(beam.PTransform):
         shards = written.written
         if self.resumed is not None:
             shards = (shards, self.resumed) | "WithResumed" >> beam.Flatten()
-        finals = (
-            records.pipeline
-            | "Once" >> beam.Create([None])
-            | "Finalize"
-            >> beam.ParDo(FinalizeShardsFn(self.config, self.staged), written=beam.pvalue.AsList(shards))
+        start = self.start
+        if start is None:  # the sink on its own: a Create of its own starts the finalize step
+            start = records.pipeline | "Start" >> beam.Create([self.staged.plan_dir])
+        finals = start | "Finalize" >> beam.ParDo(
+            FinalizeShardsFn(self.config, self.staged), written=beam.pvalue.AsList(shards)
         )
         return finals, written[TALLIES]
 
@@ -239,12 +245,17 @@ class TFRecordSplitsSink(beam.PTransform):
 
 
 def make_sink(
-    config: ConvertConfig, staged: StagedPlan, resumed: beam.PCollection | None = None
+    config: ConvertConfig,
+    staged: StagedPlan,
+    resumed: beam.PCollection | None = None,
+    start: beam.PCollection[str] | None = None,
 ) -> beam.PTransform:
     """The sink object a config names: `paths` (default) or `beam` (which never resumes, and whose
-    steps are Beam's: they use the gs:// settings of the worker process they run in)."""
+    steps are Beam's: they use the gs:// settings of the worker process they run in). `start`:
+    the pipeline's one element (the plan's folder) that starts its one-off steps, the paths
+    sink's finalize step among them."""
     if config.sink == "paths":
-        return PlannedShardSink(config, staged, resumed)
+        return PlannedShardSink(config, staged, resumed, start)
     if config.sink == "beam":
         return TFRecordSplitsSink(config, staged)
     raise ValueError(f"sink must be paths or beam, not {config.sink!r}")
