@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import convert
 from PIL import Image
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -65,14 +66,21 @@ def _coco_set(root: str) -> tuple[str, str]:
     return images, instances
 
 
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory) -> tuple[str, str, str]:
+    """The COCO set and the pipeline's output of it, made once: each mode of the benchmark is
+    compared with the same records. (images, instances, the output.)"""
+    root = tmp_path_factory.mktemp("least_work")
+    images, instances = _coco_set(str(root / "data"))
+    ours = str(root / "ours")
+    assert convert(images, ours, "--annotations", "coco", f"--annotations_path=train={instances}") == 0
+    return images, instances, ours
+
+
 @pytest.mark.parametrize("mode", [[], ["--checked"], ["--library"]], ids=["plain", "checked", "library"])
-def test_least_work_writes_the_records_the_pipeline_writes(tmp_path, mode: list[str]) -> None:
-    images, instances = _coco_set(str(tmp_path / "data"))
-    ours, least = str(tmp_path / "ours"), str(tmp_path / "least")
-    convert = [sys.executable, "-m", "pipelines.convert", "--input", images, "--output", ours]
-    convert += ["--annotations", "coco", f"--annotations_path=train={instances}", "--runner=DirectRunner"]
-    done = subprocess.run([*convert, "--no_progress"], cwd=ROOT, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
+def test_least_work_writes_the_records_the_pipeline_writes(tmp_path, converted, mode: list[str]) -> None:
+    images, instances, ours = converted
+    least = str(tmp_path / "least")
     command = [sys.executable, LEAST_WORK, "--image_dir", images, "--instances", instances, *mode]
     done = subprocess.run(
         [*command, "--output", least, "--compare", ours], cwd=ROOT, capture_output=True, text=True
@@ -89,14 +97,10 @@ def test_least_work_writes_the_records_the_pipeline_writes(tmp_path, mode: list[
     ]
 
 
-def test_least_work_tells_other_records_apart(tmp_path) -> None:
+def test_least_work_tells_other_records_apart(tmp_path, converted) -> None:
     """The comparison is not vacuous: the same class names under other ids give other labels and
     class texts, so other bytes."""
-    images, instances = _coco_set(str(tmp_path / "data"))
-    ours = str(tmp_path / "ours")
-    convert = [sys.executable, "-m", "pipelines.convert", "--input", images, "--output", ours]
-    convert += ["--annotations", "coco", f"--annotations_path=train={instances}", "--runner=DirectRunner"]
-    assert subprocess.run([*convert, "--no_progress"], cwd=ROOT, capture_output=True).returncode == 0
+    images, instances, ours = converted
     with open(instances) as handle:
         coco = json.load(handle)
     for category in coco["categories"]:
@@ -156,10 +160,7 @@ def test_checked_steps_place_what_placement_places_and_leave_the_rest_to_the_lib
     with open(instances, "w") as handle:
         json.dump(coco, handle)
     ours, least = str(tmp_path / "ours"), str(tmp_path / "least")
-    convert = [sys.executable, "-m", "pipelines.convert", "--input", images, "--output", ours]
-    convert += ["--annotations", "coco", f"--annotations_path=train={instances}", "--runner=DirectRunner"]
-    done = subprocess.run([*convert, "--no_progress"], cwd=ROOT, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert convert(images, ours, "--annotations", "coco", f"--annotations_path=train={instances}") == 0
     with open(os.path.join(ours, "changes.jsonl")) as handle:
         assert any("exif_rotation" in line for line in handle), "the photo was not turned"
     with open(os.path.join(ours, "dropped_objects.jsonl")) as handle:
