@@ -93,7 +93,7 @@ def main() -> None:
         measure(*args.measure, workers=args.workers, passes=args.passes)
         return
     width, height = (int(n) for n in args.size.split("x"))
-    folder, output = prepare(args.work, args.images, (width, height))
+    folder, output = prepare(args.work, args.images, (width, height), photos=False)
     every: dict[str, list[float]] = {reader: [] for reader in READERS}
     for repeat in range(args.repeats):
         for reader in READERS:
