@@ -432,6 +432,17 @@ def check_outcome(text: str, folder: Path, output: str) -> None:
         assert summary("pets-features")["features"]["shape"] == [1280]
     if "--dry_run=true" in text:
         assert (folder / "dataflow_job.json").is_file()
+        # The job's size as docs/dataflow.md shows it is the size it prints (the proto holds this
+        # folder's paths, so its size moves by a few bytes).
+        page = (ROOT / "docs" / "dataflow.md").read_text(encoding="utf-8")
+        shown, printed = (
+            [float(n) for n in re.findall(r"^  (?:transforms|pipeline proto) +([\d.]+)", t, re.M)]
+            for t in (page, output)
+        )
+        assert len(shown) == len(printed) == 2, printed
+        assert shown[0] == printed[0] and abs(shown[1] - printed[1]) < 1, (
+            f"dataflow.md shows {shown}, {printed} printed"
+        )
     if "gcp_storage_emulator" in text:  # "prints the same table as make demo"
         table = [line for line in demo_block().splitlines() if not line.startswith(("INFO", "wall time"))]
         assert all(line in output for line in table), output
