@@ -9,7 +9,8 @@ In flow order, one flow on every runner:
     PendingRecord --RunInference--> PredictionResult(example=PendingRecord, inference=array | str)
         (feature runs only)
     PendingRecord | PredictionResult --BuildRecords--> ConvertedRecord | RejectLine | ChangeLine
-    ConvertedRecord --DuplicateGroups--> DuplicateGroup (hashes and paths grouped, no bytes)
+    ConvertedRecord --content_key--> (sha256, (path, split)) --the metadata step--> DuplicateGroup
+        (hashes and paths grouped, no bytes)
     ConvertedRecord --a sink--> WrittenShard (temporary) --finalize--> FinalShard, and a Tally
     (write.tally.Tally: the counts, merged across workers)
 """

@@ -29,7 +29,6 @@ from beam_tfrecord.config_base import ConfigError, unshaping_keys
 from beam_tfrecord.elements import (
     ChangeLine,
     DroppedObjectLine,
-    DuplicateGroup,
     FinalShard,
     PlannedInput,
     RejectLine,
@@ -51,11 +50,11 @@ from beam_tfrecord.transforms import (
     DROPPED,
     REJECTS,
     BuildRecordFn,
-    DuplicateGroups,
     ExtractFeatures,
     LoadFinishedFn,
     ReadShardFn,
     content_key,
+    duplicate_groups,
 )
 from beam_tfrecord.write import done_files
 from beam_tfrecord.write.run_step import RunStepFn
@@ -278,7 +277,6 @@ class WriteMetadataFn(RunStepFn):
         rejects: list[RejectLine],
         finals: list[FinalShard],
         changes: list[ChangeLine],
-        duplicates: list[DuplicateGroup],
         dropped: list[DroppedObjectLine],
         contents: list[tuple[str, tuple[str, str]]] = (),  # type: ignore[assignment]
     ) -> Iterator[Summary]:
@@ -304,8 +302,10 @@ class WriteMetadataFn(RunStepFn):
         resumed = (
             {"shards": len(staged.finished), "records": staged.resumed_records} if staged.finished else None
         )
-        # The records' tally, and the rejects', which are all here already.
+        # The records' tally, and the rejects', which are all here already; so is every record's
+        # content key, grouped here into the copies of one content.
         tally = Tally().merge(tally).add_all(rejects)
+        duplicates = duplicate_groups(contents)
         summary = build_summary(
             facts, planned, tally, sizes, options, run, self.config.features, duplicates, resumed
         )
@@ -414,7 +414,7 @@ class ImagesToTFRecords(beam.PTransform):
         sink = make_sink(config, staged, resumed.shards if resumed is not None else None, start)
         # FinalShard: each shard under its final name with its record count; Tally of records.
         finals, record_tallies = built.records | "Write" >> sink
-        # (sha256, (relpath, split)) of every record: the file index's (output.file_index), and
+        # (sha256, (relpath, split)) of every record: the file index's (output.file_index) and,
         # grouped, the DuplicateGroups of records whose source bytes are identical.
         keys = built.records | "ContentKeys" >> beam.Map(content_key)
         changes, dropped, tallies = built[CHANGES], built[DROPPED], [record_tallies]
@@ -423,7 +423,6 @@ class ImagesToTFRecords(beam.PTransform):
             changes = (changes, resumed[CHANGES]) | "AllChanges" >> beam.Flatten()
             dropped = (dropped, resumed[DROPPED]) | "AllDropped" >> beam.Flatten()
             tallies.append(resumed[TALLIES])
-        duplicates = keys | "Duplicates" >> DuplicateGroups()
         # One Tally of what every sink bundle wrote, combined on the workers (a few per shard
         # task: too many to hand whole to one step); none where no shard task ran.
         merged = beam.CombineGlobally(MergeTallies()).without_defaults()
@@ -435,6 +434,5 @@ class ImagesToTFRecords(beam.PTransform):
             finals=beam.pvalue.AsList(finals),
             changes=beam.pvalue.AsList(changes),
             dropped=beam.pvalue.AsList(dropped),
-            duplicates=beam.pvalue.AsList(duplicates),
             contents=beam.pvalue.AsList(keys),
         )

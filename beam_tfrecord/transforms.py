@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -48,11 +49,11 @@ __all__ = [
     "NAMESPACE",
     "REJECTS",
     "BuildRecordFn",
-    "DuplicateGroups",
     "ExtractFeatures",
     "LoadFinishedFn",
     "ReadShardFn",
     "count_outcome",
+    "duplicate_groups",
     "failed_batch_rejects",
 ]
 
@@ -284,23 +285,20 @@ def content_key(record: ConvertedRecord) -> tuple[str, tuple[str, str]]:
     return record.content_sha256, (record.relpath, record.split)
 
 
-def copies_of(grouped: tuple[str, Iterable[tuple[str, str]]]) -> Iterator[DuplicateGroup]:
-    """A content held by more than one record is a DuplicateGroup (copies sorted by path)."""
-    sha256, copies = grouped
-    found = tuple(sorted(copies))
-    if len(found) > 1:
-        yield DuplicateGroup(sha256, found)
-
-
-class DuplicateGroups(beam.PTransform):
-    """(sha256, (path, split)) per record (`content_key`) -> DuplicateGroup, one per content that
-    more than one record holds.
-
-    Groups about 150 bytes a record, never the image bytes; the result is as deterministic as
-    the records (copies sorted), whatever the runner's order."""
-
-    def expand(self, keys: beam.PCollection[tuple[str, tuple[str, str]]]) -> beam.PCollection[DuplicateGroup]:
-        return keys | "ByContent" >> beam.GroupByKey() | "Copies" >> beam.FlatMap(copies_of)
+def duplicate_groups(keys: Iterable[tuple[str, tuple[str, str]]]) -> list[DuplicateGroup]:
+    """(sha256, (path, split)) per record (`content_key`) -> a DuplicateGroup for each content that
+    more than one record holds, copies sorted by path: as deterministic as the records, whatever
+    the runner's order. The metadata step holds every record's key already (for the file index),
+    so the groups are found there, about 150 bytes a record and never the image bytes, instead of
+    in a GroupByKey of their own."""
+    copies: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for sha256, copy in keys:
+        copies[sha256].append(copy)
+    return [
+        DuplicateGroup(sha256, tuple(sorted(found)))
+        for sha256, found in sorted(copies.items())
+        if len(found) > 1
+    ]
 
 
 class LoadFinishedFn(RunStepFn):

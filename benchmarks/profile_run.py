@@ -123,7 +123,11 @@ RULES: list[tuple[str, str, Callable[[list[Frame]], bool]]] = [
     ("CRC32C", "image", _calls("masked_crc32c")),
     (".idx beside each shard", "image", _calls("write_index", "format_index")),
     ("shard file writes (framing, write calls)", "image", _in("write/tfrecord_files", "write/shardwriter")),
-    ("duplicate table (content keys)", "image", _calls("content_key", "copies_of", "LoadFinishedFn.process")),
+    (
+        "duplicate table (content keys)",
+        "image",
+        _calls("content_key", "duplicate_groups", "LoadFinishedFn.process"),
+    ),
     ("shard tasks loaded (staged annotations parsed)", "image", _calls("load_task", "ShardTask.from_json")),
     (
         "read threads' hand-off (futures, ordered_submit)",

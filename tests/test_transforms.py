@@ -14,11 +14,11 @@ from conftest import local_pipeline
 
 import beam_tfrecord
 from beam_tfrecord.config import ConvertConfig, SourceConfig
-from beam_tfrecord.elements import PlannedInput, RejectLine, ShardTask
+from beam_tfrecord.elements import DuplicateGroup, PlannedInput, RejectLine, ShardTask
 from beam_tfrecord.images.options import ImageConfig
 from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
 from beam_tfrecord.plan.staging import PlanFacts, StagedPlan
-from beam_tfrecord.transforms import REJECTS, BuildRecordFn, ReadShardFn
+from beam_tfrecord.transforms import REJECTS, BuildRecordFn, ReadShardFn, duplicate_groups
 from beam_tfrecord.write.sinks import TallyFn
 from beam_tfrecord.write.summary import OptionsSummary, build_summary
 from beam_tfrecord.write.tally import Tally
@@ -144,3 +144,23 @@ def test_rejects_keep_their_reason_through_the_metadata(bad_tree, tmp_path):
         RejectLine.from_json(line) for line in (tmp_path / "out" / "rejects.jsonl").read_text().splitlines()
     ]
     assert {line.reason for line in lines} == {"empty", "not_an_image", "too_large", "truncated", "skipped"}
+
+
+def test_duplicate_groups_are_the_same_whatever_order_the_keys_come_in():
+    """Content keys as workers hand them over, in any order: one group per content that more than
+    one record holds, copies sorted by path, groups by content; a content held once is no group."""
+    keys = [
+        ("bb", ("dog/2.jpg", "train")),
+        ("aa", ("cat/9.jpg", "validation")),
+        ("cc", ("cat/3.jpg", "train")),
+        ("aa", ("cat/1.jpg", "train")),
+        ("bb", ("dog/1.jpg", "train")),
+        ("aa", ("dog/5.jpg", "train")),
+    ]
+    expected = [
+        DuplicateGroup("aa", (("cat/1.jpg", "train"), ("cat/9.jpg", "validation"), ("dog/5.jpg", "train"))),
+        DuplicateGroup("bb", (("dog/1.jpg", "train"), ("dog/2.jpg", "train"))),
+    ]
+    assert duplicate_groups(keys) == expected
+    assert duplicate_groups(reversed(keys)) == expected
+    assert duplicate_groups([]) == []
