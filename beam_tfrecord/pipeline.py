@@ -415,7 +415,7 @@ class ImagesToTFRecords(beam.PTransform):
         # FinalShard: each shard under its final name with its record count; Tally of records.
         finals, record_tallies = built.records | "Write" >> sink
         # (sha256, (relpath, split)) of every record: the file index's (output.file_index) and,
-        # grouped, the DuplicateGroups of records whose source bytes are identical.
+        # grouped by the metadata step (transforms.duplicate_groups), the copies of one content.
         keys = built.records | "ContentKeys" >> beam.Map(content_key)
         changes, dropped, tallies = built[CHANGES], built[DROPPED], [record_tallies]
         if resumed is not None:
