@@ -42,6 +42,7 @@ __all__ = [
     "multi_hot",
     "record_dataset",
     "split_files",
+    "traced_as_written",
 ]
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -52,6 +53,13 @@ _RATIOS = (1, 2, 4, 8)  # the DCT scales libjpeg decodes at (tf.io.decode_jpeg's
 # for `features=True`, which hands out the whole record.
 _DESCRIPTIVE = frozenset({"format", "channels", "filename", "sha256", "label_text", "source_id"})
 _LOGGER = logging.getLogger(__name__)
+
+
+def traced_as_written(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` for a tf.data map, traced without AutoGraph's rewrite: the readers branch on tensors
+    only through `tf.cond` and `tf.switch_case`, so the rewrite finds nothing to change, and it
+    costs about 0.3 s of CPU the first time a process builds a dataset (docs/performance.md)."""
+    return tf.autograph.experimental.do_not_convert(fn)
 
 
 def record_dataset(path: str, compression: str = "") -> tf.data.Dataset:
@@ -346,7 +354,7 @@ def load_dataset(
         else (lambda path: tf.data.TFRecordDataset(path, compression_type=files.compression))
     )
     records = paths.interleave(
-        read,
+        traced_as_written(read),
         cycle_length=max(1, min(len(files.paths), 16)),
         num_parallel_calls=AUTOTUNE,
         deterministic=deterministic,
@@ -355,7 +363,7 @@ def load_dataset(
         records = records.shuffle(shuffle_buffer, seed=seed)
     parsed = (
         records.batch(PARSE_BATCH)
-        .map(lambda batch: tf.io.parse_example(batch, spec), num_parallel_calls=AUTOTUNE)
+        .map(traced_as_written(lambda batch: tf.io.parse_example(batch, spec)), num_parallel_calls=AUTOTUNE)
         .unbatch()
         .apply(tf.data.experimental.assert_cardinality(files.records))
     )
@@ -406,7 +414,7 @@ def load_dataset(
             return image, _targets(record, frame, image, detection)
         return (image, record[label_key]) if files.labeled else image
 
-    dataset = parsed.map(finish, num_parallel_calls=AUTOTUNE, deterministic=deterministic)
+    dataset = parsed.map(traced_as_written(finish), num_parallel_calls=AUTOTUNE, deterministic=deterministic)
     lists = (
         files.multi_label or files.objects or files.captions or any(c.is_list for c in files.extra_columns)
     )

@@ -28,7 +28,7 @@ from beam_tfrecord.keys import RecordLayout, key_of, record_keys
 from beam_tfrecord.names import LABELS_FILE, REJECTS_FILE, SUMMARY_FILE, TFDS_INFO_FILE
 from beam_tfrecord.output.outputs import unfinished_message
 from beam_tfrecord.read.files import read_index
-from beam_tfrecord.read.tf_data import record_dataset
+from beam_tfrecord.read.tf_data import record_dataset, traced_as_written
 from beam_tfrecord.write import schema as schema_lib
 from beam_tfrecord.write.summary import Summary, SummaryError, read_summary
 from beam_tfrecord.write.tfrecord_files import FramingError, index_records
@@ -224,7 +224,7 @@ def read_shard(
         layout = layout.without_features()
     facts_fn = _facts_fn(layout)
     dataset = record_dataset(path, compression).map(
-        facts_fn, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+        traced_as_written(facts_fn), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
     )
     count = 0
     try:
