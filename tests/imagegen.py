@@ -5,6 +5,7 @@ permission tests share: a folder every user may enter, and a call made without r
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import pickle
@@ -121,6 +122,12 @@ def every_format() -> dict[str, bytes]:
     """One small picture in every format Pillow writes here, plus HEIC through pillow-heif, the
     multi-frame kinds, and two formats that are refused (PDF, EPS). Keys are file names whose
     extension is the format's own."""
+    return dict(_every_format())
+
+
+@functools.cache
+def _every_format() -> dict[str, bytes]:
+    """Encoded once a process: two test modules build the gallery at collection, in every worker."""
     import pillow_heif
 
     pillow_heif.register_heif_opener()  # lets Pillow's save() write HEIF

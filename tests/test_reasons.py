@@ -7,6 +7,7 @@ where a reason goes (the argument of `Reject`, `RejectLine`, `ImageProblem`, ...
 from __future__ import annotations
 
 import ast
+import functools
 import pathlib
 import re
 from dataclasses import dataclass, field
@@ -152,20 +153,23 @@ def scan(paths: list[pathlib.Path]) -> Found:
     return found
 
 
-SCANNED = scan(SOURCES)
+@functools.cache
+def scanned() -> Found:
+    """The library scanned once, by the first test that asks (not at collection, in every worker)."""
+    return scan(SOURCES)
 
 
 def test_every_reason_the_code_emits_is_declared_in_the_registry():
-    unknown = {name: where for name, where in SCANNED.used.items() if name not in vars(reasons)}
+    unknown = {name: where for name, where in scanned().used.items() if name not in vars(reasons)}
     assert unknown == {}
-    assert SCANNED.literals == []
+    assert scanned().literals == []
 
 
 def test_every_declared_reason_is_emitted_somewhere():
     """Used by name in the library, or, for a record-level change an object note makes, emitted
     through the notes' declarations (`reasons.record_changes`, which images.inputs applies)."""
     through_notes = {name for name, r in DECLARED.items() if r.code in reasons.record_changes().values()}
-    assert sorted(set(DECLARED) - set(SCANNED.used) - through_notes) == []
+    assert sorted(set(DECLARED) - set(scanned().used) - through_notes) == []
 
 
 def test_each_code_is_declared_once_with_its_kind_and_meaning():
