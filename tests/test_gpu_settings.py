@@ -41,20 +41,23 @@ def test_mixed_precision_features_are_close_to_float32_and_the_policy_does_not_l
     import keras
 
     # The same random weights for both, from one file: a global seed alone gave each build other
-    # weights once earlier tests in the process had drawn from Keras's generators.
+    # weights once earlier tests in the process had drawn from Keras's generators. The float32
+    # side is that model itself (EfficientNet's preprocess_input passes pixels through; the
+    # float32 load_backbone is every other feature test's), which saves a third build.
+    assert "mixed" in PRECISIONS
     keras.utils.set_random_seed(0)
     weights = str(tmp_path / "random.weights.h5")
-    keras.applications.EfficientNetB0(include_top=False, weights=None).save_weights(weights)
+    model = keras.applications.EfficientNetB0(include_top=False, weights=None)
+    model.save_weights(weights)
     batch = images(4)
-    outputs = {}
-    for precision in PRECISIONS:
-        loaded = features_lib.load_backbone(FeatureConfig("efficientnet_b0", weights, precision=precision))
-        outputs[precision] = feature_inputs.pool(loaded.predict(batch), "avg")
-        assert keras.config.dtype_policy().name == "float32"  # built mixed, restored after
-    mixed, full = outputs["mixed"], outputs["float32"]
+    full = feature_inputs.pool(np.asarray(model(batch, training=False)), "avg")
+    loaded = features_lib.load_backbone(FeatureConfig("efficientnet_b0", weights, precision="mixed"))
+    mixed = feature_inputs.pool(loaded.predict(batch), "avg")
+    assert keras.config.dtype_policy().name == "float32"  # built mixed, restored after
     assert mixed.dtype == np.float32 and mixed.shape == full.shape == (4, 1280)
-    assert not np.array_equal(mixed, full)  # float16 arithmetic did run
     scale = np.abs(full).max()
+    # float16 arithmetic did run: the float32 graph and eager calls differ by under 1e-6 of the scale
+    assert np.abs(mixed - full).max() > 1e-4 * scale
     assert np.abs(mixed - full).max() <= MIXED_TOLERANCE * scale, np.abs(mixed - full).max() / scale
 
 
