@@ -531,15 +531,16 @@ def test_a_half_written_claim_is_dated_by_its_file_not_taken_at_once(tmp_path):
         assert claim.took_over.run_id == claims.UNREADABLE and "not renewed while" in claim.took_over_why
 
 
-def _race(out: str, start, results) -> None:
+def _race(out: str, start, looked, results) -> None:
     start.wait()
     try:
         claim = claims.take_claim(out)
     except claims.ClaimHeld:
         results.put("refused")
+        looked.wait(timeout=30)
         return
     results.put("won")
-    time.sleep(0.2)  # hold it while the other one looks
+    looked.wait(timeout=30)  # hold it until the other one has looked
     claim.release()
 
 
@@ -549,8 +550,8 @@ def test_two_processes_racing_for_one_output_fifty_times_one_wins_each_time(tmp_
     context = multiprocessing.get_context("fork")
     for round_ in range(50):
         out = str(tmp_path / f"out{round_}")
-        start, results = context.Barrier(2), context.Queue()
-        racers = [context.Process(target=_race, args=(out, start, results)) for _ in range(2)]
+        start, looked, results = context.Barrier(2), context.Barrier(2), context.Queue()
+        racers = [context.Process(target=_race, args=(out, start, looked, results)) for _ in range(2)]
         for racer in racers:
             racer.start()
         for racer in racers:
