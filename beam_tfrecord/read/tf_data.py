@@ -57,8 +57,8 @@ _LOGGER = logging.getLogger(__name__)
 
 def traced_as_written(fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn` for a tf.data map, traced without AutoGraph's rewrite: the readers branch on tensors
-    only through `tf.cond` and `tf.switch_case`, so the rewrite finds nothing to change, and it
-    costs about 0.3 s of CPU the first time a process builds a dataset (docs/performance.md)."""
+    only through `tf.cond` and `tf.switch_case`, so the rewrite finds nothing to change, yet it
+    is most of what building a process's first dataset costs (docs/performance.md)."""
     return tf.autograph.experimental.do_not_convert(fn)
 
 
