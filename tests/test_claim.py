@@ -741,7 +741,7 @@ def test_a_holder_that_cannot_renew_for_half_its_stale_time_fences_itself(storag
 
 
 def test_a_takeover_racing_a_renewal_leaves_exactly_one_holder(storage, bucket):
-    """A renewal every 500 ms and a takeover at the generation read 0 to 1.3 s before, 8 times,
+    """A renewal every 250 ms and a takeover at the generation read 0 to 0.66 s before, 8 times,
     on gs:// (GCS's preconditions, kept by the proxy): either the takeover lands and the holder
     learns it lost, or a renewal landed first and the takeover is refused; never both hold."""
     from beam_tfrecord.output import claim_store
@@ -749,7 +749,7 @@ def test_a_takeover_racing_a_renewal_leaves_exactly_one_holder(storage, bucket):
     outcomes = []
     for round_ in range(8):
         out = f"gs://{bucket}/race{round_}"
-        holder = claims.take_claim(out, claims.ClaimTiming(stale_after_s=60, heartbeat_s=0.5))
+        holder = claims.take_claim(out, claims.ClaimTiming(stale_after_s=60, heartbeat_s=0.25))
         lost = []
         holder.start_heartbeat(on_lost=lost.append)
         store = claim_store.store_for(out)
@@ -758,7 +758,7 @@ def test_a_takeover_racing_a_renewal_leaves_exactly_one_holder(storage, bucket):
         while (found := store.read()).generation == first:  # its heartbeat renews: read that ...
             assert time.monotonic() < deadline, "the holder never renewed"
             time.sleep(0.01)
-        time.sleep(1.5 * round_ / 8)  # ... and take it over at that up to three heartbeats later
+        time.sleep(0.75 * round_ / 8)  # ... and take it over at that up to three heartbeats later
         taker = claims.ClaimRecord.mine(time.time())
         taken, _ = store.take_over(taker, found)
         outcomes.append(taken)
