@@ -25,7 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("output", help="a conversion's output folder")
+    parser.add_argument("output", help="a conversion's output folder on this machine (TFRecord shards)")
     parser.add_argument("--split", default="train")
     parser.add_argument("--passes", type=int, default=5)
     args = parser.parse_args()
