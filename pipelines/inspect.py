@@ -20,7 +20,7 @@ from pipelines.quiet import TENSORFLOW_START_UP, held_back
 if TYPE_CHECKING:
     from beam_tfrecord.read.verify import OutputReport
 
-__all__ = ["build_parser", "draw", "run"]
+__all__ = ["build_parser", "draw", "main", "run"]
 
 
 def _load_tensorflow() -> None:
@@ -121,6 +121,16 @@ def run(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
+def main() -> None:
+    """The command: logging for a terminal, then `run`'s exit code."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    sys.exit(run())
+    code = run()
+    # Every file is written and closed: the interpreter's exit need not search the heap
+    # TensorFlow, TFDS and Beam built for cycles. Frozen, that search is skipped (0.8-0.9 s of
+    # CPU at every inspection's end, as much as reading a small output); exit handlers still run.
+    gc.freeze()
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()
