@@ -11,7 +11,10 @@ fed from memory, the same pictures, 224x224 batches of 32, shuffled. Readers:
   files costs is what load_dataset loses against it;
 - load_dataset-full, in-memory-full (where any picture is large enough for the DCT scale): the
   same two with every picture decoded in full (`dct_scaling=False`);
-- load_dataset-autotune: load_dataset with tf.data's autotuning on.
+- load_dataset-autotune: load_dataset with tf.data's autotuning on;
+- load_dataset-cached (and load_dataset-full-cached): load_dataset with `cache=True`, the records
+  held in memory from the end of the first pass (run these with `--passes 3` or more: the first
+  pass of each process reads the files, the later ones only memory).
 
 Each measurement is a fresh process that makes `--passes` passes; the readers alternate,
 `--repeats` times. The median of every pass is what an epoch gets; the median of each process's
@@ -42,8 +45,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-READERS = ("keras-folder", "load_dataset", "in-memory", "load_dataset-autotune")
-FULL_DECODE = ("load_dataset-full", "in-memory-full")  # where the DCT scale applies
+READERS = ("keras-folder", "load_dataset", "in-memory", "load_dataset-autotune", "load_dataset-cached")
+# Where the DCT scale applies: the same readers decoding every picture in full.
+FULL_DECODE = ("load_dataset-full", "in-memory-full", "load_dataset-full-cached")
 IMAGE_SIZE = (224, 224)
 
 
@@ -108,7 +112,8 @@ def measure(reader: str, folder: str, output: str, passes: int) -> None:
             batch_size=32,
             seed=0,
             autotune=reader.endswith("-autotune"),
-            dct_scaling=not reader.endswith("-full"),
+            dct_scaling="-full" not in reader,
+            cache=reader.endswith("-cached"),
         )
     rates = []
     for _ in range(passes):
@@ -212,6 +217,7 @@ def main() -> None:
         )
     pairs = [(reader, "keras-folder") for reader in readers if reader != "keras-folder"]
     pairs += [("load_dataset", "in-memory"), ("load_dataset-full", "in-memory-full")]
+    pairs += [("load_dataset-cached", "in-memory"), ("load_dataset-full-cached", "in-memory-full")]
     for reader, base in pairs:
         if reader not in readers or base not in readers:
             continue

@@ -69,6 +69,54 @@ def test_autotuning_changes_the_speed_of_a_pass_and_nothing_it_gives(pets_tree, 
     assert batches() == batches(autotune=True)
 
 
+def test_a_cached_split_is_read_from_memory_after_its_first_pass(pets_tree, tmp_path):
+    """cache=True: once a pass is done, later passes need no file (the folder moved away, they
+    still read), each pass gives every record once and the same pictures, in a new order each
+    pass, and a seed repeats the sequence of orders."""
+    out, moved = tmp_path / "out", tmp_path / "moved"
+    convert(pets_tree, out, "--num_shards", "3")
+
+    def read(cache: bool, seed: int | None = 7) -> tf.data.Dataset:
+        return beam_tfrecord.load_dataset(
+            str(out), batch_size=None, image_size=(16, 20), features=True, seed=seed, cache=cache
+        )
+
+    def one_pass(dataset: tf.data.Dataset) -> list[tuple[str, bytes]]:
+        return [(r["image/filename"].numpy().decode(), r["image"].numpy().tobytes()) for r in dataset]
+
+    plain = sorted(one_pass(read(cache=False)))
+    cached = read(cache=True)
+    first = one_pass(cached)
+    out.rename(moved)
+    later = [one_pass(cached), one_pass(cached)]
+    moved.rename(out)
+    passes = [first, *later]
+    assert all(sorted(each) == plain for each in passes)  # every record once, the same pictures
+    assert len({tuple(name for name, _ in each) for each in passes}) == 3  # a new order each pass
+    again = read(cache=True)
+    assert [one_pass(again) for _ in range(3)] == passes
+
+    uncached = read(cache=False)
+    one_pass(uncached)
+    out.rename(moved)
+    with pytest.raises(tf.errors.NotFoundError):  # without the cache, a pass reads the files
+        one_pass(uncached)
+
+
+def test_cache_refuses_a_split_larger_than_the_machines_memory(pets_tree, tmp_path, monkeypatch):
+    from beam_tfrecord.read import tf_data
+
+    out = tmp_path / "out"
+    convert(pets_tree, out)
+    size = tf_data.split_files(str(out), "train").shard_bytes
+    assert size > 0
+    monkeypatch.setattr(tf_data, "_machine_memory", lambda: size - 1)
+    with pytest.raises(ValueError, match=r"cache=True would hold split 'train'.* leave cache off"):
+        beam_tfrecord.load_dataset(str(out), cache=True)
+    monkeypatch.setattr(tf_data, "_machine_memory", lambda: size)
+    assert int(beam_tfrecord.load_dataset(str(out), batch_size=None, cache=True).cardinality()) > 0
+
+
 def test_gzip_simple_schema_loads(tmp_path):
     root = tmp_path / "flat"
     files = {f"{k}.{i}.jpg": imagegen.jpeg(seed=i) for k in ("cat", "dog") for i in range(4)}

@@ -48,6 +48,7 @@ class SplitFiles:
     compression: str  # "GZIP" or "" as TFRecordDataset spells it
     records: int
     channels: int | None  # what the run forced with channels, if anything
+    shard_bytes: int = 0  # the split's shard files together, as stored (gzip: compressed)
     features: FeatureLayout | None = None  # a feature-model run's stored features
     # (min, max) stored height and width over the run's records; None when nothing was stored.
     heights: tuple[int, int] | None = None
@@ -136,6 +137,7 @@ def split_files(output_dir: str, split: str = "train", summary: Summary | None =
         compression="GZIP" if any(p.endswith(".gz") for p in paths) else "",
         records=info.records,
         channels=summary.forced_channels,
+        shard_bytes=info.bytes,
         features=layout.features,
         heights=_range(summary.image_height),
         widths=_range(summary.image_width),

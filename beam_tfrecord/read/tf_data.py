@@ -20,6 +20,7 @@ filesystems, as the rest of the project reads GCS.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -252,6 +253,7 @@ def load_dataset(
     bounding_box_format: str = "xyxy",
     max_objects: int | None = None,
     autotune: bool = False,
+    cache: bool = False,
 ) -> tf.data.Dataset:
     """A dataset of `(image, label)` (or `image` alone for an unlabeled run) from a conversion;
     `(image, {"boxes", "labels"[, "masks"]})` from a detection run, `(image, mask)` from a
@@ -308,12 +310,21 @@ def load_dataset(
     and turns tf.data's autotuning off: with it on, a pass over records read in sequence from a
     shard ran either at the decode's full speed or about a third slower, at random from pass to
     pass (docs/performance.md#reading-back). `autotune=True` lets tf.data tune them.
+
+    `cache=True` holds the split's parsed records in memory from the first pass on, so later
+    passes read, frame and parse no file, and a shuffled pass draws from every record of the
+    split (not `shuffle_buffer` of them), a new order each pass; a shuffled first pass starts
+    once the whole split is read. It needs memory for the records (about the shards' size,
+    summary.json's `bytes`): a split larger than this machine's memory is refused here. `seed`
+    still gives a repeatable sequence of orders.
     """
     if crop_to_aspect_ratio and pad_to_aspect_ratio:
         raise ValueError("crop_to_aspect_ratio and pad_to_aspect_ratio cannot both be set")
     if decode_images is False and not features:
         raise ValueError("decode_images=False leaves nothing to return but the record: pass features=True")
     files = split_files(output_dir, split)
+    if cache:
+        _check_fits_in_memory(files, output_dir, split)
     bounding_box_format = check_box_format(bounding_box_format)
     if max_objects is not None and files.objects and max_objects < (files.max_objects or 0):
         raise ValueError(
@@ -340,7 +351,7 @@ def load_dataset(
     scales = dct_scaling and image_size is not None and _may_scale(files, image_size, pad_to_aspect_ratio)
 
     paths = tf.data.Dataset.from_tensor_slices(files.paths)
-    if shuffle:
+    if shuffle and not cache:  # a cached split is shuffled whole, below
         paths = paths.shuffle(len(files.paths), seed=seed)
     if files.random_access:  # a gs:// ArrayRecord output is refused before any tf.data work
         for path in files.paths[:1]:
@@ -359,14 +370,18 @@ def load_dataset(
         num_parallel_calls=AUTOTUNE,
         deterministic=deterministic,
     )
-    if shuffle:
+    if shuffle and not cache:
         records = records.shuffle(shuffle_buffer, seed=seed)
     parsed = (
         records.batch(PARSE_BATCH)
         .map(traced_as_written(lambda batch: tf.io.parse_example(batch, spec)), num_parallel_calls=AUTOTUNE)
         .unbatch()
-        .apply(tf.data.experimental.assert_cardinality(files.records))
     )
+    if cache:  # the parsed fields the tuple needs, in file order; then every record shuffled
+        parsed = parsed.cache()
+        if shuffle:
+            parsed = parsed.shuffle(max(files.records, 1), seed=seed)
+    parsed = parsed.apply(tf.data.experimental.assert_cardinality(files.records))
 
     detection = _Detection(
         bounding_box_format,
@@ -426,6 +441,32 @@ def load_dataset(
     options = tf.data.Options()
     options.autotune.enabled = autotune  # off: AUTOTUNE means as many threads as cores
     return dataset.prefetch(AUTOTUNE).with_options(options)
+
+
+def _machine_memory() -> int | None:
+    """Bytes of memory this process may use: the machine's, or its container's limit (cgroup v2)
+    where that is lower; None where the system does not say."""
+    try:
+        found = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as handle:
+            limit = handle.read().strip()
+    except OSError:
+        return found
+    return min(found, int(limit)) if limit.isdigit() else found
+
+
+def _check_fits_in_memory(files: SplitFiles, output_dir: str, split: str) -> None:
+    """`cache=True` on a split that cannot fit: refused at the call, not killed mid-epoch."""
+    available = _machine_memory()
+    if available is not None and files.shard_bytes > available:
+        raise ValueError(
+            f"{output_dir}: cache=True would hold split {split!r}'s {files.shard_bytes / 1e9:.1f} GB "
+            f"of records in memory, more than this machine's {available / 1e9:.1f} GB: leave cache "
+            "off (each pass then reads the shard files)"
+        )
 
 
 def _may_scale(files: SplitFiles, image_size: tuple[int, int], pad: bool) -> bool:
