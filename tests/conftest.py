@@ -122,17 +122,21 @@ def bad_tree(tmp_path):
     return root
 
 
-@pytest.fixture
-def pets_tree(tmp_path):
-    """30 cats and 30 dogs in class folders, plus one broken file in each."""
+def write_pets(root):
+    """30 cats and 30 dogs in class folders under `root`, plus one broken file in each."""
     files = {}
     for label in ("cat", "dog"):
         for i in range(30):
             files[f"{label}/{label}.{i}.jpg"] = jpeg(40 + i % 5, 30, seed=i + (100 if label == "dog" else 0))
         files[f"{label}/broken.jpg"] = b"\xff\xd8\xff"
-    root = tmp_path / "pets"
     write_tree(root, files)
     return root
+
+
+@pytest.fixture
+def pets_tree(tmp_path):
+    """30 cats and 30 dogs in class folders, plus one broken file in each."""
+    return write_pets(tmp_path / "pets")
 
 
 def plan_listing(listing, label_source, splits, *, num_shards=None, shard_size_mb=128.0, **source):

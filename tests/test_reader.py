@@ -4,6 +4,7 @@ compressed or not, without the caller knowing any feature key."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import conftest
 import imagegen
@@ -18,6 +19,15 @@ import beam_tfrecord
 
 def convert(input_dir, output_dir, *extra: str) -> None:
     assert conftest.convert(input_dir, output_dir, *extra) == 0
+
+
+@pytest.fixture(scope="module")
+def pets_output(tmp_path_factory) -> Path:
+    """pets_tree's pictures converted once into three shards, every record in train, for the
+    tests that only read it (the cache test moves it away and back)."""
+    root = tmp_path_factory.mktemp("pets-output")
+    convert(conftest.write_pets(root / "pets"), root / "out", "--num_shards", "3")
+    return root / "out"
 
 
 def test_passthrough_records_round_trip_byte_for_byte(pets_tree, tmp_path):
@@ -40,9 +50,8 @@ def test_passthrough_records_round_trip_byte_for_byte(pets_tree, tmp_path):
     assert beam_tfrecord.class_names(str(out)) == ["cat", "dog"]
 
 
-def test_batches_are_resized_shuffled_repeatably_and_complete(pets_tree, tmp_path):
-    out = tmp_path / "out"
-    convert(pets_tree, out, "--num_shards", "3")
+def test_batches_are_resized_shuffled_repeatably_and_complete(pets_output):
+    out = pets_output
 
     def labels(seed: int) -> list[int]:
         dataset = beam_tfrecord.load_dataset(str(out), batch_size=8, image_size=(16, 20), seed=seed)
@@ -58,9 +67,8 @@ def test_batches_are_resized_shuffled_repeatably_and_complete(pets_tree, tmp_pat
     assert int(unshuffled.cardinality()) == 60
 
 
-def test_autotuning_changes_the_speed_of_a_pass_and_nothing_it_gives(pets_tree, tmp_path):
-    out = tmp_path / "out"
-    convert(pets_tree, out, "--num_shards", "3")
+def test_autotuning_changes_the_speed_of_a_pass_and_nothing_it_gives(pets_output):
+    out = pets_output
 
     def batches(**options) -> list[tuple[bytes, list[int]]]:
         dataset = beam_tfrecord.load_dataset(str(out), batch_size=8, image_size=(16, 20), seed=5, **options)
@@ -69,12 +77,11 @@ def test_autotuning_changes_the_speed_of_a_pass_and_nothing_it_gives(pets_tree, 
     assert batches() == batches(autotune=True)
 
 
-def test_a_cached_split_is_read_from_memory_after_its_first_pass(pets_tree, tmp_path):
+def test_a_cached_split_is_read_from_memory_after_its_first_pass(pets_output, tmp_path):
     """cache=True: once a pass is done, later passes need no file (the folder moved away, they
     still read), each pass gives every record once and the same pictures, in a new order each
     pass, and a seed repeats the sequence of orders."""
-    out, moved = tmp_path / "out", tmp_path / "moved"
-    convert(pets_tree, out, "--num_shards", "3")
+    out, moved = pets_output, tmp_path / "moved"
 
     def read(cache: bool, seed: int | None = 7) -> tf.data.Dataset:
         return beam_tfrecord.load_dataset(
@@ -88,8 +95,10 @@ def test_a_cached_split_is_read_from_memory_after_its_first_pass(pets_tree, tmp_
     cached = read(cache=True)
     first = one_pass(cached)
     out.rename(moved)
-    later = [one_pass(cached), one_pass(cached)]
-    moved.rename(out)
+    try:
+        later = [one_pass(cached), one_pass(cached)]
+    finally:
+        moved.rename(out)
     passes = [first, *later]
     assert all(sorted(each) == plain for each in passes)  # every record once, the same pictures
     assert len({tuple(name for name, _ in each) for each in passes}) == 3  # a new order each pass
@@ -99,15 +108,17 @@ def test_a_cached_split_is_read_from_memory_after_its_first_pass(pets_tree, tmp_
     uncached = read(cache=False)
     one_pass(uncached)
     out.rename(moved)
-    with pytest.raises(tf.errors.NotFoundError):  # without the cache, a pass reads the files
-        one_pass(uncached)
+    try:
+        with pytest.raises(tf.errors.NotFoundError):  # without the cache, a pass reads the files
+            one_pass(uncached)
+    finally:
+        moved.rename(out)
 
 
-def test_cache_refuses_a_split_larger_than_the_machines_memory(pets_tree, tmp_path, monkeypatch):
+def test_cache_refuses_a_split_larger_than_the_machines_memory(pets_output, monkeypatch):
     from beam_tfrecord.read import tf_data
 
-    out = tmp_path / "out"
-    convert(pets_tree, out)
+    out = pets_output
     size = tf_data.split_files(str(out), "train").shard_bytes
     assert size > 0
     monkeypatch.setattr(tf_data, "_machine_memory", lambda: size - 1)
@@ -158,16 +169,14 @@ def test_unlabeled_run_yields_images_alone(pets_tree, tmp_path):
     assert beam_tfrecord.class_names(str(out)) is None
 
 
-def test_unknown_split_names_the_ones_there(pets_tree, tmp_path):
-    out = tmp_path / "out"
-    convert(pets_tree, out)
+def test_unknown_split_names_the_ones_there(pets_output):
+    out = pets_output
     with pytest.raises(ValueError, match=r"no split 'test'.*\['train'\]"):
         beam_tfrecord.load_dataset(str(out), "test")
 
 
-def test_defaults_iterate_mixed_sizes_and_explicit_batches_are_refused_at_call_time(pets_tree, tmp_path):
-    out = tmp_path / "out"
-    convert(pets_tree, out)  # widths 40 to 44: the images differ in size
+def test_defaults_iterate_mixed_sizes_and_explicit_batches_are_refused_at_call_time(pets_output):
+    out = pets_output  # widths 40 to 44: the images differ in size
     images = [image for image, _ in beam_tfrecord.load_dataset(str(out), "train")]
     assert len(images) == 60 and len({tuple(image.shape) for image in images}) > 1
     with pytest.raises(ValueError, match=r"range from 40x30 to 44x30.*image_size=\(height, width\)"):
