@@ -126,8 +126,8 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     code = run()
     # Every file is written and closed: the interpreter's exit need not search the heap
-    # TensorFlow, TFDS and Beam built for cycles. Frozen, that search is skipped (0.8-0.9 s of
-    # CPU at every inspection's end, as much as reading a small output); exit handlers still run.
+    # TensorFlow, TFDS and Beam built for cycles. Frozen, that search is skipped (about a fifth
+    # of a small output's inspection: benchmarks/NOTES.md); exit handlers still run.
     gc.freeze()
     sys.exit(code)
 
