@@ -153,6 +153,9 @@ def test_gcs_output_is_complete_and_readable(emulator, bucket, tmp_path):
         assert record["image"].shape == (30, 40, 3)
     images, labels = next(iter(beam_tfrecord.load_dataset(output, "train", image_size=(16, 16))))
     assert images.shape == (24, 16, 16, 3) and sorted(labels.numpy()) == [0] * 12 + [1] * 12
+    cached = beam_tfrecord.load_dataset(output, "train", features=True, batch_size=None, cache=True, seed=0)
+    passes = [sorted(r["image/filename"].numpy().decode() for r in cached) for _ in range(2)]
+    assert passes == [sorted(files)] * 2
     halves = [list(beam_tfrecord.iter_examples(output, "train", shard=(i, 2))) for i in range(2)]
     assert sorted(r["filename"] for half in halves for r in half) == sorted(files)
     assert all(r["image"] == files[r["filename"]] for half in halves for r in half)
