@@ -5,12 +5,14 @@
 # project), `make test` with the test and lint tools too (requirements-dev-nodeps.txt without their
 # dependencies: see its header). `make proto` recompiles beam_tfrecord/write/example.binpb after an
 # edit of beam_tfrecord/write/example.proto (both are checked in).
-# The interpreter .venv is made with: the system's /usr/bin/python3.11 where there is one (Debian's and
-# Ubuntu's are built with profile-guided and link-time optimization), else python3.11 from PATH, else
-# python3. pyenv builds without those unless asked (PYTHON_CONFIGURE_OPTS="--enable-optimizations
-# --with-lto"): on the project's 2-core machine the whole suite took 16% more CPU on pyenv's 3.11.7
-# than on Debian's 3.11.2, a conversion of sample/shapes 9% more (benchmarks/NOTES.md).
-PYTHON ?= $(or $(wildcard /usr/bin/python3.11),$(shell command -v python3.11 || command -v python3))
+# The interpreter .venv is made with: the system's /usr/bin/python3.11 where there is one that can make
+# a venv (Debian's and Ubuntu's are built with profile-guided and link-time optimization), else
+# python3.11 from PATH, else python3. pyenv builds without those unless asked
+# (PYTHON_CONFIGURE_OPTS="--enable-optimizations --with-lto"): on the project's 2-core machine the whole
+# suite took 16% more CPU on pyenv's 3.11.7 than on Debian's 3.11.2, a conversion of sample/shapes 9%
+# more (benchmarks/NOTES.md).
+SYSTEM_PYTHON = $(shell /usr/bin/python3.11 -c 'import ensurepip; ensurepip.version()' >/dev/null 2>&1 && echo /usr/bin/python3.11)
+PYTHON ?= $(or $(SYSTEM_PYTHON),$(shell command -v python3.11 || command -v python3))
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
