@@ -3,6 +3,7 @@ compressed or not, without the caller knowing any feature key."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -121,6 +122,8 @@ def test_cache_refuses_a_split_larger_than_the_machines_memory(pets_output, monk
     out = pets_output
     size = tf_data.split_files(str(out), "train").shard_bytes
     assert size > 0
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert 0 < tf_data._machine_memory() <= physical  # what the refusal below compares with
     monkeypatch.setattr(tf_data, "_machine_memory", lambda: size - 1)
     with pytest.raises(ValueError, match=r"cache=True would hold split 'train'.* leave cache off"):
         beam_tfrecord.load_dataset(str(out), cache=True)

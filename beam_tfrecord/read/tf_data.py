@@ -315,7 +315,8 @@ def load_dataset(
     passes read, frame and parse no file, and a shuffled pass draws from every record of the
     split (not `shuffle_buffer` of them), a new order each pass; a shuffled first pass starts
     once the whole split is read. It needs memory for the records (about the shards' size,
-    summary.json's `bytes`): a split larger than this machine's memory is refused here. `seed`
+    summary.json's `bytes`; more for a gzip output, whose shards are sized compressed): a split
+    larger than this machine's memory is refused here. `seed`
     still gives a repeatable sequence of orders.
     """
     if crop_to_aspect_ratio and pad_to_aspect_ratio:
