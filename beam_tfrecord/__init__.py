@@ -78,6 +78,7 @@ SUBMODULES = (
     "elements",
     "gcs",
     "keys",
+    "labels",
     "names",
     "pipeline",
     "progress",

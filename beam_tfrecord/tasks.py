@@ -39,14 +39,14 @@ class Task:
       help: what its labels are, in a line for `--help` and the docs.
       formats: the `--annotations` formats it reads (none: labels from folders, names or a
         manifest); the first is looked for first when `--annotations` is left out.
-      key_groups: the groups of `keys.KeyTable` its records hold beside the image's keys.
+      kinds: its kinds of label (`labels.KINDS`' names), in the order its stages take them.
       docs: its page under docs/.
     """
 
     name: str
     help: str
     formats: tuple[str, ...]
-    key_groups: tuple[str, ...]
+    kinds: tuple[str, ...]
     docs: str
 
 
@@ -61,14 +61,14 @@ TASKS: dict[str, Task] = {
             name="classification",
             help="one class per picture, from its folder, its name or a manifest",
             formats=(),
-            key_groups=("label",),
+            kinds=("class",),
             docs="usage.md",
         ),
         Task(
             name="detection",
             help="boxes (and instance masks) per picture, from COCO, Pascal VOC or YOLO annotations",
             formats=("coco", "voc", "yolo"),
-            key_groups=("objects",),
+            kinds=("objects",),
             docs="detection.md",
         ),
         Task(
@@ -76,14 +76,14 @@ TASKS: dict[str, Task] = {
             help="a class id per pixel, from a mask PNG per picture (Pascal VOC, Cityscapes, ADE20K "
             "or a pair of folders)",
             formats=SEGMENTATION_FORMATS,
-            key_groups=("segmentation",),
+            kinds=("class_mask",),
             docs="segmentation.md",
         ),
         Task(
             name="keypoints",
             help="boxes with each object's keypoints (COCO keypoints files, Ultralytics pose labels)",
             formats=KEYPOINT_FORMATS,
-            key_groups=("objects", "keypoints"),
+            kinds=("objects", "keypoints"),
             docs="keypoints.md",
         ),
         Task(
@@ -91,7 +91,7 @@ TASKS: dict[str, Task] = {
             help="the sentences that describe each picture, from COCO captions files or image, caption "
             "pairs (CSV, TSV, JSONL, Flickr8k's captions.txt)",
             formats=CAPTION_FORMATS,
-            key_groups=("captions",),
+            kinds=("captions",),
             docs="captions.md",
         ),
     )

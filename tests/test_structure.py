@@ -1,8 +1,10 @@
 """The shape of the library, guarded: the stages run plan -> images -> features -> write -> output ->
 read, and a stage imports only the stages before it (read may use write's schema; write may never
 use read; the output room, the output folder's lifecycle, may use write but write never uses it).
-The shared contracts (elements, names, keys, config_base, reasons) and the cross-cutting helpers import no
-stage, and nothing in the library imports the command (`pipelines`). Imports inside functions and
+Below every stage sit the kinds of label (`labels/`, which any stage may import and which imports
+only the shared modules), and below those the shared contracts (elements, names, keys,
+config_base, reasons) and the cross-cutting helpers, which import neither a kind nor a stage;
+nothing in the library imports the command (`pipelines`). Imports inside functions and
 under TYPE_CHECKING count too: they are dependencies all the same."""
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ SHARED = (
     "reasons",
     "tasks",
 )
+# The kinds of label: below every stage, above the shared modules.
+LABELS = "labels"
 # The assembly on top: the typed settings of a whole run, the composite transform, the DoFns.
 ASSEMBLY = ("config", "pipeline", "transforms")
 
@@ -60,6 +64,10 @@ def _allowed(owner: str, target: str) -> bool:
         return True
     if owner in SHARED:
         return False  # a shared module imports only shared ones (above)
+    if target == LABELS:
+        return owner in STAGES  # (a kind imports other kinds: the same part)
+    if owner == LABELS:
+        return False  # a kind imports only the shared modules and other kinds
     if owner in STAGES and target in STAGES:
         return STAGES.index(target) <= STAGES.index(owner)
     return False  # a stage importing the assembly
@@ -68,7 +76,7 @@ def _allowed(owner: str, target: str) -> bool:
 def test_every_part_of_the_library_is_a_stage_a_shared_module_or_the_assembly():
     parts = {p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
     parts |= {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
-    assert parts == set(STAGES) | set(SHARED) | set(ASSEMBLY)
+    assert parts == set(STAGES) | set(SHARED) | set(ASSEMBLY) | {LABELS}
 
 
 def test_no_stage_imports_a_later_one_and_no_contract_imports_a_stage():
@@ -92,6 +100,7 @@ def test_the_guard_would_catch_a_write_module_that_reads(tmp_path):
     (target,) = {_part(m) for m in _imports(probe)} - {None}
     assert target == "read" and not _allowed("write", target)
     assert _allowed("read", "write") and not _allowed("keys", "write") and not _allowed("plan", "config")
+    assert _allowed("plan", "labels") and not _allowed("labels", "images") and not _allowed("keys", "labels")
 
 
 def test_the_benchmarks_use_only_the_librarys_public_names():

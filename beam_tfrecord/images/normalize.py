@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
 
 from beam_tfrecord import compat, reasons
-from beam_tfrecord.images import formats, geometry, modes
-from beam_tfrecord.images.geometry import PixelTransform
+from beam_tfrecord.images import formats, modes
 from beam_tfrecord.images.options import ImageConfig
 from beam_tfrecord.images.quiet import Captured, captured_stderr, pillow_log
+from beam_tfrecord.labels import geometry
+from beam_tfrecord.labels.geometry import PixelTransform
+from beam_tfrecord.reasons import Reject
 
 __all__ = [
     "EncodedImage",
@@ -36,21 +38,6 @@ QUIET_FORMATS = ("JPEG", "PNG")
 ICON_FORMATS = ("ICO", "CUR", "ICNS")
 EXIF_ORIENTATION = 0x0112
 DEFAULT_OPTIONS = ImageConfig()  # keep the source bytes where TensorFlow decodes them
-
-
-class Reject(Exception):
-    """An input that cannot become a record; `reason` is its stable code (a reasons.Reason's),
-    `detail` is for people."""
-
-    def __init__(self, reason: reasons.Reason, detail: str) -> None:
-        super().__init__(f"{reason.code}: {detail}")
-        self.registered = reason
-        self.reason = reason.code
-        self.detail = detail
-
-    def with_detail(self, detail: str) -> Reject:
-        """The same reason, said with more (what the decoder printed)."""
-        return Reject(self.registered, detail)
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,10 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from beam_tfrecord import reasons
+from beam_tfrecord import tasks as tasks_lib
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import (
     DroppedObjectLine,
@@ -27,6 +29,7 @@ from beam_tfrecord.elements import (
     RejectLine,
     ShardTask,
 )
+from beam_tfrecord.labels.objects import ObjectSetting
 from beam_tfrecord.plan import bulk
 from beam_tfrecord.plan import columns as columns_lib
 from beam_tfrecord.plan import dedupe as dedupe_lib
@@ -895,7 +898,7 @@ def shard_tasks(plan: Plan, split_seed: int = 0) -> list[ShardTask]:
     by_split: dict[str, list[PlannedInput]] = defaultdict(list)
     for item in plan.inputs:
         by_split[item.split].append(item)
-    tasks = []
+    found: list[ShardTask] = []
     for split, count in plan.shard_counts.items():
         items = sorted(
             by_split[split], key=lambda i: (splits_lib.path_hash(i.relpath, split_seed + 1), i.relpath)
@@ -906,10 +909,19 @@ def shard_tasks(plan: Plan, split_seed: int = 0) -> list[ShardTask]:
             size, index = heapq.heappop(heap)
             members[index].append(item)
             heapq.heappush(heap, (size + item.size, index))
-        names = tuple(plan.class_names or ()) if plan.objects is not None else ()
-        task = plan.task if plan.task not in ("classification", "detection") else ""
-        rule = plan.labels.rule if plan.labels is not None else None
-        tasks += [
-            ShardTask(split, index, count, tuple(members[index]), names, rule, task) for index in range(count)
+        kinds = tasks_lib.task(plan.task).kinds
+        found += [
+            ShardTask(split, index, count, tuple(members[index]), kinds, worker_settings(plan))
+            for index in range(count)
         ]
-    return tasks
+    return found
+
+
+def worker_settings(plan: Plan) -> dict[str, Any]:
+    """What each of the run's kinds of label needs on the workers, staged with every task."""
+    settings: dict[str, Any] = {}
+    if plan.objects is not None:
+        settings["objects"] = ObjectSetting.of(plan.class_names or (), plan.objects.masks).to_json()
+    if plan.labels is not None and plan.labels.rule is not None:
+        settings["class_mask"] = plan.labels.rule.to_row()
+    return settings

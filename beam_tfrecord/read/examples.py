@@ -92,10 +92,10 @@ def record_to_dict(serialized: bytes, files: SplitFiles) -> dict[str, Any]:
             flat = result.pop("features")
         result.pop("features_shape", None)
         result["features"] = flat.reshape(features.shape)
-    if layout.objects:
+    if "objects" in layout.groups:
         target = detection_target(result, labels_from=0)
         result.update({key: target[key] for key in DETECTION_KEYS if key in target})
-    if layout.segmentation:
+    if "class_mask" in layout.groups:
         result["mask_png"] = result["mask"]
         result["mask"] = decode_class_mask(result["mask_png"])
     return result

@@ -99,18 +99,10 @@ class SplitFiles:
         # A detection run's classes are its objects', a segmentation run's its masks' values.
         labeled = self.labeled and not self.objects and not self.segmentation
         multi_label = self.multi_label and labeled
-        return RecordLayout(
-            self.schema,
-            labeled,
-            multi_label,
-            columns,
-            self.features,
-            self.objects,
-            self.masks,
-            self.segmentation,
-            self.captions,
-            self.keypoints,
-        )
+        groups = [*(("objects",) if self.objects else ()), *(("object_masks",) if self.masks else ())]
+        groups += [*(("keypoints",) if self.keypoints else ())]
+        groups += [*(("class_mask",) if self.segmentation else ()), *(("captions",) if self.captions else ())]
+        return RecordLayout(self.schema, labeled, multi_label, columns, self.features, tuple(groups))
 
 
 def _range(stats: SizeRange | None) -> tuple[int, int] | None:
@@ -143,13 +135,13 @@ def split_files(output_dir: str, split: str = "train", summary: Summary | None =
         widths=_range(summary.image_width),
         extra_columns=tuple(ExtraColumn(c.name, c.type) for c in summary.extra_columns),  # type: ignore[arg-type]
         multi_label=layout.multi_label,
-        objects=layout.objects,
-        masks=layout.masks,
+        objects="objects" in layout.groups,
+        masks="object_masks" in layout.groups,
         max_objects=int(most) if most is not None else None,
-        segmentation=layout.segmentation,
+        segmentation="class_mask" in layout.groups,
         ignore=summary.segmentation.ignore if summary.segmentation is not None else None,
-        captions=layout.captions,
-        keypoints=layout.keypoints,
+        captions="captions" in layout.groups,
+        keypoints="keypoints" in layout.groups,
         file_format=summary.shard_format.file_format,
     )
 

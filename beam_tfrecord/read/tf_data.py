@@ -508,9 +508,8 @@ def _targets(
     """KerasHub's targets of one record: boxes in the asked format and labels from 0 in the
     picture as handed out (clipped to it; an object a crop cut out left out), masks moved with
     the picture, padded to `max_objects` where asked."""
-    objects = table("tfds")
-    assert objects.masks is not None
-    key = {k.name: k.key for k in objects.objects}
+    groups = table("tfds").groups
+    key = {k.name: k.key for k in (*groups["objects"], *groups["object_masks"])}
     scale_y, top, scale_x, left = frame
     out_hw = tf.shape(image)[:2]
     height, width = tf.cast(out_hw[0], tf.float32), tf.cast(out_hw[1], tf.float32)
@@ -523,7 +522,7 @@ def _targets(
     labels = tf.cast(record[key["object_label"]], tf.int32) - 1
     targets = {"boxes": tf.boolean_mask(boxes, keep), "labels": tf.boolean_mask(labels, keep)}
     if detection.masks:
-        masks = _decode_masks(record[objects.masks.key], record)
+        masks = _decode_masks(record[key["object_mask"]], record)
         masks = tf.boolean_mask(_fit_masks(masks, detection.resize), keep)
         targets["masks"] = tf.ensure_shape(masks, [None, *image.shape[:2]])
     if detection.keypoints:
@@ -542,7 +541,7 @@ def _points(
     """float32 [N, K, 3]: each object's points in pixels of the image handed out (moved as its
     boxes are by the resize, crop or pad), and their visibility; a point the crop leaves outside,
     or one not labelled, is (0, 0, 0)."""
-    key = {k.name: k.key for k in table("tfds").keypoints}
+    key = {k.name: k.key for k in table("tfds").groups["keypoints"]}
     scale_y, top, scale_x, left = frame
     objects = tf.shape(record[key_of("tfds", "object_label")])[0]
     x = record[key["keypoint_x"]] * scale_x + left

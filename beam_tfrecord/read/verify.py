@@ -179,11 +179,11 @@ def _facts_fn(layout: RecordLayout):
         for name in OBJECT_FIELDS:
             if name in names:
                 result[name] = parsed[key_of(layout, name)]
-        if layout.segmentation:
+        if "class_mask" in layout.groups:
             result["mask"] = parsed[key_of(layout, "mask")]
-        if layout.captions:
+        if "captions" in layout.groups:
             result["caption"] = parsed[key_of(layout, "caption")]
-        if layout.keypoints:
+        if "keypoints" in layout.groups:
             for name in ("keypoint_x", "keypoint_y", "keypoint_visibility"):
                 result[name] = parsed[key_of(layout, name)]
         return result
@@ -254,18 +254,20 @@ def read_shard(
                             f"{name} record {count} ({filename}): label text is not {labels!r}"
                         )
             objects: tuple[Any, ...] = ((), (), ())
-            if layout.objects:
+            if "objects" in layout.groups:
                 labels, objects = _check_objects(
                     facts, class_names or [], shape, f"{name} record {count} ({filename})", report
                 )
             class_mask = None
-            if layout.segmentation:
+            if "class_mask" in layout.groups:
                 class_mask = bytes(facts["mask"].numpy())
                 where = f"{name} record {count} ({filename})"
                 labels = _check_class_mask(class_mask, shape, class_names or [], summary, where, report)
-            shown = labeled or layout.objects or layout.segmentation  # a record's classes, as a label
+            shown = (
+                labeled or ("objects" in layout.groups) or ("class_mask" in layout.groups)
+            )  # a record's classes, as a label
             label = "|".join(str(n) for n in labels) if shown else None
-            if layout.captions:  # the first of its captions stands for it on the sheet
+            if "captions" in layout.groups:  # the first of its captions stands for it on the sheet
                 texts = [t.decode("utf-8", "replace") for t in facts["caption"].numpy()]
                 label = texts[0] if texts else "(no caption)"
             report.records[split] += 1
@@ -275,7 +277,7 @@ def read_shard(
             report.channels[shape[2]] += 1
             slot = sampler.wants()
             if slot is not None:
-                points = _points_of(facts, len(objects[0])) if layout.keypoints else ()
+                points = _points_of(facts, len(objects[0])) if ("keypoints" in layout.groups) else ()
                 sample = Sample(
                     split, filename, label, facts["encoded"].numpy(), *objects, class_mask, points
                 )

@@ -57,7 +57,7 @@ def object_files(staged: StagedPlan, dropped: Sequence[DroppedObjectLine]) -> Ob
     map; a segmentation or captions run's entries that name no listed picture; None for a
     classification run."""
     plan_dir = staged.plan_dir
-    if staged.task and "objects" not in tasks.task(staged.task).key_groups:
+    if staged.task and "objects" not in tasks.task(staged.task).kinds:
         return ObjectFiles([], staging.load_unmatched(plan_dir), label_map=False)
     if not staged.objects:
         return None

@@ -104,7 +104,7 @@ class WriteShardFilesFn(RunStepFn):
         change = change_line(record)
         if change is not None:
             ledger.changes.append(change)
-        ledger.dropped.extend(record.objects_dropped)
+        ledger.dropped.extend(record.dropped)
         ledger.content.append((record.content_sha256, record.relpath))
 
     def _shard_done(self, shard: WrittenShard, size: int) -> None:

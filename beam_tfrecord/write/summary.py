@@ -26,12 +26,13 @@ from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import DuplicateGroup, RejectLine
 from beam_tfrecord.features.options import FeatureConfig
 from beam_tfrecord.keys import FeatureLayout, RecordLayout, extra_key
+from beam_tfrecord.labels.objects import SIZE_BUCKETS
 from beam_tfrecord.names import DUPLICATES_FILE, MANIFEST_UNMATCHED_FILE, SUMMARY_FILE, TFRECORD, ShardFormat
 from beam_tfrecord.plan import splits as splits_lib
 from beam_tfrecord.plan.annotations.label_map import is_unused
 from beam_tfrecord.plan.source_config import SourceConfig
 from beam_tfrecord.write.output_config import ConvertConfig
-from beam_tfrecord.write.tally import DIGEST_METHOD, SIZE_BUCKETS, Tally
+from beam_tfrecord.write.tally import DIGEST_METHOD, Tally
 
 if TYPE_CHECKING:
     from beam_tfrecord.plan.staging import PlanFacts
@@ -208,12 +209,13 @@ def _segmentation(facts: PlanFacts, tally: Tally, class_names: Sequence[str]) ->
     plan = facts.labels_of("segmentation")
     if plan is None:
         return None
-    labelled = sum(n for value, n in tally.class_pixels.items() if value != plan.ignore)
+    masks = tally.kind("class_mask")
+    labelled = sum(n for value, n in masks.pixels.items() if value != plan.ignore)
     per_class = {
         name: {
-            "pixels": tally.class_pixels[index],
-            "share": round(tally.class_pixels[index] / labelled, 6) if labelled else 0.0,
-            "pictures": tally.class_pictures[index],
+            "pixels": masks.pixels[index],
+            "share": round(masks.pixels[index] / labelled, 6) if labelled else 0.0,
+            "pictures": masks.pictures[index],
         }
         for index, name in enumerate(class_names)
     }
@@ -221,8 +223,8 @@ def _segmentation(facts: PlanFacts, tally: Tally, class_names: Sequence[str]) ->
         kind=plan.kind,
         ignore=plan.ignore,
         per_class=per_class,
-        ignored_pixels=tally.class_pixels[plan.ignore] if plan.ignore is not None else 0,
-        pictures_without_mask=tally.masks_missing,
+        ignored_pixels=masks.pixels[plan.ignore] if plan.ignore is not None else 0,
+        pictures_without_mask=masks.missing,
         unmatched_masks=plan.unmatched_entries,
         class_ids="from 0, as labels.txt lists them: a mask's value is its pixel's class id"
         + (f"; {plan.ignore} is ignored (not labelled)" if plan.ignore is not None else ""),
@@ -262,9 +264,9 @@ def _keypoints(facts: PlanFacts, tally: Tally) -> KeypointSummary | None:
         names={name: list(points) for name, points in plan.keypoint_names.items()},
         skeletons={name: [list(pair) for pair in pairs] for name, pairs in plan.skeletons.items()},
         points_per_object=max(len(points) for points in plan.keypoint_names.values()),
-        labelled=tally.keypoints["labelled"],
-        visible=tally.keypoints["visible"],
-        made_unlabelled=tally.keypoints["outside"],
+        labelled=tally.kind("keypoints").points["labelled"],
+        visible=tally.kind("keypoints").points["visible"],
+        made_unlabelled=tally.kind("keypoints").points["outside"],
     )
 
 
@@ -293,7 +295,7 @@ def _captions(facts: PlanFacts, tally: Tally) -> CaptionSummary | None:
     plan = facts.labels_of("captions")
     if plan is None:
         return None
-    counts = tally.captions_per_image
+    counts = tally.kind("captions").per_image
     records = sum(counts.values())
     stored = sum(k * n for k, n in counts.items())
     with_some = {k: n for k, n in counts.items() if k}
@@ -333,13 +335,14 @@ def _objects(
     plan = facts.objects
     if plan is None:
         return None
-    dropped = Counter(plan.dropped_per_reason) + Counter(tally.objects_dropped)
+    found = tally.kind("objects")
+    dropped = Counter(plan.dropped_per_reason) + Counter(tally.dropped)
     rejected = tally.objects_rejected + sum(r.objects for r in planned_rejects)
     if rejected:
         dropped[reasons.IMAGE_REJECTED.code] += rejected
     if plan.unmatched_objects:
         dropped[reasons.NO_IMAGE.code] += plan.unmatched_objects
-    stored = sum(tally.objects_per_class.values())
+    stored = sum(found.per_class.values())
     images: Counter = Counter()
     for (_, label), n in tally.by_split_label.items():
         images[label] += n
@@ -352,12 +355,10 @@ def _objects(
         consistent=plan.annotated == stored + sum(dropped.values()),
         dropped_per_reason=dict(sorted(dropped.items())),
         unmatched_entries=plan.unmatched_entries,
-        negatives=tally.objects_per_image.get(0, 0),
-        per_class={
-            name: {"objects": tally.objects_per_class[name], "images": images[name]} for name in class_names
-        },
-        per_image=_per_image(tally.objects_per_image),
-        sizes={name: tally.object_sizes[name] for name, _ in SIZE_BUCKETS},
+        negatives=found.per_image.get(0, 0),
+        per_class={name: {"objects": found.per_class[name], "images": images[name]} for name in class_names},
+        per_image=_per_image(found.per_image),
+        sizes={name: found.sizes[name] for name, _ in SIZE_BUCKETS},
         found_at=plan.found_at,
     )
 
@@ -519,10 +520,10 @@ class Summary:
         # A detection run's classes are its objects', a segmentation run's its masks' values.
         labeled = self.labeled and not objects and not segmentation
         multi = self.multi_label and labeled
-        keypoints = self.keypoints is not None
-        return RecordLayout(
-            self.schema, labeled, multi, columns, features, objects, masks, segmentation, captions, keypoints
-        )
+        groups = [*(("objects",) if objects else ()), *(("object_masks",) if masks else ())]
+        groups += [*(("keypoints",) if self.keypoints is not None else ())]
+        groups += [*(("class_mask",) if segmentation else ()), *(("captions",) if captions else ())]
+        return RecordLayout(self.schema, labeled, multi, columns, features, tuple(groups))
 
     def shard_files(self) -> dict[str, list[str]]:
         """Split -> its shard file names."""
@@ -800,7 +801,8 @@ def build_summary(
         label_counts[label] += n
     if facts.labels_of("segmentation") is not None:  # a class's pictures: records whose mask holds it
         names = facts.class_names or []
-        label_counts = Counter({names[v]: n for v, n in tally.class_pictures.items() if v < len(names)})
+        pictures = tally.kind("class_mask").pictures
+        label_counts = Counter({names[v]: n for v, n in pictures.items() if v < len(names)})
     dupes = duplicate_counts(duplicates)
     warnings = _warnings(facts, splits, label_counts, records, stratified, dupes)
     schema = options.output.schema if options.output is not None else "tfds"

@@ -18,7 +18,7 @@ Every listed file is a picture of the dataset or a `skipped` line saying what it
 visualisations labelme writes, Cityscapes' other ground-truth files): a mask is never a picture of
 a class. A mask that names no listed picture is an `annotations_without_image` line.
 
-How mask values become class ids is one `MaskRule` for the run (`images.class_masks` applies it):
+How mask values become class ids is one `MaskRule` for the run (`labels.class_mask` applies it):
 the ignore value (255 by default), the dataset's palette for masks saved as colours, and for a
 plain pair whose masks hold only 0 and 255 (Kaggle's binary masks) the documented rule that 255 is
 class 1, decided from the first masks read here, never per picture.

@@ -31,7 +31,7 @@ import numpy as np
 from PIL import Image
 
 from beam_tfrecord.elements import Polygon, RunLengths
-from beam_tfrecord.images.polygon_raster import fill_polygons
+from beam_tfrecord.labels.polygon_raster import fill_polygons
 
 __all__ = [
     "ORIENTATION_TRANSPOSE",

@@ -1,6 +1,7 @@
-"""A segmentation run's mask file becomes the class-id mask a record stores: read, checked against
-the run's `MaskRule`, moved as the picture was, and encoded as the single-channel PNG DeepLab and
-TF Model Garden read from `image/segmentation/class/encoded`.
+"""The class mask: a class id per pixel of the picture (segmentation). A segmentation run's mask
+file becomes the class-id mask a record stores: read, checked against the run's `MaskRule`, moved
+as the picture was, and encoded as the single-channel PNG DeepLab and TF Model Garden read from
+`image/segmentation/class/encoded` (the table's `class_mask` group).
 
 Which values are class ids:
 
@@ -25,18 +26,30 @@ Pure functions on bytes and arrays; no Beam, no TensorFlow.
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from PIL import Image
 
 from beam_tfrecord import reasons
-from beam_tfrecord.elements import MaskRule
-from beam_tfrecord.images.geometry import PixelTransform, encode_mask_png, orient, resample
-from beam_tfrecord.images.normalize import Reject
+from beam_tfrecord.elements import MaskRule, PlannedInput, RecordFields
+from beam_tfrecord.labels.base import FileReader, KindTally, LabelKind, Placed
+from beam_tfrecord.labels.geometry import PixelTransform, encode_mask_png, orient, resample
+from beam_tfrecord.reasons import Reject
 
-__all__ = ["PlacedMask", "class_ids", "empty_mask", "pixel_counts", "place_class_mask"]
+__all__ = [
+    "CLASS_MASK",
+    "ClassMaskKind",
+    "ClassMaskTally",
+    "PlacedMask",
+    "class_ids",
+    "empty_mask",
+    "pixel_counts",
+    "place_class_mask",
+]
 
 # The most values a reject's detail names.
 _SHOWN = 8
@@ -172,3 +185,66 @@ def pixel_counts(ids: np.ndarray) -> tuple[tuple[int, int], ...]:
     """(value, pixels) of every value present, ascending."""
     counts = np.bincount(ids.ravel(), minlength=256)
     return tuple((int(value), int(counts[value])) for value in np.flatnonzero(counts))
+
+
+@dataclass
+class ClassMaskTally(KindTally):
+    """A segmentation run's masks: pixels per value (class ids and the ignore value), records that
+    hold each value, and records whose picture had no mask file (stored all ignore)."""
+
+    pixels: Counter = field(default_factory=Counter)
+    pictures: Counter = field(default_factory=Counter)
+    missing: int = 0
+
+    def add(self, facts: Any, split: str, labels: Counter) -> None:
+        if not facts:  # no mask file (`empty_mask`)
+            self.missing += 1
+            return
+        for value, count in facts:
+            self.pixels[value] += count
+            self.pictures[value] += 1
+
+
+class ClassMaskKind(LabelKind):
+    """A mask file per picture, read by the run's `MaskRule` and moved with the pixels (nearest
+    neighbour, a pad's margins the ignore value)."""
+
+    name = "class_mask"
+
+    def key_groups(self, setting: Any) -> tuple[str, ...]:
+        return ("class_mask",)
+
+    def encoders(self) -> Mapping[str, Callable[[RecordFields], Any]]:
+        return {"mask": lambda fields: fields.labels["class_mask"], "mask_format": lambda fields: "png"}
+
+    def read_setting(self, staged: Any) -> MaskRule:
+        return MaskRule.from_row(staged)
+
+    def place(
+        self,
+        item: PlannedInput,
+        transform: PixelTransform,
+        setting: MaskRule,
+        placed: Mapping[str, Placed],
+        read: FileReader,
+    ) -> Placed:
+        """The picture's class-id mask as its record stores it; a picture without a mask file gets
+        one of the ignore value. Raises `Reject` for a mask file that cannot be read or is no mask
+        of the run's rule (the picture itself was fine)."""
+        found = item.annotations.class_mask if item.annotations is not None else None
+        if found is None:
+            mask = empty_mask(setting, transform.width, transform.height)
+        else:
+            try:
+                data = read(found.path, found.size)
+            except Exception as error:  # a mask gone since listing, a flaky remote read
+                detail = f"{found.name}: {type(error).__name__}: {error}"
+                raise Reject(reasons.CLASS_MASK_UNREADABLE, detail) from None
+            mask = place_class_mask(data, setting, transform, found.name)
+        return Placed(mask.png, mask.pixels, mask.changes)
+
+    def new_tally(self) -> ClassMaskTally:
+        return ClassMaskTally()
+
+
+CLASS_MASK = ClassMaskKind()

@@ -43,8 +43,8 @@ from PIL import Image
 
 from beam_tfrecord import reasons
 from beam_tfrecord.elements import DroppedObject, ImageAnnotations, ObjectBox, RunLengths, StoredObject
-from beam_tfrecord.images import geometry
-from beam_tfrecord.images.geometry import BoxMapper, PixelTransform
+from beam_tfrecord.labels import geometry
+from beam_tfrecord.labels.geometry import BoxMapper, PixelTransform
 
 __all__ = [
     "CLIP_TOLERANCE_PX",
