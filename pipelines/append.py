@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from beam_tfrecord import names
+from beam_tfrecord.labels import kinds as label_kinds
 from beam_tfrecord.output import append as append_lib
-from beam_tfrecord.output import grown_objects, outputs
+from beam_tfrecord.output import grown_files, outputs
 from beam_tfrecord.output.file_index import IndexEntry, load_index
 from beam_tfrecord.output.mode import OutputKind, OutputMode
 from beam_tfrecord.plan.labels import Unlabeled
@@ -107,7 +108,7 @@ def prepare_append(settings: CommandSettings) -> AppendJob:
     class_names = tuple(old.class_names) if old.class_names is not None else None
     if source.annotations is not None:  # its annotations are read against every picture, old too
         indexed = frozenset(e.relpath for e in index)
-        reported = grown_objects.reported_unmatched(output)
+        reported = grown_files.reported_unmatched(output)
         converted = _converted_annotations(index, listing, number)
         known = KnownRecords(class_names, hashes, listing, indexed, reported, old.split_method, converted)
     else:
@@ -197,8 +198,10 @@ def _finish_append(job: AppendJob, input_spec: str) -> Summary:
         return job.old
     old_names = set(job.old.class_names or ())
     # A detection dataset's old pictures whose annotations changed (their lines staged in the
-    # work folder with the append's plan: output.append.stage_annotation_changes).
-    annotation_lines = append_lib.annotation_changes(job.work) if job.old.objects is not None else []
+    # work folder with the append's plan: output.append.stage_annotation_changes), where its
+    # kinds of label keep a digest of them.
+    digested = any(kind.digested for kind in label_kinds(job.old.kinds))
+    annotation_lines = append_lib.annotation_changes(job.work) if digested else []
     entry = {
         "date": None,
         "input": input_spec,
@@ -210,7 +213,7 @@ def _finish_append(job: AppendJob, input_spec: str) -> Summary:
         "gone": len(job.delta.gone),
         "started_at": started,
     }
-    if job.old.objects is not None:
+    if digested:
         entry[append_lib.ANNOTATIONS_CHANGED] = len(annotation_lines)
     if started is not None:
         import time

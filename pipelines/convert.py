@@ -478,7 +478,7 @@ def interrupted_message(output: str, progress_dir: str | None, total: int) -> st
 def report(output: str) -> int:
     summary = read_summary(output)
     print(format_table(summary))
-    if not summary.consistent or (summary.objects is not None and not summary.objects.consistent):
+    if not summary.consistent or not all(section.accounted() for section in summary.sections.values()):
         print(
             "error: inputs != records + rejects, or annotated objects != stored + dropped: "
             "something is unaccounted for",

@@ -73,10 +73,10 @@ def draw(report: OutputReport, output: str, pictures_dir: str) -> list[str]:
     from beam_tfrecord.read import pictures
 
     name = os.path.basename(output.rstrip("/")) or output
-    masks = report.summary.segmentation if report.summary is not None else None
+    masks = report.summary.sections.get("class_mask") if report.summary is not None else None
     palette, ignore = (masks.palette, masks.ignore) if masks is not None else ([], None)
     title = f"{name}: {len(report.samples)} sampled records"
-    points = report.summary.keypoints if report.summary is not None else None
+    points = report.summary.sections.get("keypoints") if report.summary is not None else None
     skeletons = points.skeletons if points is not None else {}
     sheet = pictures.contact_sheet(report.samples, title, palette=palette, ignore=ignore, skeletons=skeletons)
     paths = [FileSystems.join(pictures_dir, CONTACT_SHEET_FILE)]

@@ -18,7 +18,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from beam_tfrecord.labels.base import FileReader, KindTally, LabelKind, Placed
+from beam_tfrecord import tasks
+from beam_tfrecord.labels.base import (
+    Annotated,
+    FileReader,
+    Grown,
+    KindTally,
+    LabelKind,
+    Placed,
+    Section,
+    SectionInputs,
+)
 from beam_tfrecord.labels.captions import CAPTIONS
 from beam_tfrecord.labels.class_label import CLASS
 from beam_tfrecord.labels.class_mask import CLASS_MASK
@@ -28,13 +38,18 @@ from beam_tfrecord.labels.objects import OBJECTS
 __all__ = [
     "CLASSIFIED",
     "KINDS",
+    "Annotated",
     "FileReader",
+    "Grown",
     "KindTally",
     "LabelKind",
     "Placed",
     "RunLabels",
+    "Section",
+    "SectionInputs",
     "kind",
     "kinds",
+    "of_task",
 ]
 
 KINDS: dict[str, LabelKind] = {k.name: k for k in (CLASS, OBJECTS, CLASS_MASK, CAPTIONS, KEYPOINTS)}
@@ -50,6 +65,11 @@ def kind(name: str) -> LabelKind:
 def kinds(names: Sequence[str]) -> tuple[LabelKind, ...]:
     """The named kinds, in the order given (a task's)."""
     return tuple(kind(name) for name in names)
+
+
+def of_task(name: str) -> tuple[LabelKind, ...]:
+    """A task's kinds of label (`tasks.Task.kinds`), in order."""
+    return kinds(tasks.task(name).kinds)
 
 
 @dataclass(frozen=True)

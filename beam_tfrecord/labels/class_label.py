@@ -36,6 +36,7 @@ class ClassKind(LabelKind):
     """The class of a picture: set from the plan, untouched by the picture's geometry."""
 
     name = "class"
+    names_classes = True
 
     def encoders(self) -> Mapping[str, Callable[[RecordFields], Any]]:
         return {

@@ -25,6 +25,7 @@ Pure functions on bytes and arrays; no Beam, no TensorFlow.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -36,7 +37,16 @@ from PIL import Image
 
 from beam_tfrecord import reasons
 from beam_tfrecord.elements import MaskRule, PlannedInput, RecordFields
-from beam_tfrecord.labels.base import FileReader, KindTally, LabelKind, Placed
+from beam_tfrecord.labels.base import (
+    Annotated,
+    FileReader,
+    Grown,
+    KindTally,
+    LabelKind,
+    Placed,
+    Section,
+    SectionInputs,
+)
 from beam_tfrecord.labels.geometry import PixelTransform, encode_mask_png, orient, resample
 from beam_tfrecord.reasons import Reject
 
@@ -45,6 +55,7 @@ __all__ = [
     "ClassMaskKind",
     "ClassMaskTally",
     "PlacedMask",
+    "SegmentationSummary",
     "class_ids",
     "empty_mask",
     "pixel_counts",
@@ -188,6 +199,68 @@ def pixel_counts(ids: np.ndarray) -> tuple[tuple[int, int], ...]:
 
 
 @dataclass
+class SegmentationSummary(Section):
+    """A segmentation run's masks (summary.json's `segmentation`): what every class covers, and
+    what the records hold.
+
+    `per_class` gives each class's pixels, its share of the labelled pixels (the ignore value's
+    aside) and the records whose mask holds it; `ignored_pixels` the ignore value's pixels;
+    `pictures_without_mask` the records stored with a mask of the ignore value alone (no mask
+    file, `--unannotated keep`)."""
+
+    kind: str  # the annotations' format (summary.json's key)
+    ignore: int | None
+    per_class: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ignored_pixels: int = 0
+    pictures_without_mask: int = 0
+    unmatched_masks: int = 0
+    class_ids: str = "from 0, as labels.txt lists them: a mask's value is its pixel's class id"
+    mask_key: str = "image/segmentation/class/encoded (a single-channel PNG the picture's size)"
+    found_at: str = ""
+    palette: list[list[int]] = field(default_factory=list)  # class id i's colour, for pictures
+
+    def rows(self) -> list[tuple[str, str]]:
+        """Where the masks came from, and each class's share of the pixels."""
+        rows = [("masks", self.found_at)] if self.found_at else []
+        rows.append(("pixels per class", "share of labelled pixels, in pictures"))
+        rows += [(f"  {name}", f"{n['share']:.1%} in {n['pictures']}") for name, n in self.per_class.items()]
+        if self.ignore is not None:
+            rows.append((f"ignored ({self.ignore})", f"{self.ignored_pixels} pixels"))
+        if self.pictures_without_mask:
+            rows.append(("pictures without a mask", f"{self.pictures_without_mask} (stored all ignored)"))
+        if self.unmatched_masks:
+            rows.append(
+                ("masks without a picture", f"{self.unmatched_masks} (annotations_without_image.jsonl)")
+            )
+        return rows
+
+    def merged(self, new: Section, grown: Grown) -> SegmentationSummary:
+        """Pixels and pictures per class summed, shares of the labelled pixels recomputed."""
+        assert isinstance(new, SegmentationSummary)
+        names = list(dict.fromkeys([*self.per_class, *new.per_class]))
+        pixels = {
+            n: self.per_class.get(n, {}).get("pixels", 0) + new.per_class.get(n, {}).get("pixels", 0)
+            for n in names
+        }
+        labelled = sum(pixels.values())
+        per_class = {
+            name: {
+                "pixels": pixels[name],
+                "share": round(pixels[name] / labelled, 6) if labelled else 0.0,
+                "pictures": self.per_class.get(name, {}).get("pictures", 0)
+                + new.per_class.get(name, {}).get("pictures", 0),
+            }
+            for name in names
+        }
+        return dataclasses.replace(
+            new,
+            per_class=per_class,
+            ignored_pixels=self.ignored_pixels + new.ignored_pixels,
+            pictures_without_mask=self.pictures_without_mask + new.pictures_without_mask,
+        )
+
+
+@dataclass
 class ClassMaskTally(KindTally):
     """A segmentation run's masks: pixels per value (class ids and the ignore value), records that
     hold each value, and records whose picture had no mask file (stored all ignore)."""
@@ -210,6 +283,8 @@ class ClassMaskKind(LabelKind):
     neighbour, a pad's margins the ignore value)."""
 
     name = "class_mask"
+    keys_named = "DeepLab's and Model Garden's keys"
+    names_classes = True
 
     def key_groups(self, setting: Any) -> tuple[str, ...]:
         return ("class_mask",)
@@ -245,6 +320,49 @@ class ClassMaskKind(LabelKind):
 
     def new_tally(self) -> ClassMaskTally:
         return ClassMaskTally()
+
+    section_key = "segmentation"
+    section_type = SegmentationSummary
+
+    def plan_facts(self, annotated: Annotated) -> dict[str, Any]:
+        """The rule that reads the run's mask files (its workers' setting), and the colour of each
+        class id on the contact sheet."""
+        rule = annotated.mask_rule
+        assert rule is not None
+        return {"rule": rule.to_row(), "palette": [list(colour) for colour in annotated.palette]}
+
+    def worker_setting(self, facts: Any, class_names: tuple[str, ...]) -> Any:
+        return facts["rule"]
+
+    def section(self, facts: Any, tally: KindTally, inputs: SectionInputs) -> SegmentationSummary:
+        assert isinstance(tally, ClassMaskTally)
+        ignore = facts["rule"]["ignore"]
+        labelled = sum(n for value, n in tally.pixels.items() if value != ignore)
+        per_class = {
+            name: {
+                "pixels": tally.pixels[index],
+                "share": round(tally.pixels[index] / labelled, 6) if labelled else 0.0,
+                "pictures": tally.pictures[index],
+            }
+            for index, name in enumerate(inputs.class_names)
+        }
+        return SegmentationSummary(
+            kind=inputs.format,
+            ignore=ignore,
+            per_class=per_class,
+            ignored_pixels=tally.pixels[ignore] if ignore is not None else 0,
+            pictures_without_mask=tally.missing,
+            unmatched_masks=inputs.unmatched_entries,
+            class_ids="from 0, as labels.txt lists them: a mask's value is its pixel's class id"
+            + (f"; {ignore} is ignored (not labelled)" if ignore is not None else ""),
+            found_at=inputs.found_at,
+            palette=facts["palette"],
+        )
+
+    def label_counts(self, tally: KindTally, class_names: tuple[str, ...]) -> Counter:
+        """A class's records are those whose mask holds it."""
+        assert isinstance(tally, ClassMaskTally)
+        return Counter({class_names[v]: n for v, n in tally.pictures.items() if v < len(class_names)})
 
 
 CLASS_MASK = ClassMaskKind()

@@ -11,7 +11,7 @@ the old shards:
   copied; a copy where the filesystem refuses links) or a server-side copy (gs://, a hundred to a
   batch request), a new one is moved out of the work folder;
 - the side files, the file index and TFDS's dataset_info.json count old plus new (a detection
-  dataset's objects, label map and object files too: output.grown_objects);
+  dataset's kinds of label's side files too: output.grown_files);
 - summary.json is replaced last, with a `history` of the runs; then the old names are removed.
 
 While it merges, a marker (names.APPEND_MARKER) names the files not in summary.json yet, so every
@@ -40,8 +40,10 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecord import fault_injection, gcs, names
 from beam_tfrecord.config_base import unshaping_keys
 from beam_tfrecord.elements import DuplicateGroup
+from beam_tfrecord.labels import KINDS, Grown
+from beam_tfrecord.labels import kinds as label_kinds
 from beam_tfrecord.names import ShardFormat
-from beam_tfrecord.output import grown_labels, grown_objects
+from beam_tfrecord.output import grown_files
 from beam_tfrecord.output.file_index import IndexEntry, load_index, write_index
 from beam_tfrecord.output.outputs import append_marker, existing_outputs
 from beam_tfrecord.plan.listing import InputFile, split_input_spec
@@ -435,12 +437,8 @@ def _warnings(summary: Summary, earlier: Iterable[str], recounted: Iterable[str]
             f"keep the objects they had (see {names.CHANGED_SINCE_FILE}; a full run with --overwrite "
             "rebuilds)"
         )
-    objects = summary.objects
-    if objects is not None and not objects.consistent:
-        found.append(
-            f"{objects.annotated} objects were annotated, {objects.stored} stored and {objects.dropped} "
-            "dropped: some object is unaccounted for"
-        )
+    for section in summary.sections.values():
+        found += section.warnings()
     return found
 
 
@@ -517,7 +515,7 @@ def _merged_summary(
     recounted: Sequence[str] = (),
 ) -> Summary:
     """`unmatched`: a detection dataset's merged entries that name no picture
-    (output.grown_objects); `recounted`: warnings counted over the merged side files."""
+    (output.grown_files); `recounted`: warnings counted over the merged side files."""
     records = old.records + new.records
     groups_summary = _merged_groups(old, new, indexed)
     # What a hash split draws: each group once, each file of no group once (as write.summary).
@@ -547,9 +545,12 @@ def _merged_summary(
     history = list(old.history or [_history_entry(old, None)])
     history.append(entry)
     class_names = new.class_names if new.class_names is not None else old.class_names
-    objects = old.objects
-    if objects is not None:
-        objects = grown_objects.merged_objects(objects, new.objects, class_names or (), unmatched)
+    grown_as = Grown(tuple(class_names or ()), tuple(unmatched))
+    sections = {
+        name: section.merged(new.sections[name], grown_as) if name in new.sections else section
+        for name, section in old.sections.items()
+    }
+    sections |= {name: section for name, section in new.sections.items() if name not in sections}
     grown = dataclasses.replace(
         old,
         inputs_listed=old.inputs_listed + new.inputs_listed,
@@ -576,10 +577,7 @@ def _merged_summary(
         run=new.run,
         resumed=new.resumed,
         history=history,
-        objects=objects,
-        segmentation=grown_labels.merged_segmentation(old.segmentation, new.segmentation),
-        captions=grown_labels.merged_captions(old.captions, new.captions),
-        keypoints=grown_labels.merged_keypoints(old.keypoints, new.keypoints),
+        sections={name: sections[name] for name in KINDS if name in sections},
         # A declared split's source as the append's run found it (a list may have been added).
         split_method=new.split_method
         if declared and new.split_method.startswith("declared")
@@ -698,7 +696,8 @@ def _merge(
     extra = [*keep, *keep.values(), *move.values()]
     extra += [names.index_path(n) for n in extra]
     marker = append_marker(output)
-    counted = (*_RUN_LINES, names.DROPPED_OBJECTS_FILE) if old.objects is not None else _RUN_LINES
+    kinds = label_kinds(old.kinds)
+    counted = (*_RUN_LINES, *(name for kind in kinds for name in kind.joined_files))
     if marker is None:  # the merge begins: how many lines each side file has before it
         before = {name: len(_lines(FileSystems.join(output, name))) for name in counted}
     else:
@@ -727,19 +726,21 @@ def _merge(
     merged_lines = {name: _merged_lines(output, work, name, before.get(name)) for name in _RUN_LINES}
     unmatched: list[str] = []
     recounted: list[str] = []
-    if old.objects is not None:  # a detection dataset's dropped objects and unmatched entries
-        unmatched = grown_objects.merge_object_files(
-            output, work, (e.relpath for e in new_index), before.get(names.DROPPED_OBJECTS_FILE)
-        )
-        found = grown_objects.undeclared_warning(merged_lines[names.REJECTS_FILE])
+    for kind in kinds:  # each kind's side files whose lines both runs hold (dropped objects)
+        for name in kind.joined_files:
+            grown_files.merge_joined_files(output, work, name, before.get(name))
+    if any(kind.digested for kind in kinds):  # a dataset whose annotations an append compares
+        unmatched = grown_files.merge_unmatched(output, work, (e.relpath for e in new_index))
+        found = grown_files.undeclared_warning(merged_lines[names.REJECTS_FILE])
         recounted = [found] if found else []
     summary = _merged_summary(old, new, keep, move, groups, entry, index.values(), unmatched, recounted)
     if summary.class_names is not None:
         write_text(
             FileSystems.join(output, names.LABELS_FILE), "".join(f"{c}\n" for c in summary.class_names)
         )
-        if summary.objects is not None:
-            grown_objects.write_label_map(output, summary.class_names)
+        names_now = tuple(summary.class_names)
+        for kind in label_kinds(summary.kinds):
+            grown_files.write_grown_files(output, kind.grown_files(names_now))
     for name, lines in merged_lines.items():
         _replace_lines(output, work, name, lines)
     write_text(FileSystems.join(output, names.DUPLICATES_FILE), "".join(g.to_json() + "\n" for g in groups))

@@ -18,18 +18,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from beam_tfrecord import reasons
-from beam_tfrecord import tasks as tasks_lib
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import (
     DroppedObjectLine,
     Extras,
     ImageAnnotations,
-    MaskRule,
     PlannedInput,
     RejectLine,
     ShardTask,
 )
-from beam_tfrecord.labels.objects import ObjectSetting
+from beam_tfrecord.labels import Annotated, of_task
 from beam_tfrecord.plan import bulk
 from beam_tfrecord.plan import columns as columns_lib
 from beam_tfrecord.plan import dedupe as dedupe_lib
@@ -57,12 +55,11 @@ from beam_tfrecord.plan.sharding import ShardSettings
 from beam_tfrecord.plan.source_config import SourceConfig
 
 __all__ = [
+    "AnnotationFacts",
     "GroupFacts",
     "KnownRecords",
     "LabelSource",
-    "ObjectFacts",
     "Plan",
-    "TaskFacts",
     "label_source_for",
     "make_plan",
     "plan_inputs",
@@ -137,58 +134,23 @@ class GroupFacts:
 
 
 @dataclass(frozen=True)
-class ObjectFacts:
-    """What planning learnt of a detection run's objects, for the summary and the side files.
+class AnnotationFacts:
+    """What planning learnt of an annotated run's annotations (whatever its kinds of label), for
+    the summary and the side files; each kind's own facts are `Plan.kinds`'.
 
     Args:
-      kind: coco, voc or yolo.
-      masks: the records store instance masks.
-      annotated: every object the sources hold (kept, dropped, on rejected images and on
-        entries that name no listed image): annotated = stored + dropped, in the summary.
-      dropped: objects left out while planning, one line each (dropped_objects.jsonl).
-      unmatched: annotation entries that name no listed image, as JSON lines
-        (annotations_without_image.jsonl), and how many objects they hold.
-    """
-
-    kind: str
-    masks: bool
-    annotated: int
-    dropped: tuple[DroppedObjectLine, ...] = ()
-    unmatched: tuple[str, ...] = ()
-    unmatched_objects: int = 0
-    found_at: str = ""  # where the annotations were found, and how many pictures they matched
-    warnings: tuple[str, ...] = ()  # for the summary's warnings
-    split_source: str = ""  # where the splits came from, when the dataset declares its own
-    # A keypoints run's: class name -> its keypoint names, and -> its skeleton (0-based pairs).
-    keypoint_names: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    skeletons: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class TaskFacts:
-    """What planning learnt of a segmentation or captions run's labels, for the summary and the
-    side files (a detection run's are `ObjectFacts`).
-
-    Args:
-      task: segmentation or captions.
-      kind: the annotations' format.
+      format: the annotations' format.
       unmatched: entries that name no listed picture, as JSON lines (annotations_without_image.jsonl).
-      found_at: where the labels were found (with the class names and the rule that reads the
-        masks), and how many pictures they matched.
+      found_at: where the annotations were found, and how many pictures they matched.
       warnings: for the summary's warnings.
       split_source: where the splits came from, when the dataset declares its own.
-      rule: a segmentation run's rule for reading its mask files (staged with each shard task).
-      palette: a segmentation run's colour of each class id on the contact sheet.
     """
 
-    task: str
-    kind: str
+    format: str
     unmatched: tuple[str, ...] = ()
     found_at: str = ""
     warnings: tuple[str, ...] = ()
     split_source: str = ""
-    rule: MaskRule | None = None
-    palette: tuple[tuple[int, int, int], ...] = ()
 
 
 @dataclass
@@ -201,29 +163,22 @@ class Plan:
     listed: int
     manifest_unmatched: list[str] = field(default_factory=list)
     grouping: GroupFacts = field(default_factory=GroupFacts)
-    objects: ObjectFacts | None = None  # a detection run's
     groups: dict[str, str] = field(default_factory=dict)  # relpath -> group, for files that have one
     # An append's old pictures whose annotations changed since converted: (relpath, split).
     annotations_changed: list[tuple[str, str | None]] = field(default_factory=list)
-    labels: TaskFacts | None = None  # a segmentation or captions run's
     # Where a classification run's splits came from, when its tree declares them (split folders).
     split_source: str = ""
-
-    @property
-    def task(self) -> str:
-        """The run's task (`tasks.TASKS`), as its plan says it."""
-        if self.objects is not None:
-            return "keypoints" if self.objects.keypoint_names else "detection"
-        if self.labels is not None:
-            return self.labels.task
-        return "classification"
+    task: str = "classification"  # the run's task (`tasks.TASKS`): its kinds of label
+    annotations: AnnotationFacts | None = None  # an annotated run's
+    # Each of the run's kinds of label's plan facts (`labels.LabelKind.plan_facts`), by kind name.
+    kinds: dict[str, Any] = field(default_factory=dict)
+    # Parts of labels left out while planning, one line each (dropped_objects.jsonl's).
+    dropped: tuple[DroppedObjectLine, ...] = ()
 
     @property
     def unmatched_lines(self) -> tuple[str, ...]:
         """annotations_without_image.jsonl's lines (an annotated run's)."""
-        if self.objects is not None:
-            return self.objects.unmatched
-        return self.labels.unmatched if self.labels is not None else ()
+        return self.annotations.unmatched if self.annotations is not None else ()
 
     @property
     def skipped(self) -> int:
@@ -316,7 +271,8 @@ def _make_plan(
             _check_split_method(known, declared, source)
     else:
         labeled = _annotated_files(files, annotated, source, rejects)
-        class_names = list(annotated.class_names) if annotated.task != "captions" else None
+        named = any(kind.names_classes for kind in of_task(_task_of(source)))
+        class_names = list(annotated.class_names) if named else None
         if known is not None and known.class_names is not None:
             class_names = list(_grown_classes(known.class_names, annotated, source))
         if declared is not None:
@@ -362,7 +318,7 @@ def _make_plan(
         )
         for f, entry in labeled
     ]
-    return Plan(
+    plan = Plan(
         inputs=inputs,
         rejects=sorted(rejects),
         class_names=class_names,
@@ -371,16 +327,13 @@ def _make_plan(
         listed=len(files),
         manifest_unmatched=label_source.manifest.unmatched() if label_source.manifest else [],
         grouping=grouping,
-        objects=_object_facts(annotated, source, declared, rejects, match_counts)
-        if annotated is not None and annotated.task in ("detection", "keypoints")
-        else None,
         groups=groups,
         annotations_changed=annotations_changed,
         split_source=f"declared by {declared.source}" if declared is not None and annotated is None else "",
-        labels=_task_facts(annotated, source, declared, rejects, match_counts)
-        if annotated is not None and annotated.task not in ("detection", "keypoints")
-        else None,
     )
+    if annotated is None:
+        return plan
+    return _with_annotation_facts(plan, annotated, source, declared, match_counts)
 
 
 def _annotations(
@@ -651,62 +604,60 @@ def _in_declared_splits(
     return kept
 
 
-def _object_facts(
+def _task_of(source: SourceConfig) -> str:
+    """The run's task: its annotations' (given or found from their format), else classification."""
+    options = source.annotations
+    return options.task if options is not None and options.task else "classification"
+
+
+def _with_annotation_facts(
+    plan: Plan,
     annotated: AnnotationSet,
     source: SourceConfig,
     declared: DeclaredSplits | None,
-    rejects: Sequence[RejectLine],
     counts: MatchCounts | None = None,
-) -> ObjectFacts:
-    assert source.annotations is not None
+) -> Plan:
+    """The plan of an annotated run with what planning learnt of its annotations, and each of
+    its kinds of label's own facts (`labels.LabelKind.plan_facts`)."""
+    options = source.annotations
+    assert options is not None
     warnings = list(annotated.warnings)
-    left_out = sorted(r.path for r in rejects if r.reason == reasons.UNDECLARED_SPLIT.code)
+    left_out = sorted(r.path for r in plan.rejects if r.reason == reasons.UNDECLARED_SPLIT.code)
     if left_out:
         warnings.append(undeclared_split_warning(left_out))
     if declared is not None:
         split_source = f"declared by {declared.source}"
-    elif annotated.declared is not None and not source.annotations.split_names:
+    elif annotated.declared is not None and not options.split_names:
         split_source = f"hash (--splits overrides the splits declared by {annotated.declared.source})"
     else:
         split_source = ""
-    dropped = tuple(DroppedObjectLine(n.relpath, n.reason, n.detail) for n in annotated.dropped)
-    return ObjectFacts(
-        kind=annotated.kind,
-        masks=source.annotations.masks,
-        annotated=annotated.annotated_objects,
-        dropped=dropped,
+    facts = AnnotationFacts(
+        format=annotated.kind,
         unmatched=tuple(u.to_json() for u in annotated.unmatched),
-        unmatched_objects=sum(u.objects for u in annotated.unmatched),
         found_at=f"{annotated.found_at}; {(counts or MatchCounts.of(annotated)).describe()}",
         warnings=tuple(warnings),
         split_source=split_source,
-        keypoint_names=dict(annotated.keypoint_names),
-        skeletons=dict(annotated.skeletons),
     )
-
-
-def _task_facts(
-    annotated: AnnotationSet,
-    source: SourceConfig,
-    declared: DeclaredSplits | None,
-    rejects: Sequence[RejectLine],
-    counts: MatchCounts | None = None,
-) -> TaskFacts:
-    objects = _object_facts(annotated, source, declared, rejects, counts)
-    assert source.annotations is not None
+    dropped = tuple(DroppedObjectLine(n.relpath, n.reason, n.detail) for n in annotated.dropped)
     palette: tuple[tuple[int, int, int], ...] = ()
     if annotated.mask_rule is not None:
-        palette = display_palette(annotated.kind, annotated.class_names, source.annotations.train_ids)
-    return TaskFacts(
-        annotated.task,
-        annotated.kind,
-        objects.unmatched,
-        objects.found_at,
-        objects.warnings,
-        objects.split_source,
-        annotated.mask_rule,
-        palette,
+        palette = display_palette(annotated.kind, annotated.class_names, options.train_ids)
+    found = Annotated(
+        format=annotated.kind,
+        class_names=tuple(plan.class_names or ()),
+        masks=options.masks,
+        annotated_objects=annotated.annotated_objects,
+        dropped=dropped,
+        unmatched_objects=sum(u.objects for u in annotated.unmatched),
+        keypoint_names=dict(annotated.keypoint_names),
+        skeletons=dict(annotated.skeletons),
+        mask_rule=annotated.mask_rule,
+        palette=palette,
     )
+    task = _task_of(source)
+    kinds = {kind.name: kind.plan_facts(found) for kind in of_task(task)}
+    kinds = {name: value for name, value in kinds.items() if value is not None}
+    return dataclasses.replace(plan, task=task, annotations=facts, kinds=kinds, dropped=dropped)
 
 
 def undeclared_split_warning(left_out: Sequence[str]) -> str:
@@ -899,6 +850,7 @@ def shard_tasks(plan: Plan, split_seed: int = 0) -> list[ShardTask]:
     for item in plan.inputs:
         by_split[item.split].append(item)
     found: list[ShardTask] = []
+    kinds, settings = tuple(k.name for k in of_task(plan.task)), worker_settings(plan)
     for split, count in plan.shard_counts.items():
         items = sorted(
             by_split[split], key=lambda i: (splits_lib.path_hash(i.relpath, split_seed + 1), i.relpath)
@@ -909,19 +861,14 @@ def shard_tasks(plan: Plan, split_seed: int = 0) -> list[ShardTask]:
             size, index = heapq.heappop(heap)
             members[index].append(item)
             heapq.heappush(heap, (size + item.size, index))
-        kinds = tasks_lib.task(plan.task).kinds
         found += [
-            ShardTask(split, index, count, tuple(members[index]), kinds, worker_settings(plan))
-            for index in range(count)
+            ShardTask(split, index, count, tuple(members[index]), kinds, settings) for index in range(count)
         ]
     return found
 
 
 def worker_settings(plan: Plan) -> dict[str, Any]:
     """What each of the run's kinds of label needs on the workers, staged with every task."""
-    settings: dict[str, Any] = {}
-    if plan.objects is not None:
-        settings["objects"] = ObjectSetting.of(plan.class_names or (), plan.objects.masks).to_json()
-    if plan.labels is not None and plan.labels.rule is not None:
-        settings["class_mask"] = plan.labels.rule.to_row()
-    return settings
+    names = tuple(plan.class_names or ())
+    settings = {k.name: k.worker_setting(plan.kinds.get(k.name), names) for k in of_task(plan.task)}
+    return {name: setting for name, setting in settings.items() if setting is not None}

@@ -120,7 +120,7 @@ def split_files(output_dir: str, split: str = "train", summary: Summary | None =
     info = summary.splits[split]
     paths = [FileSystems.join(output_dir, name) for name in sorted(info.files)]
     layout = summary.record_layout()
-    most = summary.objects.per_image.get("max") if summary.objects is not None else None
+    most = summary.sections["objects"].per_image.get("max") if "objects" in summary.sections else None
     return SplitFiles(
         schema=layout.schema,
         labeled=layout.labeled,
@@ -139,7 +139,7 @@ def split_files(output_dir: str, split: str = "train", summary: Summary | None =
         masks="object_masks" in layout.groups,
         max_objects=int(most) if most is not None else None,
         segmentation="class_mask" in layout.groups,
-        ignore=summary.segmentation.ignore if summary.segmentation is not None else None,
+        ignore=summary.sections["class_mask"].ignore if "class_mask" in summary.sections else None,
         captions="captions" in layout.groups,
         keypoints="keypoints" in layout.groups,
         file_format=summary.shard_format.file_format,

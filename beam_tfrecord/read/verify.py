@@ -367,7 +367,8 @@ def _check_class_mask(
         report.errors.append(f"{where}: its mask is {mask.shape}, the image {shape[:2]} with one channel")
         return []
     values, counts = np.unique(mask, return_counts=True)
-    ignore = summary.segmentation.ignore if summary.segmentation is not None else None
+    masks = summary.sections.get("class_mask")
+    ignore = masks.ignore if masks is not None else None
     wrong = [int(v) for v in values if int(v) >= len(class_names) and int(v) != ignore]
     if wrong:
         report.errors.append(f"{where}: its mask holds {wrong}, not class ids (0..{len(class_names) - 1})")
@@ -416,13 +417,15 @@ def check_counts(report: OutputReport, broken: set[str]) -> list[str]:
                 )
     if not broken and sum(report.records.values()) != summary.records:
         errors.append(f"{sum(report.records.values())} records read, summary.json says {summary.records}")
-    if not broken and summary.segmentation is not None and not summary.segmentation.pictures_without_mask:
-        for index, (name, counts) in enumerate(summary.segmentation.per_class.items()):
+    masks = summary.sections.get("class_mask")
+    if not broken and masks is not None and not masks.pictures_without_mask:
+        for index, (name, counts) in enumerate(masks.per_class.items()):
             if report.class_pixels[index] != counts["pixels"]:
                 found = report.class_pixels[index]
                 errors.append(f"class {name}: {found} pixels read, summary.json says {counts['pixels']}")
-    if not broken and summary.objects is not None:
-        for name, counts in summary.objects.per_class.items():
+    objects = summary.sections.get("objects")
+    if not broken and objects is not None:
+        for name, counts in objects.per_class.items():
             if report.objects_per_class[name] != counts["objects"]:
                 found = report.objects_per_class[name]
                 errors.append(f"class {name}: {found} objects read, summary.json says {counts['objects']}")

@@ -14,11 +14,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from beam_tfrecord import reasons
-from beam_tfrecord.elements import DroppedObject, PlannedInput, RecordFields, StoredObject
-from beam_tfrecord.labels.base import FileReader, KindTally, LabelKind, Placed
+from beam_tfrecord import names, reasons
+from beam_tfrecord.elements import DroppedObject, DroppedObjectLine, PlannedInput, RecordFields, StoredObject
+from beam_tfrecord.labels.base import Annotated, FileReader, KindTally, LabelKind, Placed, SectionInputs
 from beam_tfrecord.labels.geometry import PixelTransform
+from beam_tfrecord.labels.objects.label_map import label_map
 from beam_tfrecord.labels.objects.placement import place_annotations, size_mismatch_detail
+from beam_tfrecord.labels.objects.summary import ObjectSummary, object_summary
 from beam_tfrecord.reasons import Reject
 
 __all__ = [
@@ -99,6 +101,9 @@ class ObjectsKind(LabelKind):
     resize, cut by a crop (`placement`)."""
 
     name = "objects"
+    keys_named = "the Object Detection API's keys"
+    digested = True
+    names_classes = True
 
     def key_groups(self, setting: ObjectSetting) -> tuple[str, ...]:
         return ("objects", "object_masks") if setting.masks else ("objects",)
@@ -161,6 +166,45 @@ class ObjectsKind(LabelKind):
 
     def new_tally(self) -> ObjectTally:
         return ObjectTally()
+
+    section_key = "objects"
+    section_type = ObjectSummary
+
+    def plan_facts(self, annotated: Annotated) -> dict[str, Any]:
+        """Whether objects keep their masks, how many the source holds, those dropped while
+        planning per reason (their lines are staged beside the facts) and those of entries that
+        name no listed picture."""
+        return {
+            "masks": annotated.masks,
+            "annotated": annotated.annotated_objects,
+            "unmatched_objects": annotated.unmatched_objects,
+            "dropped_per_reason": dict(sorted(Counter(d.reason for d in annotated.dropped).items())),
+        }
+
+    def worker_setting(self, facts: Any, class_names: tuple[str, ...]) -> dict[str, Any]:
+        return ObjectSetting.of(class_names, bool(facts["masks"])).to_json()
+
+    def section(self, facts: Any, tally: KindTally, inputs: SectionInputs) -> ObjectSummary:
+        assert isinstance(tally, ObjectTally)
+        sizes = {name: tally.sizes[name] for name, _ in SIZE_BUCKETS}
+        return object_summary(facts, tally.per_class, tally.per_image, sizes, inputs)
+
+    def section_groups(self, section: Any) -> tuple[str, ...]:
+        return ("objects", "object_masks") if section.masks else ("objects",)
+
+    joined_files = (names.DROPPED_OBJECTS_FILE,)
+
+    def grown_files(self, class_names: tuple[str, ...]) -> dict[str, str]:
+        return {names.LABEL_MAP_FILE: label_map(class_names)}
+
+    def side_files(
+        self, class_names: tuple[str, ...], facts: Mapping[str, Any], dropped: tuple[DroppedObjectLine, ...]
+    ) -> dict[str, str]:
+        """The Object Detection API's label_map.pbtxt (a keypoints run's classes with their
+        points), and dropped_objects.jsonl: every object in no record, one line each."""
+        points = (facts.get("keypoints") or {}).get("names")
+        lines = "".join(line.to_json() + "\n" for line in sorted(dropped))
+        return {names.LABEL_MAP_FILE: label_map(class_names, points), names.DROPPED_OBJECTS_FILE: lines}
 
 
 OBJECTS = ObjectsKind()

@@ -26,22 +26,14 @@ from dataclasses import dataclass
 from apache_beam.io.filesystems import FileSystems
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
 
+from beam_tfrecord.labels.objects.label_map import is_unused, unused_name
+
 __all__ = ["LabelMap", "is_unused", "parse_label_map", "read_label_map", "unused_name"]
 
 # More ids than any detection dataset's (Open Images: 601, LVIS: 1,203): a typo, not a map.
 MAX_ID = 100_000
-_UNUSED = re.compile(r"\(unused id (\d+)\)")
 _PBTXT = re.compile(r"\A(?:\s|#[^\n]*\n)*item\s*:?\s*[{<]")
 _PBTXT_SUFFIXES = (".pbtxt", ".pb.txt", ".prototxt")
-
-
-def unused_name(label_id: int) -> str:
-    """The placeholder class that holds a missing id's place (labels.txt, TFDS's names)."""
-    return f"(unused id {label_id})"
-
-
-def is_unused(name: str) -> bool:
-    return _UNUSED.fullmatch(name) is not None
 
 
 @dataclass(frozen=True)
