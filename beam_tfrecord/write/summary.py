@@ -17,7 +17,7 @@ import posixpath
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -35,10 +35,12 @@ from beam_tfrecord.write.output_config import ConvertConfig
 from beam_tfrecord.write.tally import DIGEST_METHOD, Tally
 
 if TYPE_CHECKING:
+    from beam_tfrecord.plan.columns import ColumnType
     from beam_tfrecord.plan.staging import PlanFacts
 
 __all__ = [
     "CaptionSummary",
+    "DuplicateCounts",
     "ExtraColumnSummary",
     "FeatureSummary",
     "GroupSummary",
@@ -125,7 +127,7 @@ class ExtraColumnSummary:
     """A manifest column stored in every record: its name, type and record key."""
 
     name: str
-    type: str
+    type: ColumnType
     key: str
 
 
@@ -633,7 +635,15 @@ def read_summary(output: str) -> Summary:
     return Summary.from_json(data, path)
 
 
-def duplicate_counts(groups: Sequence[DuplicateGroup]) -> dict[str, int]:
+class DuplicateCounts(TypedDict):
+    """The duplicate figures, named as Summary's fields."""
+
+    duplicate_records: int
+    duplicate_groups: int
+    cross_split_duplicates: int
+
+
+def duplicate_counts(groups: Sequence[DuplicateGroup]) -> DuplicateCounts:
     """summary.json's duplicate figures: records beyond the first copy of each content
     (`duplicate_records`), groups, and records whose bytes also lie in another split
     (`cross_split_duplicates`: every copy of a group that spans two splits or more)."""
@@ -724,7 +734,7 @@ def _warnings(
     label_counts: Counter,
     records: int,
     stratified: bool,
-    dupes: Mapping[str, int],
+    dupes: DuplicateCounts,
 ) -> list[str]:
     """What a user should know before training on the output."""
     declared = facts.split_source.startswith("declared")
