@@ -15,7 +15,7 @@ import posixpath
 import random
 import re
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,7 +102,8 @@ def check_shard_names(found: Mapping[str, list[tuple[str, int]]], summary: Summa
         if not files:
             errors.append(f"split {split}: no shard file found (summary.json lists {info.shards})")
             continue
-        parsed = [names.SHARD_NAME.match(name) for name in files]
+        # (Every name matches: list_shards keeps only those that do.)
+        parsed = [match for match in map(names.SHARD_NAME.match, files) if match is not None]
         counts = sorted({int(m["count"]) for m in parsed})
         if len(counts) > 1:
             errors.append(f"split {split}: shard names disagree on the shard count: -of- {counts}")
@@ -155,7 +156,7 @@ class _Sampler:
             self.items[slot] = sample
 
 
-def _facts_fn(layout: RecordLayout):
+def _facts_fn(layout: RecordLayout) -> Callable[[tf.Tensor], dict[str, tf.Tensor]]:
     """Per record: the decoded shape, the stored shape, the label (a multi-label run's ids)
     and the name (no pixels kept); every key of the layout must parse (a feature run's features
     with their recorded length)."""
@@ -237,6 +238,7 @@ def read_shard(
                 )
             labels: list[str | None] = [None]
             if labeled:
+                assert class_names is not None  # a labeled layout is a summary's with class names
                 ids = np.asarray(facts["label"].numpy()).reshape(-1).tolist()
                 labels = []
                 for label_id in ids:
@@ -253,7 +255,7 @@ def read_shard(
                         report.errors.append(
                             f"{name} record {count} ({filename}): label text is not {labels!r}"
                         )
-            objects: tuple[Any, ...] = ((), (), ())
+            objects: _Objects = ((), (), ())
             if "objects" in layout.groups:
                 labels, objects = _check_objects(
                     facts, class_names or [], shape, f"{name} record {count} ({filename})", report
@@ -297,9 +299,13 @@ def read_shard(
     return True
 
 
+# A detection record's boxes, their class names and their mask PNGs, as a Sample holds them.
+_Objects = tuple[tuple[tuple[float, float, float, float], ...], tuple[str, ...], tuple[bytes, ...]]
+
+
 def _check_objects(
     facts: dict[str, Any], class_names: list[str], shape: tuple[int, ...], where: str, report: OutputReport
-) -> tuple[list[str | None], tuple[Any, ...]]:
+) -> tuple[list[str | None], _Objects]:
     """A detection record's objects: ids in 1..K and their names, boxes inside the image with
     min <= max, one mask per object of the image's size. Returns the classes it holds (each
     once, for the per-split counts) and its boxes, names and masks (for the pictures)."""
@@ -498,12 +504,13 @@ def verify_output(output: str, sample: int = 32, seed: int = 0) -> OutputReport:
         report.errors.append(unfinished_message(output))
         return report
     try:
-        report = OutputReport(summary=read_summary(output))
+        summary = read_summary(output)
     except SummaryError as error:
         return OutputReport(summary=None, errors=[str(error)])
+    report = OutputReport(summary=summary)
     found = list_shards(output)
-    report.errors += check_shard_names(found, report.summary)
-    report.errors += check_side_files(output, report.summary)
+    report.errors += check_shard_names(found, summary)
+    report.errors += check_side_files(output, summary)
     sampler = _Sampler(sample, seed)
     broken = set()
     for split, files in found.items():
@@ -539,7 +546,8 @@ def format_report(report: OutputReport) -> str:
                 rows.append((f"  {label}", str(n)))
     listed = summary.records if summary is not None else "?"
     rows.append(("records", f"{sum(report.records.values())} (summary.json: {listed})"))
-    heights, widths = Counter(), Counter()
+    heights: Counter[int] = Counter()
+    widths: Counter[int] = Counter()
     for (h, w), n in report.sizes.items():
         heights[h] += n
         widths[w] += n
