@@ -26,7 +26,10 @@ from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import DuplicateGroup, RejectLine
 from beam_tfrecord.features.options import FeatureConfig
 from beam_tfrecord.keys import FeatureLayout, RecordLayout, extra_key
-from beam_tfrecord.labels.objects import SIZE_BUCKETS
+from beam_tfrecord.labels.captions import CaptionTally
+from beam_tfrecord.labels.class_mask import ClassMaskTally
+from beam_tfrecord.labels.keypoints import KeypointTally
+from beam_tfrecord.labels.objects import SIZE_BUCKETS, ObjectTally
 from beam_tfrecord.names import DUPLICATES_FILE, MANIFEST_UNMATCHED_FILE, SUMMARY_FILE, TFRECORD, ShardFormat
 from beam_tfrecord.plan import splits as splits_lib
 from beam_tfrecord.plan.annotations.label_map import is_unused
@@ -211,7 +214,7 @@ def _segmentation(facts: PlanFacts, tally: Tally, class_names: Sequence[str]) ->
     plan = facts.labels_of("segmentation")
     if plan is None:
         return None
-    masks = tally.kind("class_mask")
+    masks = tally.kind_as("class_mask", ClassMaskTally)
     labelled = sum(n for value, n in masks.pixels.items() if value != plan.ignore)
     per_class = {
         name: {
@@ -266,9 +269,9 @@ def _keypoints(facts: PlanFacts, tally: Tally) -> KeypointSummary | None:
         names={name: list(points) for name, points in plan.keypoint_names.items()},
         skeletons={name: [list(pair) for pair in pairs] for name, pairs in plan.skeletons.items()},
         points_per_object=max(len(points) for points in plan.keypoint_names.values()),
-        labelled=tally.kind("keypoints").points["labelled"],
-        visible=tally.kind("keypoints").points["visible"],
-        made_unlabelled=tally.kind("keypoints").points["outside"],
+        labelled=tally.kind_as("keypoints", KeypointTally).points["labelled"],
+        visible=tally.kind_as("keypoints", KeypointTally).points["visible"],
+        made_unlabelled=tally.kind_as("keypoints", KeypointTally).points["outside"],
     )
 
 
@@ -297,7 +300,7 @@ def _captions(facts: PlanFacts, tally: Tally) -> CaptionSummary | None:
     plan = facts.labels_of("captions")
     if plan is None:
         return None
-    counts = tally.kind("captions").per_image
+    counts = tally.kind_as("captions", CaptionTally).per_image
     records = sum(counts.values())
     stored = sum(k * n for k, n in counts.items())
     with_some = {k: n for k, n in counts.items() if k}
@@ -337,7 +340,7 @@ def _objects(
     plan = facts.objects
     if plan is None:
         return None
-    found = tally.kind("objects")
+    found = tally.kind_as("objects", ObjectTally)
     dropped = Counter(plan.dropped_per_reason) + Counter(tally.dropped)
     rejected = tally.objects_rejected + sum(r.objects for r in planned_rejects)
     if rejected:
@@ -811,7 +814,7 @@ def build_summary(
         label_counts[label] += n
     if facts.labels_of("segmentation") is not None:  # a class's pictures: records whose mask holds it
         names = facts.class_names or []
-        pictures = tally.kind("class_mask").pictures
+        pictures = tally.kind_as("class_mask", ClassMaskTally).pictures
         label_counts = Counter({names[v]: n for v, n in pictures.items() if v < len(names)})
     dupes = duplicate_counts(duplicates)
     warnings = _warnings(facts, splits, label_counts, records, stratified, dupes)
