@@ -524,8 +524,8 @@ class ShardKey(NamedTuple):
     """The output shard a record goes to: the path-planned sink writes each shard whole."""
 
     split: str
-    index: int = 0
-    count: int = 1
+    index: int = 0  # type: ignore[assignment]  # hides tuple.index(): the name of a shard's number
+    count: int = 1  # type: ignore[assignment]  # hides tuple.count(): the name of a split's shards
 
 
 class ConvertedRecord(NamedTuple):

@@ -25,7 +25,7 @@ import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, TypedDict
 
 __all__ = [
     "SCHEMAS",
@@ -50,7 +50,7 @@ DType = Literal["bytes", "int64", "float32"]
 TfdsKind = Literal[
     "image", "text", "scalar", "class_label", "object_class_label", "mask", "class_mask", "none"
 ]
-EXTRA_TYPES = {"str": "bytes", "int": "int64", "float": "float32"}
+EXTRA_TYPES: dict[str, DType] = {"str": "bytes", "int": "int64", "float": "float32"}
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,15 @@ class KeyTable:
     reserved_groups: tuple[str, ...] = ("objects", "object_masks")
 
 
-_TEXT = {"dtype": "bytes", "text": True, "tfds": "text"}
+class _TextFields(TypedDict):
+    """The fields every text key shares, spread into its RecordKey."""
+
+    dtype: DType
+    text: bool
+    tfds: TfdsKind
+
+
+_TEXT: _TextFields = {"dtype": "bytes", "text": True, "tfds": "text"}
 TABLES: dict[str, KeyTable] = {
     "tfds": KeyTable(
         schema="tfds",
@@ -258,7 +266,7 @@ def record_keys(layout: RecordLayout) -> tuple[RecordKey, ...]:
             RecordKey(
                 name,
                 extra_key(layout.schema, name),
-                EXTRA_TYPES[scalar],  # type: ignore[arg-type]
+                EXTRA_TYPES[scalar],
                 text=scalar == "str",
                 ragged=kind.endswith("_list"),
                 tfds=tfds,

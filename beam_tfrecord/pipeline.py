@@ -274,7 +274,7 @@ class WriteMetadataFn(RunStepFn):
         finals: list[FinalShard],
         changes: list[ChangeLine],
         dropped: list[DroppedObjectLine],
-        contents: list[tuple[str, tuple[str, str]]] = (),  # type: ignore[assignment]
+        contents: Sequence[tuple[str, tuple[str, str]]] = (),
     ) -> Iterator[Summary]:
         self.staged.check_fence("the side files and summary.json")
         facts = staging.load_facts(self.staged.plan_dir)

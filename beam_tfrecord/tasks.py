@@ -16,6 +16,10 @@ Plain data: no stage imported.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a name for the type checker only: nothing imported when the module runs
+    from beam_tfrecord.elements import AnnotationKind
 
 __all__ = [
     "ANNOTATION_FORMATS",
@@ -45,14 +49,14 @@ class Task:
 
     name: str
     help: str
-    formats: tuple[str, ...]
+    formats: tuple[AnnotationKind, ...]
     kinds: tuple[str, ...]
     docs: str
 
 
-SEGMENTATION_FORMATS = ("voc", "cityscapes", "ade20k", "folders")
-CAPTION_FORMATS = ("coco", "pairs")
-KEYPOINT_FORMATS = ("coco", "yolo")
+SEGMENTATION_FORMATS: tuple[AnnotationKind, ...] = ("voc", "cityscapes", "ade20k", "folders")
+CAPTION_FORMATS: tuple[AnnotationKind, ...] = ("coco", "pairs")
+KEYPOINT_FORMATS: tuple[AnnotationKind, ...] = ("coco", "yolo")
 
 TASKS: dict[str, Task] = {
     task.name: task

@@ -14,7 +14,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -195,7 +195,8 @@ class BuildRecordFn(beam.DoFn):
         elif isinstance(element, PendingRecord):
             outcome = finish_record(self.schema, element)
         else:
-            outcome = self._with_features(element.example, element.inference)
+            # Beam's PredictionResult is not generic: its example is the PendingRecord fed to the model.
+            outcome = self._with_features(cast(PendingRecord, element.example), element.inference)
         count_outcome(outcome)
         if isinstance(outcome, RejectLine):
             yield TaggedOutput(REJECTS, outcome)

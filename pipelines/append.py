@@ -101,9 +101,10 @@ def prepare_append(settings: CommandSettings) -> AppendJob:
     number = append_lib.input_number(old, index, source.input)
     delta = append_lib.compare_listing(listing, index, number, append_lib.run_inputs(old))
     manifest = settings.label_source.manifest
-    for entry in index if manifest is not None else ():  # rows of old files are matched, not stray
-        with contextlib.suppress(Unlabeled):
-            manifest.row_of(entry.relpath)
+    if manifest is not None:  # rows of old files are matched, not stray
+        for entry in index:
+            with contextlib.suppress(Unlabeled):
+                manifest.row_of(entry.relpath)
     hashes = {e.sha256: e.relpath for e in sorted(index, key=lambda e: e.relpath, reverse=True) if e.sha256}
     class_names = tuple(old.class_names) if old.class_names is not None else None
     if source.annotations is not None:  # its annotations are read against every picture, old too

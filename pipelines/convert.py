@@ -31,7 +31,7 @@ from collections.abc import Iterator, Sequence
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
-from apache_beam.runners.runner import PipelineState
+from apache_beam.runners.runner import PipelineResult, PipelineState
 
 from beam_tfrecord import compat, gcs, runners, write_failures
 from beam_tfrecord.config import ConvertConfig
@@ -304,9 +304,9 @@ def _run_claimed(
         printer = progress_dir if settings.progress else None
         state = execute(pipeline, local, settings.wait, printer, staged.inputs, claim)
     except Exception as error:
-        failure = write_failures.find(error)
-        if failure is not None:  # a full disk, a quota, a permission: one line, and space freed
-            print(f"error: {write_failed(failure, config.output)}", file=sys.stderr)
+        failed = write_failures.find(error)
+        if failed is not None:  # a full disk, a quota, a permission: one line, and space freed
+            print(f"error: {write_failed(failed, config.output)}", file=sys.stderr)
             return 1
         lost = claims.lost_line(error)
         if lost is not None:  # a commit step found the output another run's: it wrote nothing
@@ -396,11 +396,11 @@ def execute(
         raise
 
 
-def _ended(result: object) -> bool:
+def _ended(result: PipelineResult) -> bool:
     """Whether a remote job is known to have ended (a terminal state the runner reports); False
     when the runner cannot say (a poll error, a lost connection)."""
     try:
-        return PipelineState.is_terminal(result.state)  # type: ignore[attr-defined]
+        return PipelineState.is_terminal(result.state)
     except Exception:
         return False
 

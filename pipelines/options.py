@@ -22,7 +22,7 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
 
@@ -305,7 +305,7 @@ def our_option_names() -> list[str]:
     return sorted(ConvertOptions().get_all_options(current_only=True))
 
 
-def _refuse(message: str) -> None:
+def _refuse(message: str) -> NoReturn:
     """argparse's error handler, as one line instead of 60 lines of usage and an exit."""
     raise UsageError(message.replace("argument ", "", 1))
 
@@ -329,7 +329,7 @@ def _beam_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     captured: list[argparse.ArgumentParser] = []
 
     def check(parser: argparse.ArgumentParser) -> None:
-        parser.error = _refuse  # type: ignore[method-assign]
+        parser.error = _refuse  # type: ignore[method-assign]  # Beam makes the parser: no subclass of ours
         parser.prog = PROG
         parser.description = (
             "Convert a tree of images into sharded TFRecord files of tf.train.Example. Our options "

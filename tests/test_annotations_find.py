@@ -239,7 +239,10 @@ def test_ultralytics_splits_come_from_data_yaml(tmp_path, image_list):
     found = plan(tmp_path, "yolo")
     assert splits_of(found) == {r: "train" if "/train/" in r else "validation" for r in truth}
     assert found.splits == {"train": 4 / 6, "validation": 2 / 6}
-    assert found.annotations.split_source.startswith("declared by") and "data.yaml" in found.annotations.split_source
+    assert (
+        found.annotations.split_source.startswith("declared by")
+        and "data.yaml" in found.annotations.split_source
+    )
     # From one split's folder, its pictures keep their split.
     assert set(splits_of(plan(tmp_path / "images" / "val", "yolo")).values()) == {"validation"}
 

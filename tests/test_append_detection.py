@@ -228,13 +228,17 @@ def test_yolo_tree_grows_with_new_image_and_label_files(tmp_path, capsys):
     assert grown["images/val/new_2.jpg"][1:3] == ((2, 0), ("bird", "cat"))
     assert {k: v for k, v in grown.items() if k in before} == before
     summary = complete_summary(str(out))
-    assert summary.class_names == ["cat", "dog", "bird"] and summary.sections["objects"].unmatched_entries == 0
+    assert (
+        summary.class_names == ["cat", "dog", "bird"] and summary.sections["objects"].unmatched_entries == 0
+    )
     copy = [json.loads(line) for line in (out / names.REJECTS_FILE).read_text().splitlines()]
     copy = [r for r in copy if r["path"] == "images/train/z_copy.jpg"]
     assert (
         copy[0]["reason"] == reasons.DUPLICATE.code and "images/train/images_train_1.jpg" in copy[0]["detail"]
     )
-    assert copy[0]["objects"] == 2 and summary.sections["objects"].dropped_per_reason == {reasons.IMAGE_REJECTED.code: 2}
+    assert copy[0]["objects"] == 2 and summary.sections["objects"].dropped_per_reason == {
+        reasons.IMAGE_REJECTED.code: 2
+    }
     assert summary.sections["objects"].consistent
     assert _comparable(out) == _comparable(scratch)
     _every_reader_sees_boxes(out)
@@ -270,7 +274,9 @@ def test_voc_devkit_grows_with_new_xmls_and_split_lists(tmp_path):
     assert {k: v for k, v in grown.items() if k in before} == before
     assert grown["VOC2012/JPEGImages/new_2.jpg"][:2] == ("validation", (2,))
     summary = complete_summary(str(out))
-    assert summary.class_names == ["cat", "dog", "bird"] and summary.sections["objects"].unmatched_entries == 0
+    assert (
+        summary.class_names == ["cat", "dog", "bird"] and summary.sections["objects"].unmatched_entries == 0
+    )
     assert _comparable(out) == _comparable(scratch)
     _every_reader_sees_boxes(out)
 
@@ -406,7 +412,10 @@ def test_a_batch_of_background_pictures_is_appended_when_allowed(tmp_path, capsy
     assert convert(root, scratch, *args) == 0
     assert _records(out) == _records(scratch)
     assert _records(out)["images/train/background_1.jpg"] == ("train", (), (), ())
-    grown, whole = complete_summary(str(out)).sections["objects"], complete_summary(str(scratch)).sections["objects"]
+    grown, whole = (
+        complete_summary(str(out)).sections["objects"],
+        complete_summary(str(scratch)).sections["objects"],
+    )
     assert grown.negatives == whole.negatives == 2 and grown.consistent
 
 

@@ -159,7 +159,7 @@ def load_backbone(options: FeatureConfig) -> LoadedModel:
     if weights == "none":
         weights = None
     elif weights != "imagenet":
-        weights = localize(weights)
+        weights = localize(options.model_weights)
     size = backbone.input_size
     with _dtype_policy("mixed_float16" if options.precision == "mixed" else None):
         model = getattr(keras.applications, backbone.constructor)(

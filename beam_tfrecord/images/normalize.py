@@ -80,6 +80,7 @@ def _to_tensorflow(data: bytes, options: ImageConfig, name: str | None) -> Encod
         raise Reject(reasons.EMPTY, "the file has zero bytes")
     image = _open(data)
     source_format = "JPEG" if image.format == "MPO" else image.format
+    assert source_format is not None  # what Image.open opens names its plugin's format
     width, height = image.size
     if width * height > options.max_pixels:
         raise Reject(
@@ -165,7 +166,7 @@ def _unopened_reject(data: bytes) -> Reject:
     except Exception:
         other = None
     other = other or formats.sniff_format(data)
-    if other in formats.REFUSED_FORMATS:
+    if other is not None and other in formats.REFUSED_FORMATS:
         return Reject(reasons.UNSUPPORTED_FORMAT, formats.REFUSED_FORMATS[other])
     if other in formats.ACCEPTED_FORMATS:  # it starts like one, but its header cannot be parsed
         return Reject(

@@ -749,9 +749,9 @@ def _merge(
     )
     write_index(output, index.values())
     unmatched_path = FileSystems.join(output, names.MANIFEST_UNMATCHED_FILE)
-    unmatched = _read_text(FileSystems.join(work, names.MANIFEST_UNMATCHED_FILE))
-    if unmatched:  # the append's run matched the manifest against every indexed file too
-        write_text(unmatched_path, unmatched)
+    unmatched_rows = _read_text(FileSystems.join(work, names.MANIFEST_UNMATCHED_FILE))
+    if unmatched_rows:  # the append's run matched the manifest against every indexed file too
+        write_text(unmatched_path, unmatched_rows)
     elif FileSystems.exists(unmatched_path):
         FileSystems.delete([unmatched_path])
     if summary.tfds_metadata is not None and summary.tfds_metadata.written:

@@ -19,7 +19,7 @@ import fcntl
 import os
 import posixpath
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from beam_tfrecord import gcs
 from beam_tfrecord.names import APPEND_DIR, CLAIM_FILE, SUMMARY_FILE
@@ -124,7 +124,7 @@ class LocalStore(ClaimStore):
                 return taken
         return None
 
-    def _lock_folder(self) -> bool | str | None:
+    def _lock_folder(self) -> bool | Literal["moved"] | None:
         self._make_folder()
         try:
             descriptor = os.open(self.output, os.O_RDONLY | os.O_DIRECTORY)

@@ -165,7 +165,7 @@ def _match(pattern: str) -> Found:
 
 def _match_local(pattern: str) -> Found:
     """Beam's glob semantics (`*` within a folder, `**` across folders) over `walk_local`."""
-    prefix = re.match(r"^[^[*?]*", pattern).group(0)
+    prefix = re.split(r"[\[*?]", pattern, maxsplit=1)[0]
     if prefix == pattern:  # no glob: one file (a broken link or FIFO still counts as one)
         return list(_entry(pattern)) if os.path.lexists(pattern) else []
     root = prefix if prefix.endswith("/") else posixpath.dirname(prefix)
@@ -194,7 +194,7 @@ def walk_local(root: str) -> Iterator[Entry]:
     (a loop), which is reported once as `skipped` instead of being walked forever. Two links to
     one directory list its files twice, under both names (duplicates are kept, like copies).
     """
-    stack = [(root, (os.path.realpath(root),))]
+    stack: list[tuple[str, tuple[str, ...]]] = [(root, (os.path.realpath(root),))]  # (folder, its ancestors)
     while stack:
         directory, ancestors = stack.pop()
         try:

@@ -301,7 +301,8 @@ def _make_plan(
             source.stratify,
             groups,
         )
-    if annotated is not None and source.annotations.split_names:  # a COCO file given per split
+    # A COCO file given per split (annotations are read only where the source has their options).
+    if annotated is not None and source.annotations is not None and source.annotations.split_names:
         split_by_path.update({f.relpath: s for f, _ in labeled if (s := annotated.split_of(f.relpath))})
     ids = {name: i for i, name in enumerate(class_names or [])}
     notes = _notes_by_image(annotated) if annotated is not None else {}
@@ -761,7 +762,9 @@ def _without_copies(
     for)."""
     count = objects or (lambda relpath: 0)
     hashes = dedupe_lib.content_hashes([f.path for f, _ in labeled])
-    old = {f.relpath: known[h] for (f, _), h in zip(labeled, hashes, strict=True) if h in known}
+    old = {
+        f.relpath: known[h] for (f, _), h in zip(labeled, hashes, strict=True) if h is not None and h in known
+    }
     for relpath, kept_path in sorted(old.items()):
         detail = f"same bytes as {kept_path}, already in the dataset"
         rejects.append(RejectLine(relpath, reasons.DUPLICATE.code, detail, objects=count(relpath)))

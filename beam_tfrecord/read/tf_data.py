@@ -211,7 +211,11 @@ def _frame(
 
 
 def _batch_size(
-    files: SplitFiles, output_dir: str, batch_size: int | str | None, image_size: Any, decodes: bool
+    files: SplitFiles,
+    output_dir: str,
+    batch_size: int | Literal["auto"] | None,
+    image_size: tuple[int, int] | None,
+    decodes: bool,
 ) -> int | None:
     """The batch size to use; refuses, at call time, batches that would fail at iteration."""
     fixed = not decodes or image_size is not None or files.one_size

@@ -15,7 +15,7 @@ import posixpath
 import random
 import re
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import gcs, names
 from beam_tfrecord.keys import RecordLayout, key_of, record_keys
+from beam_tfrecord.labels.class_mask import SegmentationSummary
+from beam_tfrecord.labels.objects import ObjectSummary
 from beam_tfrecord.names import LABELS_FILE, REJECTS_FILE, SUMMARY_FILE, TFDS_INFO_FILE
 from beam_tfrecord.output.outputs import unfinished_message
 from beam_tfrecord.read.files import read_index
@@ -102,7 +104,8 @@ def check_shard_names(found: Mapping[str, list[tuple[str, int]]], summary: Summa
         if not files:
             errors.append(f"split {split}: no shard file found (summary.json lists {info.shards})")
             continue
-        parsed = [names.SHARD_NAME.match(name) for name in files]
+        # (Every name matches: list_shards keeps only those that do.)
+        parsed = [match for match in map(names.SHARD_NAME.match, files) if match is not None]
         counts = sorted({int(m["count"]) for m in parsed})
         if len(counts) > 1:
             errors.append(f"split {split}: shard names disagree on the shard count: -of- {counts}")
@@ -155,7 +158,7 @@ class _Sampler:
             self.items[slot] = sample
 
 
-def _facts_fn(layout: RecordLayout):
+def _facts_fn(layout: RecordLayout) -> Callable[[tf.Tensor], dict[str, tf.Tensor]]:
     """Per record: the decoded shape, the stored shape, the label (a multi-label run's ids)
     and the name (no pixels kept); every key of the layout must parse (a feature run's features
     with their recorded length)."""
@@ -237,6 +240,7 @@ def read_shard(
                 )
             labels: list[str | None] = [None]
             if labeled:
+                assert class_names is not None  # a labeled layout is a summary's with class names
                 ids = np.asarray(facts["label"].numpy()).reshape(-1).tolist()
                 labels = []
                 for label_id in ids:
@@ -253,7 +257,7 @@ def read_shard(
                         report.errors.append(
                             f"{name} record {count} ({filename}): label text is not {labels!r}"
                         )
-            objects: tuple[Any, ...] = ((), (), ())
+            objects: _Objects = ((), (), ())
             if "objects" in layout.groups:
                 labels, objects = _check_objects(
                     facts, class_names or [], shape, f"{name} record {count} ({filename})", report
@@ -297,9 +301,13 @@ def read_shard(
     return True
 
 
+# A detection record's boxes, their class names and their mask PNGs, as a Sample holds them.
+_Objects = tuple[tuple[tuple[float, float, float, float], ...], tuple[str, ...], tuple[bytes, ...]]
+
+
 def _check_objects(
     facts: dict[str, Any], class_names: list[str], shape: tuple[int, ...], where: str, report: OutputReport
-) -> tuple[list[str | None], tuple[Any, ...]]:
+) -> tuple[list[str | None], _Objects]:
     """A detection record's objects: ids in 1..K and their names, boxes inside the image with
     min <= max, one mask per object of the image's size. Returns the classes it holds (each
     once, for the per-split counts) and its boxes, names and masks (for the pictures)."""
@@ -367,7 +375,7 @@ def _check_class_mask(
         report.errors.append(f"{where}: its mask is {mask.shape}, the image {shape[:2]} with one channel")
         return []
     values, counts = np.unique(mask, return_counts=True)
-    masks = summary.sections.get("class_mask")
+    masks = summary.section("class_mask", SegmentationSummary)
     ignore = masks.ignore if masks is not None else None
     wrong = [int(v) for v in values if int(v) >= len(class_names) and int(v) != ignore]
     if wrong:
@@ -417,13 +425,13 @@ def check_counts(report: OutputReport, broken: set[str]) -> list[str]:
                 )
     if not broken and sum(report.records.values()) != summary.records:
         errors.append(f"{sum(report.records.values())} records read, summary.json says {summary.records}")
-    masks = summary.sections.get("class_mask")
+    masks = summary.section("class_mask", SegmentationSummary)
     if not broken and masks is not None and not masks.pictures_without_mask:
         for index, (name, counts) in enumerate(masks.per_class.items()):
             if report.class_pixels[index] != counts["pixels"]:
                 found = report.class_pixels[index]
                 errors.append(f"class {name}: {found} pixels read, summary.json says {counts['pixels']}")
-    objects = summary.sections.get("objects")
+    objects = summary.section("objects", ObjectSummary)
     if not broken and objects is not None:
         for name, counts in objects.per_class.items():
             if report.objects_per_class[name] != counts["objects"]:
@@ -501,12 +509,13 @@ def verify_output(output: str, sample: int = 32, seed: int = 0) -> OutputReport:
         report.errors.append(unfinished_message(output))
         return report
     try:
-        report = OutputReport(summary=read_summary(output))
+        summary = read_summary(output)
     except SummaryError as error:
         return OutputReport(summary=None, errors=[str(error)])
+    report = OutputReport(summary=summary)
     found = list_shards(output)
-    report.errors += check_shard_names(found, report.summary)
-    report.errors += check_side_files(output, report.summary)
+    report.errors += check_shard_names(found, summary)
+    report.errors += check_side_files(output, summary)
     sampler = _Sampler(sample, seed)
     broken = set()
     for split, files in found.items():
@@ -542,7 +551,8 @@ def format_report(report: OutputReport) -> str:
                 rows.append((f"  {label}", str(n)))
     listed = summary.records if summary is not None else "?"
     rows.append(("records", f"{sum(report.records.values())} (summary.json: {listed})"))
-    heights, widths = Counter(), Counter()
+    heights: Counter[int] = Counter()
+    widths: Counter[int] = Counter()
     for (h, w), n in report.sizes.items():
         heights[h] += n
         widths[w] += n

@@ -17,6 +17,8 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
+from types import ModuleType
+from typing import Protocol, overload
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
@@ -25,6 +27,7 @@ __all__ = [
     "DEFAULT_OPTIONS",
     "LocalShardWriter",
     "RemoteArrayRecord",
+    "ShardReader",
     "check_options",
     "count_records",
     "iter_range",
@@ -47,7 +50,19 @@ class RemoteArrayRecord(ValueError):
         )
 
 
-def _module():  # imported on use: a TFRecord run never needs the C extension
+class ShardReader(Protocol):
+    """What the project uses of the package's ArrayRecordReader (a C extension, without types)."""
+
+    def ok(self) -> bool: ...
+    def num_records(self) -> int: ...
+    @overload
+    def read(self, indices: list[int], /) -> list[bytes]: ...
+    @overload
+    def read(self, start: int, stop: int, /) -> list[bytes]: ...
+    def close(self) -> None: ...
+
+
+def _module() -> ModuleType:  # imported on use: a TFRecord run never needs the C extension
     from array_record.python import array_record_module
 
     return array_record_module
@@ -131,7 +146,7 @@ class LocalShardWriter:
             os.remove(self.local)
 
 
-def open_reader(path: str, random_access: bool = False):
+def open_reader(path: str, random_access: bool = False) -> ShardReader:
     """The package's reader of a local shard; a remote one is refused in one line. For reads at
     random, no read-ahead and a small buffer (what Grain's data source opens its readers with):
     a read-ahead would fetch chunks the next read does not want."""

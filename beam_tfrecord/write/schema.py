@@ -14,6 +14,7 @@ from operator import attrgetter
 from typing import Any
 
 import numpy as np
+from google.protobuf.message import Message
 
 from beam_tfrecord.elements import RecordFields
 from beam_tfrecord.keys import SCHEMAS, FeatureLayout, RecordKey, RecordLayout, extra_key, key_of, record_keys
@@ -57,6 +58,12 @@ def _layout(
     return RecordLayout(schema, labeled, multi_label, extras, feature_layout, groups)
 
 
+def _features(fields: RecordFields) -> np.ndarray:
+    """A feature run's output: its layout holds the feature keys only when the record has one."""
+    assert fields.features is not None
+    return fields.features
+
+
 # A field's value by its key name (keys.RecordKey.name): the image's and the features' here, each
 # kind of label's from its own `encoders`; manifest columns aside.
 _FIELDS: dict[str, Callable[[RecordFields], Any]] = {
@@ -69,7 +76,7 @@ _FIELDS: dict[str, Callable[[RecordFields], Any]] = {
     "sha256": attrgetter("sha256"),
     "features": attrgetter("features"),
     "features_float16": lambda fields: np.ascontiguousarray(fields.features, dtype="<f2").tobytes(),
-    "features_shape": lambda fields: tuple(int(n) for n in fields.features.shape),
+    "features_shape": lambda fields: tuple(int(n) for n in _features(fields).shape),
 }
 _FIELDS |= {name: get for kind in KINDS.values() for name, get in kind.encoders().items()}
 
@@ -84,7 +91,7 @@ def _varint(value: int) -> bytes:
         out.append(low | 0x80)
 
 
-def _floats(values: np.ndarray) -> Feature:
+def _floats(values: np.ndarray) -> Message:
     """A Feature holding a packed FloatList, parsed from its wire bytes: faster than building it
     from a feature map's Python floats (docs/performance.md#feature-model)."""
     raw = np.ascontiguousarray(values, dtype="<f4").tobytes()
@@ -93,7 +100,7 @@ def _floats(values: np.ndarray) -> Feature:
     return Feature.FromString(feature)
 
 
-def _setter(key: RecordKey) -> Callable[[Feature, Any], None]:
+def _setter(key: RecordKey) -> Callable[[Message, Any], None]:
     """How one key's value goes into its Feature: appended when it is one value, extended when it
     is a list (set even when empty, so a reader knows its kind)."""
     if key.dtype == "float32" and key.shape:  # the features: a packed FloatList from bytes
@@ -136,7 +143,7 @@ def _column(name: str) -> Callable[[RecordFields], Any]:
     return value
 
 
-def build_example(schema: str, fields: RecordFields) -> Example:
+def build_example(schema: str, fields: RecordFields) -> Message:
     """An Example (wire-compatible with `tf.train.Example`, see example.proto) holding every key
     of the record's layout.
 

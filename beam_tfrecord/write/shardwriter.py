@@ -177,11 +177,11 @@ def finalize_shards(
     names without summary.json: readers check summary.json (outputs.complete_shards).
     """
     chosen: dict[tuple[str, int], WrittenShard] = {}
-    for shard in written:
-        key = (shard.split, shard.index)
+    for one in written:
+        key = (one.split, one.index)
         if key in chosen:
-            raise RuntimeError(f"shard {shard.split}-{shard.index:05d} was written twice: {shard.temp_path}")
-        chosen[key] = shard
+            raise RuntimeError(f"shard {one.split}-{one.index:05d} was written twice: {one.temp_path}")
+        chosen[key] = one
     moving = [s for (split, index), s in chosen.items() if s.temp_path != _final(output, s, shard_format)]
     temps = [s.temp_path for s in moving] + [index_path(s.temp_path) for s in moving if s.indexed]
     missing = [path for path in temps if not FileSystems.exists(path)]

@@ -17,7 +17,7 @@ import posixpath
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -36,6 +36,7 @@ from beam_tfrecord.write.output_config import ConvertConfig
 from beam_tfrecord.write.tally import DIGEST_METHOD, Tally
 
 if TYPE_CHECKING:
+    from beam_tfrecord.plan.columns import ColumnType
     from beam_tfrecord.plan.staging import PlanFacts
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "share_and_class_warnings",
 ]
 
+_Section = TypeVar("_Section", bound=Section)
 # A hash split further than this from its fraction gets a warning that names stratify.
 SHARE_WARNING = 0.01
 
@@ -116,7 +118,7 @@ class ExtraColumnSummary:
     """A manifest column stored in every record: its name, type and record key."""
 
     name: str
-    type: str
+    type: ColumnType
     key: str
 
 
@@ -284,6 +286,12 @@ class Summary:
     def stratified(self) -> bool:
         return self.split_method == "stratified"
 
+    def section(self, name: str, section_type: type[_Section]) -> _Section | None:
+        """The named kind's section as its own type (None: the run has none)."""
+        found = self.sections.get(name)
+        assert found is None or isinstance(found, section_type)  # read by the kind's own type
+        return found
+
     @property
     def kinds(self) -> tuple[str, ...]:
         """The run's kinds of label: those with a section, in the registry's order, else the class."""
@@ -388,7 +396,15 @@ def read_summary(output: str) -> Summary:
     return Summary.from_json(data, path)
 
 
-def duplicate_counts(groups: Sequence[DuplicateGroup]) -> dict[str, int]:
+class DuplicateCounts(TypedDict):
+    """The duplicate figures, named as Summary's fields."""
+
+    duplicate_records: int
+    duplicate_groups: int
+    cross_split_duplicates: int
+
+
+def duplicate_counts(groups: Sequence[DuplicateGroup]) -> DuplicateCounts:
     """summary.json's duplicate figures: records beyond the first copy of each content
     (`duplicate_records`), groups, and records whose bytes also lie in another split
     (`cross_split_duplicates`: every copy of a group that spans two splits or more)."""
@@ -479,7 +495,7 @@ def _warnings(
     label_counts: Counter,
     records: int,
     stratified: bool,
-    dupes: Mapping[str, int],
+    dupes: DuplicateCounts,
 ) -> list[str]:
     """What a user should know before training on the output."""
     declared = facts.split_source.startswith("declared")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from beam_tfrecord.elements import ConvertedRecord, RejectLine
 from beam_tfrecord.labels import KINDS, KindTally
@@ -42,6 +42,9 @@ def _plain(key: Any) -> Any:
 def _key(key: Any) -> Any:
     """A counter key back from JSON: the pairs and shapes it holds are tuples again."""
     return tuple(key) if isinstance(key, list) else key
+
+
+_Counts = TypeVar("_Counts", bound=KindTally)
 
 
 @dataclass
@@ -92,6 +95,12 @@ class Tally:
         found = self.kinds.get(name)
         if found is None:
             found = self.kinds[name] = KINDS[name].new_tally()
+        return found
+
+    def kind_as(self, name: str, tally_class: type[_Counts]) -> _Counts:
+        """The named kind's counts as its own tally class, whose fields its summary section reads."""
+        found = self.kind(name)
+        assert isinstance(found, tally_class)  # made by the kind's own new_tally
         return found
 
     def add_all(self, outcomes: Iterable[ConvertedRecord | RejectLine]) -> Tally:

@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from beam_tfrecord import reasons, tasks
-from beam_tfrecord.elements import ImageAnnotations
+from beam_tfrecord.elements import AnnotationKind, ImageAnnotations
 from beam_tfrecord.plan.annotations.catalog import Catalog, describe_error, partition, read_one, stem
 from beam_tfrecord.plan.annotations.declared import DeclaredSplits, split_name
 from beam_tfrecord.plan.annotations.locate import input_base, join
@@ -155,7 +155,9 @@ def _one(path: str) -> list[InputFile]:
         return []
 
 
-def load_captions(kind: str, files: Sequence[InputFile], paths: Sequence[AnnotationPath]) -> AnnotationSet:
+def load_captions(
+    kind: AnnotationKind, files: Sequence[InputFile], paths: Sequence[AnnotationPath]
+) -> AnnotationSet:
     """Every listed picture's captions, in their files' order (see the module docstring)."""
     if kind not in KINDS:
         raise ValueError(f"annotations must be one of {', '.join(KINDS)} for captions, not {kind!r}")
@@ -200,7 +202,7 @@ def load_captions(kind: str, files: Sequence[InputFile], paths: Sequence[Annotat
     count = sum(len(texts) for texts in found.values())
     title = "COCO captions" if kind == "coco" else "Captions"
     return AnnotationSet(
-        kind,  # type: ignore[arg-type]
+        kind,
         (),
         images,
         unannotated=frozenset(r for r in images if not images[r].captions),

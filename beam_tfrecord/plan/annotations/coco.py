@@ -36,7 +36,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeGuard
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -193,7 +193,9 @@ class _Stream:
     def peek(self) -> str:
         """The next character that is not whitespace ("" at the end of the file), not consumed."""
         while True:
-            self.position = _WHITESPACE.match(self.text, self.position).end()
+            spaces = _WHITESPACE.match(self.text, self.position)
+            assert spaces is not None  # the pattern matches the empty string: everywhere
+            self.position = spaces.end()
             if self.position < len(self.text):
                 return self.text[self.position]
             if not self._more():
@@ -258,7 +260,9 @@ class _Stream:
         decode, skip = self.json.raw_decode, _WHITESPACE.match
         while True:
             text = self.text
-            start = skip(text, self.position).end()
+            spaces = skip(text, self.position)
+            assert spaces is not None  # the pattern matches the empty string: everywhere
+            start = spaces.end()
             try:
                 value, end = decode(text, start)
             except json.JSONDecodeError:  # cut by the chunk's end, or broken: `value` tells which
@@ -298,7 +302,7 @@ def _numbers(values: list[Any]) -> bool:
         return False
 
 
-def _image_id(value: Any) -> bool:
+def _image_id(value: Any) -> TypeGuard[ImageId]:
     return (isinstance(value, int) and not isinstance(value, bool)) or (
         isinstance(value, str) and value != ""
     )
@@ -333,8 +337,8 @@ def _parse_file(
                 if image is None:
                     continue
                 if image.id in image_index:
-                    first = image_index[image.id]
-                    raise _Broken(f"lists image id {image.id} twice (images[{first}] and images[{index}])")
+                    earlier = image_index[image.id]
+                    raise _Broken(f"lists image id {image.id} twice (images[{earlier}] and images[{index}])")
                 image_index[image.id] = index
                 result.images.append(image)
         elif key == "annotations":
@@ -765,7 +769,7 @@ def load(
         if file.display in listed.annotation_files
     }
     labelled = sum(file.labelled_keypoints for file in parsed)
-    warnings = ()
+    warnings: tuple[str, ...] = ()
     if labelled:  # labels the run was not asked for are said, never left out without a word
         warnings = (
             f"{labelled} annotations also hold keypoints, which a detection run leaves out: "
@@ -851,8 +855,8 @@ def _annotations(
         mask, change = raw.mask, raw.change
         declared = (image.height, image.width)
         if isinstance(mask, RunLengths) and None not in declared and (mask.height, mask.width) != declared:
+            sizes = f"{mask.height}x{mask.width}, the image's {image.height}x{image.width}"
             mask = None
-            sizes = f"{raw.mask.height}x{raw.mask.width}, the image's {image.height}x{image.width}"
             change = (reasons.MASK_MALFORMED.code, f"run lengths over {sizes}")
         keypoints = None
         if points is not None:
@@ -867,6 +871,7 @@ def _annotations(
             keypoints = own + (0.0,) * (3 * points.count - len(own))
         if change is not None:
             changed.append(ObjectNote(relpath, change[0], f"{ref}: {change[1]}"))
+        assert raw.box is not None  # only a dropped annotation has none (_parse_annotation)
         xmin, ymin, xmax, ymax = raw.box
         objects.append(
             ObjectBox(

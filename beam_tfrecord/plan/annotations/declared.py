@@ -170,19 +170,22 @@ def yolo_splits(located: Located, catalog: Catalog, given: str | None) -> Declar
         return None
     # Ultralytics' coco128.yaml validates on its training folder (`val: images/train2017`): a
     # split that repeats an earlier one's declaration is that split, not a conflict.
-    seen: dict[tuple, str] = {}
+    seen: dict[tuple[tuple[str, ...], frozenset[str]], str] = {}
     for split in SPLIT_ORDER:
-        key = (tuple(sorted(folders.get(split, ()))), frozenset(listed.get(split, ())))
-        if key == ((), frozenset()):
+        declaration = (tuple(sorted(folders.get(split, ()))), frozenset(listed.get(split, ())))
+        if declaration == ((), frozenset()):
             continue
-        if key in seen:
+        if declaration in seen:
             _LOGGER.warning(
-                "data.yaml's %s names the same images as its %s: kept in %s", split, seen[key], seen[key]
+                "data.yaml's %s names the same images as its %s: kept in %s",
+                split,
+                seen[declaration],
+                seen[declaration],
             )
             folders.pop(split, None)
             listed.pop(split, None)
         else:
-            seen[key] = split
+            seen[declaration] = split
     claims: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for relpath, file in catalog.images.items():
         path = _normal(file.path)

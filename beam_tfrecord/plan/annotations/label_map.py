@@ -144,9 +144,9 @@ def parse_label_map(text: str, path: str = "label_map") -> LabelMap:
     if not names:
         raise ValueError(f"label_map {path} names no class")
     for label_id, name, _ in items:
-        class_name = names.get(label_id)
-        if class_name is not None and name and name not in names.values():
-            aliases.setdefault(name, class_name)  # an item's own class name wins over an alias
+        named = names.get(label_id)
+        if named is not None and name and name not in names.values():
+            aliases.setdefault(name, named)  # an item's own class name wins over an alias
     aliases.update({name: name for name in names.values()})
     return LabelMap(dict(sorted(names.items())), aliases, path)
 

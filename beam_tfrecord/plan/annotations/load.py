@@ -123,7 +123,7 @@ def find_kind(task: str, files: Sequence[InputFile], paths: Sequence[AnnotationP
     if task == "captions":
         for kind in captions.KINDS:
             if captions.find_files(kind, files, paths):
-                return kind  # type: ignore[return-value]
+                return kind
         raise ValueError(
             "annotations: no captions found (looked for "
             + "; ".join(captions.LOOKED_FOR.values())
@@ -134,7 +134,7 @@ def find_kind(task: str, files: Sequence[InputFile], paths: Sequence[AnnotationP
             return "folders"
         for kind in segmentation.KINDS:
             if segmentation.pairs_any(kind, files):
-                return kind  # type: ignore[return-value]
+                return kind
         raise ValueError(
             "annotations: no segmentation layout found under --input (looked for "
             + "; ".join(segmentation.LOOKED_FOR.values())
@@ -160,7 +160,7 @@ def find_kind(task: str, files: Sequence[InputFile], paths: Sequence[AnnotationP
             f"annotations: no {task} annotations found under --input ({formats}): name the format with "
             f"--annotations {options}"
         )
-    return max(counts, key=lambda kind: counts[kind])  # type: ignore[return-value]
+    return max(counts, key=lambda kind: counts[kind])
 
 
 def annotated_layout(files: Sequence[InputFile]) -> str | None:

@@ -264,7 +264,9 @@ def _voc(base: str, catalog: Catalog, paths: tuple[AnnotationPath, ...]) -> Loca
         return Located(catalog, paths=paths)
     parts = base.split("/")
     root, prefix = "/".join(parts[:index]), "/".join(parts[index:]) + "/"
-    folders = ("Annotations",) if parts[index] == "JPEGImages" else ("annotations", "Annotations")
+    folders: tuple[str, ...] = (
+        ("Annotations",) if parts[index] == "JPEGImages" else ("annotations", "Annotations")
+    )
     if paths:  # annotations_path says where the XMLs are: only the split lists are looked for
         folders = ()
     beside: dict[str, InputFile] = {}

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from beam_tfrecord import reasons
+from beam_tfrecord.elements import AnnotationKind
 from beam_tfrecord.plan.annotations.results import AnnotationSet
 
 __all__ = [
@@ -75,9 +76,9 @@ class MatchCounts:
         )
 
 
-def found_counts(annotation_files: Mapping[str, object]) -> dict[str, int]:
+def found_counts(annotation_files: Mapping[str, object]) -> dict[AnnotationKind, int]:
     """How many of the listed annotation files look like each detection format's."""
-    counts = {"coco": 0, "voc": 0, "yolo": 0}
+    counts: dict[AnnotationKind, int] = {"coco": 0, "voc": 0, "yolo": 0}
     for relpath in annotation_files:
         name = posixpath.basename(relpath).lower()
         parts = relpath.split("/")[:-1]

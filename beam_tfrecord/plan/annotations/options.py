@@ -149,19 +149,21 @@ class AnnotationConfig(Config):
             check_choice("task", self.task, tasks.TASK_NAMES)
         if self.kind is not None:
             check_choice("annotations", self.kind, ANNOTATION_KINDS)
-        if self.task is None:
+        task = self.task
+        if task is None:
             if self.kind is None:
                 raise ConfigError("annotations", "is needed: coco, voc or yolo (or give --task)")
-            object.__setattr__(self, "task", tasks.task_of_format(self.kind).name)
-        if self.task == "classification":  # SourceConfig then holds no annotation options
+            task = tasks.task_of_format(self.kind).name
+            object.__setattr__(self, "task", task)
+        if task == "classification":  # SourceConfig then holds no annotation options
             if self.kind is not None:
                 raise ConfigError(
                     "task",
                     "classification takes one label per picture, not annotations: leave annotations out",
                 )
             return
-        if self.kind is not None and self.kind not in tasks.task(self.task).formats:
-            formats = ", ".join(tasks.task(self.task).formats)
+        if self.kind is not None and self.kind not in tasks.task(task).formats:
+            formats = ", ".join(tasks.task(task).formats)
             raise ConfigError("annotations", f"{self.kind} is not a {self.task} format: {formats}")
         check_choice("unannotated", self.unannotated, UNANNOTATED)
         if not 0 <= self.ignore_value <= 255:

@@ -39,7 +39,7 @@ from PIL import Image
 
 from beam_tfrecord import reasons, tasks
 from beam_tfrecord.config_base import ConfigError
-from beam_tfrecord.elements import ImageAnnotations, MaskFile, MaskRule
+from beam_tfrecord.elements import AnnotationKind, ImageAnnotations, MaskFile, MaskRule
 from beam_tfrecord.plan.annotations.catalog import ANNOTATION_EXTENSIONS, read_one, stem
 from beam_tfrecord.plan.annotations.declared import DeclaredSplits, split_name
 from beam_tfrecord.plan.annotations.locate import input_base, join, relative_to
@@ -350,7 +350,7 @@ def _pair(files: Sequence[InputFile], pairing: _Pairing, folders: _Folders) -> t
 
 
 def load_segmentation(
-    kind: str,
+    kind: AnnotationKind,
     files: Sequence[InputFile],
     paths: Sequence[AnnotationPath],
     settings: SegmentationSettings,
@@ -400,7 +400,7 @@ def load_segmentation(
     where = ", ".join(sorted(relative_to(f, root) or f for f in found.mask_folders)[:3]) or "nowhere"
     found_at = f"{_TITLES[kind]} masks in {where} (dataset root {root or base}); {names_from}; {rule_text}"
     return AnnotationSet(
-        kind,  # type: ignore[arg-type]
+        kind,
         class_names,
         images,
         unannotated=unannotated,
@@ -463,12 +463,16 @@ def pairs_any(
 
 
 def _nothing_found(
-    kind: str, files: Sequence[InputFile], pictures: Sequence[InputFile], found: _Found, folders: _Folders
+    kind: AnnotationKind,
+    files: Sequence[InputFile],
+    pictures: Sequence[InputFile],
+    found: _Found,
+    folders: _Folders,
 ) -> AnnotationSet:
     """No picture pairs with a mask: every picture unannotated, for the match check to refuse."""
     images = {f.relpath: ImageAnnotations((), stem(f.relpath)) for f in pictures}
     return AnnotationSet(
-        kind,  # type: ignore[arg-type]
+        kind,
         (),
         images,
         unannotated=frozenset(images),

@@ -274,10 +274,10 @@ def load(listed: Catalog, folder: AnnotationPath | None = None) -> AnnotationSet
                 )
             )
 
-    names = sorted({obj.class_name for found_image in images.values() for obj in found_image.objects})
+    class_names = sorted({obj.class_name for found_image in images.values() for obj in found_image.objects})
     return AnnotationSet(
         kind="voc",
-        class_names=tuple(names),
+        class_names=tuple(class_names),
         images=images,
         unannotated=frozenset(unannotated),
         problems=tuple(sorted(problems)),

@@ -27,7 +27,7 @@ import math
 import posixpath
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, overload
 
 import yaml
 
@@ -108,6 +108,10 @@ def _depth_first(relpath: str) -> tuple[int, str]:
     return relpath.count("/"), relpath
 
 
+@overload
+def _names_from(data: bytes, display: str, optional: Literal[False] = False) -> dict[int, str]: ...
+@overload
+def _names_from(data: bytes, display: str, optional: bool) -> dict[int, str] | None: ...
 def _names_from(data: bytes, display: str, optional: bool = False) -> dict[int, str] | None:
     """A names file's bytes -> class index -> name (None for a YAML without `names` when
     `optional`)."""
