@@ -22,6 +22,7 @@ SHARED = (
     "config_base",
     "write_failures",
     "gcs",
+    "storage",
     "compat",
     "fault_injection",
     "progress",
