@@ -15,10 +15,9 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import reasons
+from beam_tfrecord import reasons, storage
 from beam_tfrecord.elements import DroppedObjectLine
 from beam_tfrecord.names import ANNOTATIONS_UNMATCHED_FILE, DROPPED_OBJECTS_FILE, LABEL_MAP_FILE
 from beam_tfrecord.plan.annotations.growing import entry_key, names_one_of
@@ -37,13 +36,6 @@ __all__ = [
 _NO_IMAGE = reasons.NO_IMAGE.code
 
 
-def _lines(path: str) -> list[str]:
-    if not FileSystems.exists(path):
-        return []
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-        return [line for line in handle.read().decode("utf-8").splitlines() if line]
-
-
 def merge_object_files(
     output: str, work: str, new_files: Iterable[str], dropped_before: int | None = None
 ) -> list[str]:
@@ -56,8 +48,8 @@ def merge_object_files(
     the append's once: two folders' `IMG_0001.jpg` may each drop the same box, one line each
     (found in review: joined as a set, the second was lost while the summary counted both).
     None (a merge begun by an earlier version): joined as a set, as then."""
-    old = _lines(FileSystems.join(output, DROPPED_OBJECTS_FILE))
-    added = _lines(FileSystems.join(work, DROPPED_OBJECTS_FILE))
+    old = storage.lines(FileSystems.join(output, DROPPED_OBJECTS_FILE))
+    added = storage.lines(FileSystems.join(work, DROPPED_OBJECTS_FILE))
     if dropped_before is None:
         joined = [d.to_json() for d in sorted({DroppedObjectLine.from_json(line) for line in old + added})]
     else:  # the old lines first, as they were, then the append's: a rerun finds the old ones again
@@ -66,10 +58,12 @@ def merge_object_files(
     names_new = names_one_of(new_files)
     kept = [
         line
-        for line in _lines(FileSystems.join(output, ANNOTATIONS_UNMATCHED_FILE))
+        for line in storage.lines(FileSystems.join(output, ANNOTATIONS_UNMATCHED_FILE))
         if not _answered(line, names_new)
     ]
-    unmatched = list(dict.fromkeys([*kept, *_lines(FileSystems.join(work, ANNOTATIONS_UNMATCHED_FILE))]))
+    unmatched = list(
+        dict.fromkeys([*kept, *storage.lines(FileSystems.join(work, ANNOTATIONS_UNMATCHED_FILE))])
+    )
     write_text(FileSystems.join(output, ANNOTATIONS_UNMATCHED_FILE), "".join(f"{u}\n" for u in unmatched))
     return unmatched
 
@@ -83,7 +77,8 @@ def _answered(line: str, names_new: Callable[[str], bool]) -> bool:
 def reported_unmatched(output: str) -> frozenset[str]:
     """The entries the dataset in `output` lists as naming no picture (growing.entry_key)."""
     return frozenset(
-        entry_key(json.loads(line)) for line in _lines(FileSystems.join(output, ANNOTATIONS_UNMATCHED_FILE))
+        entry_key(json.loads(line))
+        for line in storage.lines(FileSystems.join(output, ANNOTATIONS_UNMATCHED_FILE))
     )
 
 
