@@ -83,6 +83,7 @@ SUBMODULES = (
     "progress",
     "reasons",
     "runners",
+    "storage",
     "tasks",
     "transforms",
     "write_failures",

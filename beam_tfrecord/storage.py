@@ -8,6 +8,11 @@ which paths name the same file, how a file is read as stored and written whole o
 Reads of gs:// objects go through `gcs` (one reused client per thread), everything else through
 `apache_beam.io.filesystems`; nothing here talks to a store by itself.
 
+Beam (and with it `gcs`) is imported on first use, not with this module: a command answers a
+usage error about a local path at once, not after the seconds Beam's import takes; `gcs` is
+imported before Beam's filesystems are first used, so its hooks (the emulator switch, the time
+limits) are in place before Beam builds a client.
+
 Each question asked of a remote path costs a request. Callers that only want what a local check
 gives for free (a local file that is not there) say what a remote path counts as instead
 (`if_remote`): the read that follows says whether it is there.
@@ -22,12 +27,14 @@ import os
 import posixpath
 import stat
 from collections.abc import Callable, Sequence
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-from apache_beam.io.filesystem import CompressionTypes, FileMetadata
-from apache_beam.io.filesystems import FileSystems
+if TYPE_CHECKING:
+    from apache_beam.io.filesystem import FileMetadata
+    from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import gcs
+    from beam_tfrecord.gcs import GcsConfig
 
 __all__ = [
     "absolute",
@@ -57,6 +64,20 @@ __all__ = [
 
 _SEPARATOR = "://"
 _GCS = "gs://"
+
+
+def _gcs() -> ModuleType:
+    from beam_tfrecord import gcs
+
+    return gcs
+
+
+def _filesystems() -> type[FileSystems]:
+    """Beam's filesystems, once `gcs` has set its hooks (see the module docstring)."""
+    from apache_beam.io.filesystems import FileSystems
+
+    _gcs()
+    return FileSystems
 
 
 def is_remote(path: str) -> bool:
@@ -116,13 +137,13 @@ def parents(path: str) -> list[str]:
 
 def join(base: str, *parts: str) -> str:
     """`parts` under `base`, as its filesystem joins them (Beam's)."""
-    return FileSystems.join(base, *parts)
+    return _filesystems().join(base, *parts)
 
 
 def match(pattern: str, limit: int | None = None) -> list[FileMetadata]:
     """The files `pattern` matches (Beam's glob: `*` within a folder, `**` across folders), at
     most `limit` of them; Beam's listing reads no more pages than `limit` needs."""
-    (found,) = FileSystems.match([pattern], None if limit is None else [limit])
+    (found,) = _filesystems().match([pattern], None if limit is None else [limit])
     return found.metadata_list
 
 
@@ -139,7 +160,7 @@ def exists(path: str, *, if_remote: bool | None = None) -> bool:
         return os.path.exists(path)
     if if_remote is not None:
         return if_remote
-    return FileSystems.exists(path) or _holds_objects(path)
+    return _filesystems().exists(path) or _holds_objects(path)
 
 
 def is_file(path: str, *, if_remote: bool | None = None) -> bool:
@@ -149,7 +170,7 @@ def is_file(path: str, *, if_remote: bool | None = None) -> bool:
         return os.path.isfile(path)
     if if_remote is not None:
         return if_remote
-    return FileSystems.exists(path)
+    return _filesystems().exists(path)
 
 
 def is_folder(path: str, *, if_remote: bool | None = None) -> bool:
@@ -172,11 +193,11 @@ def delete(paths: Sequence[str], *, missing_ok: bool = False) -> None:
     """`paths` gone (on gs:// a hundred to a request: `gcs.delete_files`); `missing_ok`: one that
     is not there is left out rather than an error (a marker that may or may not be left)."""
     if missing_ok:
-        paths = [path for path in paths if FileSystems.exists(path)]
-    gcs.delete_files(paths)
+        paths = [path for path in paths if _filesystems().exists(path)]
+    _gcs().delete_files(paths)
 
 
-def read_bytes(path: str, limit: int | None = None, settings: gcs.GcsConfig | None = None) -> bytes:
+def read_bytes(path: str, limit: int | None = None, settings: GcsConfig | None = None) -> bytes:
     """The file's bytes as stored: no decompression by extension (a `.gz` image stays bytes).
 
     A local path is opened directly (Beam's LocalFileSystem does the same after a lookup that
@@ -189,7 +210,7 @@ def read_bytes(path: str, limit: int | None = None, settings: gcs.GcsConfig | No
     """
     if _SEPARATOR not in path:  # every image is read here: no call more than the test needs
         return _read_local(path, limit)
-    return gcs.read_bytes(path, settings)
+    return _gcs().read_bytes(path, settings)
 
 
 def _read_local(path: str, limit: int | None) -> bytes:
@@ -237,7 +258,7 @@ def _or_none(path: str, read: Callable[[str], Any]) -> Any:
     try:
         return read(path)
     except Exception:
-        if FileSystems.exists(path):
+        if _filesystems().exists(path):
             raise
         return None
 
@@ -281,5 +302,7 @@ def write_atomic(path: str, data: bytes | str, temp: str | None = None) -> None:
 def _create(path: str, data: bytes) -> None:
     """One file written as `data` says, never compressed by its name (Beam makes a local file's
     folders)."""
-    with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+    from apache_beam.io.filesystem import CompressionTypes
+
+    with _filesystems().create(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
         handle.write(data)
