@@ -153,34 +153,32 @@ def _holds_objects(folder: str) -> bool:
     return bool(match(folder.rstrip("/") + "/**", limit=1))
 
 
+def _ask(
+    path: str, local: Callable[[str], bool], remote: Callable[[str], bool], if_remote: bool | None
+) -> bool:
+    """`local(path)` for a local path; for a remote one `if_remote` where given, else the store's
+    answer, `remote(path)` (a request or two)."""
+    if not is_remote(path):
+        return local(path)
+    return if_remote if if_remote is not None else remote(path)
+
+
 def exists(path: str, *, if_remote: bool | None = None) -> bool:
     """Whether there is a file or folder at `path`; a remote folder exists while some object is
     under it. `if_remote`: what a remote path counts as without asking (None: ask)."""
-    if not is_remote(path):
-        return os.path.exists(path)
-    if if_remote is not None:
-        return if_remote
-    return _filesystems().exists(path) or _holds_objects(path)
+    return _ask(path, os.path.exists, lambda p: _filesystems().exists(p) or _holds_objects(p), if_remote)
 
 
 def is_file(path: str, *, if_remote: bool | None = None) -> bool:
     """Whether `path` is a file (a remote one: an object of that very name). `if_remote`: what a
     remote path counts as without asking (None: ask)."""
-    if not is_remote(path):
-        return os.path.isfile(path)
-    if if_remote is not None:
-        return if_remote
-    return _filesystems().exists(path)
+    return _ask(path, os.path.isfile, lambda p: _filesystems().exists(p), if_remote)
 
 
 def is_folder(path: str, *, if_remote: bool | None = None) -> bool:
     """Whether `path` is a folder (a remote one: some object is under it). `if_remote`: what a
     remote path counts as without asking (None: ask)."""
-    if not is_remote(path):
-        return os.path.isdir(path)
-    if if_remote is not None:
-        return if_remote
-    return _holds_objects(path)
+    return _ask(path, os.path.isdir, _holds_objects, if_remote)
 
 
 def make_folders(folder: str) -> None:

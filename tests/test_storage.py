@@ -21,9 +21,8 @@ def emulator():
         yield emu
 
 
-@pytest.fixture
-def bucket(emulator) -> str:
-    """A fresh bucket per test, so tests never see each other's objects."""
+def _new_bucket(emulator: Emulator) -> str:
+    """A fresh bucket, so tests never see each other's objects."""
     name = f"test-{uuid.uuid4().hex[:12]}"
     emulator.client().create_bucket(name)
     return name
@@ -82,7 +81,8 @@ def test_a_remote_path_counts_as_if_remote_says_without_a_request():
     assert not storage.is_folder(nowhere, if_remote=False)
 
 
-def test_a_gs_prefix_with_objects_under_it_is_a_folder_that_exists(emulator, bucket):
+def test_a_gs_prefix_with_objects_under_it_is_a_folder_that_exists(emulator):
+    bucket = _new_bucket(emulator)
     emulator.upload_tree(bucket, "", {"yolo/labels/train/a.txt": b"0 .5 .5 .1 .1\n", "yolo/data.yaml": b"x"})
     labels, names = f"gs://{bucket}/yolo/labels", f"gs://{bucket}/yolo/data.yaml"
     # Only sub-folders under it (GCS has no folder objects): a folder all the same, with or without /.
@@ -103,10 +103,7 @@ def folder(request, tmp_path) -> str:
     """A place to write: a folder in tmp_path, or a prefix of a fresh bucket in the emulator."""
     if request.param == "local":
         return str(tmp_path / "out")
-    emulator = request.getfixturevalue("emulator")
-    name = f"test-{uuid.uuid4().hex[:12]}"
-    emulator.client().create_bucket(name)
-    return f"gs://{name}/out"
+    return f"gs://{_new_bucket(request.getfixturevalue('emulator'))}/out"
 
 
 def test_what_write_atomic_writes_reads_back_as_bytes_text_json_and_lines(folder):
