@@ -84,6 +84,7 @@ SUBMODULES = (
     "progress",
     "reasons",
     "runners",
+    "storage",
     "tasks",
     "transforms",
     "write_failures",

@@ -33,7 +33,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
 from apache_beam.runners.runner import PipelineResult, PipelineState
 
-from beam_tfrecord import compat, gcs, runners, write_failures
+from beam_tfrecord import compat, gcs, runners, storage, write_failures
 from beam_tfrecord.config import ConvertConfig
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.features import models as feature_models
@@ -446,17 +446,13 @@ def _remove_temporary_files(output: str) -> int:
     try:
         leftovers = outputs.leftover_temp(output)
         size = 0
-        for path in leftovers:
-            (found,) = FileSystems.match([FileSystems.join(path, "**") if _is_folder(path) else path])
-            size += sum(m.size_in_bytes for m in found.metadata_list)
+        for path in leftovers:  # local folders, or objects on a store (outputs.leftover_temp)
+            pattern = FileSystems.join(path, "**") if storage.is_folder(path, if_remote=False) else path
+            size += sum(m.size_in_bytes for m in storage.match(pattern))
         outputs.clear_temp(output)
         return size
     except Exception:  # the report matters more than the cleanup
         return 0
-
-
-def _is_folder(path: str) -> bool:
-    return "://" not in path and os.path.isdir(path)
 
 
 def first_line(error: BaseException, limit: int = 500) -> str:

@@ -15,6 +15,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow loads: n
 
 from typing import TYPE_CHECKING
 
+from beam_tfrecord import storage
 from pipelines.quiet import TENSORFLOW_START_UP, held_back
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.sample < 0:
         print("error: --sample must be 0 or more", file=sys.stderr)
         return 2
-    if "://" not in args.output and not os.path.isdir(args.output):
+    if not storage.is_folder(args.output, if_remote=True):  # a remote one: verify_output says
         print(f"error: {args.output} is not a directory", file=sys.stderr)
         return 2
     _load_tensorflow()

@@ -24,6 +24,7 @@ SHARED = (
     "config_base",
     "write_failures",
     "gcs",
+    "storage",
     "compat",
     "fault_injection",
     "progress",
@@ -101,6 +102,83 @@ def test_the_guard_would_catch_a_write_module_that_reads(tmp_path):
     assert target == "read" and not _allowed("write", target)
     assert _allowed("read", "write") and not _allowed("keys", "write") and not _allowed("plan", "config")
     assert _allowed("plan", "labels") and not _allowed("labels", "images") and not _allowed("keys", "labels")
+
+
+# Local and gs:// paths meet in storage (and gcs, under it): no other module reads a path's text
+# for a scheme. A string that only names one (help text, a bucket name's regex) is no test.
+PATH_MODULES = ("storage.py", "gcs.py")
+_STRING_TESTS = frozenset(
+    {
+        "startswith",
+        "endswith",
+        "partition",
+        "rpartition",
+        "split",
+        "rsplit",
+        "find",
+        "rfind",
+        "index",
+        "rindex",
+    }
+)
+_COMPARISONS = (ast.In, ast.NotIn, ast.Eq, ast.NotEq)
+
+
+def _names_a_scheme(node: ast.AST) -> bool:
+    """A str constant holding `://`, alone, in a tuple (or list, set) of them, or in an f-string."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and "://" in node.value
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.JoinedStr)):
+        parts = node.elts if not isinstance(node, ast.JoinedStr) else node.values
+        return any(_names_a_scheme(part) for part in parts)
+    return False
+
+
+def _scheme_tests(path: pathlib.Path) -> list[str]:
+    """`file:line` of each comparison or string-method call in `path` that tests a path for a scheme."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        compared = isinstance(node, ast.Compare) and any(isinstance(op, _COMPARISONS) for op in node.ops)
+        if compared and any(_names_a_scheme(side) for side in (node.left, *node.comparators)):
+            found.append(f"{path.name}:{node.lineno}: compares with a scheme")
+        called = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        if called and node.func.attr in _STRING_TESTS and any(_names_a_scheme(arg) for arg in node.args):
+            found.append(f"{path.name}:{node.lineno}: .{node.func.attr}() with a scheme")
+    return found
+
+
+def test_only_storage_tells_a_local_path_from_a_remote_one():
+    """`"://" in path`, `path.startswith("gs://")`, `path.partition("://")`: each is storage's
+    question (is_remote, is_gcs, split_scheme), asked there once, never again in another module."""
+    found = [
+        f"{path.relative_to(PACKAGE.parent)}: {test}"
+        for root in (PACKAGE, PACKAGE.parent / "pipelines")
+        for path in sorted(root.rglob("*.py"))
+        if not (path.parent == PACKAGE and path.name in PATH_MODULES)
+        for test in _scheme_tests(path)
+    ]
+    assert found == [], "\n".join(found)
+
+
+def test_the_scheme_guard_would_catch_each_way_of_asking(tmp_path):
+    """The check itself can fail: every form of the question is named, and a string that only
+    names a gs:// path (help text, a regex) is not."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "def f(path, bucket):\n"
+        "    a = '://' in path\n"
+        "    b = '://' not in path\n"
+        "    c = path[:5] == 'gs://'\n"
+        "    d = path.startswith('gs://')\n"
+        "    e = path.startswith(('https://', 'http://'))\n"
+        "    g = path.partition('://')\n"
+        "    h = path.split('://', 1)\n"
+        "    i = path.find('://')\n"
+        "    j = path.startswith(f'gs://{bucket}/')\n"
+        "    return 'local or gs://', r'^gs://[a-z0-9]+$', path.startswith('/')\n"
+    )
+    lines = [int(found.split(":")[1]) for found in _scheme_tests(probe)]
+    assert sorted(lines) == list(range(2, 11))
 
 
 def test_the_benchmarks_use_only_the_librarys_public_names():

@@ -18,6 +18,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from PIL import Image
 
+from beam_tfrecord import storage
 from beam_tfrecord.features.options import POOLINGS, ModelUnavailable
 
 __all__ = [
@@ -36,7 +37,7 @@ __all__ = [
 def localize(path: str) -> str:
     """A local path for `path`: itself when local, else a copy (file or folder) in a temp dir,
     made with Beam's filesystems so gs:// needs no second client."""
-    if "://" not in path:
+    if not storage.is_remote(path):
         return path
     base = path.rstrip("/")
     target_root = tempfile.mkdtemp(prefix="beam-tfrecord-model-")

@@ -3,10 +3,7 @@ the worker's first step, Beam-free; and the ordered thread pool that overlaps re
 
 from __future__ import annotations
 
-import errno
 import hashlib
-import os
-import stat
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
@@ -20,56 +17,12 @@ from beam_tfrecord.images.normalize import EncodedImage, encode_for_tensorflow
 from beam_tfrecord.images.options import ImageConfig
 from beam_tfrecord.labels import CLASSIFIED, Placed, RunLabels
 from beam_tfrecord.reasons import Reject
+from beam_tfrecord.storage import read_bytes  # the read every input starts with, named here too
 
 __all__ = ["ordered_map", "ordered_submit", "prepare_input", "read_bytes"]
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-def read_bytes(path: str, limit: int | None = None, storage: gcs.GcsConfig | None = None) -> bytes:
-    """The file's bytes as stored: no decompression by extension (a `.gz` image stays bytes).
-
-    A local path is opened directly (Beam's LocalFileSystem does the same after a lookup that
-    costs about as much as the read itself); gs:// objects go through one reused client per
-    thread (`gcs.read_bytes`); other schemes through Beam's filesystems.
-
-    At most `limit` + 1 bytes are read from a local file, so one that grew past the limit since
-    it was listed costs no more memory than the limit (remote sizes come from the listing).
-    `storage` limits and retries a gs:// read (default: the process's settings).
-    """
-    if "://" not in path:
-        return _read_local(path, limit)
-    return gcs.read_bytes(path, storage)
-
-
-def _read_local(path: str, limit: int | None) -> bytes:
-    """A local file's bytes, at most `limit` + 1 of them, in four system calls (open, fstat, one
-    read, close) where `open()`'s buffered file made seven (its own fstat, an isatty check, a
-    read that finds the end): each lets another thread take the GIL, and on 2 cores every hand-off
-    costs a wake-up. Sized from fstat, as read() sizes it (a read(limit) would
-    allocate the whole limit each time), with a byte more to see whether the file grew."""
-    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
-    try:
-        status = os.fstat(descriptor)
-        if stat.S_ISDIR(status.st_mode):  # as open() says it, naming the path (read() would not)
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
-        size = status.st_size
-        data = os.read(descriptor, (size if limit is None else min(size, limit)) + 1)
-        if len(data) == size and (limit is None or size <= limit):
-            return data  # all of it, and the end reached: what a local disk gives
-        # A short read (a filesystem that reads in pieces) or a file that grew since it was
-        # listed: read on to its end, or to a byte past the limit.
-        chunks, total = [data], len(data)
-        while limit is None or total <= limit:
-            more = os.read(descriptor, 1 << 20 if limit is None else limit + 1 - total)
-            if not more:
-                break
-            chunks.append(more)
-            total += len(more)
-        return b"".join(chunks)
-    finally:
-        os.close(descriptor)
 
 
 def prepare_input(

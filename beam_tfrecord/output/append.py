@@ -34,10 +34,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import fault_injection, gcs, names
+from beam_tfrecord import fault_injection, names, storage
 from beam_tfrecord.config_base import unshaping_keys
 from beam_tfrecord.elements import DuplicateGroup
 from beam_tfrecord.labels import KINDS, Grown
@@ -159,7 +158,7 @@ def stage_annotation_changes(work: str, changed: Iterable[tuple[str, str | None]
 
 def annotation_changes(work: str) -> list[str]:
     """The lines `stage_annotation_changes` wrote in the work folder (none: not compared)."""
-    return _lines(FileSystems.join(work, names.CHANGED_SINCE_FILE))
+    return storage.lines(FileSystems.join(work, names.CHANGED_SINCE_FILE))
 
 
 def run_inputs(old: Summary) -> list[str | None]:
@@ -250,37 +249,19 @@ def _base(input_spec: str | None) -> str | None:
     return split_input_spec(input_spec)[0].rstrip("/") + "/" if input_spec else None
 
 
-def _write_json(path: str, data: Any) -> None:
-    write_text(path, json.dumps(data, ensure_ascii=False))
-
-
 def _write_marker(output: str, data: dict[str, Any]) -> None:
     """The merge's marker, never half written (readers and the rerun read it): on local disk
     written in the work folder and renamed over the old one (os.replace); a gs:// object is
     whole or absent by itself."""
     path = FileSystems.join(output, names.APPEND_MARKER)
-    if "://" in path:
-        _write_json(path, data)
-        return
     temp = FileSystems.join(work_dir(output), names.APPEND_MARKER + ".tmp")
-    _write_json(temp, data)
-    os.replace(temp, path)
-
-
-def _read_text(path: str) -> str:
-    if not FileSystems.exists(path):
-        return ""
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-        return handle.read().decode("utf-8")
-
-
-def _lines(path: str) -> list[str]:
-    return [line for line in _read_text(path).splitlines() if line]
+    with writing(path):
+        storage.write_atomic(path, json.dumps(data, ensure_ascii=False), temp=temp)
 
 
 def _shard_lengths(folder: str, summary: Summary) -> dict[str, int]:
     """Records per shard file name, from TFDS's dataset_info.json (no shard read)."""
-    text = _read_text(FileSystems.join(folder, names.TFDS_INFO_FILE))
+    text = storage.read_text_or_none(FileSystems.join(folder, names.TFDS_INFO_FILE))
     if not text:
         return {}
     lengths = {}
@@ -342,12 +323,12 @@ class _Linker:
 
     def __call__(self, source: str, target: str) -> None:
         try:
-            if "://" in source:
+            if storage.is_remote(source):
                 FileSystems.copy([source], [target])
             else:
                 self._local(source, target)
         except OSError as error:
-            how = "by a server-side copy" if "://" in source else "by a hard link, nor by a copy"
+            how = "by a server-side copy" if storage.is_remote(source) else "by a hard link, nor by a copy"
             raise MergeFailed(
                 f"could not give {posixpath.basename(source)} its new name "
                 f"{posixpath.basename(target)} ({how})",
@@ -600,7 +581,7 @@ def renumber(output: str, keep: Mapping[str, str]) -> int:
         for source, new_name in ((name, target), (names.index_path(name), names.index_path(target)))
         if source != new_name and source in present and new_name not in present
     ]
-    if "://" in output:
+    if storage.is_remote(output):
         _copy_in_gcs(pairs)
     else:
         link = _Linker(work_dir(output))
@@ -640,7 +621,7 @@ def _merged_lines(output: str, work: str, name: str, before: int | None) -> list
     it had when the merge began: a merge run again knows which are old), then the new run's.
     `before` None: a merge begun by an earlier version, whose files were joined as a set of lines
     (as then)."""
-    old, added = _lines(FileSystems.join(output, name)), _lines(FileSystems.join(work, name))
+    old, added = storage.lines(FileSystems.join(output, name)), storage.lines(FileSystems.join(work, name))
     return sorted(set(old) | set(added)) if before is None else old[:before] + added
 
 
@@ -699,7 +680,7 @@ def _merge(
     kinds = label_kinds(old.kinds)
     counted = (*_RUN_LINES, *(name for kind in kinds for name in kind.joined_files))
     if marker is None:  # the merge begins: how many lines each side file has before it
-        before = {name: len(_lines(FileSystems.join(output, name))) for name in counted}
+        before = {name: len(storage.lines(FileSystems.join(output, name))) for name in counted}
     else:
         before = marker.get("lines", {})
     wanted = {"extra": sorted(set(extra)), "lines": before}
@@ -749,11 +730,11 @@ def _merge(
     )
     write_index(output, index.values())
     unmatched_path = FileSystems.join(output, names.MANIFEST_UNMATCHED_FILE)
-    unmatched_rows = _read_text(FileSystems.join(work, names.MANIFEST_UNMATCHED_FILE))
+    unmatched_rows = storage.read_text_or_none(FileSystems.join(work, names.MANIFEST_UNMATCHED_FILE))
     if unmatched_rows:  # the append's run matched the manifest against every indexed file too
         write_text(unmatched_path, unmatched_rows)
-    elif FileSystems.exists(unmatched_path):
-        FileSystems.delete([unmatched_path])
+    else:
+        storage.delete([unmatched_path], missing_ok=True)
     if summary.tfds_metadata is not None and summary.tfds_metadata.written:
         with writing(FileSystems.join(output, names.TFDS_INFO_FILE)):
             summary = dataclasses.replace(
@@ -787,15 +768,12 @@ def _finish(output: str) -> None:
         shard = name[: -len(names.INDEX_SUFFIX)] if names.is_index_name(name) else name
         if names.is_shard_name(shard) and shard not in listed:
             stale.append(path)
-    gcs.delete_files(stale)
+    storage.delete(stale)
     work = work_dir(output)
-    if "://" not in work:
+    if not storage.is_remote(work):
         import shutil
 
         shutil.rmtree(work, ignore_errors=True)
     else:
-        (found,) = FileSystems.match([work + "/**"])
-        gcs.delete_files([m.path for m in found.metadata_list])
-    marker = FileSystems.join(output, names.APPEND_MARKER)
-    if FileSystems.exists(marker):
-        FileSystems.delete([marker])
+        storage.delete([m.path for m in storage.match(work + "/**")])
+    storage.delete([FileSystems.join(output, names.APPEND_MARKER)], missing_ok=True)

@@ -15,10 +15,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping
 
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import reasons
+from beam_tfrecord import reasons, storage
 from beam_tfrecord.elements import DroppedObjectLine
 from beam_tfrecord.names import ANNOTATIONS_UNMATCHED_FILE
 from beam_tfrecord.plan.annotations.growing import entry_key, names_one_of
@@ -34,13 +33,6 @@ __all__ = [
 ]
 
 
-def _lines(path: str) -> list[str]:
-    if not FileSystems.exists(path):
-        return []
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-        return [line for line in handle.read().decode("utf-8").splitlines() if line]
-
-
 def merge_joined_files(output: str, work: str, name: str, before: int | None = None) -> None:
     """A side file whose lines the dataset and the append's run each hold (`labels.LabelKind
     .joined_files`: dropped_objects.jsonl), in `output` for both together. Idempotent, as
@@ -51,8 +43,8 @@ def merge_joined_files(output: str, work: str, name: str, before: int | None = N
     two folders' `IMG_0001.jpg` may each drop the same box, one line each (found in review:
     joined as a set, the second was lost while the summary counted both). None (a merge begun by
     an earlier version): joined as a set, as then."""
-    old = _lines(FileSystems.join(output, name))
-    added = _lines(FileSystems.join(work, name))
+    old = storage.lines(FileSystems.join(output, name))
+    added = storage.lines(FileSystems.join(work, name))
     if before is None:
         joined = [d.to_json() for d in sorted({DroppedObjectLine.from_json(line) for line in old + added})]
     else:  # the old lines first, as they were, then the append's: a rerun finds the old ones again
@@ -67,10 +59,12 @@ def merge_unmatched(output: str, work: str, new_files: Iterable[str]) -> list[st
     names_new = names_one_of(new_files)
     kept = [
         line
-        for line in _lines(FileSystems.join(output, ANNOTATIONS_UNMATCHED_FILE))
+        for line in storage.lines(FileSystems.join(output, ANNOTATIONS_UNMATCHED_FILE))
         if not _answered(line, names_new)
     ]
-    unmatched = list(dict.fromkeys([*kept, *_lines(FileSystems.join(work, ANNOTATIONS_UNMATCHED_FILE))]))
+    unmatched = list(
+        dict.fromkeys([*kept, *storage.lines(FileSystems.join(work, ANNOTATIONS_UNMATCHED_FILE))])
+    )
     write_text(FileSystems.join(output, ANNOTATIONS_UNMATCHED_FILE), "".join(f"{u}\n" for u in unmatched))
     return unmatched
 
@@ -84,7 +78,8 @@ def _answered(line: str, names_new: Callable[[str], bool]) -> bool:
 def reported_unmatched(output: str) -> frozenset[str]:
     """The entries the dataset in `output` lists as naming no picture (growing.entry_key)."""
     return frozenset(
-        entry_key(json.loads(line)) for line in _lines(FileSystems.join(output, ANNOTATIONS_UNMATCHED_FILE))
+        entry_key(json.loads(line))
+        for line in storage.lines(FileSystems.join(output, ANNOTATIONS_UNMATCHED_FILE))
     )
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import logging
-import os
 import posixpath
 import re
 from collections import Counter, defaultdict
@@ -17,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from beam_tfrecord import reasons
+from beam_tfrecord import reasons, storage
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import (
     DroppedObjectLine,
@@ -100,9 +99,7 @@ class LabelSource:
         """Whether a listed file is the manifest itself (a manifest kept beside the images)."""
         if self.manifest is None or self.manifest.path is None:
             return False
-        if "://" in path:
-            return path == self.manifest.path
-        return os.path.realpath(path) == os.path.realpath(self.manifest.path)  # symlinks either side
+        return storage.same_file(path, self.manifest.path)  # symlinks either side
 
 
 def label_source_for(source: SourceConfig) -> LabelSource:
@@ -118,7 +115,7 @@ def label_source_for(source: SourceConfig) -> LabelSource:
             extra=tuple(c.name for c in source.extra_columns),
             multi_label=source.multi_label,
         )
-        manifest = labels_lib.Manifest.load(path if "://" in path else os.path.abspath(path), columns)
+        manifest = labels_lib.Manifest.load(storage.absolute(path), columns)
     return LabelSource(source.label_source, pattern, manifest)
 
 

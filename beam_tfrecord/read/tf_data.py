@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 import tensorflow as tf
 
-from beam_tfrecord import gcs, names
+from beam_tfrecord import gcs, names, storage
 from beam_tfrecord.keys import key_of, record_keys, table
 from beam_tfrecord.read.detection import PAD_BOX, PAD_LABEL, box_columns, check_box_format
 from beam_tfrecord.read.files import RecordRange, SplitFiles, class_names, iter_range, split_files
@@ -70,7 +70,7 @@ def record_dataset(path: str, compression: str = "") -> tf.data.Dataset:
     if names.is_array_record(path):
         array_record_files.open_reader(path).close()  # a gs:// one is refused here, in one line
         return _beam_records(path, compression)
-    if path.startswith("gs://") and gcs.emulator_host():
+    if storage.is_gcs(path) and gcs.emulator_host():
         return _beam_records(path, compression)
     return tf.data.TFRecordDataset(path, compression_type=compression)
 
@@ -362,7 +362,7 @@ def load_dataset(
         for path in files.paths[:1]:
             array_record_files.open_reader(path).close()
     beam_reads = files.random_access or (
-        bool(gcs.emulator_host()) and any(p.startswith("gs://") for p in files.paths)
+        bool(gcs.emulator_host()) and any(storage.is_gcs(p) for p in files.paths)
     )
     read: Callable[[tf.Tensor], tf.data.Dataset] = (
         (lambda path: _beam_records(path, files.compression))

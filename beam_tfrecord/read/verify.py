@@ -23,7 +23,7 @@ import numpy as np
 import tensorflow as tf
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import gcs, names
+from beam_tfrecord import gcs, names, storage
 from beam_tfrecord.keys import RecordLayout, key_of, record_keys
 from beam_tfrecord.labels.class_mask import SegmentationSummary
 from beam_tfrecord.labels.objects import ObjectSummary
@@ -455,7 +455,7 @@ def check_tfds_info(output: str, report: OutputReport, broken: set[str]) -> list
                 f"{TFDS_INFO_FILE}: split {name} shard lengths {lengths}, "
                 f"files hold {report.shard_lengths.get(name)}"
             )
-    if not errors and not broken and not (output.startswith("gs://") and gcs.emulator_host()):
+    if not errors and not broken and not (storage.is_gcs(output) and gcs.emulator_host()):
         errors += _tfds_loads(output)  # TFDS reads through TensorFlow's GCS client: no emulator
     return errors
 

@@ -23,6 +23,8 @@ from typing import Protocol, overload
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecord import storage
+
 __all__ = [
     "DEFAULT_OPTIONS",
     "LocalShardWriter",
@@ -93,7 +95,7 @@ class LocalShardWriter:
 
     def __init__(self, target: str, options: str) -> None:
         self.target = target
-        self.remote = "://" in target
+        self.remote = storage.is_remote(target)
         if self.remote:
             handle, self.local = tempfile.mkstemp(prefix="beam-tfrecord-", suffix=".array_record")
             os.close(handle)
@@ -150,7 +152,7 @@ def open_reader(path: str, random_access: bool = False) -> ShardReader:
     """The package's reader of a local shard; a remote one is refused in one line. For reads at
     random, no read-ahead and a small buffer (what Grain's data source opens its readers with):
     a read-ahead would fetch chunks the next read does not want."""
-    if "://" in path:
+    if storage.is_remote(path):
         raise RemoteArrayRecord(path)
     if random_access:
         reader = _module().ArrayRecordReader(

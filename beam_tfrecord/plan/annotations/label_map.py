@@ -19,13 +19,12 @@ N)`, which no object has and which label_map.pbtxt leaves out.
 from __future__ import annotations
 
 import functools
-import os
 import re
 from dataclasses import dataclass
 
-from apache_beam.io.filesystems import FileSystems
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
 
+from beam_tfrecord import storage
 from beam_tfrecord.labels.objects.label_map import is_unused, unused_name
 
 __all__ = ["LabelMap", "is_unused", "parse_label_map", "read_label_map", "unused_name"]
@@ -155,16 +154,11 @@ def read_label_map(path: str) -> LabelMap:
     """The label map at `path` (local or gs://); ValueError (starting `label_map`) when it is
     missing or unreadable."""
     try:
-        if "://" in path:
-            with FileSystems.open(path) as handle:
-                data = handle.read()
-        else:
-            with open(path, "rb") as handle:
-                data = handle.read()
-    except Exception as error:  # OSError locally; Beam's filesystems raise their own for gs://
+        data = storage.read_bytes(path)
+    except Exception as error:  # OSError locally; the storage client raises its own for gs://
         raise ValueError(f"label_map {path} cannot be read: {error}") from None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise ValueError(f"label_map {path} is not UTF-8 text") from None
-    return parse_label_map(text, path if "://" in path else os.path.normpath(path))
+    return parse_label_map(text, storage.normalize(path))

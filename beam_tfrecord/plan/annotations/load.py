@@ -19,9 +19,7 @@ import os
 import posixpath
 from collections.abc import Sequence
 
-from apache_beam.io.filesystems import FileSystems
-
-from beam_tfrecord import reasons, tasks
+from beam_tfrecord import reasons, storage, tasks
 from beam_tfrecord.elements import AnnotationKind, ImageAnnotations
 from beam_tfrecord.plan.annotations import captions, coco, declared, segmentation, voc, yolo
 from beam_tfrecord.plan.annotations.catalog import Catalog, partition, stem
@@ -84,7 +82,7 @@ def load_annotations(
         else tuple(annotations_path)
     )
     for path in paths:
-        if not _exists(path.path):
+        if not storage.exists(path.path):
             raise ValueError(f"annotations_path {path.path} does not exist")
     if kind != "coco" and (len(paths) > 1 or any(p.split for p in paths)):
         raise ValueError(f"annotations_path: {_TITLES[kind]} takes one path, without a split")
@@ -191,15 +189,6 @@ def annotated_layout(files: Sequence[InputFile]) -> str | None:
 _TEXT_SUFFIXES = (".json", ".xml", ".txt", ".csv", ".tsv", ".jsonl")
 
 
-def _exists(path: str) -> bool:
-    if "://" not in path:
-        return os.path.exists(path)
-    # GCS has no folders: a labels folder exists when some object is under it.
-    return FileSystems.exists(path) or bool(
-        FileSystems.match([path.rstrip("/") + "/*"], [1])[0].metadata_list
-    )
-
-
 def _found_at(
     kind: AnnotationKind, located: Located, paths: Sequence[AnnotationPath], result: AnnotationSet
 ) -> str:
@@ -283,10 +272,9 @@ def _yolo(
 
 def _display(listed: Catalog, path: str) -> str:
     """A given annotation file as messages name it: its relpath when it is under the input."""
-    real = os.path.realpath(path) if "://" not in path else path
+    real = storage.real_path(path)
     for file in listed.annotation_files.values():
-        listed_path = os.path.realpath(file.path) if "://" not in file.path else file.path
-        if listed_path == real:
+        if storage.real_path(file.path) == real:
             return file.relpath
     return path
 

@@ -20,7 +20,6 @@ relpaths (`Located.back`). Nothing beside the input is ever an input or a reject
 from __future__ import annotations
 
 import dataclasses
-import os
 import posixpath
 import re
 from collections.abc import Sequence
@@ -28,7 +27,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from beam_tfrecord import reasons
+from beam_tfrecord import reasons, storage
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.plan.annotations import coco
 from beam_tfrecord.plan.annotations.catalog import ANNOTATION_EXTENSIONS, Catalog, read_one
@@ -111,17 +110,12 @@ def relative_to(path: str, folder: str) -> str | None:
 
 def _parents(path: str) -> list[str]:
     """`path`'s ancestors, nearest first, never above a bucket or `/`."""
-    found = []
-    floor = 3 if "://" in path else 1  # gs://bucket keeps its bucket
-    parts = path.rstrip("/").split("/")
-    for end in range(len(parts) - 1, floor - 1, -1):
-        found.append("/".join(parts[:end]) or "/")
-    return found
+    return storage.parents(path)
 
 
 def _list(folder: str, keep: tuple[str, ...] = tuple(ANNOTATION_EXTENSIONS)) -> list[InputFile]:
     """Annotation files under a folder (or matching a glob), [] when there is none."""
-    if "://" not in folder and "*" not in folder and not os.path.exists(folder):
+    if "*" not in folder and not storage.exists(folder, if_remote=True):
         return []
     try:
         files = list_inputs(folder)
@@ -218,7 +212,7 @@ def _is_names_file(relpath: str) -> bool:
 
 
 def _yolo_labels(base: str, catalog: Catalog, paths: tuple[AnnotationPath, ...]) -> Located:
-    folders = [p for p in paths if _is_folder(p.path)]
+    folders = [p for p in paths if storage.is_folder(p.path)]
     names = tuple(p for p in paths if p not in folders)
     if folders:  # the labels folder, named
         labels = folders[0].path.rstrip("/")
@@ -310,9 +304,3 @@ def _coco_hint(relpath: str) -> str:
     """`annotations/instances_val2017.json` -> `val2017`, the folder its images are in."""
     name = posixpath.splitext(posixpath.basename(relpath))[0]
     return name.rsplit("_", 1)[1] if name.lower().startswith(("instances_", "person_keypoints_")) else ""
-
-
-def _is_folder(path: str) -> bool:
-    if "://" in path:
-        return not posixpath.splitext(path.rstrip("/"))[1]
-    return os.path.isdir(path)

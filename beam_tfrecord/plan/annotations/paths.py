@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
+from beam_tfrecord import storage
 from beam_tfrecord.plan.splits import SPLIT_NAME_CHARS
 
 __all__ = ["AnnotationPath", "parse_annotation_paths"]
@@ -37,5 +37,5 @@ def parse_annotation_paths(text: str | None) -> tuple[AnnotationPath, ...]:
             raise ValueError(f"annotations_path {text!r} has an empty path")
         if split is not None and any(p.split == split for p in found):
             raise ValueError(f"annotations_path gives split {split} twice")
-        found.append(AnnotationPath(item if "://" in item else os.path.abspath(item), split))
+        found.append(AnnotationPath(storage.absolute(item), split))
     return tuple(found)

@@ -27,7 +27,6 @@ class 1, decided from the first masks read here, never per picture.
 from __future__ import annotations
 
 import io
-import os
 import posixpath
 import re
 from collections import defaultdict
@@ -37,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
-from beam_tfrecord import reasons, tasks
+from beam_tfrecord import reasons, storage, tasks
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import AnnotationKind, ImageAnnotations, MaskFile, MaskRule
 from beam_tfrecord.plan.annotations.catalog import ANNOTATION_EXTENSIONS, read_one, stem
@@ -247,7 +246,7 @@ class _Folders:
     def index(self, folder: str) -> dict[str, list[InputFile]]:
         """The folder's mask files: key (path under it, with and without extension) -> files."""
         folder = folder.rstrip("/")
-        if not folder.startswith("/") and "://" not in folder:
+        if not storage.is_absolute(folder):
             return {}  # a place above the filesystem's root: none
         if folder not in self._index:
             under = relative_to(folder, self.base)
@@ -269,7 +268,7 @@ class _Folders:
 
 
 def _listed(folder: str) -> list[InputFile]:
-    if "://" not in folder and not os.path.isdir(folder):
+    if not storage.is_folder(folder, if_remote=True):
         return []
     try:
         return [f for f in list_inputs(folder) if f.problem is None]
@@ -538,7 +537,7 @@ def _class_names(
 def _names_file(path: str) -> tuple[str, ...]:
     """class_names.txt (labelme2voc's), labels.txt (labelme's: `__ignore__` first is the ignore
     value, not a class) or classes.txt: one name a line."""
-    if "://" not in path and not os.path.isfile(path):
+    if not storage.is_file(path, if_remote=True):
         return ()
     try:
         text = read_one(path).decode("utf-8-sig")
@@ -554,7 +553,7 @@ def _ade_info(root: str) -> tuple[str, ...]:
     written."""
     for name in ("objectInfo150.txt", "objectInfo150.csv"):
         path = join(root, name)
-        if "://" not in path and not os.path.isfile(path):
+        if not storage.is_file(path, if_remote=True):
             continue
         try:
             lines = [line for line in read_one(path).decode("utf-8-sig").splitlines() if line.strip()]
@@ -657,7 +656,7 @@ def _voc_lists(root: str, pictures: Sequence[InputFile]) -> DeclaredSplits | Non
     lists = {}
     for name in ("train", "val", "test", "trainval", "train_aug", "trainaug", "val_aug"):
         path = join(folder, f"{name}.txt")
-        if "://" not in path and not os.path.isfile(path):
+        if not storage.is_file(path, if_remote=True):
             continue
         try:
             lists[name] = read_one(path).decode("utf-8", "replace").split()
