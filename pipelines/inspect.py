@@ -70,18 +70,13 @@ def draw(report: OutputReport, output: str, pictures_dir: str) -> list[str]:
     """Write the contact sheet and (for a labeled run) the histogram; returns their paths."""
     from apache_beam.io.filesystems import FileSystems
 
-    from beam_tfrecord.labels.class_mask import SegmentationSummary
-    from beam_tfrecord.labels.keypoints import KeypointSummary
     from beam_tfrecord.names import CONTACT_SHEET_FILE, HISTOGRAM_FILE
     from beam_tfrecord.read import pictures
 
     name = os.path.basename(output.rstrip("/")) or output
-    masks = report.summary.section("class_mask", SegmentationSummary) if report.summary is not None else None
-    palette, ignore = (masks.palette, masks.ignore) if masks is not None else ([], None)
     title = f"{name}: {len(report.samples)} sampled records"
-    points = report.summary.section("keypoints", KeypointSummary) if report.summary is not None else None
-    skeletons = points.skeletons if points is not None else {}
-    sheet = pictures.contact_sheet(report.samples, title, palette=palette, ignore=ignore, skeletons=skeletons)
+    sections = report.summary.sections if report.summary is not None else {}
+    sheet = pictures.contact_sheet(report.samples, title, sections=sections)
     paths = [FileSystems.join(pictures_dir, CONTACT_SHEET_FILE)]
     pictures.save_png(sheet, paths[0])
     counts: dict[str, dict[str, int]] = defaultdict(dict)

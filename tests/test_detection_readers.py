@@ -14,8 +14,10 @@ from PIL import Image
 from pycocotools import mask as coco_mask
 
 import beam_tfrecord
-from beam_tfrecord.read import detection, pictures
-from beam_tfrecord.read.verify import Sample
+from beam_tfrecord.labels.drawing import Sheet
+from beam_tfrecord.labels.objects import reading as detection
+from beam_tfrecord.labels.objects.checks import ObjectMarks, draw_objects
+from beam_tfrecord.read import pictures
 
 # labels.txt order: COCO categories by id (square is 3, triangle 7), so ids 1 and 2 stored.
 CLASSES = ["square", "triangle"]
@@ -188,17 +190,9 @@ def test_the_contact_sheet_draws_each_box_in_its_class_colour(shapes_output):
     record = by_name(out)["shapes_1.png"]
     height, width = record["height"], record["width"]
     boxes = tuple(tuple(b) for b in (record["boxes"] / [width, height, width, height]).tolist())
-    sample = Sample(
-        "train",
-        record["filename"],
-        "square|triangle",
-        record["image"],
-        boxes,
-        tuple(record["object_text"]),
-        tuple(record["object_mask"]),
-    )
+    marks = ObjectMarks(boxes, tuple(record["object_text"]), tuple(record["object_mask"]))
     colours = {"square": (0, 114, 178), "triangle": (230, 159, 0)}
-    thumb = pictures.draw_objects(pictures.thumbnail(record["image"], 192), sample, colours)
+    thumb = draw_objects(pictures.thumbnail(record["image"], 192), marks, Sheet(colours))
     scale = (thumb.width - 1) / width  # the fractions span the thumbnail's first to last pixel
     for (xmin, ymin, xmax, ymax), name in zip(record["boxes"].tolist(), record["object_text"], strict=True):
         mid_y = int((ymin + ymax) / 2 * scale)

@@ -99,8 +99,8 @@ def split_files(layout: RecordLayout) -> SplitFiles:
         features=layout.features,
         extra_columns=columns,
         multi_label=layout.multi_label,
-        objects="objects" in layout.groups,
-        masks="object_masks" in layout.groups,
+        kinds=("objects",) if "objects" in layout.groups else ("class",),
+        groups=layout.groups,
     )
 
 
@@ -138,7 +138,7 @@ def test_the_tensorflow_free_reader_gives_every_field(layout):
     names = {key.name for key in record_keys(layout)} - {"features_float16", "features_shape"}
     if layout.features is not None:
         names.add("features")
-    if "objects" in layout.groups:  # and the objects as NumPy arrays (read/detection.py)
+    if "objects" in layout.groups:  # and the objects as NumPy arrays (labels/objects/reading.py)
         names |= {"boxes", "labels", *(["masks"] if ("object_masks" in layout.groups) else [])}
     assert set(record) == names
     assert record["height"] == 6 and record["filename"] == "cat/ü 1.jpg"

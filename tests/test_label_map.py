@@ -15,12 +15,12 @@ from imagegen import jpeg, write_tree
 
 import beam_tfrecord
 from beam_tfrecord.config_base import ConfigError
+from beam_tfrecord.labels.objects import reading as detection
 from beam_tfrecord.plan.annotations.label_map import parse_label_map, read_label_map
 from beam_tfrecord.plan.annotations.load import load_annotations
 from beam_tfrecord.plan.annotations.options import AnnotationConfig
 from beam_tfrecord.plan.listing import list_inputs
 from beam_tfrecord.plan.source_config import SourceConfig
-from beam_tfrecord.read import detection
 
 # As the TF2 Object Detection API tutorial tells users to write it: single quotes, blank lines,
 # four-space indents, a comment. `circle` is a class the pictures lack; the pictures' triangles

@@ -16,7 +16,12 @@ A kind says, for its labels:
   `Annotated`), staged with the plan for the summary;
 - its section of summary.json (`section`: a `Section`, which writes and reads its JSON, merges with
   a grown dataset's, and gives its rows of the terminal's table) and the side files it writes
-  beside the shards (`side_files`).
+  beside the shards (`side_files`);
+- what each reader hands out for it: `load_dataset`'s target (`tf_target`, a `TfTarget` whose
+  TensorFlow code is imported only then), `iter_examples`' fields (`numpy_fields`) and
+  `TorchImages`' target (`torch_target`);
+- how `inspect` checks every record of it and its counts against its section (`checks`: a
+  `Checks`), and how the contact sheet draws it (`draw`).
 
 Plain declarations: no Beam, no TensorFlow; a kind's TensorFlow reader is imported only by the
 reader that asks for it.
@@ -25,25 +30,34 @@ reader that asks for it.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, Protocol
 
 from beam_tfrecord.elements import DroppedObject, DroppedObjectLine, MaskRule, PlannedInput, RecordFields
+from beam_tfrecord.keys import RecordLayout
 from beam_tfrecord.labels.geometry import PixelTransform
 
 __all__ = [
     "Annotated",
+    "Checked",
+    "Checks",
     "FileReader",
     "Grown",
     "KindTally",
     "LabelKind",
+    "PictureFit",
     "Placed",
+    "ReadContext",
     "Section",
     "SectionInputs",
+    "TargetOptions",
+    "TfTarget",
     "fields_from",
     "plain",
+    "tf_message",
 ]
 
 # Reads a file a label names (a segmentation run's mask file): (path, its size in bytes from the
@@ -218,6 +232,106 @@ class Section:
         return self
 
 
+@dataclass(frozen=True)
+class ReadContext:
+    """What a kind's reader knows of the split it reads: where it is (for messages), its records'
+    layout, the run's class names, this kind's summary section (None: the run has none), and the
+    one (height, width) every stored picture has, where they share one."""
+
+    where: str
+    layout: RecordLayout
+    class_names: tuple[str, ...] = ()
+    section: Section | None = None
+    stored_size: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class TargetOptions:
+    """How `load_dataset` hands out a record's labels: boxes in `box_format` (Keras's names),
+    padded to `max_objects` where given, and moved with the picture's resize to `image_size`
+    (stretched, or with `crop` or `pad` as Keras does)."""
+
+    box_format: str = "xyxy"
+    max_objects: int | None = None
+    image_size: tuple[int, int] | None = None
+    crop: bool = False
+    pad: bool = False
+
+
+class PictureFit(Protocol):
+    """How `load_dataset` brings a stored picture to the size it hands out (`read.tf_data`'s):
+    labels that lie on the picture are moved the same way."""
+
+    def fit(self, image: Any, channels: int, method: str = "bilinear") -> Any:
+        """`image` (uint8 [height, width, channels]) resized, cropped or padded as the picture."""
+        ...
+
+    def frame(self, source_hw: Any) -> tuple[Any, Any, Any, Any]:
+        """(scale_y, offset_y, scale_x, offset_x) that take a stored box's fractions to pixels of
+        the picture handed out, from the stored picture's (height, width)."""
+        ...
+
+
+class TfTarget:
+    """A kind's part of `load_dataset`'s tuples (TensorFlow tensors in, tensors out): the base
+    hands out the picture alone."""
+
+    # Its targets batch as RaggedTensors (any number of values per record).
+    ragged: bool = False
+
+    def parsed(self, record: dict[str, Any]) -> dict[str, Any]:
+        """A parsed record's fields as every tuple and dict hands them out (a multi-label run's
+        label as multi-hot); the base keeps them as parsed."""
+        return record
+
+    def pair(self, record: dict[str, Any], image: Any, source_hw: Any, fit: PictureFit) -> Any:
+        """What a record gives with its picture: `(image, target)`, or the image alone."""
+        return image
+
+    def without_image(self, record: dict[str, Any]) -> Any:
+        """A features_only run's target beside the features (None: the features alone)."""
+        return None
+
+
+class Checked(NamedTuple):
+    """What one kind found in one record `inspect` read.
+
+    Args:
+      classes: the classes the record holds (each once), for the per-split counts; None: this
+        kind says nothing of them.
+      shown: the record's caption on the contact sheet (its classes, or its first caption); None:
+        this kind says nothing of it.
+      drawn: what the contact sheet draws of it (`LabelKind.draw`); None: nothing.
+    """
+
+    classes: tuple[str | None, ...] | None = None
+    shown: str | None = None
+    drawn: Any = None
+
+
+def tf_message(error: Any) -> str:
+    """TensorFlow's message of an op error without the eager wrapper's function and op names
+    around it, for a check's line."""
+    text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", error.message.splitlines()[0])
+    return re.sub(r"\s*\[Op:[^\]]*\].*$", "", text).strip()
+
+
+class Checks:
+    """A kind's checks over every record `inspect` reads, and what it counts of them to compare
+    with summary.json (a fresh one per output read)."""
+
+    def record(
+        self, facts: Mapping[str, Any], shape: tuple[int, ...], where: str, errors: list[str]
+    ) -> Checked:
+        """Check one record's parsed values (`facts`, NumPy, by key name) against its decoded
+        picture's `shape`; a problem is one line in `errors`, naming the record (`where`)."""
+        return Checked()
+
+    def against_summary(self) -> list[str]:
+        """Its counts over every record read against its summary section's."""
+        return []
+
+
 class LabelKind:
     """One kind of label (the class, objects, a class mask, keypoints, captions): everything every
     stage does with it. `tasks.Task.kinds` names a task's kinds; `labels.KINDS` holds one of each.
@@ -313,3 +427,44 @@ class LabelKind:
         """The files it writes beside the shards (name -> text): `facts` are every kind's plan
         facts (by kind name), `dropped` the lines of every part of a label left out."""
         return {}
+
+    # --- reading back --------------------------------------------------------------------------
+
+    # Its target lies on the picture (boxes, masks): a features_only run, which stored no
+    # picture, cannot hand it out; `held_as` names what its records hold, for that refusal.
+    target_needs_image: ClassVar[bool] = False
+    held_as: ClassVar[str] = ""
+    # TorchImages' `transform` takes (image, target) together, as torchvision's detection
+    # transforms do, not the image alone.
+    transforms_target: ClassVar[bool] = False
+
+    def holds_lists(self, context: ReadContext) -> bool:
+        """Its keys hold lists (a dict of every key then batches as RaggedTensors)."""
+        return False
+
+    def tf_target(self, context: ReadContext, options: TargetOptions, channels: int | None) -> TfTarget:
+        """Its part of `load_dataset`'s tuples (`channels`: the pictures' as handed out); raises
+        ValueError for options its records cannot honour (naming `context.where`)."""
+        return TfTarget()
+
+    def numpy_fields(self, record: dict[str, Any], layout: RecordLayout) -> None:
+        """Adds its decoded fields to an `iter_examples` dict (boxes as arrays, masks decoded)."""
+
+    def torch_target(self, record: dict[str, Any], image_size: tuple[int, int] | None) -> Any:
+        """`TorchImages`' target of an `iter_examples` dict (torch tensors); None: none."""
+        return None
+
+    # --- inspect ---------------------------------------------------------------------------------
+
+    def checks(self, class_names: tuple[str, ...] | None, section: Section | None) -> Checks:
+        """Its checks over one output's records (`section`: its summary section, if any)."""
+        return Checks()
+
+    def drawn_classes(self, drawn: Any) -> tuple[str, ...]:
+        """The class names a record's drawing shows (each gets its colour on the sheet)."""
+        return ()
+
+    def draw(self, thumb: Any, drawn: Any, sheet: Any) -> Any:
+        """`thumb` (a Pillow image) with this kind's labels drawn on it (`sheet`: a
+        `labels.drawing.Sheet`); the base draws nothing."""
+        return thumb

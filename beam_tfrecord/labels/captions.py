@@ -12,7 +12,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from beam_tfrecord.elements import PlannedInput, RecordFields
-from beam_tfrecord.labels.base import FileReader, Grown, KindTally, LabelKind, Placed, Section, SectionInputs
+from beam_tfrecord.keys import key_of
+from beam_tfrecord.labels.base import (
+    Checked,
+    Checks,
+    FileReader,
+    Grown,
+    KindTally,
+    LabelKind,
+    PictureFit,
+    Placed,
+    ReadContext,
+    Section,
+    SectionInputs,
+    TargetOptions,
+    TfTarget,
+)
 from beam_tfrecord.labels.geometry import PixelTransform
 
 __all__ = ["CAPTIONS", "CaptionSummary", "CaptionTally", "CaptionsKind"]
@@ -77,6 +92,29 @@ class CaptionSummary(Section):
         )
 
 
+class _CaptionTarget(TfTarget):
+    """`(image, captions)`: a 1-D tf.string tensor of the picture's captions, in their file's
+    order, batched as a RaggedTensor."""
+
+    ragged = True
+
+    def __init__(self, context: ReadContext) -> None:
+        self.key = key_of(context.layout, "caption")
+
+    def pair(self, record: dict[str, Any], image: Any, source_hw: Any, fit: PictureFit) -> Any:
+        return image, record[self.key]
+
+
+class _CaptionChecks(Checks):
+    """A captions record's first caption stands for it on the contact sheet."""
+
+    def record(
+        self, facts: Mapping[str, Any], shape: tuple[int, ...], where: str, errors: list[str]
+    ) -> Checked:
+        texts = [t.decode("utf-8", "replace") for t in facts["caption"]]
+        return Checked(shown=texts[0] if texts else "(no caption)")
+
+
 @dataclass
 class CaptionTally(KindTally):
     """A captions run's records per caption count (0: a picture kept without one)."""
@@ -112,6 +150,15 @@ class CaptionsKind(LabelKind):
 
     def new_tally(self) -> CaptionTally:
         return CaptionTally()
+
+    def holds_lists(self, context: ReadContext) -> bool:
+        return True
+
+    def tf_target(self, context: ReadContext, options: TargetOptions, channels: int | None) -> TfTarget:
+        return _CaptionTarget(context)
+
+    def checks(self, class_names: tuple[str, ...] | None, section: Section | None) -> Checks:
+        return _CaptionChecks()
 
     section_key = "captions"
     section_type = CaptionSummary

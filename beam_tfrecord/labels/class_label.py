@@ -12,11 +12,79 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
+import numpy as np
+
 from beam_tfrecord.elements import PlannedInput, RecordFields
-from beam_tfrecord.labels.base import FileReader, KindTally, LabelKind, Placed
+from beam_tfrecord.keys import key_of
+from beam_tfrecord.labels.base import (
+    Checked,
+    Checks,
+    FileReader,
+    KindTally,
+    LabelKind,
+    PictureFit,
+    Placed,
+    ReadContext,
+    TargetOptions,
+    TfTarget,
+)
 from beam_tfrecord.labels.geometry import PixelTransform
 
-__all__ = ["CLASS", "ClassKind", "ClassTally"]
+__all__ = ["CLASS", "ClassKind", "ClassTally", "multi_hot"]
+
+
+class _ClassChecks(Checks):
+    """Every id names a class, and the stored name is that class's."""
+
+    def __init__(self, class_names: tuple[str, ...] | None) -> None:
+        self.names = class_names
+
+    def record(
+        self, facts: Mapping[str, Any], shape: tuple[int, ...], where: str, errors: list[str]
+    ) -> Checked:
+        names = self.names
+        if names is None:  # an unlabeled run
+            return Checked()
+        labels: list[str] = []
+        for label_id in np.asarray(facts["label"]).reshape(-1).tolist():
+            if not 0 <= label_id < len(names):
+                errors.append(f"{where}: label {label_id} out of range")
+                labels.append(str(label_id))
+            else:
+                labels.append(names[label_id])
+        if "label_text" in facts:
+            texts = [t.decode() for t in np.asarray(facts["label_text"]).reshape(-1).tolist()]
+            if texts != labels:
+                errors.append(f"{where}: label text is not {labels!r}")
+        return Checked(tuple(labels), "|".join(labels))
+
+
+def multi_hot(ids: Any, classes: int) -> Any:
+    """Class ids -> float32 [classes] with 1 at each id (zeros for none); TensorFlow."""
+    import tensorflow as tf
+
+    return tf.minimum(tf.reduce_sum(tf.one_hot(ids, classes, dtype=tf.float32), axis=0), 1.0)
+
+
+class _ClassTarget(TfTarget):
+    """`(image, label)`, or the image alone in an unlabeled run; a multi-label run's label as a
+    multi-hot float32 vector of the class count (Keras' binary cross-entropy takes it)."""
+
+    def __init__(self, context: ReadContext) -> None:
+        layout = context.layout
+        self.key = key_of(layout, "label") if layout.labeled else ""
+        self.classes = len(context.class_names) if layout.multi_label else 0
+
+    def parsed(self, record: dict[str, Any]) -> dict[str, Any]:
+        if self.classes:
+            record[self.key] = multi_hot(record[self.key], self.classes)
+        return record
+
+    def pair(self, record: dict[str, Any], image: Any, source_hw: Any, fit: PictureFit) -> Any:
+        return (image, record[self.key]) if self.key else image
+
+    def without_image(self, record: dict[str, Any]) -> Any:
+        return record[self.key] if self.key else None
 
 
 @dataclass
@@ -56,6 +124,21 @@ class ClassKind(LabelKind):
 
     def new_tally(self) -> ClassTally:
         return ClassTally()
+
+    def holds_lists(self, context: ReadContext) -> bool:
+        return context.layout.multi_label
+
+    def tf_target(self, context: ReadContext, options: TargetOptions, channels: int | None) -> TfTarget:
+        return _ClassTarget(context)
+
+    def torch_target(self, record: dict[str, Any], image_size: tuple[int, int] | None) -> Any:
+        import torch
+
+        return torch.tensor(record["label"]) if "label" in record else None
+
+    def checks(self, class_names: tuple[str, ...] | None, section: Any) -> Checks:
+        """A labeled run's records: the class names labels.txt lists (an unlabeled run has none)."""
+        return _ClassChecks(class_names)
 
 
 CLASS = ClassKind()

@@ -37,16 +37,25 @@ from PIL import Image
 
 from beam_tfrecord import reasons
 from beam_tfrecord.elements import MaskRule, PlannedInput, RecordFields
+from beam_tfrecord.keys import RecordLayout, key_of
 from beam_tfrecord.labels.base import (
     Annotated,
+    Checked,
+    Checks,
     FileReader,
     Grown,
     KindTally,
     LabelKind,
+    PictureFit,
     Placed,
+    ReadContext,
     Section,
     SectionInputs,
+    TargetOptions,
+    TfTarget,
+    tf_message,
 )
+from beam_tfrecord.labels.drawing import MASK_OPACITY, palette_colours
 from beam_tfrecord.labels.geometry import PixelTransform, encode_mask_png, orient, resample
 from beam_tfrecord.reasons import Reject
 
@@ -57,6 +66,8 @@ __all__ = [
     "PlacedMask",
     "SegmentationSummary",
     "class_ids",
+    "decode_class_mask",
+    "draw_class_mask",
     "empty_mask",
     "pixel_counts",
     "place_class_mask",
@@ -190,6 +201,105 @@ def empty_mask(rule: MaskRule, width: int, height: int) -> PlacedMask:
     counts it as a picture without a mask)."""
     mask = Image.new("L", (width, height), rule.fill)
     return PlacedMask(encode_mask_png(mask), ())
+
+
+def decode_class_mask(encoded: bytes) -> np.ndarray:
+    """uint8 `[height, width]` class ids from a segmentation record's mask PNG."""
+    with Image.open(io.BytesIO(encoded), formats=("PNG",)) as mask:
+        return np.array(mask, dtype=np.uint8)
+
+
+class _MaskTarget(TfTarget):
+    """`(image, mask)`: uint8 [height, width, 1] class ids and the ignore value, moved with the
+    picture by nearest neighbour, a pad's margins holding the ignore value (never class 0)."""
+
+    def __init__(self, context: ReadContext, options: TargetOptions) -> None:
+        section = context.section
+        ignore = section.ignore if isinstance(section, SegmentationSummary) else None
+        self.fill = ignore if ignore is not None else 0
+        self.key = key_of(context.layout, "mask")
+        self.options = options
+
+    def pair(self, record: dict[str, Any], image: Any, source_hw: Any, fit: PictureFit) -> Any:
+        import tensorflow as tf
+
+        mask = tf.io.decode_png(record[self.key], channels=1)
+        size = self.options.image_size
+        if size is None:
+            return image, mask
+        if not self.options.pad:
+            return image, fit.fit(mask, 1, method="nearest")
+        shifted = tf.cast(mask, tf.int32) + 1  # 0 is the margin resize_with_pad adds
+        resized = tf.image.resize_with_pad(shifted, size[0], size[1], method="nearest")
+        resized = tf.cast(tf.round(resized), tf.int32)
+        fitted = tf.cast(tf.where(resized == 0, self.fill, resized - 1), tf.uint8)
+        fitted.set_shape([size[0], size[1], 1])
+        return image, fitted
+
+
+class _MaskChecks(Checks):
+    """A segmentation record's mask: one channel, the picture's size, every value a class id or
+    the ignore value; its pixels counted against summary.json's (where every picture had a mask)."""
+
+    def __init__(self, class_names: tuple[str, ...], section: SegmentationSummary | None) -> None:
+        self.names = class_names
+        self.section = section
+        self.pixels: Counter = Counter()
+
+    def record(
+        self, facts: Mapping[str, Any], shape: tuple[int, ...], where: str, errors: list[str]
+    ) -> Checked:
+        import tensorflow as tf
+
+        png = bytes(facts["mask"])
+        try:
+            mask = tf.io.decode_png(png, channels=0).numpy()
+        except tf.errors.InvalidArgumentError as error:
+            errors.append(f"{where}: its mask does not decode: {tf_message(error)}")
+            return Checked((), "", png)
+        if mask.shape[2] != 1 or mask.shape[:2] != shape[:2]:
+            errors.append(f"{where}: its mask is {mask.shape}, the image {shape[:2]} with one channel")
+            return Checked((), "", png)
+        values, counts = np.unique(mask, return_counts=True)
+        names = self.names
+        ignore = self.section.ignore if self.section is not None else None
+        wrong = [int(v) for v in values if int(v) >= len(names) and int(v) != ignore]
+        if wrong:
+            errors.append(f"{where}: its mask holds {wrong}, not class ids (0..{len(names) - 1})")
+        self.pixels.update({int(v): int(n) for v, n in zip(values, counts, strict=True)})
+        classes = tuple(names[int(v)] for v in values if int(v) < len(names))
+        return Checked(classes, "|".join(classes), png)
+
+    def against_summary(self) -> list[str]:
+        section = self.section
+        if section is None or section.pictures_without_mask:
+            return []
+        errors = []
+        for index, (name, counts) in enumerate(section.per_class.items()):
+            if self.pixels[index] != counts["pixels"]:
+                errors.append(
+                    f"class {name}: {self.pixels[index]} pixels read, summary.json says {counts['pixels']}"
+                )
+        return errors
+
+
+def draw_class_mask(
+    thumb: Image.Image, png: bytes, palette: Sequence[Sequence[int]], ignore: int | None
+) -> Image.Image:
+    """`thumb` with a segmentation record's class ids laid over it in the dataset's palette (class
+    id i in `palette[i]`); the ignore value's pixels are left as the picture shows them."""
+    try:
+        with Image.open(io.BytesIO(png), formats=("PNG",)) as mask:
+            ids = mask.convert("L").resize(thumb.size, Image.Resampling.NEAREST)
+    except Exception:
+        return thumb
+    overlay = Image.new("P", thumb.size)
+    overlay.putpalette([channel for colour in palette_colours(palette) for channel in colour[:3]])
+    overlay.putdata(list(ids.getdata()))
+    alpha = ids.point(lambda v: 0 if v == ignore else int(255 * MASK_OPACITY))
+    thumb = thumb.convert("RGB")
+    thumb.paste(overlay.convert("RGB"), (0, 0), alpha)
+    return thumb
 
 
 def pixel_counts(ids: np.ndarray) -> tuple[tuple[int, int], ...]:
@@ -358,6 +468,28 @@ class ClassMaskKind(LabelKind):
             found_at=inputs.found_at,
             palette=facts["palette"],
         )
+
+    target_needs_image = True
+    held_as = "masks"
+
+    def tf_target(self, context: ReadContext, options: TargetOptions, channels: int | None) -> TfTarget:
+        return _MaskTarget(context, options)
+
+    def numpy_fields(self, record: dict[str, Any], layout: RecordLayout) -> None:
+        """`mask` decoded to its class ids, `mask_png` the stored PNG's bytes."""
+        record["mask_png"] = record["mask"]
+        record["mask"] = decode_class_mask(record["mask_png"])
+
+    def checks(self, class_names: tuple[str, ...] | None, section: Section | None) -> Checks:
+        found = section if isinstance(section, SegmentationSummary) else None
+        return _MaskChecks(class_names or (), found)
+
+    def draw(self, thumb: Any, drawn: Any, sheet: Any) -> Any:
+        """The class ids in the dataset's palette (summary.json's), the ignore value left clear."""
+        section = sheet.sections.get(self.name)
+        if drawn is None or not isinstance(section, SegmentationSummary):
+            return thumb
+        return draw_class_mask(thumb, drawn, section.palette, section.ignore)
 
     def label_counts(self, tally: KindTally, class_names: tuple[str, ...]) -> Counter:
         """A class's records are those whose mask holds it."""

@@ -12,13 +12,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
+from PIL import Image, ImageDraw
 
 from beam_tfrecord.elements import PlannedInput, RecordFields, StoredObject
 from beam_tfrecord.labels.base import (
     Annotated,
+    Checked,
+    Checks,
     FileReader,
     Grown,
     KindTally,
@@ -27,9 +32,10 @@ from beam_tfrecord.labels.base import (
     Section,
     SectionInputs,
 )
+from beam_tfrecord.labels.drawing import Sheet
 from beam_tfrecord.labels.geometry import PixelTransform
 
-__all__ = ["KEYPOINTS", "KeypointSummary", "KeypointTally", "KeypointsKind", "point_counts"]
+__all__ = ["KEYPOINTS", "KeypointSummary", "KeypointTally", "KeypointsKind", "draw_points", "point_counts"]
 
 
 @dataclass
@@ -79,6 +85,53 @@ def point_counts(objects: tuple[StoredObject, ...]) -> tuple[int, int, int]:
     return sum(1 for v in visibility if v), sum(1 for v in visibility if v == 2), outside
 
 
+class _PointChecks(Checks):
+    """A keypoints record's points, per object, with its objects' class names, for the sheet."""
+
+    def record(
+        self, facts: Mapping[str, Any], shape: tuple[int, ...], where: str, errors: list[str]
+    ) -> Checked:
+        objects = len(np.asarray(facts["object_label"]).reshape(-1))
+        xs, ys, vs = (
+            np.asarray(facts[k]).reshape(-1) for k in ("keypoint_x", "keypoint_y", "keypoint_visibility")
+        )
+        count = len(xs) // objects if objects else 0
+        points = tuple(
+            tuple((float(xs[i]), float(ys[i]), int(vs[i])) for i in range(o * count, (o + 1) * count))
+            for o in range(objects)
+        )
+        names = tuple(t.decode("utf-8", "replace") for t in np.asarray(facts["object_text"]).reshape(-1))
+        return Checked(drawn=(points, names))
+
+
+def draw_points(
+    thumb: Image.Image,
+    points: tuple[tuple[tuple[float, float, int], ...], ...],
+    names: tuple[str, ...],
+    sheet: Sheet,
+    skeletons: Mapping[str, Sequence[Sequence[int]]],
+) -> Image.Image:
+    """`thumb` with each object's labelled keypoints drawn in its class's colour (a visible point
+    filled, a hidden one a ring), joined by its class's skeleton where the dataset has one."""
+    if not points:
+        return thumb
+    thumb = thumb.convert("RGB")
+    draw = ImageDraw.Draw(thumb)
+    shown = list(names) + [""] * (len(points) - len(names))
+    for found, name in zip(points, shown, strict=False):
+        colour = sheet.colour(name)
+        at = [(x * (thumb.width - 1), y * (thumb.height - 1), v) for x, y, v in found]
+        for a, b in skeletons.get(name, ()):
+            if a < len(at) and b < len(at) and at[a][2] and at[b][2]:
+                draw.line([at[a][:2], at[b][:2]], fill=colour, width=2)
+        for x, y, v in at:
+            if v:
+                draw.ellipse(
+                    [x - 3, y - 3, x + 3, y + 3], outline=colour, fill=colour if v == 2 else None, width=1
+                )
+    return thumb
+
+
 @dataclass
 class KeypointTally(KindTally):
     """A keypoints run's points: labelled, visible, made unlabelled by the edge or the crop."""
@@ -120,6 +173,18 @@ class KeypointsKind(LabelKind):
 
     def new_tally(self) -> KeypointTally:
         return KeypointTally()
+
+    def checks(self, class_names: tuple[str, ...] | None, section: Section | None) -> Checks:
+        return _PointChecks()
+
+    def draw(self, thumb: Any, drawn: Any, sheet: Any) -> Any:
+        """Each object's points, joined by its class's skeleton (summary.json's)."""
+        if drawn is None:
+            return thumb
+        section = sheet.sections.get(self.name)
+        skeletons = section.skeletons if isinstance(section, KeypointSummary) else {}
+        points, names = drawn
+        return draw_points(thumb, points, names, sheet, skeletons)
 
     section_key = "keypoints"
     section_type = KeypointSummary

@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 
 from beam_tfrecord.keys import record_keys
-from beam_tfrecord.read.detection import detection_target
+from beam_tfrecord.labels import kinds as label_kinds
+from beam_tfrecord.labels.class_mask import decode_class_mask
+from beam_tfrecord.labels.objects.reading import DETECTION_KEYS
 from beam_tfrecord.read.files import SplitFiles, iter_range, plan_reads, split_files
 from beam_tfrecord.write.messages import Example
 
@@ -45,10 +47,6 @@ KEYS = (
     "label_text",
     "features",
 )
-# A detection record's objects as NumPy arrays: `boxes` float32 [N, 4] pixel xyxy of the stored
-# image, `labels` int64 [N] from 0 (the stored `object_label` counts from 1), and, where the run
-# stored masks, `masks` uint8 [N, height, width] of 0 and 1.
-DETECTION_KEYS = ("boxes", "labels", "masks", "keypoints")
 # A segmentation record's class ids as a NumPy array: uint8 [height, width] (the ignore value
 # where nothing is labelled); `mask_png` keeps the stored PNG bytes.
 SEGMENTATION_KEYS = ("mask", "mask_png")
@@ -92,21 +90,9 @@ def record_to_dict(serialized: bytes, files: SplitFiles) -> dict[str, Any]:
             flat = result.pop("features")
         result.pop("features_shape", None)
         result["features"] = flat.reshape(features.shape)
-    if "objects" in layout.groups:
-        target = detection_target(result, labels_from=0)
-        result.update({key: target[key] for key in DETECTION_KEYS if key in target})
-    if "class_mask" in layout.groups:
-        result["mask_png"] = result["mask"]
-        result["mask"] = decode_class_mask(result["mask_png"])
+    for kind in label_kinds(files.kinds):  # boxes as arrays, masks decoded
+        kind.numpy_fields(result, layout)
     return result
-
-
-def decode_class_mask(encoded: bytes) -> np.ndarray:
-    """uint8 `[height, width]` class ids from a segmentation record's mask PNG."""
-    from PIL import Image
-
-    with Image.open(io.BytesIO(encoded), formats=("PNG",)) as mask:
-        return np.array(mask, dtype=np.uint8)
 
 
 def decode_image(encoded: bytes, channels: int = 3, image_size: tuple[int, int] | None = None) -> np.ndarray:

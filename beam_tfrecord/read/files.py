@@ -9,15 +9,16 @@ all three say the same thing about the same folder and split the same way.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecord import tasks
 from beam_tfrecord.keys import FeatureLayout, RecordLayout
-from beam_tfrecord.labels.class_mask import SegmentationSummary
-from beam_tfrecord.labels.objects import ObjectSummary
+from beam_tfrecord.labels import LabelKind, ReadContext, Section
+from beam_tfrecord.labels import kinds as label_kinds
 from beam_tfrecord.names import index_path, is_array_record
 from beam_tfrecord.output import outputs
 from beam_tfrecord.plan.columns import ExtraColumn
@@ -57,13 +58,11 @@ class SplitFiles:
     widths: tuple[int, int] | None = None
     extra_columns: tuple[ExtraColumn, ...] = ()  # manifest columns stored in the records
     multi_label: bool = False  # label keys hold lists of class ids and names
-    objects: bool = False  # a detection run's records hold objects (and, with `masks`, masks)
-    masks: bool = False
-    max_objects: int | None = None  # the most objects one record of the run holds (summary.json)
-    segmentation: bool = False  # a segmentation run's records hold a class-id mask of the picture
-    ignore: int | None = None  # its masks' ignore value
-    captions: bool = False  # a captions run's records hold the picture's captions
-    keypoints: bool = False  # a keypoints run's objects hold their points
+    # The run's kinds of label (`labels.KINDS`' names), the key groups their records hold beside
+    # the image's and the class's, and each kind's summary section (what its readers need).
+    kinds: tuple[str, ...] = ("class",)
+    groups: tuple[str, ...] = ()
+    sections: Mapping[str, Section] = field(default_factory=dict)
     file_format: str = "tfrecord"  # or "array_record": random access, read through its package
 
     @property
@@ -81,16 +80,32 @@ class SplitFiles:
     def has_images(self) -> bool:
         return self.features is None or self.features.image
 
+    @property
+    def task(self) -> str:
+        """The run's task, the one whose kinds of label its records hold."""
+        return next((t.name for t in tasks.TASKS.values() if t.kinds == self.kinds), "classification")
+
+    @property
+    def stored_size(self) -> tuple[int, int] | None:
+        """The (height, width) every stored picture has, where they share one."""
+        if self.one_size and self.heights and self.widths:
+            return self.heights[0], self.widths[0]
+        return None
+
+    def context(self, where: str, kind: LabelKind) -> ReadContext:
+        """What `kind`'s reader knows of this split (`where` names it in messages)."""
+        names = tuple(self.class_names or ())
+        return ReadContext(where, self.layout, names, self.sections.get(kind.name), self.stored_size)
+
     def check_targets_readable(self, output: str, reader: str) -> None:
-        """A reader that hands out detection targets beside the picture cannot serve a
-        `features_only` detection run (no picture): one clear error rather than a KeyError, or
-        features without their targets."""
-        if (self.objects or self.segmentation) and not self.has_images:
-            task = "segmentation" if self.segmentation else "detection"
-            what = "masks" if self.segmentation else "objects"
+        """A reader that hands out targets that lie on the picture (boxes, masks) cannot serve a
+        `features_only` run (no picture): one clear error rather than a KeyError, or features
+        without their targets."""
+        held = [kind.held_as for kind in label_kinds(self.kinds) if kind.target_needs_image]
+        if held and not self.has_images:
             raise ValueError(
-                f"{output} is a features_only {task} run: its records hold features and {what} but "
-                f"no image, and {reader} hands out targets with an image. Read them with "
+                f"{output} is a features_only {self.task} run: its records hold features and {held[0]} "
+                f"but no image, and {reader} hands out targets with an image. Read them with "
                 "iter_examples(...) or load_dataset(..., features=True) (every stored key)"
             )
 
@@ -98,13 +113,7 @@ class SplitFiles:
     def layout(self) -> RecordLayout:
         """Which keys the split's records hold (see `beam_tfrecord.keys`)."""
         columns = tuple((c.name, c.type) for c in self.extra_columns)
-        # A detection run's classes are its objects', a segmentation run's its masks' values.
-        labeled = self.labeled and not self.objects and not self.segmentation
-        multi_label = self.multi_label and labeled
-        groups = [*(("objects",) if self.objects else ()), *(("object_masks",) if self.masks else ())]
-        groups += [*(("keypoints",) if self.keypoints else ())]
-        groups += [*(("class_mask",) if self.segmentation else ()), *(("captions",) if self.captions else ())]
-        return RecordLayout(self.schema, labeled, multi_label, columns, self.features, tuple(groups))
+        return RecordLayout(self.schema, self.labeled, self.multi_label, columns, self.features, self.groups)
 
 
 def _range(stats: SizeRange | None) -> tuple[int, int] | None:
@@ -122,9 +131,6 @@ def split_files(output_dir: str, split: str = "train", summary: Summary | None =
     info = summary.splits[split]
     paths = [FileSystems.join(output_dir, name) for name in sorted(info.files)]
     layout = summary.record_layout()
-    objects = summary.section("objects", ObjectSummary)
-    most = objects.per_image.get("max") if objects is not None else None
-    masks = summary.section("class_mask", SegmentationSummary)
     return SplitFiles(
         schema=layout.schema,
         labeled=layout.labeled,
@@ -139,13 +145,9 @@ def split_files(output_dir: str, split: str = "train", summary: Summary | None =
         widths=_range(summary.image_width),
         extra_columns=tuple(ExtraColumn(c.name, c.type) for c in summary.extra_columns),
         multi_label=layout.multi_label,
-        objects="objects" in layout.groups,
-        masks="object_masks" in layout.groups,
-        max_objects=int(most) if most is not None else None,
-        segmentation="class_mask" in layout.groups,
-        ignore=masks.ignore if masks is not None else None,
-        captions="captions" in layout.groups,
-        keypoints="keypoints" in layout.groups,
+        kinds=summary.kinds,
+        groups=layout.groups,
+        sections=summary.sections,
         file_format=summary.shard_format.file_format,
     )
 

@@ -19,7 +19,8 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from beam_tfrecord.read.detection import detection_target
+from beam_tfrecord.labels import LabelKind
+from beam_tfrecord.labels import kind as label_kind
 from beam_tfrecord.read.examples import decode_image, iter_examples
 from beam_tfrecord.read.files import split_files, worker_shard
 from beam_tfrecord.read.random_access import RecordArray
@@ -104,6 +105,7 @@ class TorchImages(_Base):
         super().__init__()
         self.files = split_files(output, split)  # a wrong folder fails here, with the readers' message
         self.files.check_targets_readable(output, "TorchImages")
+        self.target = label_kind(self.files.kinds[0])  # the run's first kind gives the target
         self.output, self.split = output, split
         self.image_size, self.channels, self.transform = image_size, channels, transform
         self.rank, self.world_size = distributed_position()
@@ -111,7 +113,7 @@ class TorchImages(_Base):
     def __iter__(self) -> Iterator[Any]:
         index, count = worker_shard(*torch_position(self.rank, self.world_size))
         for record in iter_examples(self.output, self.split, shard=(index, count)):
-            yield _item(record, self.files.objects, self.channels, self.image_size, self.transform)
+            yield _item(record, self.target, self.channels, self.image_size, self.transform)
 
 
 class TorchImageArray(_MapBase):
@@ -136,6 +138,7 @@ class TorchImageArray(_MapBase):
         super().__init__()
         self.records = RecordArray(output, split)
         self.records.files.check_targets_readable(output, "TorchImageArray")
+        self.target = label_kind(self.records.files.kinds[0])  # the run's first kind gives the target
         self.image_size, self.channels, self.transform = image_size, channels, transform
 
     def __len__(self) -> int:
@@ -143,27 +146,27 @@ class TorchImageArray(_MapBase):
 
     def __getitem__(self, position: int) -> Any:
         record = self.records[position]
-        return _item(record, self.records.files.objects, self.channels, self.image_size, self.transform)
+        return _item(record, self.target, self.channels, self.image_size, self.transform)
 
 
 def _item(
     record: dict[str, Any],
-    objects: bool,
+    kind: LabelKind,
     channels: int,
     image_size: tuple[int, int] | None,
     transform: Callable[..., Any] | None,
 ) -> Any:
     """One record as the datasets give it: (image, label), image alone, (features, label), or
-    a detection record's (image, torchvision target dict)."""
+    a detection record's (image, torchvision target dict): the target is the run's first kind
+    of label's (`labels.LabelKind.torch_target`)."""
     import torch
 
-    if objects:
+    if kind.transforms_target:  # the transform takes (image, target), as torchvision's detection ones
         pixels = decode_image(record["image"], channels, image_size)
         image = torch.from_numpy(pixels).permute(2, 0, 1)
-        arrays = detection_target(record, image_size=image_size, labels_from=1)
-        target = {name: torch.from_numpy(value) for name, value in arrays.items()}
+        target = kind.torch_target(record, image_size)
         return transform(image, target) if transform is not None else (image, target)
-    label = torch.tensor(record["label"]) if "label" in record else None
+    label = kind.torch_target(record, image_size)
     if "image" in record:
         pixels = decode_image(record["image"], channels, image_size)
         value = torch.from_numpy(pixels).permute(2, 0, 1)

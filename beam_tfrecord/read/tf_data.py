@@ -28,8 +28,12 @@ from typing import Any, Literal
 import tensorflow as tf
 
 from beam_tfrecord import gcs, names, storage
-from beam_tfrecord.keys import key_of, record_keys, table
-from beam_tfrecord.read.detection import PAD_BOX, PAD_LABEL, box_columns, check_box_format
+from beam_tfrecord.keys import key_of, record_keys
+from beam_tfrecord.labels import TargetOptions, TfTarget
+from beam_tfrecord.labels import kind as label_kind
+from beam_tfrecord.labels import kinds as label_kinds
+from beam_tfrecord.labels.class_label import multi_hot
+from beam_tfrecord.labels.objects.reading import check_box_format
 from beam_tfrecord.read.files import RecordRange, SplitFiles, class_names, iter_range, split_files
 from beam_tfrecord.write import array_record_files
 from beam_tfrecord.write import schema as schema_lib
@@ -330,14 +334,17 @@ def load_dataset(
     files = split_files(output_dir, split)
     if cache:
         _check_fits_in_memory(files, output_dir, split)
-    bounding_box_format = check_box_format(bounding_box_format)
-    if max_objects is not None and files.objects and max_objects < (files.max_objects or 0):
-        raise ValueError(
-            f"{output_dir}: an image holds up to {files.max_objects} objects (summary.json), so "
-            f"max_objects={max_objects} would lose some: pass max_objects={files.max_objects} or more"
-        )
     channels = (files.channels or 3) if channels is None else channels
-    layout = files.features
+    resize = _Fit(image_size, crop_to_aspect_ratio, pad_to_aspect_ratio)
+    kind = label_kind(files.kinds[0])  # the run's first kind of label gives the tuple's target
+    options = TargetOptions(
+        check_box_format(bounding_box_format),
+        max_objects,
+        image_size,
+        crop_to_aspect_ratio,
+        pad_to_aspect_ratio,
+    )
+    target = kind.tf_target(files.context(output_dir, kind), options, channels)
     if not features:
         files.check_targets_readable(output_dir, "load_dataset")
     if decode_images is None:
@@ -347,14 +354,38 @@ def load_dataset(
     spec = schema_lib.parse_spec(files.layout)
     if not features:
         spec = _tuple_spec(spec, files)
-    image_key, label_key = key_of(files.schema, "image"), key_of(files.schema, "label")
-    classes = len(files.class_names or [])
-    height_key, width_key = key_of(files.schema, "height"), key_of(files.schema, "width")
-    mask_key = key_of(files.schema, "mask") if files.segmentation else ""
-    caption_key = key_of(files.schema, "caption") if files.captions else ""
     deterministic = not shuffle or seed is not None
+    parsed = _parsed_records(files, spec, shuffle, shuffle_buffer, seed, cache, deterministic)
     scales = dct_scaling and image_size is not None and _may_scale(files, image_size, pad_to_aspect_ratio)
+    reading = _Reading(files, target, resize, channels, features, decodes, scales)
+    dataset = parsed.map(
+        traced_as_written(reading.finish), num_parallel_calls=AUTOTUNE, deterministic=deterministic
+    )
+    context = files.context(output_dir, kind)
+    lists = any(k.holds_lists(context) for k in label_kinds(files.kinds)) or any(
+        c.is_list for c in files.extra_columns
+    )
+    ragged = (features and lists) or (decodes and target.ragged)
+    if batch and ragged:  # lists of any length batch as RaggedTensors
+        dataset = dataset.ragged_batch(batch, drop_remainder=drop_remainder)
+    elif batch:
+        dataset = dataset.batch(batch, drop_remainder=drop_remainder, num_parallel_calls=AUTOTUNE)
+    tuning = tf.data.Options()
+    tuning.autotune.enabled = autotune  # off: AUTOTUNE means as many threads as cores
+    return dataset.prefetch(AUTOTUNE).with_options(tuning)
 
+
+def _parsed_records(
+    files: SplitFiles,
+    spec: dict[str, Any],
+    shuffle: bool,
+    shuffle_buffer: int,
+    seed: int | None,
+    cache: bool,
+    deterministic: bool,
+) -> tf.data.Dataset:
+    """The split's records parsed with `spec`, in batches: shard files (and records) shuffled, or
+    a cached split shuffled whole each pass."""
     paths = tf.data.Dataset.from_tensor_slices(files.paths)
     if shuffle and not cache:  # a cached split is shuffled whole, below
         paths = paths.shuffle(len(files.paths), seed=seed)
@@ -386,66 +417,62 @@ def load_dataset(
         parsed = parsed.cache()
         if shuffle:
             parsed = parsed.shuffle(max(files.records, 1), seed=seed)
-    parsed = parsed.apply(tf.data.experimental.assert_cardinality(files.records))
+    return parsed.apply(tf.data.experimental.assert_cardinality(files.records))
 
-    detection = _Detection(
-        bounding_box_format,
-        max_objects,
-        files.masks,
-        (image_size, crop_to_aspect_ratio, pad_to_aspect_ratio),
-        files.keypoints,
-    )
 
-    def finish(record: dict[str, tf.Tensor]) -> Any:
-        record = dict(record)
-        if files.multi_label and files.labeled:
-            record[label_key] = multi_hot(record[label_key], classes)
+@dataclass(frozen=True)
+class _Fit:
+    """The picture's resize as `load_dataset` was asked (labels.PictureFit): labels that lie on
+    the picture move with it."""
+
+    image_size: tuple[int, int] | None
+    crop: bool
+    pad: bool
+
+    def fit(self, image: tf.Tensor, channels: int, method: str = "bilinear") -> tf.Tensor:
+        return _fit(image, channels, self.image_size, self.crop, self.pad, method)  # type: ignore[arg-type]  # bilinear or nearest
+
+    def frame(self, source_hw: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
+        return _frame(source_hw, self.image_size, self.crop, self.pad)
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """One parsed record to what `load_dataset` hands out (its docstring): features restored,
+    the picture decoded and fitted, then the run's target beside it."""
+
+    files: SplitFiles
+    target: TfTarget
+    resize: _Fit
+    channels: int
+    features: bool
+    decodes: bool
+    scales: bool
+
+    def finish(self, record: dict[str, tf.Tensor]) -> Any:
+        files, schema = self.files, self.files.schema
+        record = self.target.parsed(dict(record))
+        layout = files.features
         if layout is not None:
-            float_key, half_key = key_of(files.schema, "features"), key_of(files.schema, "features_float16")
-            record[float_key] = schema_lib.restore_features(record, files.schema, layout)
+            float_key, half_key = key_of(schema, "features"), key_of(schema, "features_float16")
+            record[float_key] = schema_lib.restore_features(record, schema, layout)
             record.pop(half_key, None)
             if not layout.image:
-                if features:
+                if self.features:
                     return record
-                return (record[float_key], record[label_key]) if files.labeled else record[float_key]
-        if not decodes:
+                target = self.target.without_image(record)
+                return (record[float_key], target) if target is not None else record[float_key]
+        if not self.decodes:
             return record
+        resize = self.resize
+        stored = (record[key_of(schema, "height")], record[key_of(schema, "width")]) if self.scales else None
         source = _decode_source(
-            record[image_key],
-            channels,
-            image_size,
-            (record[height_key], record[width_key]) if scales else None,
-            pad_to_aspect_ratio,
+            record[key_of(schema, "image")], self.channels, resize.image_size, stored, resize.pad
         )
-        image = _fit(source, channels, image_size, crop_to_aspect_ratio, pad_to_aspect_ratio)
-        if features:
+        image = resize.fit(source, self.channels)
+        if self.features:
             return {**record, "image": image}
-        if files.captions:
-            return image, record[caption_key]
-        if files.segmentation:
-            mask = tf.io.decode_png(record[mask_key], channels=1)
-            fill = files.ignore if files.ignore is not None else 0
-            return image, _fit_class_mask(mask, image_size, crop_to_aspect_ratio, pad_to_aspect_ratio, fill)
-        if files.objects:
-            frame = _frame(tf.shape(source)[:2], image_size, crop_to_aspect_ratio, pad_to_aspect_ratio)
-            if image_size is None and files.one_size and files.heights and files.widths:
-                # One stored size: say so, so ragged_batch keeps the images dense.
-                image = tf.ensure_shape(image, [files.heights[0], files.widths[0], channels or None])
-            return image, _targets(record, frame, image, detection)
-        return (image, record[label_key]) if files.labeled else image
-
-    dataset = parsed.map(traced_as_written(finish), num_parallel_calls=AUTOTUNE, deterministic=deterministic)
-    lists = (
-        files.multi_label or files.objects or files.captions or any(c.is_list for c in files.extra_columns)
-    )
-    ragged = (features and lists) or (decodes and (files.captions or (files.objects and max_objects is None)))
-    if batch and ragged:  # lists of any length batch as RaggedTensors
-        dataset = dataset.ragged_batch(batch, drop_remainder=drop_remainder)
-    elif batch:
-        dataset = dataset.batch(batch, drop_remainder=drop_remainder, num_parallel_calls=AUTOTUNE)
-    options = tf.data.Options()
-    options.autotune.enabled = autotune  # off: AUTOTUNE means as many threads as cores
-    return dataset.prefetch(AUTOTUNE).with_options(options)
+        return self.target.pair(record, image, tf.shape(source)[:2], resize)
 
 
 def _machine_memory() -> int | None:
@@ -490,147 +517,3 @@ def _tuple_spec(spec: dict[str, Any], files: SplitFiles) -> dict[str, Any]:
     columns = {name for name, _kind in files.layout.extra_columns}
     unread = {key.key for key in record_keys(files.layout) if key.name in _DESCRIPTIVE | columns}
     return {key: feature for key, feature in spec.items() if key not in unread}
-
-
-@dataclass(frozen=True)
-class _Detection:
-    """How load_dataset hands out a detection record's objects (see its docstring)."""
-
-    box_format: str
-    max_objects: int | None
-    masks: bool
-    resize: tuple[tuple[int, int] | None, bool, bool]  # image_size, crop, pad
-    keypoints: bool = False
-
-
-def _targets(
-    record: dict[str, tf.Tensor],
-    frame: tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor],
-    image: tf.Tensor,
-    detection: _Detection,
-) -> dict[str, tf.Tensor]:
-    """KerasHub's targets of one record: boxes in the asked format and labels from 0 in the
-    picture as handed out (clipped to it; an object a crop cut out left out), masks moved with
-    the picture, padded to `max_objects` where asked."""
-    groups = table("tfds").groups
-    key = {k.name: k.key for k in (*groups["objects"], *groups["object_masks"])}
-    scale_y, top, scale_x, left = frame
-    out_hw = tf.shape(image)[:2]
-    height, width = tf.cast(out_hw[0], tf.float32), tf.cast(out_hw[1], tf.float32)
-    x1 = tf.clip_by_value(record[key["object_xmin"]] * scale_x + left, 0.0, width)
-    x2 = tf.clip_by_value(record[key["object_xmax"]] * scale_x + left, 0.0, width)
-    y1 = tf.clip_by_value(record[key["object_ymin"]] * scale_y + top, 0.0, height)
-    y2 = tf.clip_by_value(record[key["object_ymax"]] * scale_y + top, 0.0, height)
-    keep = tf.logical_and(x2 > x1, y2 > y1)
-    boxes = tf.stack(box_columns(x1, y1, x2, y2, detection.box_format, height, width), axis=-1)
-    labels = tf.cast(record[key["object_label"]], tf.int32) - 1
-    targets = {"boxes": tf.boolean_mask(boxes, keep), "labels": tf.boolean_mask(labels, keep)}
-    if detection.masks:
-        masks = _decode_masks(record[key["object_mask"]], record)
-        masks = tf.boolean_mask(_fit_masks(masks, detection.resize), keep)
-        targets["masks"] = tf.ensure_shape(masks, [None, *image.shape[:2]])
-    if detection.keypoints:
-        targets["keypoints"] = tf.boolean_mask(_points(record, frame, width, height), keep)
-    if detection.max_objects is not None:
-        targets = _pad(targets, detection.max_objects)
-    return targets
-
-
-def _points(
-    record: dict[str, tf.Tensor],
-    frame: tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor],
-    width: tf.Tensor,
-    height: tf.Tensor,
-) -> tf.Tensor:
-    """float32 [N, K, 3]: each object's points in pixels of the image handed out (moved as its
-    boxes are by the resize, crop or pad), and their visibility; a point the crop leaves outside,
-    or one not labelled, is (0, 0, 0)."""
-    key = {k.name: k.key for k in table("tfds").groups["keypoints"]}
-    scale_y, top, scale_x, left = frame
-    objects = tf.shape(record[key_of("tfds", "object_label")])[0]
-    x = record[key["keypoint_x"]] * scale_x + left
-    y = record[key["keypoint_y"]] * scale_y + top
-    v = tf.cast(record[key["keypoint_visibility"]], tf.float32)
-    inside = (v > 0) & (x >= 0) & (x <= width) & (y >= 0) & (y <= height)
-    zero = tf.zeros_like(x)
-    points = tf.stack([tf.where(inside, x, zero), tf.where(inside, y, zero), tf.where(inside, v, zero)], -1)
-    return tf.reshape(points, [objects, -1, 3])
-
-
-def _decode_masks(pngs: tf.Tensor, record: dict[str, tf.Tensor]) -> tf.Tensor:
-    """uint8 [N, stored height, stored width] from the mask PNGs (Model Garden decodes them so)."""
-    height, width = record[key_of("tfds", "height")], record[key_of("tfds", "width")]
-
-    def decode_all() -> tf.Tensor:
-        return tf.map_fn(
-            lambda png: tf.io.decode_png(png, channels=1)[..., 0],
-            pngs,
-            fn_output_signature=tf.TensorSpec([None, None], tf.uint8),
-        )
-
-    return tf.cond(tf.size(pngs) > 0, decode_all, lambda: tf.zeros([0, height, width], tf.uint8))
-
-
-def _fit_masks(masks: tf.Tensor, resize: tuple[tuple[int, int] | None, bool, bool]) -> tf.Tensor:
-    """[N, height, width] masks through the picture's own resize, crop or pad, nearest neighbour."""
-    image_size, crop, pad = resize
-    if image_size is None:
-        return masks
-
-    def fit() -> tf.Tensor:
-        moved = _fit(tf.transpose(masks, [1, 2, 0]), 0, image_size, crop, pad, method="nearest")
-        return tf.transpose(moved, [2, 0, 1])
-
-    fitted = tf.cond(
-        tf.shape(masks)[0] > 0, fit, lambda: tf.zeros([0, image_size[0], image_size[1]], tf.uint8)
-    )
-    fitted.set_shape([None, image_size[0], image_size[1]])
-    return fitted
-
-
-def _pad(targets: dict[str, tf.Tensor], size: int) -> dict[str, tf.Tensor]:
-    """Targets padded to `size` objects: boxes of -1, labels -1, empty masks."""
-    count = tf.shape(targets["labels"])[0]
-    check = tf.debugging.assert_less_equal(
-        count, size, message=f"an image holds more objects than max_objects={size}"
-    )
-    with tf.control_dependencies([check]):
-        missing = size - count
-    padded = {
-        "boxes": tf.pad(targets["boxes"], [[0, missing], [0, 0]], constant_values=PAD_BOX),
-        "labels": tf.pad(targets["labels"], [[0, missing]], constant_values=PAD_LABEL),
-    }
-    padded["boxes"].set_shape([size, 4])
-    padded["labels"].set_shape([size])
-    if "masks" in targets:
-        masks = tf.pad(targets["masks"], [[0, missing], [0, 0], [0, 0]])
-        masks.set_shape([size, *targets["masks"].shape[1:]])
-        padded["masks"] = masks
-    if "keypoints" in targets:  # padded objects' points are unlabelled (0, 0, 0)
-        points = tf.pad(targets["keypoints"], [[0, missing], [0, 0], [0, 0]])
-        points.set_shape([size, None, 3])
-        padded["keypoints"] = points
-    return padded
-
-
-def _fit_class_mask(
-    mask: tf.Tensor, image_size: tuple[int, int] | None, crop: bool, pad: bool, fill: int
-) -> tf.Tensor:
-    """A class-id mask (uint8 [height, width, 1]) through the picture's own resize, crop or pad:
-    nearest neighbour, so no value blends into another, and a pad's margins `fill` (the ignore
-    value), never class 0."""
-    if image_size is None:
-        return mask
-    if not pad:
-        return _fit(mask, 1, image_size, crop, False, method="nearest")
-    shifted = tf.cast(mask, tf.int32) + 1  # 0 is the margin resize_with_pad adds
-    resized = tf.image.resize_with_pad(shifted, image_size[0], image_size[1], method="nearest")
-    resized = tf.cast(tf.round(resized), tf.int32)
-    fitted = tf.cast(tf.where(resized == 0, fill, resized - 1), tf.uint8)
-    fitted.set_shape([image_size[0], image_size[1], 1])
-    return fitted
-
-
-def multi_hot(ids: tf.Tensor, classes: int) -> tf.Tensor:
-    """Class ids -> float32 [classes] with 1 at each id (zeros for none)."""
-    return tf.minimum(tf.reduce_sum(tf.one_hot(ids, classes, dtype=tf.float32), axis=0), 1.0)

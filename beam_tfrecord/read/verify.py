@@ -13,20 +13,19 @@ from __future__ import annotations
 import json
 import posixpath
 import random
-import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import tensorflow as tf
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import gcs, names, storage
-from beam_tfrecord.keys import RecordLayout, key_of, record_keys
-from beam_tfrecord.labels.class_mask import SegmentationSummary
-from beam_tfrecord.labels.objects import ObjectSummary
+from beam_tfrecord.keys import RecordLayout, key_of, record_keys, table
+from beam_tfrecord.labels import Checks
+from beam_tfrecord.labels import kinds as label_kinds
+from beam_tfrecord.labels.base import tf_message
 from beam_tfrecord.names import LABELS_FILE, REJECTS_FILE, SUMMARY_FILE, TFDS_INFO_FILE
 from beam_tfrecord.output.outputs import unfinished_message
 from beam_tfrecord.read.files import read_index
@@ -37,26 +36,19 @@ from beam_tfrecord.write.tfrecord_files import FramingError, index_records
 
 __all__ = ["OutputReport", "Sample", "format_report", "verify_output"]
 
-# A detection record's object fields verification reads, and the box's in its stored order.
-BOX_ORDER = ("xmin", "ymin", "xmax", "ymax")
-OBJECT_FIELDS = ("object_label", "object_text", *(f"object_{k}" for k in BOX_ORDER), "object_mask")
-
 
 @dataclass(frozen=True)
 class Sample:
-    """One record picked for the contact sheet; a detection record's boxes (xmin, ymin, xmax,
-    ymax as fractions of the image), their class names and mask PNGs too."""
+    """One record picked for the contact sheet: its caption (`class_name`: its classes, or its
+    first caption), its stored picture, and what each kind of label draws of it, by kind name
+    (`labels.LabelKind.draw`: a detection record's boxes, names and masks, a segmentation
+    record's class-id mask, a keypoints record's points)."""
 
     split: str
     filename: str
     class_name: str | None
     encoded: bytes
-    boxes: tuple[tuple[float, float, float, float], ...] = ()
-    box_labels: tuple[str, ...] = ()
-    masks: tuple[bytes, ...] = ()
-    class_mask: bytes | None = None  # a segmentation record's mask PNG of class ids
-    # A keypoints record's points, per object: (x, y, v) triples, x and y fractions of the image.
-    keypoints: tuple[tuple[tuple[float, float, int], ...], ...] = ()
+    labels: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -64,8 +56,6 @@ class OutputReport:
     """What reading every shard found; `errors` empty means the output is sound."""
 
     summary: Summary | None  # None when the folder has none (an error says so)
-    objects_per_class: Counter = field(default_factory=Counter)  # a detection run's stored objects
-    class_pixels: Counter = field(default_factory=Counter)  # a segmentation run's: class id -> pixels
     errors: list[str] = field(default_factory=list)
     records: Counter = field(default_factory=Counter)  # split -> n
     by_split_label: Counter = field(default_factory=Counter)  # (split, label) -> n
@@ -130,10 +120,8 @@ def check_shard_names(found: Mapping[str, list[tuple[str, int]]], summary: Summa
     return errors
 
 
-def tf_message(error: tf.errors.OpError) -> str:
-    """TensorFlow's message without the eager wrapper's function and op names around it."""
-    text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", error.message.splitlines()[0])
-    return re.sub(r"\s*\[Op:[^\]]*\].*$", "", text).strip()
+# The facts of a record that are its picture's, not its labels'.
+_PICTURE_FACTS = frozenset({"shape", "stored", "filename", "encoded"})
 
 
 class _Sampler:
@@ -159,12 +147,15 @@ class _Sampler:
 
 
 def _facts_fn(layout: RecordLayout) -> Callable[[tf.Tensor], dict[str, tf.Tensor]]:
-    """Per record: the decoded shape, the stored shape, the label (a multi-label run's ids)
-    and the name (no pixels kept); every key of the layout must parse (a feature run's features
-    with their recorded length)."""
+    """Per record: the decoded shape, the stored shape, the name, and every key the kinds of label
+    store (no pixels kept; their checks read them); every key of the layout must parse (a feature
+    run's features with their recorded length)."""
     spec = schema_lib.parse_spec(layout)
     key = {name: key_of(layout, name) for name in ("image", "height", "width", "channels", "filename")}
-    names = {k.name for k in record_keys(layout)}
+    unlabelled = {k.name for k in table(layout.schema).image} | {n for n, _ in layout.extra_columns}
+    labelled = [
+        k for k in record_keys(layout) if k.name not in unlabelled and not k.name.startswith("features")
+    ]
 
     def facts(serialized: tf.Tensor) -> dict[str, tf.Tensor]:
         parsed = tf.io.parse_single_example(serialized, spec)
@@ -176,19 +167,7 @@ def _facts_fn(layout: RecordLayout) -> Callable[[tf.Tensor], dict[str, tf.Tensor
             "filename": parsed[key["filename"]],
             "encoded": encoded,
         }
-        for name in ("label", "label_text"):
-            if name in names:
-                result[name] = parsed[key_of(layout, name)]
-        for name in OBJECT_FIELDS:
-            if name in names:
-                result[name] = parsed[key_of(layout, name)]
-        if "class_mask" in layout.groups:
-            result["mask"] = parsed[key_of(layout, "mask")]
-        if "captions" in layout.groups:
-            result["caption"] = parsed[key_of(layout, "caption")]
-        if "keypoints" in layout.groups:
-            for name in ("keypoint_x", "keypoint_y", "keypoint_visibility"):
-                result[name] = parsed[key_of(layout, name)]
+        result |= {k.name: parsed[k.key] for k in labelled}
         return result
 
     return facts
@@ -213,16 +192,14 @@ def read_shard(
     split: str,
     report: OutputReport,
     sampler: _Sampler,
+    checks: Mapping[str, Checks],
 ) -> bool:
     """Read one shard in full into `report`; False (with an error recorded) if it cannot be."""
     summary = report.summary
     assert summary is not None
-    class_names = summary.class_names
-    labeled = class_names is not None
     name = posixpath.basename(path)
     compression = "GZIP" if name.endswith(".gz") else ""
     layout = summary.record_layout()
-    labeled = layout.labeled  # a detection run's classes are its objects' (checked apart)
     if not layout.has_image:  # the features are checked against their length where an image is
         layout = layout.without_features()
     facts_fn = _facts_fn(layout)
@@ -238,42 +215,17 @@ def read_shard(
                 report.errors.append(
                     f"{name} record {count} ({filename}): decodes to {shape}, stored {stored}"
                 )
-            labels: list[str | None] = [None]
-            if labeled:
-                assert class_names is not None  # a labeled layout is a summary's with class names
-                ids = np.asarray(facts["label"].numpy()).reshape(-1).tolist()
-                labels = []
-                for label_id in ids:
-                    if not 0 <= label_id < len(class_names):
-                        report.errors.append(
-                            f"{name} record {count} ({filename}): label {label_id} out of range"
-                        )
-                        labels.append(str(label_id))
-                    else:
-                        labels.append(class_names[label_id])
-                if "label_text" in facts:
-                    texts = [t.decode() for t in np.asarray(facts["label_text"].numpy()).reshape(-1).tolist()]
-                    if texts != labels:
-                        report.errors.append(
-                            f"{name} record {count} ({filename}): label text is not {labels!r}"
-                        )
-            objects: _Objects = ((), (), ())
-            if "objects" in layout.groups:
-                labels, objects = _check_objects(
-                    facts, class_names or [], shape, f"{name} record {count} ({filename})", report
-                )
-            class_mask = None
-            if "class_mask" in layout.groups:
-                class_mask = bytes(facts["mask"].numpy())
-                where = f"{name} record {count} ({filename})"
-                labels = _check_class_mask(class_mask, shape, class_names or [], summary, where, report)
-            shown = (
-                labeled or ("objects" in layout.groups) or ("class_mask" in layout.groups)
-            )  # a record's classes, as a label
-            label = "|".join(str(n) for n in labels) if shown else None
-            if "captions" in layout.groups:  # the first of its captions stands for it on the sheet
-                texts = [t.decode("utf-8", "replace") for t in facts["caption"].numpy()]
-                label = texts[0] if texts else "(no caption)"
+            labels: tuple[str | None, ...] = (None,)
+            label: str | None = None
+            drawn: dict[str, Any] = {}
+            values = {k: v.numpy() for k, v in facts.items() if k not in _PICTURE_FACTS}
+            where = f"{name} record {count} ({filename})"
+            for kind_name, check in checks.items():
+                found = check.record(values, shape, where, report.errors)
+                labels = found.classes if found.classes is not None else labels
+                label = found.shown if found.shown is not None else label
+                if found.drawn is not None:
+                    drawn[kind_name] = found.drawn
             report.records[split] += 1
             for one in labels:  # a multi-label record counts for each of its classes
                 report.by_split_label[(split, one)] += 1
@@ -281,11 +233,7 @@ def read_shard(
             report.channels[shape[2]] += 1
             slot = sampler.wants()
             if slot is not None:
-                points = _points_of(facts, len(objects[0])) if ("keypoints" in layout.groups) else ()
-                sample = Sample(
-                    split, filename, label, facts["encoded"].numpy(), *objects, class_mask, points
-                )
-                sampler.put(slot, sample)
+                sampler.put(slot, Sample(split, filename, label, facts["encoded"].numpy(), drawn))
             count += 1
     except tf.errors.DataLossError as error:
         first = tf_message(error)
@@ -299,89 +247,6 @@ def read_shard(
     if names.shard_format_of(name) == names.TFRECORD:
         report.errors += check_index(path)
     return True
-
-
-# A detection record's boxes, their class names and their mask PNGs, as a Sample holds them.
-_Objects = tuple[tuple[tuple[float, float, float, float], ...], tuple[str, ...], tuple[bytes, ...]]
-
-
-def _check_objects(
-    facts: dict[str, Any], class_names: list[str], shape: tuple[int, ...], where: str, report: OutputReport
-) -> tuple[list[str | None], _Objects]:
-    """A detection record's objects: ids in 1..K and their names, boxes inside the image with
-    min <= max, one mask per object of the image's size. Returns the classes it holds (each
-    once, for the per-split counts) and its boxes, names and masks (for the pictures)."""
-    ids = [int(i) for i in np.asarray(facts["object_label"]).reshape(-1)]
-    texts = [t.decode("utf-8", "replace") for t in np.asarray(facts["object_text"]).reshape(-1)]
-    boxes = np.stack(
-        [np.asarray(facts[f"object_{k}"], dtype=np.float32).reshape(-1) for k in BOX_ORDER], axis=1
-    )
-    for label_id, text in zip(ids, texts, strict=True):
-        if not 1 <= label_id <= len(class_names):
-            report.errors.append(f"{where}: object class {label_id} is not in 1..{len(class_names)}")
-        elif class_names[label_id - 1] != text:
-            report.errors.append(
-                f"{where}: object class {label_id} is named {text!r}, not {class_names[label_id - 1]!r}"
-            )
-        report.objects_per_class[text] += 1
-    if len(boxes) and (
-        boxes.min() < 0
-        or boxes.max() > 1
-        or (boxes[:, 2] < boxes[:, 0]).any()
-        or (boxes[:, 3] < boxes[:, 1]).any()
-    ):
-        report.errors.append(f"{where}: a box lies outside 0..1 or has its min past its max")
-    found = facts.get("object_mask")
-    masks = [bytes(m) for m in np.asarray(found).reshape(-1)] if found is not None else []
-    if "object_mask" in facts:
-        if len(masks) != len(ids):
-            report.errors.append(f"{where}: {len(masks)} masks for {len(ids)} objects")
-        for mask in masks:
-            found = tuple(tf.io.decode_png(mask, channels=1).shape[:2])
-            if found != shape[:2]:
-                report.errors.append(f"{where}: a mask is {found}, the image {shape[:2]}")
-                break
-    return sorted(set(texts)), (tuple(map(tuple, boxes.tolist())), tuple(texts), tuple(masks))
-
-
-def _points_of(facts: dict[str, Any], objects: int) -> tuple[tuple[tuple[float, float, int], ...], ...]:
-    """A keypoints record's points, per object, for the contact sheet."""
-    xs, ys, vs = (
-        np.asarray(facts[k]).reshape(-1) for k in ("keypoint_x", "keypoint_y", "keypoint_visibility")
-    )
-    count = len(xs) // objects if objects else 0
-    return tuple(
-        tuple((float(xs[i]), float(ys[i]), int(vs[i])) for i in range(o * count, (o + 1) * count))
-        for o in range(objects)
-    )
-
-
-def _check_class_mask(
-    png: bytes,
-    shape: tuple[int, ...],
-    class_names: list[str],
-    summary: Summary,
-    where: str,
-    report: OutputReport,
-) -> list[str | None]:
-    """A segmentation record's mask: one channel, the image's size, every value a class id or the
-    ignore value; its pixels are counted against summary.json's. Returns the classes it holds."""
-    try:
-        mask = tf.io.decode_png(png, channels=0).numpy()
-    except tf.errors.InvalidArgumentError as error:
-        report.errors.append(f"{where}: its mask does not decode: {tf_message(error)}")
-        return []
-    if mask.shape[2] != 1 or mask.shape[:2] != shape[:2]:
-        report.errors.append(f"{where}: its mask is {mask.shape}, the image {shape[:2]} with one channel")
-        return []
-    values, counts = np.unique(mask, return_counts=True)
-    masks = summary.section("class_mask", SegmentationSummary)
-    ignore = masks.ignore if masks is not None else None
-    wrong = [int(v) for v in values if int(v) >= len(class_names) and int(v) != ignore]
-    if wrong:
-        report.errors.append(f"{where}: its mask holds {wrong}, not class ids (0..{len(class_names) - 1})")
-    report.class_pixels.update({int(v): int(n) for v, n in zip(values, counts, strict=True)})
-    return [class_names[int(v)] for v in values if int(v) < len(class_names)]
 
 
 def check_index(path: str) -> list[str]:
@@ -404,7 +269,7 @@ def check_index(path: str) -> list[str]:
     return []
 
 
-def check_counts(report: OutputReport, broken: set[str]) -> list[str]:
+def check_counts(report: OutputReport, broken: set[str], checks: Mapping[str, Checks]) -> list[str]:
     """What was read against summary.json, for the splits whose every shard was read to its end."""
     summary, errors = report.summary, []
     assert summary is not None
@@ -425,18 +290,9 @@ def check_counts(report: OutputReport, broken: set[str]) -> list[str]:
                 )
     if not broken and sum(report.records.values()) != summary.records:
         errors.append(f"{sum(report.records.values())} records read, summary.json says {summary.records}")
-    masks = summary.section("class_mask", SegmentationSummary)
-    if not broken and masks is not None and not masks.pictures_without_mask:
-        for index, (name, counts) in enumerate(masks.per_class.items()):
-            if report.class_pixels[index] != counts["pixels"]:
-                found = report.class_pixels[index]
-                errors.append(f"class {name}: {found} pixels read, summary.json says {counts['pixels']}")
-    objects = summary.section("objects", ObjectSummary)
-    if not broken and objects is not None:
-        for name, counts in objects.per_class.items():
-            if report.objects_per_class[name] != counts["objects"]:
-                found = report.objects_per_class[name]
-                errors.append(f"class {name}: {found} objects read, summary.json says {counts['objects']}")
+    if not broken:  # each kind's counts against its summary section
+        for check in checks.values():
+            errors += check.against_summary()
     return errors
 
 
@@ -517,13 +373,17 @@ def verify_output(output: str, sample: int = 32, seed: int = 0) -> OutputReport:
     report.errors += check_shard_names(found, summary)
     report.errors += check_side_files(output, summary)
     sampler = _Sampler(sample, seed)
+    names = tuple(summary.class_names) if summary.class_names is not None else None
+    checks = {
+        kind.name: kind.checks(names, summary.sections.get(kind.name)) for kind in label_kinds(summary.kinds)
+    }
     broken = set()
     for split, files in found.items():
         for name, size in files:
             report.shard_bytes[split] += size
-            if not read_shard(FileSystems.join(output, name), split, report, sampler):
+            if not read_shard(FileSystems.join(output, name), split, report, sampler, checks):
                 broken.add(split)
-    report.errors += check_counts(report, broken)
+    report.errors += check_counts(report, broken, checks)
     report.errors += check_tfds_info(output, report, broken)
     report.samples = sorted(sampler.items, key=lambda s: (s.class_name or "", s.split, s.filename))
     return report

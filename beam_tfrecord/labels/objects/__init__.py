@@ -16,10 +16,24 @@ from typing import Any, NamedTuple
 
 from beam_tfrecord import names, reasons
 from beam_tfrecord.elements import DroppedObject, DroppedObjectLine, PlannedInput, RecordFields, StoredObject
-from beam_tfrecord.labels.base import Annotated, FileReader, KindTally, LabelKind, Placed, SectionInputs
+from beam_tfrecord.keys import RecordLayout
+from beam_tfrecord.labels.base import (
+    Annotated,
+    Checks,
+    FileReader,
+    KindTally,
+    LabelKind,
+    Placed,
+    ReadContext,
+    SectionInputs,
+    TargetOptions,
+    TfTarget,
+)
 from beam_tfrecord.labels.geometry import PixelTransform
+from beam_tfrecord.labels.objects.checks import ObjectChecks, draw_objects
 from beam_tfrecord.labels.objects.label_map import label_map
 from beam_tfrecord.labels.objects.placement import place_annotations, size_mismatch_detail
+from beam_tfrecord.labels.objects.reading import DETECTION_KEYS, detection_target
 from beam_tfrecord.labels.objects.summary import ObjectSummary, object_summary
 from beam_tfrecord.reasons import Reject
 
@@ -193,6 +207,48 @@ class ObjectsKind(LabelKind):
         return ("objects", "object_masks") if section.masks else ("objects",)
 
     joined_files = (names.DROPPED_OBJECTS_FILE,)
+    target_needs_image = True
+    held_as = "objects"
+    transforms_target = True
+
+    def holds_lists(self, context: ReadContext) -> bool:
+        return True
+
+    def tf_target(self, context: ReadContext, options: TargetOptions, channels: int | None) -> TfTarget:
+        """KerasHub's targets (labels.objects.tf_targets); a `max_objects` below the run's most
+        objects in one picture (summary.json) is refused here."""
+        section = context.section
+        most = section.per_image.get("max") if isinstance(section, ObjectSummary) else None
+        if options.max_objects is not None and most is not None and options.max_objects < int(most):
+            raise ValueError(
+                f"{context.where}: an image holds up to {int(most)} objects (summary.json), so "
+                f"max_objects={options.max_objects} would lose some: pass max_objects={int(most)} or more"
+            )
+        from beam_tfrecord.labels.objects.tf_targets import ObjectTargets
+
+        return ObjectTargets(context, options, channels)
+
+    def numpy_fields(self, record: dict[str, Any], layout: RecordLayout) -> None:
+        """The objects as NumPy arrays (`DETECTION_KEYS`): boxes in pixel xyxy, labels from 0,
+        masks decoded, keypoints."""
+        target = detection_target(record, labels_from=0)
+        record.update({key: target[key] for key in DETECTION_KEYS if key in target})
+
+    def torch_target(self, record: dict[str, Any], image_size: tuple[int, int] | None) -> Any:
+        """torchvision's detection target dict: labels from 1 (its class 0 is the background)."""
+        import torch
+
+        arrays = detection_target(record, image_size=image_size, labels_from=1)
+        return {name: torch.from_numpy(value) for name, value in arrays.items()}
+
+    def checks(self, class_names: tuple[str, ...] | None, section: Any) -> Checks:
+        return ObjectChecks(class_names or (), section if isinstance(section, ObjectSummary) else None)
+
+    def drawn_classes(self, drawn: Any) -> tuple[str, ...]:
+        return tuple(drawn.names) if drawn is not None else ()
+
+    def draw(self, thumb: Any, drawn: Any, sheet: Any) -> Any:
+        return draw_objects(thumb, drawn, sheet) if drawn is not None else thumb
 
     def grown_files(self, class_names: tuple[str, ...]) -> dict[str, str]:
         return {names.LABEL_MAP_FILE: label_map(class_names)}

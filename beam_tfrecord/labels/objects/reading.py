@@ -19,6 +19,7 @@ import numpy as np
 
 __all__ = [
     "BOX_FORMATS",
+    "DETECTION_KEYS",
     "PAD_LABEL",
     "box_columns",
     "check_box_format",
@@ -30,6 +31,11 @@ __all__ = [
     "resize_masks",
 ]
 
+# A detection record's objects as NumPy arrays in an `iter_examples` dict: `boxes` float32 [N, 4]
+# pixel xyxy of the stored image, `labels` int64 [N] from 0 (the stored `object_label` counts
+# from 1), and, where the run stored them, `masks` uint8 [N, height, width] of 0 and 1 and
+# `keypoints` float32 [N, K, 3].
+DETECTION_KEYS = ("boxes", "labels", "masks", "keypoints")
 # Keras's names (keras.utils.bounding_boxes.convert_format), what KerasHub's detectors take as
 # `bounding_box_format`; `rel_` ones are fractions of the image handed out.
 BOX_FORMATS = (

@@ -1,0 +1,58 @@
+"""What the kinds' pictures share: the contact sheet's inks, font and overlay opacity (`inspect`'s
+pictures: `read.pictures`), and how a kind draws its labels on a record's thumbnail
+(`labels.LabelKind.draw`). Pillow only; no TensorFlow."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from PIL import Image, ImageFont
+
+__all__ = [
+    "BACKGROUND",
+    "INK",
+    "MASK_OPACITY",
+    "TAG_HEIGHT",
+    "Sheet",
+    "font",
+    "mask_alpha",
+]
+
+BACKGROUND = (255, 255, 255)
+INK = (20, 20, 20)
+MASK_OPACITY = 0.45
+TAG_HEIGHT = 13  # a class name's tag, in pixels (11 px text)
+
+
+def font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    return ImageFont.load_default(size=size)
+
+
+def mask_alpha(png: bytes, size: tuple[int, int]) -> Image.Image | None:
+    """A stored mask (0 and 1) as an 8-bit alpha of `size`, or None if Pillow cannot read it."""
+    try:
+        with Image.open(io.BytesIO(png), formats=("PNG",)) as mask:
+            alpha = mask.convert("L").resize(size, Image.Resampling.NEAREST)
+    except Exception:
+        return None
+    return alpha.point(lambda v: int(255 * MASK_OPACITY) if v else 0)
+
+
+@dataclass(frozen=True)
+class Sheet:
+    """What every thumbnail of one contact sheet is drawn with: a colour per class name (the same
+    class, the same colour) and each kind's summary section (its palette, its skeletons)."""
+
+    colours: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
+    sections: Mapping[str, Any] = field(default_factory=dict)
+
+    def colour(self, name: str) -> tuple[int, int, int]:
+        return self.colours.get(name, INK)
+
+
+def palette_colours(palette: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
+    """256 colours, class id i in `palette[i]`, the rest ink."""
+    return [tuple(palette[i]) if i < len(palette) else INK for i in range(256)]
