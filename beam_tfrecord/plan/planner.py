@@ -33,9 +33,7 @@ from beam_tfrecord.plan import dedupe as dedupe_lib
 from beam_tfrecord.plan import labels as labels_lib
 from beam_tfrecord.plan import splits as splits_lib
 from beam_tfrecord.plan.annotations import growing as growing_lib
-from beam_tfrecord.plan.annotations.captions import load_captions
 from beam_tfrecord.plan.annotations.declared import SPLIT_ORDER, DeclaredSplits, split_name
-from beam_tfrecord.plan.annotations.load import annotated_layout, find_kind, load_annotations
 from beam_tfrecord.plan.annotations.matching import (
     MatchCounts,
     MostlyUnmatched,
@@ -43,15 +41,12 @@ from beam_tfrecord.plan.annotations.matching import (
     check_matches,
 )
 from beam_tfrecord.plan.annotations.results import AnnotationSet
-from beam_tfrecord.plan.annotations.segmentation import (
-    SegmentationSettings,
-    display_palette,
-    load_segmentation,
-)
 from beam_tfrecord.plan.columns import ExtraColumn
 from beam_tfrecord.plan.listing import InputFile, list_inputs, skip_reason
 from beam_tfrecord.plan.sharding import ShardSettings
 from beam_tfrecord.plan.source_config import SourceConfig
+from beam_tfrecord.plan.sources import registry
+from beam_tfrecord.plan.sources.base import LoadRequest, SourceError, SourceFormat
 
 __all__ = [
     "GroupFacts",
@@ -138,7 +133,7 @@ class ObjectFacts:
     """What planning learnt of a detection run's objects, for the summary and the side files.
 
     Args:
-      kind: coco, voc or yolo.
+      format: the annotations' format (coco, voc, yolo).
       masks: the records store instance masks.
       annotated: every object the sources hold (kept, dropped, on rejected images and on
         entries that name no listed image): annotated = stored + dropped, in the summary.
@@ -147,7 +142,7 @@ class ObjectFacts:
         (annotations_without_image.jsonl), and how many objects they hold.
     """
 
-    kind: str
+    format: str
     masks: bool
     annotated: int
     dropped: tuple[DroppedObjectLine, ...] = ()
@@ -168,7 +163,7 @@ class TaskFacts:
 
     Args:
       task: segmentation or captions.
-      kind: the annotations' format.
+      format: the annotations' format.
       unmatched: entries that name no listed picture, as JSON lines (annotations_without_image.jsonl).
       found_at: where the labels were found (with the class names and the rule that reads the
         masks), and how many pictures they matched.
@@ -179,7 +174,7 @@ class TaskFacts:
     """
 
     task: str
-    kind: str
+    format: str
     unmatched: tuple[str, ...] = ()
     found_at: str = ""
     warnings: tuple[str, ...] = ()
@@ -396,26 +391,28 @@ def _annotations(
         return None, None, []
     whole = known.listing if known is not None else ()
     changed: list[tuple[str, str | None]] = []
-    kind = options.kind
+    task = options.task or "detection"
     try:
-        kind = kind or find_kind(options.task or "detection", whole or files, options.paths())
-        if options.task == "segmentation":
-            settings = SegmentationSettings(
-                options.ignore_value, options.train_ids, source.class_names, options.declared_splits
-            )
-            found = load_segmentation(kind, whole or files, options.paths(), settings)
-        elif options.task == "captions":
-            found = load_captions(kind, whole or files, options.paths())
-        else:
-            found = load_annotations(
-                kind,
-                whole or files,
-                options.paths(),
-                class_names=source.class_names,
-                masks=options.masks,
-                label_map=options.label_map,
-                keypoints=options.task == "keypoints",
-            )
+        fmt = (
+            registry.named(options.format)
+            if options.format
+            else registry.find(task, whole or files, options.paths())
+        )
+    except SourceError as error:
+        raise ConfigError(error.field, error.detail) from None
+    request = LoadRequest(
+        task,
+        whole or files,
+        options.paths(),
+        class_names=source.class_names,
+        masks=options.masks,
+        label_map=options.label_map,
+        ignore_value=options.ignore_value,
+        train_ids=options.train_ids,
+        declared_splits=options.declared_splits,
+    )
+    try:
+        found = fmt.load(request)
         counts = MatchCounts.of(found)
         # Pictures without a mask left out on purpose (`--unannotated drop`) are no poor match.
         allow = options.allow_unmatched_annotations or (
@@ -430,21 +427,25 @@ def _annotations(
         else:
             warning = check_matches(found, allow)
     except (NothingMatched, MostlyUnmatched) as error:
-        raise ConfigError("annotations", f"{kind}: {error}") from None
+        raise ConfigError("annotations", f"{fmt.name}: {error}") from None
     except ConfigError:
         raise
-    except ValueError as error:  # the sources name the field their message starts with
-        name, _, problem = str(error).partition(" ")
-        if name in ("annotations_path", "class_names", "label_map", "ignore_value"):
-            raise ConfigError(name, problem) from None
-        if name == "annotations:":
-            raise ConfigError("annotations", problem) from None
-        raise ConfigError("annotations", f"({kind}): {error}") from None
+    except ValueError as error:  # SourceError names its setting; any other is the format's own
+        raise _load_error(fmt, error) from None
     _LOGGER.info("%s; %s", found.found_at, counts.describe())
     if warning:
         _LOGGER.warning("%s", warning)
         found = dataclasses.replace(found, warnings=(*found.warnings, warning))
     return found, counts, changed
+
+
+def _load_error(fmt: SourceFormat, error: ValueError) -> ConfigError:
+    """A format's refusal as the setting it concerns says it; where its own files are at fault
+    (`annotations`), the format is named: `--annotations (yolo): YOLO class names: ...`."""
+    if isinstance(error, SourceError) and error.field != "annotations":
+        return ConfigError(error.field, error.detail)
+    detail = error.detail if isinstance(error, SourceError) else str(error)
+    return ConfigError("annotations", f"({fmt.name}): {detail}")
 
 
 SPLIT_FOLDERS = "the split folders (train/, val/, test/ above the class folders)"
@@ -500,7 +501,7 @@ def _refuse_other_layouts(
     it fails in one line naming the option to pass, unless `--task classification` says so."""
     if label_source.mode != "folder" or source.classification_asked:
         return
-    found = annotated_layout(files)
+    found = registry.annotated_layout(files)
     if found is not None:
         raise ConfigError(
             "task",
@@ -517,7 +518,7 @@ def _grown_classes(old: Sequence[str], annotated: AnnotationSet, source: SourceC
     try:
         return growing_lib.grown_class_names(old, annotated, numbered_by)
     except growing_lib.ClassIdConflict as error:
-        raise ConfigError("annotations", f"{annotated.kind}: {error}") from None
+        raise ConfigError("annotations", f"{annotated.format}: {error}") from None
 
 
 def _check_split_method(known: KnownRecords, declared: DeclaredSplits | None, source: SourceConfig) -> None:
@@ -535,10 +536,10 @@ def _check_split_method(known: KnownRecords, declared: DeclaredSplits | None, so
         now = f"declared by {declared.source}"
     else:
         now = "hashed (--splits given)" if not keeps_declared else "hashed (none declared)"
-    name, kind = ("annotations", f"{options.kind}: ") if options is not None else ("splits", "")
+    name, named = ("annotations", f"{options.format}: ") if options is not None else ("splits", "")
     raise ConfigError(
         name,
-        f"{kind}--append refused: the dataset's splits are {known.split_method}, this run's would be "
+        f"{named}--append refused: the dataset's splits are {known.split_method}, this run's would be "
         f"{now}: a full run with --overwrite splits every picture alike",
     )
 
@@ -668,7 +669,7 @@ def _object_facts(
         split_source = ""
     dropped = tuple(DroppedObjectLine(n.relpath, n.reason, n.detail) for n in annotated.dropped)
     return ObjectFacts(
-        kind=annotated.kind,
+        format=annotated.format,
         masks=source.annotations.masks,
         annotated=annotated.annotated_objects,
         dropped=dropped,
@@ -690,19 +691,15 @@ def _task_facts(
     counts: MatchCounts | None = None,
 ) -> TaskFacts:
     objects = _object_facts(annotated, source, declared, rejects, counts)
-    assert source.annotations is not None
-    palette: tuple[tuple[int, int, int], ...] = ()
-    if annotated.mask_rule is not None:
-        palette = display_palette(annotated.kind, annotated.class_names, source.annotations.train_ids)
     return TaskFacts(
         annotated.task,
-        annotated.kind,
+        annotated.format,
         objects.unmatched,
         objects.found_at,
         objects.warnings,
         objects.split_source,
         annotated.mask_rule,
-        palette,
+        annotated.palette,
     )
 
 

@@ -68,7 +68,7 @@ class PlannedObjects:
     where the annotations were found, the warnings planning leaves, and where the splits came
     from."""
 
-    kind: str
+    kind: str  # the annotations' format (facts.json's key, as summary.json's)
     masks: bool
     annotated: int
     unmatched_entries: int = 0
@@ -85,7 +85,7 @@ class PlannedObjects:
     def of(cls, found: ObjectFacts) -> PlannedObjects:
         dropped = dict(sorted(Counter(d.reason for d in found.dropped).items()))
         return cls(
-            found.kind,
+            found.format,
             found.masks,
             found.annotated,
             len(found.unmatched),
@@ -108,7 +108,7 @@ class PlannedTask:
     came from."""
 
     task: str
-    kind: str
+    kind: str  # the annotations' format (facts.json's key, as summary.json's)
     ignore: int | None = None
     found_at: str = ""
     unmatched_entries: int = 0
@@ -120,7 +120,7 @@ class PlannedTask:
     def of(cls, found: TaskFacts) -> PlannedTask:
         return cls(
             found.task,
-            found.kind,
+            found.format,
             found.rule.ignore if found.rule is not None else None,
             found.found_at,
             len(found.unmatched),
