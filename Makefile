@@ -1,6 +1,6 @@
-# `make demo` converts the bundled sample; `make test` runs lint and the whole suite (`make
-# test-fast` most of it in about half the time; `make test-torch` adds PyTorch and runs its
-# reader's and feature models' tests).
+# `make demo` converts the bundled sample; `make test` runs lint (ruff, mypy, shellcheck, hadolint)
+# and the whole suite (`make test-fast` most of it in about half the time; `make test-torch` adds
+# PyTorch and runs its reader's and feature models' tests).
 # Each creates .venv on first use: `make demo` with what the converter needs (requirements.txt and the
 # project), `make test` with the test and lint tools too (requirements-dev-nodeps.txt without their
 # dependencies: see its header). `make proto` recompiles beam_tfrecord/write/example.binpb after an
@@ -47,9 +47,12 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-dev-nodep
 demo: $(VENV)/.installed-run
 	$(PY) -m pipelines.convert --runner=DirectRunner --output output --overwrite
 
+# mypy checks beam_tfrecord/ and pipelines/ as pyproject.toml's [tool.mypy] says: about 10 s on
+# the project's 2-core machine, half a second once .mypy_cache holds the last run's.
 lint: $(VENV)/.installed
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 	$(VENV)/bin/shellcheck deploy/*.sh
 	$(VENV)/bin/hadolint deploy/Dockerfile
 

@@ -133,7 +133,7 @@ class Setting:
     record: str | None = ""
     record_text: Callable[[Any], Any] | None = None
     record_value: Callable[[Any], Any] | None = None
-    nested: type | None = None
+    nested: type[Config] | None = None
     needs: tuple[str, ...] = ()
     needs_text: str = ""
     record_default: bool = True
@@ -264,11 +264,11 @@ class Config:
         for item in declared(cls):
             if item.spec.nested is not None:
                 nested = item.spec.nested
-                keys = {d.record_key for d in declared(nested)}
+                keys = {d.record_key for d in declared(nested) if d.record_key is not None}
                 if item.spec.needs and not any(data.get(k) for k in keys & _need_keys(item)):
                     values[item.name] = None
                 else:
-                    values[item.name] = nested.from_json(data)  # type: ignore[attr-defined]
+                    values[item.name] = nested.from_json(data)
             elif item.record_key is not None and item.record_key in data:
                 value = data[item.record_key]
                 if value is not None and item.spec.record_value is not None:

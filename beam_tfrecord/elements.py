@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -56,7 +56,7 @@ __all__ = [
 #
 # These are facts of the plan, like labels: parsed and checked on the launcher, staged with each
 # shard task, carried with their image through the workers, and transformed with its pixels there
-# (`beam_tfrecord.images.geometry`). The annotation formats (`plan.sources`: COCO, VOC, YOLO) all give
+# (`beam_tfrecord.labels.geometry`). The annotation formats (`plan.sources`: COCO, VOC, YOLO) all give
 # these types, so nothing after planning knows which format the annotations came from.
 #
 # Coordinates: `ObjectBox` holds `xmin, ymin, xmax, ymax` with the origin at the top left corner of
@@ -418,18 +418,18 @@ def _tuple(value: Any) -> Any:
 @dataclass(frozen=True)
 class ShardTask:
     """One output shard and the inputs that go into it, in order: the unit of work of the
-    path-planned sink (paths travel between workers, image bytes never do)."""
+    path-planned sink (paths travel between workers, image bytes never do).
+
+    `kinds` are the run's kinds of label (`tasks.Task.kinds`), in order; `settings` what each
+    kind's workers need of the run (its JSON form, by kind name: `labels.base.LabelKind
+    .read_setting` reads it back), staged with every task so a worker needs nothing else."""
 
     split: str
     index: int
     count: int
     inputs: tuple[PlannedInput, ...]
-    # A detection run's class names in id order (ids from 1): the worker gives objects their ids.
-    class_names: tuple[str, ...] = ()
-    # A segmentation run's rule for reading its mask files.
-    mask_rule: MaskRule | None = None
-    # The task of a run whose labels are neither a class nor objects: segmentation or captions.
-    task: str = ""
+    kinds: tuple[str, ...] = ("class",)
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self, objects_staged: Callable[[PlannedInput, list[str]], None] | None = None) -> str:
         """The staged text: JSON that `from_json` reads back, assembled from each object's
@@ -438,12 +438,9 @@ class ShardTask:
         the digest) instead of encoding their numbers a second time (float `repr`:
         docs/performance.md#per-step-costs-behind-the-code)."""
         head: dict[str, Any] = {"split": self.split, "index": self.index, "count": self.count}
-        if self.class_names:
-            head["class_names"] = list(self.class_names)
-        if self.mask_rule is not None:
-            head["mask_rule"] = self.mask_rule.to_row()
-        if self.task:
-            head["task"] = self.task
+        head["kinds"] = list(self.kinds)
+        if self.settings:
+            head["settings"] = dict(self.settings)
         inputs = ", ".join(item.staged_text(objects_staged) for item in self.inputs)
         return f'{_TEXT(head)[:-1]}, "inputs": [{inputs}]}}'
 
@@ -451,9 +448,8 @@ class ShardTask:
     def from_json(cls, text: str) -> ShardTask:
         task = json.loads(text)
         inputs = tuple(PlannedInput.from_row(row) for row in task["inputs"])
-        rule = MaskRule.from_row(task["mask_rule"]) if "mask_rule" in task else None
-        names = tuple(task.get("class_names", ()))
-        return cls(task["split"], task["index"], task["count"], inputs, names, rule, task.get("task", ""))
+        kinds = tuple(task["kinds"])
+        return cls(task["split"], task["index"], task["count"], inputs, kinds, task.get("settings", {}))
 
 
 @dataclass(frozen=True, order=True)
@@ -511,22 +507,22 @@ class RecordFields:
     feature_dtype: str = "float32"  # float32 (FloatList) | float16 (bytes)
     include_image: bool = True  # False for features_only
     extras: tuple[tuple[str, str, Any], ...] = ()  # (column, type, value) of extra_columns
-    # A detection run's: the image's id in its source, and its objects as stored (() a negative);
-    # None in a classification run. `masks`: the run stores instance masks.
-    source_id: str | None = None
-    objects: tuple[StoredObject, ...] | None = None
-    masks: bool = False
-    class_mask: bytes | None = None  # a segmentation run's: the class-id mask as a PNG
-    captions: tuple[str, ...] | None = None  # a captions run's: the picture's sentences
-    keypoints: bool = False  # a keypoints run's: its objects hold keypoints
+    # Each kind of label's stored value, by kind name (`labels.base.Placed.stored`): what its
+    # `encoders` write, into the key groups `groups` names (`labels.RunLabels.groups`). The
+    # class's id and name are `label` and `label_text` above.
+    labels: Mapping[str, Any] = field(default_factory=dict)
+    groups: tuple[str, ...] = ()
+
+
+_NO_FACTS: Mapping[str, Any] = {}  # shared, never written to
 
 
 class ShardKey(NamedTuple):
     """The output shard a record goes to: the path-planned sink writes each shard whole."""
 
     split: str
-    index: int = 0
-    count: int = 1
+    index: int = 0  # type: ignore[assignment]  # hides tuple.index(): the name of a shard's number
+    count: int = 1  # type: ignore[assignment]  # hides tuple.count(): the name of a split's shards
 
 
 class ConvertedRecord(NamedTuple):
@@ -545,17 +541,10 @@ class ConvertedRecord(NamedTuple):
     feature_shape: tuple[int, ...] | None = None
     mode: str = ""  # the source's Pillow mode
     changes: tuple[str, ...] = ()  # reasons' change codes
-    # A detection run's: (class name, area in stored pixels) of each stored object (None in a
-    # classification run), and the lines of the objects left out of the record.
-    objects: tuple[tuple[str, float], ...] | None = None
-    objects_dropped: tuple[DroppedObjectLine, ...] = ()
-    # A segmentation run's: (class id, pixels) of each value its mask holds (the ignore value's
-    # too); None in other runs.
-    pixels: tuple[tuple[int, int], ...] | None = None
-    captions: int | None = None  # a captions run's: how many captions the record holds
-    # A keypoints run's: its objects' points labelled, of them visible, and made unlabelled
-    # because the picture's crop or edge left them outside.
-    keypoints: tuple[int, int, int] | None = None
+    # What the tally counts of each kind of label the record holds, by kind name
+    # (`labels.base.Placed.facts`: small, no pixels), and the lines of what it left out.
+    facts: Mapping[str, Any] = _NO_FACTS
+    dropped: tuple[DroppedObjectLine, ...] = ()
 
     @property
     def split(self) -> str:
@@ -571,8 +560,9 @@ class PendingRecord(NamedTuple):
     reencoded: bool
     mode: str = ""
     changes: tuple[str, ...] = ()
-    dropped: tuple[DroppedObject, ...] = ()  # a detection run's objects left out of the record
-    pixels: tuple[tuple[int, int], ...] | None = None  # a segmentation run's: see ConvertedRecord
+    dropped: tuple[DroppedObject, ...] = ()  # parts of its labels left out of the record
+    facts: Mapping[str, Any] = _NO_FACTS  # see ConvertedRecord
+    objects: int = 0  # the annotated objects it stands for (stored and dropped): a later reject counts them
 
     @property
     def split(self) -> str:

@@ -177,9 +177,9 @@ def thread_client() -> GcsIO:
 
 
 def _anonymous_storage_client() -> Any:
-    from google.cloud import storage
+    from google.cloud.storage import Client
 
-    return storage.Client.create_anonymous_client()  # honours STORAGE_EMULATOR_HOST
+    return Client.create_anonymous_client()  # honours STORAGE_EMULATOR_HOST
 
 
 def delete_files(paths: Sequence[str]) -> None:

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, replace
-from typing import Literal
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Literal, TypedDict
 
 __all__ = [
     "SCHEMAS",
@@ -49,7 +50,7 @@ DType = Literal["bytes", "int64", "float32"]
 TfdsKind = Literal[
     "image", "text", "scalar", "class_label", "object_class_label", "mask", "class_mask", "none"
 ]
-EXTRA_TYPES = {"str": "bytes", "int": "int64", "float": "float32"}
+EXTRA_TYPES: dict[str, DType] = {"str": "bytes", "int": "int64", "float": "float32"}
 
 
 @dataclass(frozen=True)
@@ -88,22 +89,31 @@ class KeyTable:
     features: str  # float32 values, flattened
     features_float16: str  # little-endian float16 bytes, instead of `features`
     features_shape: str  # the int64 shape to restore either
-    # A detection run's: the image's id in its source, one list per object attribute (one value
-    # per object, in the same order), and the objects' masks (one PNG each).
-    source_id: RecordKey | None = None
-    objects: tuple[RecordKey, ...] = ()
-    masks: RecordKey | None = None
-    # A segmentation run's: the picture's class-id mask (a single-channel PNG) and its format, as
-    # DeepLab's converters and TF Model Garden's segmentation decoder name them.
-    segmentation: tuple[RecordKey, ...] = ()
-    # A captions run's: every caption of the picture (Model Garden's create_coco_tf_record key).
-    captions: tuple[RecordKey, ...] = ()
-    # A keypoints run's, beside its objects: every object's points in turn, as many for each object as
-    # the run's keypoint count (the Object Detection API's keys, as its CenterNet reads them).
-    keypoints: tuple[RecordKey, ...] = ()
+    # The keys of each group a kind of label stores (`labels`: each kind names its groups), in
+    # the order a record holds them: a detection run's `objects` (the image's id in its source,
+    # then one list per object attribute, one value per object, in the same order), their
+    # `object_masks` (one PNG each), a keypoints run's `keypoints` (every object's points in
+    # turn, as many for each object as the run's keypoint count: the Object Detection API's
+    # keys, as its CenterNet reads them), a segmentation run's `class_mask` (the picture's
+    # class-id mask, a single-channel PNG, and its format, as DeepLab's converters and TF Model
+    # Garden's segmentation decoder name them), a captions run's `captions` (every caption of
+    # the picture: Model Garden's create_coco_tf_record key). A schema without a group holds
+    # one label per image.
+    groups: Mapping[str, tuple[RecordKey, ...]] = field(default_factory=dict)
+    # The groups whose keys no manifest column may take (a detection run's); a segmentation,
+    # keypoints or captions run takes no manifest, so its keys stay free for another run's column.
+    reserved_groups: tuple[str, ...] = ("objects", "object_masks")
 
 
-_TEXT = {"dtype": "bytes", "text": True, "tfds": "text"}
+class _TextFields(TypedDict):
+    """The fields every text key shares, spread into its RecordKey."""
+
+    dtype: DType
+    text: bool
+    tfds: TfdsKind
+
+
+_TEXT: _TextFields = {"dtype": "bytes", "text": True, "tfds": "text"}
 TABLES: dict[str, KeyTable] = {
     "tfds": KeyTable(
         schema="tfds",
@@ -122,33 +132,41 @@ TABLES: dict[str, KeyTable] = {
         features="image/features",
         features_float16="image/features/float16",
         features_shape="image/features/shape",
-        source_id=RecordKey("source_id", "image/source_id", **_TEXT),
-        objects=(
-            RecordKey("object_xmin", "image/object/bbox/xmin", "float32", ragged=True),
-            RecordKey("object_ymin", "image/object/bbox/ymin", "float32", ragged=True),
-            RecordKey("object_xmax", "image/object/bbox/xmax", "float32", ragged=True),
-            RecordKey("object_ymax", "image/object/bbox/ymax", "float32", ragged=True),
-            RecordKey(
-                "object_label", "image/object/class/label", "int64", ragged=True, tfds="object_class_label"
+        groups={
+            "objects": (
+                RecordKey("source_id", "image/source_id", **_TEXT),
+                RecordKey("object_xmin", "image/object/bbox/xmin", "float32", ragged=True),
+                RecordKey("object_ymin", "image/object/bbox/ymin", "float32", ragged=True),
+                RecordKey("object_xmax", "image/object/bbox/xmax", "float32", ragged=True),
+                RecordKey("object_ymax", "image/object/bbox/ymax", "float32", ragged=True),
+                RecordKey(
+                    "object_label",
+                    "image/object/class/label",
+                    "int64",
+                    ragged=True,
+                    tfds="object_class_label",
+                ),
+                RecordKey("object_text", "image/object/class/text", **_TEXT, ragged=True),
+                RecordKey("object_area", "image/object/area", "float32", ragged=True),
+                RecordKey("object_is_crowd", "image/object/is_crowd", "int64", ragged=True),
+                RecordKey("object_difficult", "image/object/difficult", "int64", ragged=True),
+                RecordKey("object_truncated", "image/object/truncated", "int64", ragged=True),
+                RecordKey("object_view", "image/object/view", **_TEXT, ragged=True),
             ),
-            RecordKey("object_text", "image/object/class/text", **_TEXT, ragged=True),
-            RecordKey("object_area", "image/object/area", "float32", ragged=True),
-            RecordKey("object_is_crowd", "image/object/is_crowd", "int64", ragged=True),
-            RecordKey("object_difficult", "image/object/difficult", "int64", ragged=True),
-            RecordKey("object_truncated", "image/object/truncated", "int64", ragged=True),
-            RecordKey("object_view", "image/object/view", **_TEXT, ragged=True),
-        ),
-        masks=RecordKey("object_mask", "image/object/mask", "bytes", ragged=True, tfds="mask"),
-        segmentation=(
-            RecordKey("mask", "image/segmentation/class/encoded", "bytes", tfds="class_mask"),
-            RecordKey("mask_format", "image/segmentation/class/format", **_TEXT),
-        ),
-        captions=(RecordKey("caption", "image/caption", **_TEXT, ragged=True),),
-        keypoints=(
-            RecordKey("keypoint_x", "image/object/keypoint/x", "float32", ragged=True),
-            RecordKey("keypoint_y", "image/object/keypoint/y", "float32", ragged=True),
-            RecordKey("keypoint_visibility", "image/object/keypoint/visibility", "int64", ragged=True),
-        ),
+            "object_masks": (
+                RecordKey("object_mask", "image/object/mask", "bytes", ragged=True, tfds="mask"),
+            ),
+            "keypoints": (
+                RecordKey("keypoint_x", "image/object/keypoint/x", "float32", ragged=True),
+                RecordKey("keypoint_y", "image/object/keypoint/y", "float32", ragged=True),
+                RecordKey("keypoint_visibility", "image/object/keypoint/visibility", "int64", ragged=True),
+            ),
+            "class_mask": (
+                RecordKey("mask", "image/segmentation/class/encoded", "bytes", tfds="class_mask"),
+                RecordKey("mask_format", "image/segmentation/class/format", **_TEXT),
+            ),
+            "captions": (RecordKey("caption", "image/caption", **_TEXT, ragged=True),),
+        },
     ),
     "simple": KeyTable(
         schema="simple",
@@ -197,10 +215,8 @@ class RecordLayout:
       extra_columns: (name, type) of each manifest column stored, type as in
         `plan.columns.COLUMN_TYPES` (str, int, float, or their `_list`).
       features: the feature model's output, when the run has one.
-      objects: a detection run's records hold objects (boxes, classes, flags); `masks`, their masks.
-      segmentation: a segmentation run's records hold a class-id mask of the picture.
-      captions: a captions run's records hold the picture's captions.
-      keypoints: a keypoints run's records hold its objects' points too (with `objects`).
+      groups: the key groups (`KeyTable.groups`) the run's kinds of label store beyond the
+        class's, in the order a record holds them.
     """
 
     schema: str = "tfds"
@@ -208,30 +224,18 @@ class RecordLayout:
     multi_label: bool = False
     extra_columns: tuple[tuple[str, str], ...] = ()
     features: FeatureLayout | None = None
-    objects: bool = False
-    masks: bool = False
-    segmentation: bool = False
-    captions: bool = False
-    keypoints: bool = False
+    groups: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        keys = table(self.schema)
-        if self.objects and not keys.objects:
-            raise ValueError(
-                f"the {self.schema} schema holds one label per image, no objects: detection records "
-                "use the tfds schema (the Object Detection API's keys)"
-            )
-        if self.segmentation and not keys.segmentation:
-            raise ValueError(
-                f"the {self.schema} schema holds one label per image, no mask: segmentation records "
-                "use the tfds schema (DeepLab's and Model Garden's keys)"
-            )
-        if self.captions and not keys.captions:
-            raise ValueError(
-                f"the {self.schema} schema holds one label per image, no captions: captions records "
-                "use the tfds schema (Model Garden's image/caption)"
-            )
+        held = table(self.schema).groups
+        for group in self.groups:
+            if group not in held:
+                raise ValueError(
+                    f"the {self.schema} schema holds one label per image, no {group} keys: those "
+                    "records use the tfds schema"
+                )
         object.__setattr__(self, "extra_columns", tuple((str(n), str(t)) for n, t in self.extra_columns))
+        object.__setattr__(self, "groups", tuple(self.groups))
 
     @property
     def has_image(self) -> bool:
@@ -262,23 +266,14 @@ def record_keys(layout: RecordLayout) -> tuple[RecordKey, ...]:
             RecordKey(
                 name,
                 extra_key(layout.schema, name),
-                EXTRA_TYPES[scalar],  # type: ignore[arg-type]
+                EXTRA_TYPES[scalar],
                 text=scalar == "str",
                 ragged=kind.endswith("_list"),
                 tfds=tfds,
             )
         )
-    if layout.objects:
-        assert keys.source_id is not None
-        found += [keys.source_id, *keys.objects]
-        if layout.masks and keys.masks is not None:
-            found.append(keys.masks)
-        if layout.keypoints:
-            found += keys.keypoints
-    if layout.segmentation:
-        found += keys.segmentation
-    if layout.captions:
-        found += keys.captions
+    for group in layout.groups:
+        found += keys.groups[group]
     features = layout.features
     if features is not None:
         rank = len(features.shape)
@@ -318,8 +313,10 @@ def reserved_names() -> frozenset[str]:
 
 def _fixed(keys: KeyTable, with_tasks: bool = True) -> list[RecordKey]:
     """A table's keys but the manifest columns' and the features' (whose shape is the run's);
-    `with_tasks`: a segmentation and a captions run's too."""
+    `with_tasks`: every group's, else only those a manifest column may not share
+    (`KeyTable.reserved_groups`)."""
     found = [*keys.image, keys.label, *((keys.label_text,) if keys.label_text else ())]
-    found += [key for key in (keys.source_id, *keys.objects, keys.masks) if key is not None]
-    tasks = [*keys.segmentation, *keys.captions, *keys.keypoints]
-    return found + (tasks if with_tasks else [])
+    for name, group in keys.groups.items():
+        if with_tasks or name in keys.reserved_groups:
+            found += group
+    return found

@@ -33,6 +33,7 @@ from beam_tfrecord.elements import (
     PlannedInput,
     RejectLine,
 )
+from beam_tfrecord.labels import of_task
 from beam_tfrecord.output import append as append_lib
 from beam_tfrecord.output import file_index, outputs
 from beam_tfrecord.output import resume as resume_lib
@@ -59,7 +60,7 @@ from beam_tfrecord.transforms import (
 from beam_tfrecord.write import done_files
 from beam_tfrecord.write.run_step import RunStepFn
 from beam_tfrecord.write.shardwriter import remove_tree
-from beam_tfrecord.write.side_files import object_files, write_metadata
+from beam_tfrecord.write.side_files import label_files, write_metadata
 from beam_tfrecord.write.sinks import TALLIES, MergeTallies, make_sink
 from beam_tfrecord.write.summary import OptionsSummary, RunSummary, Summary, build_summary
 from beam_tfrecord.write.tally import Tally
@@ -112,16 +113,10 @@ def prepare(
         what = "no longer held" if not claim.held else f"on {claim.output}, not on this output"
         raise ConfigError("output", f"{config.output}: the claim passed to prepare is {what}")
     if source.annotations is not None and config.schema != "tfds":
-        task = source.annotations.task
-        keys = (
-            "DeepLab's and Model Garden's keys"
-            if task == "segmentation"
-            else "the Object Detection API's keys"
-        )
-        raise ConfigError(
-            "schema",
-            f"{config.schema} holds one label per image; {task} records use the tfds schema ({keys})",
-        )
+        task = source.annotations.task or ""
+        (kind, *_) = of_task(task)
+        uses = f"{task} records use the tfds schema ({kind.keys_named})"
+        raise ConfigError("schema", f"{config.schema} holds one label per image; {uses}")
     shards = ShardSettings(config.num_shards, config.shard_size_mb, parallelism, round_robin)
     listing = list_inputs(source.input) if files is None else files
     fault_injection.pause_point("listed")
@@ -188,6 +183,7 @@ def _plan_and_stage(
     # picture whose annotations changed since (plan.annotations.growing). Made from the texts
     # staged for the objects, so their numbers are encoded once.
     staged_digests: dict[str, str] = {}
+    digested = any(kind.digested for kind in of_task(plan.task))
 
     def objects_staged(item: PlannedInput, texts: list[str]) -> None:
         staged_digests[item.relpath] = objects_digest(texts)
@@ -198,14 +194,14 @@ def _plan_and_stage(
         source,
         tasks=tasks,
         staged_task=tasks_digest.add,
-        objects_staged=objects_staged if plan.objects is not None else None,
+        objects_staged=objects_staged if digested else None,
     )
     # Each file's group goes into the file index, a group pattern's too: an append counts the
     # groups over it as the plan counts them (a picture a worker rejects is still in its group),
     # which the paths of the records alone cannot tell.
     digests = (
         {p.relpath: staged_digests.get(p.relpath) or annotations_digest(p.annotations) for p in plan.inputs}
-        if plan.objects is not None
+        if digested
         else None
     )
     file_index.stage_listing(staged.plan_dir, listing, plan.groups, digests)
@@ -278,7 +274,7 @@ class WriteMetadataFn(RunStepFn):
         finals: list[FinalShard],
         changes: list[ChangeLine],
         dropped: list[DroppedObjectLine],
-        contents: list[tuple[str, tuple[str, str]]] = (),  # type: ignore[assignment]
+        contents: Sequence[tuple[str, tuple[str, str]]] = (),
     ) -> Iterator[Summary]:
         self.staged.check_fence("the side files and summary.json")
         facts = staging.load_facts(self.staged.plan_dir)
@@ -319,7 +315,7 @@ class WriteMetadataFn(RunStepFn):
             changes,
             duplicates,
             facts.manifest_unmatched,
-            object_files(self.staged, dropped),
+            label_files(self.staged, facts, dropped),
         )
         remove_tree(self.staged.temp_dir)
         yield summary

@@ -59,7 +59,7 @@ class ProgressPrinter:
         self.directory = directory
         self.total = total
         self.stream = stream if stream is not None else sys.stderr  # sys.stderr of now, not of import
-        self.interactive = stream.isatty()
+        self.interactive = self.stream.isatty()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._started = time.monotonic()

@@ -24,6 +24,7 @@ __all__ = [
     "Kind",
     "KindInfo",
     "Reason",
+    "Reject",
     "codes",
     "counter_name",
     "get",
@@ -94,6 +95,22 @@ class Reason:
     kind: Kind
     meaning: str
     record_change: str | None = None
+
+
+class Reject(Exception):
+    """An input that cannot become a record; `reason` is its stable code (a `Reason`'s),
+    `detail` is for people. Raised by the decode and by a kind of label's checks alike, and
+    turned into the input's reject line by the worker."""
+
+    def __init__(self, reason: Reason, detail: str) -> None:
+        super().__init__(f"{reason.code}: {detail}")
+        self.registered = reason
+        self.reason = reason.code
+        self.detail = detail
+
+    def with_detail(self, detail: str) -> Reject:
+        """The same reason, said with more (what the decoder printed)."""
+        return Reject(self.registered, detail)
 
 
 _DECLARED: dict[str, Reason] = {}

@@ -27,6 +27,7 @@ from apache_beam.options.pipeline_options import (
     WorkerOptions,
 )
 
+from beam_tfrecord import storage
 from beam_tfrecord.config_base import ConfigError
 
 __all__ = [
@@ -192,7 +193,7 @@ def read_threads(input_path: str, workers: int | None) -> int:
     released, while the other runs Python), 1 per worker process: the processes already keep
     every core busy, and a pool would only add a hand-off per image
     (docs/performance.md#local-workers)."""
-    if "://" in input_path:
+    if storage.is_remote(input_path):
         return 8
     return 2 if (workers or 1) == 1 else 1
 

@@ -1,13 +1,12 @@
 """The kinds of labelled pictures a run converts, each declared once: what `--task` offers and
-says, which key groups of `keys.KeyTable` its records hold, and its docs page. Which annotation
+says, which kinds of label its records hold (`labels.KINDS`), and its docs page. Which annotation
 formats read a task is each format's own declaration (plan.sources: `SourceFormat.tasks`).
 
 What reads it: the `--task` option's choices, help and docs table (`plan.annotations.options`),
-the `--annotations` help and docs table (one part a task, with its docs page), and the side
-files a task's run writes (`pipeline`). The stages still carry one branch for each kind of label
-the key groups name (objects, a class mask, captions, keypoints): a new task made of these is a
-declaration here and the formats that read it; a new kind of label is a branch in each stage as
-well.
+the `--annotations` help and docs table (one part a task, with its docs page), and every stage
+that loops over a run's kinds of label (`labels.of_task`): a new task made of the kinds there
+are is a declaration here and the formats that read it; a new kind of label is a module of
+`labels`.
 
 Plain data: no stage imported.
 """
@@ -26,13 +25,13 @@ class Task:
     Args:
       name: the `--task` value.
       help: what its labels are, in a line for `--help` and the docs.
-      key_groups: the groups of `keys.KeyTable` its records hold beside the image's keys.
+      kinds: its kinds of label (`labels.KINDS`' names), in the order its stages take them.
       docs: its page under docs/.
     """
 
     name: str
     help: str
-    key_groups: tuple[str, ...]
+    kinds: tuple[str, ...]
     docs: str
 
 
@@ -42,33 +41,33 @@ TASKS: dict[str, Task] = {
         Task(
             name="classification",
             help="one class per picture, from its folder, its name or a manifest",
-            key_groups=("label",),
+            kinds=("class",),
             docs="usage.md",
         ),
         Task(
             name="detection",
             help="boxes (and instance masks) per picture, from COCO, Pascal VOC or YOLO annotations",
-            key_groups=("objects",),
+            kinds=("objects",),
             docs="detection.md",
         ),
         Task(
             name="segmentation",
             help="a class id per pixel, from a mask PNG per picture (Pascal VOC, Cityscapes, ADE20K "
             "or a pair of folders)",
-            key_groups=("segmentation",),
+            kinds=("class_mask",),
             docs="segmentation.md",
         ),
         Task(
             name="keypoints",
             help="boxes with each object's keypoints (COCO keypoints files, Ultralytics pose labels)",
-            key_groups=("objects", "keypoints"),
+            kinds=("objects", "keypoints"),
             docs="keypoints.md",
         ),
         Task(
             name="captions",
             help="the sentences that describe each picture, from COCO captions files or image, caption "
             "pairs (CSV, TSV, JSONL, Flickr8k's captions.txt)",
-            key_groups=("captions",),
+            kinds=("captions",),
             docs="captions.md",
         ),
     )

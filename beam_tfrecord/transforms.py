@@ -14,7 +14,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -32,12 +32,13 @@ from beam_tfrecord.elements import (
 )
 from beam_tfrecord.features.options import FeatureConfig
 from beam_tfrecord.images.inputs import ordered_submit, prepare_input
+from beam_tfrecord.labels import RunLabels
 from beam_tfrecord.output import resume
 from beam_tfrecord.plan import staging
 from beam_tfrecord.plan.staging import StagedPlan
 from beam_tfrecord.write import done_files
 from beam_tfrecord.write.output_config import ConvertConfig
-from beam_tfrecord.write.records import change_line, finish_record, objects_of
+from beam_tfrecord.write.records import change_line, finish_record
 from beam_tfrecord.write.run_step import RunStepFn
 from beam_tfrecord.write.sinks import TALLIES
 from beam_tfrecord.write.tally import Tally
@@ -128,23 +129,13 @@ class ReadShardFn(RunStepFn):
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
 
-    def _prepare(self, work: tuple[Any, ShardKey, ShardTask]) -> PendingRecord | ConvertedRecord | RejectLine:
+    def _prepare(self, work: tuple[Any, ShardKey, RunLabels]) -> PendingRecord | ConvertedRecord | RejectLine:
         """One input read and validated; with no model to feed, serialized too (`finish_record`),
         here on a read thread: the record's sha256 then releases the GIL on a thread that holds
         no bundle, not on the one that writes and would wait to take the GIL back: less wall time
         for the same CPU (docs/performance.md#local-workers)."""
-        item, shard, task = work
-        prepared = prepare_input(
-            item,
-            self.config.image,
-            shard,
-            class_names=task.class_names,
-            masks=self.staged.masks,
-            mask_rule=task.mask_rule,
-            captions=task.task == "captions",
-            keypoints=task.task == "keypoints",
-            storage=self.config.gcs,
-        )
+        item, shard, labels = work
+        prepared = prepare_input(item, self.config.image, shard, labels=labels, storage=self.config.gcs)
         if self.config.features is None and isinstance(prepared, PendingRecord):
             return finish_record(self.config.schema, prepared)
         return prepared
@@ -153,7 +144,8 @@ class ReadShardFn(RunStepFn):
         """The task's inputs prepared in order: on the pool's threads and this one when there is
         a pool."""
         shard = ShardKey(task.split, task.index, task.count)
-        work = ((item, shard, task) for item in task.inputs)
+        labels = RunLabels.of(task.kinds, task.settings)  # read once, for every input of the task
+        work = ((item, shard, labels) for item in task.inputs)
         if self._pool is None:
             return map(self._prepare, work)
         # A batch for each reading thread (the pool's and this one) and one done, waiting for this
@@ -203,7 +195,8 @@ class BuildRecordFn(beam.DoFn):
         elif isinstance(element, PendingRecord):
             outcome = finish_record(self.schema, element)
         else:
-            outcome = self._with_features(element.example, element.inference)
+            # Beam's PredictionResult is not generic: its example is the PendingRecord fed to the model.
+            outcome = self._with_features(cast(PendingRecord, element.example), element.inference)
         count_outcome(outcome)
         if isinstance(outcome, RejectLine):
             yield TaggedOutput(REJECTS, outcome)
@@ -211,7 +204,7 @@ class BuildRecordFn(beam.DoFn):
         change = change_line(outcome)
         if change is not None:
             yield TaggedOutput(CHANGES, change)
-        for line in outcome.objects_dropped:
+        for line in outcome.dropped:
             yield TaggedOutput(DROPPED, line)
         yield outcome
 
@@ -219,7 +212,7 @@ class BuildRecordFn(beam.DoFn):
         assert self.features is not None
         if isinstance(inference, str):
             return RejectLine(
-                pending.fields.relpath, reasons.FEATURE_FAILED.code, inference, objects=objects_of(pending)
+                pending.fields.relpath, reasons.FEATURE_FAILED.code, inference, objects=pending.objects
             )
         return finish_record(
             self.schema,
@@ -249,7 +242,7 @@ def failed_batch_rejects(failed: tuple[list[PendingRecord], object]) -> Iterator
     detail = describe_failure(error)
     for pending in batch:
         reject = RejectLine(
-            pending.fields.relpath, reasons.INFERENCE_FAILED.code, detail, objects=objects_of(pending)
+            pending.fields.relpath, reasons.INFERENCE_FAILED.code, detail, objects=pending.objects
         )
         count_outcome(reject)
         yield reject

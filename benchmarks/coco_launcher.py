@@ -184,7 +184,7 @@ def measure(root: str, output: str, mode: str) -> dict[str, Any]:
         "mode": mode,
         "inputs": staged.inputs,
         "shards": sum(staged.shard_counts.values()),
-        "objects": facts.objects.annotated if facts.objects else 0,
+        "objects": facts.kinds.get("objects", {}).get("annotated", 0),
         "prepare_s": round(prepared - started, 2),
         **steps,
         "graph_s": round(time.perf_counter() - prepared, 2),

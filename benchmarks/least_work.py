@@ -229,6 +229,7 @@ def library_run(image_dir: str, instances: str, output: str, threads: int) -> tu
     """This project's steps, without Beam: (records, sum of their sha256)."""
     from beam_tfrecord.elements import RejectLine, ShardKey
     from beam_tfrecord.images.inputs import prepare_input
+    from beam_tfrecord.labels import RunLabels
     from beam_tfrecord.output.mode import OutputKind, OutputMode
     from beam_tfrecord.pipeline import prepare
     from beam_tfrecord.plan import staging
@@ -251,9 +252,10 @@ def library_run(image_dir: str, instances: str, output: str, threads: int) -> tu
         for number, path in enumerate(tasks[part::threads]):
             task = staging.load_task(path)
             shard = ShardKey(task.split, task.index, task.count)
+            labels = RunLabels.of(task.kinds, task.settings)
             with open(os.path.join(output, f"library-{part}-{number}.tfrecord"), "wb") as out:
                 for item in task.inputs:
-                    pending = prepare_input(item, config.image, shard, class_names=task.class_names)
+                    pending = prepare_input(item, config.image, shard, labels=labels)
                     if isinstance(pending, RejectLine):
                         tally.add(pending)
                         continue
@@ -280,15 +282,17 @@ def checked_run(image_dir: str, instances: str, output: str, threads: int) -> tu
     through `example_bytes`, and what the summary counts (counted, not written). Any other photo
     goes through the library's own steps, and is counted: the benchmark sets should have none."""
     from beam_tfrecord.elements import PlannedInput, RejectLine, ShardKey, ShardTask
-    from beam_tfrecord.images.geometry import identity_transform
     from beam_tfrecord.images.inputs import prepare_input
     from beam_tfrecord.images.inputs import read_bytes as read_input
-    from beam_tfrecord.images.normalize import Reject, encode_for_tensorflow
+    from beam_tfrecord.images.normalize import encode_for_tensorflow
+    from beam_tfrecord.labels import RunLabels
+    from beam_tfrecord.labels.geometry import identity_transform
+    from beam_tfrecord.labels.objects import size_bucket
     from beam_tfrecord.output.mode import OutputKind, OutputMode
     from beam_tfrecord.pipeline import prepare
     from beam_tfrecord.plan import staging
+    from beam_tfrecord.reasons import Reject
     from beam_tfrecord.write.records import finish_record
-    from beam_tfrecord.write.tally import size_bucket
     from pipelines.options import check_options, parse_options
 
     argv = ["--input", image_dir, "--output", output, "--annotations", "coco"]
@@ -363,7 +367,8 @@ def checked_run(image_dir: str, instances: str, output: str, threads: int) -> tu
         for number, path in enumerate(tasks[part::threads]):
             task = staging.load_task(path)
             shard = ShardKey(task.split, task.index, task.count)
-            ids = {name: index + 1 for index, name in enumerate(task.class_names)}
+            names = RunLabels.of(task.kinds, task.settings).settings[0].class_names
+            ids = {name: index + 1 for index, name in enumerate(names)}
             with _Writer(os.path.join(output, f"checked-{part}-{number}.tfrecord")) as writer:
                 for item in task.inputs:
                     record = _checked_record(item, task, shard, ids, counts)
@@ -407,7 +412,7 @@ def checked_run(image_dir: str, instances: str, output: str, threads: int) -> tu
         item: PlannedInput, task: ShardTask, shard: ShardKey, counts: collections.Counter
     ) -> bytes | None:
         counts["library's steps"] += 1
-        pending = prepare_input(item, options, shard, class_names=task.class_names)
+        pending = prepare_input(item, options, shard, labels=RunLabels.of(task.kinds, task.settings))
         if isinstance(pending, RejectLine):
             counts[f"reject {pending.reason}"] += 1
             return None

@@ -15,8 +15,8 @@ from collections.abc import Callable
 import numpy as np
 from PIL import Image, ImageDraw
 
-from beam_tfrecord.images.geometry import encode_mask_png
-from beam_tfrecord.images.polygon_raster import fill_polygons
+from beam_tfrecord.labels.geometry import encode_mask_png
+from beam_tfrecord.labels.polygon_raster import fill_polygons
 
 WIDTH, HEIGHT = 640, 480  # COCO 2017's most common size
 

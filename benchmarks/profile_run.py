@@ -118,7 +118,7 @@ RULES: list[tuple[str, str, Callable[[list[Frame]], bool]]] = [
     ("sha256 of the source bytes", "image", _leaf_line("prepare_input", "sha256")),
     ("sha256 of the serialized record", "image", _leaf_line("finish_record", "sha256")),
     ("validation besides the decode (open, header, segments)", "image", _in("images/normalize", "PIL/")),
-    ("objects placed (boxes follow pixels)", "image", _in("images/placement", "images/geometry")),
+    ("objects placed (boxes follow pixels)", "image", _in("labels/objects/placement", "labels/geometry")),
     ("Example built field by field + serialized", "image", _in("write/schema", "write/messages")),
     ("CRC32C", "image", _calls("masked_crc32c")),
     (".idx beside each shard", "image", _calls("write_index", "format_index")),

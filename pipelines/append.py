@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from beam_tfrecord import names
+from beam_tfrecord.labels import kinds as label_kinds
 from beam_tfrecord.output import append as append_lib
-from beam_tfrecord.output import grown_objects, outputs
+from beam_tfrecord.output import grown_files, outputs
 from beam_tfrecord.output.file_index import IndexEntry, load_index
 from beam_tfrecord.output.mode import OutputKind, OutputMode
 from beam_tfrecord.plan.labels import Unlabeled
@@ -100,14 +101,15 @@ def prepare_append(settings: CommandSettings) -> AppendJob:
     number = append_lib.input_number(old, index, source.input)
     delta = append_lib.compare_listing(listing, index, number, append_lib.run_inputs(old))
     manifest = settings.label_source.manifest
-    for entry in index if manifest is not None else ():  # rows of old files are matched, not stray
-        with contextlib.suppress(Unlabeled):
-            manifest.row_of(entry.relpath)
+    if manifest is not None:  # rows of old files are matched, not stray
+        for entry in index:
+            with contextlib.suppress(Unlabeled):
+                manifest.row_of(entry.relpath)
     hashes = {e.sha256: e.relpath for e in sorted(index, key=lambda e: e.relpath, reverse=True) if e.sha256}
     class_names = tuple(old.class_names) if old.class_names is not None else None
     if source.annotations is not None:  # its annotations are read against every picture, old too
         indexed = frozenset(e.relpath for e in index)
-        reported = grown_objects.reported_unmatched(output)
+        reported = grown_files.reported_unmatched(output)
         converted = _converted_annotations(index, listing, number)
         known = KnownRecords(class_names, hashes, listing, indexed, reported, old.split_method, converted)
     else:
@@ -197,8 +199,10 @@ def _finish_append(job: AppendJob, input_spec: str) -> Summary:
         return job.old
     old_names = set(job.old.class_names or ())
     # A detection dataset's old pictures whose annotations changed (their lines staged in the
-    # work folder with the append's plan: output.append.stage_annotation_changes).
-    annotation_lines = append_lib.annotation_changes(job.work) if job.old.objects is not None else []
+    # work folder with the append's plan: output.append.stage_annotation_changes), where its
+    # kinds of label keep a digest of them.
+    digested = any(kind.digested for kind in label_kinds(job.old.kinds))
+    annotation_lines = append_lib.annotation_changes(job.work) if digested else []
     entry = {
         "date": None,
         "input": input_spec,
@@ -210,7 +214,7 @@ def _finish_append(job: AppendJob, input_spec: str) -> Summary:
         "gone": len(job.delta.gone),
         "started_at": started,
     }
-    if job.old.objects is not None:
+    if digested:
         entry[append_lib.ANNOTATIONS_CHANGED] = len(annotation_lines)
     if started is not None:
         import time

@@ -31,9 +31,9 @@ from collections.abc import Iterator, Sequence
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
-from apache_beam.runners.runner import PipelineState
+from apache_beam.runners.runner import PipelineResult, PipelineState
 
-from beam_tfrecord import compat, gcs, runners, write_failures
+from beam_tfrecord import compat, gcs, runners, storage, write_failures
 from beam_tfrecord.config import ConvertConfig
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.features import models as feature_models
@@ -304,9 +304,9 @@ def _run_claimed(
         printer = progress_dir if settings.progress else None
         state = execute(pipeline, local, settings.wait, printer, staged.inputs, claim)
     except Exception as error:
-        failure = write_failures.find(error)
-        if failure is not None:  # a full disk, a quota, a permission: one line, and space freed
-            print(f"error: {write_failed(failure, config.output)}", file=sys.stderr)
+        failed = write_failures.find(error)
+        if failed is not None:  # a full disk, a quota, a permission: one line, and space freed
+            print(f"error: {write_failed(failed, config.output)}", file=sys.stderr)
             return 1
         lost = claims.lost_line(error)
         if lost is not None:  # a commit step found the output another run's: it wrote nothing
@@ -396,11 +396,11 @@ def execute(
         raise
 
 
-def _ended(result: object) -> bool:
+def _ended(result: PipelineResult) -> bool:
     """Whether a remote job is known to have ended (a terminal state the runner reports); False
     when the runner cannot say (a poll error, a lost connection)."""
     try:
-        return PipelineState.is_terminal(result.state)  # type: ignore[attr-defined]
+        return PipelineState.is_terminal(result.state)
     except Exception:
         return False
 
@@ -446,17 +446,13 @@ def _remove_temporary_files(output: str) -> int:
     try:
         leftovers = outputs.leftover_temp(output)
         size = 0
-        for path in leftovers:
-            (found,) = FileSystems.match([FileSystems.join(path, "**") if _is_folder(path) else path])
-            size += sum(m.size_in_bytes for m in found.metadata_list)
+        for path in leftovers:  # local folders, or objects on a store (outputs.leftover_temp)
+            pattern = FileSystems.join(path, "**") if storage.is_folder(path, if_remote=False) else path
+            size += sum(m.size_in_bytes for m in storage.match(pattern))
         outputs.clear_temp(output)
         return size
     except Exception:  # the report matters more than the cleanup
         return 0
-
-
-def _is_folder(path: str) -> bool:
-    return "://" not in path and os.path.isdir(path)
 
 
 def first_line(error: BaseException, limit: int = 500) -> str:
@@ -478,7 +474,7 @@ def interrupted_message(output: str, progress_dir: str | None, total: int) -> st
 def report(output: str) -> int:
     summary = read_summary(output)
     print(format_table(summary))
-    if not summary.consistent or (summary.objects is not None and not summary.objects.consistent):
+    if not summary.consistent or not all(section.accounted() for section in summary.sections.values()):
         print(
             "error: inputs != records + rejects, or annotated objects != stored + dropped: "
             "something is unaccounted for",

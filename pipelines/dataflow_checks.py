@@ -20,6 +20,7 @@ from apache_beam.options.pipeline_options import (
     WorkerOptions,
 )
 
+from beam_tfrecord import storage
 from beam_tfrecord.runners import is_dataflow, runner_name
 from pipelines.options import CommandSettings, UsageError
 
@@ -69,12 +70,12 @@ def check_model_path(path: str | None, option: str = "--model_path") -> list[str
     """
     if not path:
         return []
-    if path.startswith("gs://"):
+    scheme = storage.split_scheme(path)[0]
+    if scheme == "gs":
         return check_gcs_path(option, path)
-    if path.startswith(("https://", "http://")):
+    if scheme in ("https", "http"):
         return []
-    if "://" in path:
-        scheme = path.split(":", 1)[0]
+    if scheme:
         return [f"{option} {path}: Dataflow workers read models from gs:// or https://, not {scheme}"]
     if os.sep in path or os.path.exists(path):
         return [
@@ -133,7 +134,7 @@ def check_dataflow(settings: CommandSettings, options: PipelineOptions) -> list[
     problems += check_gcs_path("--staging_location", cloud.staging_location, required=False)
     problems += check_gcs_path("--output", settings.config.output)
     source_input = settings.source.input
-    if not settings.dry_run and not source_input.startswith("gs://"):
+    if not settings.dry_run and not storage.is_gcs(source_input):
         problems.append(f"--input {source_input} is on this machine; Dataflow workers read only gs:// inputs")
     setup = options.view_as(SetupOptions)
     if not setup.setup_file and not options.view_as(WorkerOptions).sdk_container_image:
@@ -154,7 +155,7 @@ def check_dry_run_input(input_spec: str) -> None:
     """A dry run plans from a listing (the shard counts shape the graph), so its input must be
     listable offline: a gs:// listing would need credentials and network, which a dry run must
     not (Beam's GCS client retries for minutes). The manifest is checked where it is loaded."""
-    if "://" in input_spec:
+    if storage.is_remote(input_spec):
         raise UsageError(
             f"--input {input_spec}: a dry run plans from a listing, and {input_spec} cannot be listed "
             "offline; pass a local --input with the same layout (a sample is enough)"
@@ -167,7 +168,7 @@ def check_portable(settings: CommandSettings, options: PipelineOptions) -> list[
         f"{option} {path} is a local path; workers of --runner={runner_name(options)} must all see it "
         "(a shared filesystem or gs://)"
         for option, path in (("--input", settings.source.input), ("--output", settings.config.output))
-        if "://" not in path
+        if not storage.is_remote(path)
     ]
 
 
@@ -176,7 +177,7 @@ def output_job_name(output: str) -> str:
     `beam-tfrecord-<the output's last folders>-<8 hex of its whole path>`. Dataflow refuses to
     start a job while an active one of the same name runs in the project and region, so two
     jobs never write one output at once, whatever happens to the launchers' claim."""
-    words = re.sub(r"[^a-z0-9]+", "-", output.split("://", 1)[-1].lower()).strip("-")
+    words = re.sub(r"[^a-z0-9]+", "-", storage.split_scheme(output)[1].lower()).strip("-")
     tail = words[-40:].lstrip("-") or "output"
     digest = hashlib.sha256(output.rstrip("/").encode()).hexdigest()[:8]
     return f"beam-tfrecord-{tail}-{digest}"

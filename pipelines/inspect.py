@@ -15,6 +15,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow loads: n
 
 from typing import TYPE_CHECKING
 
+from beam_tfrecord import storage
 from pipelines.quiet import TENSORFLOW_START_UP, held_back
 
 if TYPE_CHECKING:
@@ -69,14 +70,16 @@ def draw(report: OutputReport, output: str, pictures_dir: str) -> list[str]:
     """Write the contact sheet and (for a labeled run) the histogram; returns their paths."""
     from apache_beam.io.filesystems import FileSystems
 
+    from beam_tfrecord.labels.class_mask import SegmentationSummary
+    from beam_tfrecord.labels.keypoints import KeypointSummary
     from beam_tfrecord.names import CONTACT_SHEET_FILE, HISTOGRAM_FILE
     from beam_tfrecord.read import pictures
 
     name = os.path.basename(output.rstrip("/")) or output
-    masks = report.summary.segmentation if report.summary is not None else None
+    masks = report.summary.section("class_mask", SegmentationSummary) if report.summary is not None else None
     palette, ignore = (masks.palette, masks.ignore) if masks is not None else ([], None)
     title = f"{name}: {len(report.samples)} sampled records"
-    points = report.summary.keypoints if report.summary is not None else None
+    points = report.summary.section("keypoints", KeypointSummary) if report.summary is not None else None
     skeletons = points.skeletons if points is not None else {}
     sheet = pictures.contact_sheet(report.samples, title, palette=palette, ignore=ignore, skeletons=skeletons)
     paths = [FileSystems.join(pictures_dir, CONTACT_SHEET_FILE)]
@@ -99,7 +102,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.sample < 0:
         print("error: --sample must be 0 or more", file=sys.stderr)
         return 2
-    if "://" not in args.output and not os.path.isdir(args.output):
+    if not storage.is_folder(args.output, if_remote=True):  # a remote one: verify_output says
         print(f"error: {args.output} is not a directory", file=sys.stderr)
         return 2
     _load_tensorflow()

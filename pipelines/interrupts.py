@@ -58,7 +58,7 @@ def set_message(message: Callable[[], str]) -> None:
     _message[0] = message
 
 
-def set_cleanup(cleanup: Callable[[], None]) -> None:
+def set_cleanup(cleanup: Callable[[], None] | None) -> None:
     """What runs on the way out, after the worker processes are stopped (None: nothing)."""
     _cleanup[0] = cleanup or (lambda: None)
 

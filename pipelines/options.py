@@ -22,11 +22,11 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
 
-from beam_tfrecord import gcs, runners
+from beam_tfrecord import gcs, runners, storage
 from beam_tfrecord.config import ConvertConfig, FeatureConfig, SourceConfig
 from beam_tfrecord.config_base import GROUPS, ConfigError, Declared, declared, setting
 from beam_tfrecord.output.mode import OutputKind, OutputMode
@@ -305,7 +305,7 @@ def our_option_names() -> list[str]:
     return sorted(ConvertOptions().get_all_options(current_only=True))
 
 
-def _refuse(message: str) -> None:
+def _refuse(message: str) -> NoReturn:
     """argparse's error handler, as one line instead of 60 lines of usage and an exit."""
     raise UsageError(message.replace("argument ", "", 1))
 
@@ -329,7 +329,7 @@ def _beam_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     captured: list[argparse.ArgumentParser] = []
 
     def check(parser: argparse.ArgumentParser) -> None:
-        parser.error = _refuse  # type: ignore[method-assign]
+        parser.error = _refuse  # type: ignore[method-assign]  # Beam makes the parser: no subclass of ours
         parser.prog = PROG
         parser.description = (
             "Convert a tree of images into sharded TFRecord files of tf.train.Example. Our options "
@@ -413,10 +413,6 @@ def dry_run_requested(options: PipelineOptions) -> bool:
     return parse_bool(value) if isinstance(value, str) else bool(value)
 
 
-def _absolute(path: str) -> str:
-    return path if "://" in path else os.path.abspath(path)
-
-
 def check_options(options: PipelineOptions) -> CommandSettings:
     """Turn parsed options into CommandSettings, or raise UsageError naming the option."""
     try:
@@ -478,8 +474,8 @@ def _check(ns: ConvertOptions, dry_run: bool) -> CommandSettings:
     source_fields = _fields(SourceConfig, "source", ns)
     config_fields = _fields(ConvertConfig, "config", ns)
     run_fields = _fields(CommandSettings, "run", ns)
-    source_input, output = _absolute(ns.input), _absolute(ns.output)
-    if "://" not in source_input and not os.path.exists(source_input.split("*")[0].rstrip("/") or "/"):
+    source_input, output = storage.absolute(ns.input), storage.absolute(ns.output)
+    if not storage.exists(source_input.split("*")[0].rstrip("/") or "/", if_remote=True):
         raise UsageError(f"--input {ns.input} does not exist")
     if output.rstrip("/") == source_input.rstrip("/") or output.startswith(source_input.rstrip("/") + "/"):
         raise UsageError(
@@ -487,10 +483,10 @@ def _check(ns: ConvertOptions, dry_run: bool) -> CommandSettings:
         )
     source_fields["input"], config_fields["output"] = source_input, output
     if source_fields.get("manifest"):
-        source_fields["manifest"] = _absolute(source_fields["manifest"])
+        source_fields["manifest"] = storage.absolute(source_fields["manifest"])
     annotations = source_fields["annotations"]
     if annotations is not None and annotations.label_map:
-        annotations = dataclasses.replace(annotations, label_map=_absolute(annotations.label_map))
+        annotations = dataclasses.replace(annotations, label_map=storage.absolute(annotations.label_map))
         source_fields["annotations"] = annotations
     if annotations is not None and annotations.split_names and not _given(ns, _option("splits")):
         # COCO files given per split: each holds its file's images; the fractions only share
@@ -524,26 +520,26 @@ def _option(name: str) -> OptionField:
 def _feature_paths(features: FeatureConfig) -> FeatureConfig:
     """A feature model's files as absolute paths, a local model file checked to exist."""
     model_path = features.model_path
-    if model_path and "://" not in model_path:
-        if not os.path.exists(model_path):
+    if model_path:
+        if not storage.exists(model_path, if_remote=True):  # a worker reads a remote one
             raise UsageError(f"--model_path {model_path} does not exist")
-        model_path = os.path.abspath(model_path)
+        model_path = storage.absolute(model_path)
     weights = features.model_weights
-    if weights not in ("imagenet", "none") and "://" not in weights:
-        weights = os.path.abspath(weights)
+    if weights not in ("imagenet", "none"):
+        weights = storage.absolute(weights)
     return dataclasses.replace(features, model_path=model_path, model_weights=weights)
 
 
 def _label_source(source: SourceConfig, dry_run: bool) -> LabelSource:
     """Compile the pattern and load the manifest now, so a bad one fails before any work."""
     path = source.manifest or ""
-    if dry_run and "://" in path:
+    if dry_run and storage.is_remote(path):
         raise UsageError(f"--manifest {path}: a dry run reads the manifest offline; pass a local copy")
     try:
         return label_source_for(source)
     except OSError as error:
         raise UsageError(f"--manifest {path} cannot be read: {error}") from None
     except Exception as error:
-        if not path.startswith("gs://") or isinstance(error, ValueError):
+        if not storage.is_gcs(path) or isinstance(error, ValueError):
             raise
         raise UsageError(gcs.describe("--manifest", path, error)) from None

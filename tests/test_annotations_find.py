@@ -37,7 +37,7 @@ def plan(input_dir, kind: str, path: str | None = None, **options):
 def stored(found) -> dict[str, int]:
     """relpath -> objects planned for it; every other listed file must be a `skipped` sidecar."""
     assert [r.reason for r in found.rejects if r.reason != "skipped"] == []
-    assert found.objects.unmatched == ()  # no annotation file left without its picture
+    assert found.unmatched_lines == ()  # no annotation file left without its picture
     return {item.relpath: len(item.annotations.objects) for item in found.inputs}
 
 
@@ -196,7 +196,7 @@ def test_mostly_unmatched_fails_unless_allowed(tmp_path):
         plan(tmp_path, "voc")
     found = plan(tmp_path, "voc", allow_unmatched_annotations=True)
     assert sum(stored(found).values()) == sum(list(truth.values())[3:])
-    assert "2 of 5 pictures" in found.objects.warnings[0]
+    assert "2 of 5 pictures" in found.annotations.warnings[0]
 
 
 def test_label_map_and_sidecars_are_skipped_with_what_they_are(tmp_path):
@@ -239,7 +239,10 @@ def test_ultralytics_splits_come_from_data_yaml(tmp_path, image_list):
     found = plan(tmp_path, "yolo")
     assert splits_of(found) == {r: "train" if "/train/" in r else "validation" for r in truth}
     assert found.splits == {"train": 4 / 6, "validation": 2 / 6}
-    assert found.objects.split_source.startswith("declared by") and "data.yaml" in found.objects.split_source
+    assert (
+        found.annotations.split_source.startswith("declared by")
+        and "data.yaml" in found.annotations.split_source
+    )
     # From one split's folder, its pictures keep their split.
     assert set(splits_of(plan(tmp_path / "images" / "val", "yolo")).values()) == {"validation"}
 
@@ -268,7 +271,7 @@ def test_voc_splits_come_from_imagesets_and_conflicts_are_rejected(tmp_path):
         f"VOC2012/JPEGImages/{ids[3]}.jpg": "conflicting_split",
         f"VOC2012/JPEGImages/{ids[5]}.jpg": "undeclared_split",
     }
-    assert "1 pictures are in none of the declared splits" in found.objects.warnings[0]
+    assert "1 pictures are in none of the declared splits" in found.annotations.warnings[0]
     (sets / "train.txt").unlink()
     (sets / "val.txt").unlink()  # trainval.txt alone: every picture in train
     assert set(splits_of(plan(tmp_path, "voc")).values()) == {"train"}
@@ -292,7 +295,7 @@ def test_splits_given_override_the_declared_ones(tmp_path):
     )
     found = make_plan(list_inputs(str(tmp_path)), source)
     assert found.splits == {"train": 0.5, "test": 0.5}
-    assert found.objects.split_source.startswith("hash (--splits overrides the splits declared by")
+    assert found.annotations.split_source.startswith("hash (--splits overrides the splits declared by")
 
 
 def test_the_command_keeps_the_declared_splits_and_says_so(tmp_path, capsys):

@@ -130,7 +130,7 @@ def test_coco_declared_split_files_grow_like_a_run_over_the_union(tmp_path):
     assert summary.class_names == ["person", "cat", "dog", "bird"]
     assert summary.history[-1]["new_classes"] == ["bird"]
     # The old pictures' entries matched them: none is unmatched, none counted twice.
-    assert summary.objects.unmatched_entries == 0 and summary.objects.consistent
+    assert summary.sections["objects"].unmatched_entries == 0 and summary.sections["objects"].consistent
     assert (out / names.ANNOTATIONS_UNMATCHED_FILE).read_text() == ""
     assert _comparable(out) == _comparable(scratch)
     assert 'id: 4\n  name: "bird"' in (out / names.LABEL_MAP_FILE).read_text()
@@ -228,14 +228,18 @@ def test_yolo_tree_grows_with_new_image_and_label_files(tmp_path, capsys):
     assert grown["images/val/new_2.jpg"][1:3] == ((2, 0), ("bird", "cat"))
     assert {k: v for k, v in grown.items() if k in before} == before
     summary = complete_summary(str(out))
-    assert summary.class_names == ["cat", "dog", "bird"] and summary.objects.unmatched_entries == 0
+    assert (
+        summary.class_names == ["cat", "dog", "bird"] and summary.sections["objects"].unmatched_entries == 0
+    )
     copy = [json.loads(line) for line in (out / names.REJECTS_FILE).read_text().splitlines()]
     copy = [r for r in copy if r["path"] == "images/train/z_copy.jpg"]
     assert (
         copy[0]["reason"] == reasons.DUPLICATE.code and "images/train/images_train_1.jpg" in copy[0]["detail"]
     )
-    assert copy[0]["objects"] == 2 and summary.objects.dropped_per_reason == {reasons.IMAGE_REJECTED.code: 2}
-    assert summary.objects.consistent
+    assert copy[0]["objects"] == 2 and summary.sections["objects"].dropped_per_reason == {
+        reasons.IMAGE_REJECTED.code: 2
+    }
+    assert summary.sections["objects"].consistent
     assert _comparable(out) == _comparable(scratch)
     _every_reader_sees_boxes(out)
 
@@ -270,7 +274,9 @@ def test_voc_devkit_grows_with_new_xmls_and_split_lists(tmp_path):
     assert {k: v for k, v in grown.items() if k in before} == before
     assert grown["VOC2012/JPEGImages/new_2.jpg"][:2] == ("validation", (2,))
     summary = complete_summary(str(out))
-    assert summary.class_names == ["cat", "dog", "bird"] and summary.objects.unmatched_entries == 0
+    assert (
+        summary.class_names == ["cat", "dog", "bird"] and summary.sections["objects"].unmatched_entries == 0
+    )
     assert _comparable(out) == _comparable(scratch)
     _every_reader_sees_boxes(out)
 
@@ -313,7 +319,7 @@ def test_old_entries_are_never_unmatched_and_each_is_listed_once(tmp_path, kille
     path.write_text(json.dumps(data))
     assert convert(images, out, "--annotations", "coco") == 2  # most entries name no picture
     assert convert(images, out, "--annotations", "coco", "--allow_unmatched_annotations") == 0
-    assert complete_summary(str(out)).objects.unmatched_entries == 10
+    assert complete_summary(str(out)).sections["objects"].unmatched_entries == 10
     assert len((out / names.DROPPED_OBJECTS_FILE).read_text().splitlines()) == 1
     write_tree(images / "val2017", {"later.jpg": jpeg(48, 32, seed=7001)})
     (images / "val2017" / "val2017_0.jpg").unlink()  # gone: its entry is an old picture's
@@ -327,7 +333,7 @@ def test_old_entries_are_never_unmatched_and_each_is_listed_once(tmp_path, kille
     assert sorted(line["name"] for line in lines) == [f"never_{k}.jpg" for k in range(9)]
     dropped = [json.loads(line) for line in (out / names.DROPPED_OBJECTS_FILE).read_text().splitlines()]
     assert sorted(d["path"] for d in dropped) == ["val2017/later.jpg", "val2017/val2017_0.jpg"]
-    objects = summary.objects
+    objects = summary.sections["objects"]
     assert objects.unmatched_entries == 9
     assert objects.dropped_per_reason == {reasons.NO_IMAGE.code: 9, reasons.UNKNOWN_CATEGORY.code: 2}
     assert objects.consistent and objects.annotated == objects.stored + objects.dropped
@@ -406,7 +412,10 @@ def test_a_batch_of_background_pictures_is_appended_when_allowed(tmp_path, capsy
     assert convert(root, scratch, *args) == 0
     assert _records(out) == _records(scratch)
     assert _records(out)["images/train/background_1.jpg"] == ("train", (), (), ())
-    grown, whole = complete_summary(str(out)).objects, complete_summary(str(scratch)).objects
+    grown, whole = (
+        complete_summary(str(out)).sections["objects"],
+        complete_summary(str(scratch)).sections["objects"],
+    )
     assert grown.negatives == whole.negatives == 2 and grown.consistent
 
 
@@ -511,5 +520,5 @@ def test_the_same_dropped_box_of_two_folders_is_listed_twice(tmp_path, killed):
     assert convert(again, out, *args, "--append") == 0
     summary = complete_summary(str(out))
     lines = (out / names.DROPPED_OBJECTS_FILE).read_text().splitlines()
-    assert summary.objects.dropped_per_reason == {reasons.ZERO_AREA.code: 2}
-    assert len(lines) == summary.objects.dropped == 2 and lines[0] == lines[1]
+    assert summary.sections["objects"].dropped_per_reason == {reasons.ZERO_AREA.code: 2}
+    assert len(lines) == summary.sections["objects"].dropped == 2 and lines[0] == lines[1]

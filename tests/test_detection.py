@@ -19,12 +19,13 @@ from test_geometry import colour_box, jpeg_with_orientation, picture
 from beam_tfrecord.keys import RecordLayout
 from beam_tfrecord.write import schema as schema_lib
 
-OBJECTS = RecordLayout("tfds", labeled=False, objects=True)
+OBJECTS = RecordLayout("tfds", labeled=False, groups=("objects",))
 
 
 def records(output, split: str = "train", masks: bool = False) -> dict[str, dict]:
     """filename -> the record parsed with the detection layout's own spec, image decoded."""
-    spec = schema_lib.parse_spec(RecordLayout("tfds", labeled=False, objects=True, masks=masks))
+    groups = ("objects", "object_masks") if masks else ("objects",)
+    spec = schema_lib.parse_spec(RecordLayout("tfds", labeled=False, groups=groups))
     found = {}
     for raw in tf.data.TFRecordDataset(shard_files(output, split)):
         parsed = tf.io.parse_single_example(raw, spec)

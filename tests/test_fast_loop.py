@@ -29,6 +29,7 @@ def test_make_test_fast_lints_and_runs_pytest_fast_and_make_test_runs_everything
     fast, whole = recipe("test-fast"), recipe("test")
     assert "-m ruff check ." in fast and "-m pytest" in fast and "--fast" in fast
     assert "-m pytest" in whole and "--fast" not in whole
+    assert "-m mypy" in whole  # the type check runs in `make test` (lint), with pyproject.toml's settings
 
 
 def test_the_venv_is_made_with_the_systems_python_where_it_can_else_the_one_on_path(tmp_path):

@@ -17,11 +17,11 @@ from PIL import Image, ImageOps
 
 from beam_tfrecord import reasons
 from beam_tfrecord.elements import ImageAnnotations, ObjectBox, PlannedInput, Polygon, RunLengths
-from beam_tfrecord.images import geometry
 from beam_tfrecord.images.inputs import prepare_input
 from beam_tfrecord.images.normalize import encode_for_tensorflow
 from beam_tfrecord.images.options import ImageConfig
-from beam_tfrecord.images.placement import annotation_frame, place_annotations
+from beam_tfrecord.labels import RunLabels, geometry
+from beam_tfrecord.labels.objects.placement import annotation_frame, place_annotations
 from beam_tfrecord.write.records import finish_record
 from beam_tfrecord.write.tally import Tally
 
@@ -617,8 +617,10 @@ def test_each_task_gets_the_ids_of_its_own_class_names(tmp_path):
     )
 
     def ids(class_names):
-        record = prepare_input(item, ImageConfig(), class_names=class_names)
-        return [(o.class_name, o.class_id) for o in record.fields.objects], [d.reason for d in record.dropped]
+        labels = RunLabels.of(("objects",), {"objects": {"class_names": class_names}})
+        record = prepare_input(item, ImageConfig(), labels=labels)
+        stored = record.fields.labels["objects"].objects
+        return [(o.class_name, o.class_id) for o in stored], [d.reason for d in record.dropped]
 
     assert ids(("cat", "dog")) == ([("cat", 1), ("dog", 2)], [])
     assert ids(("cat", "dog")) == ([("cat", 1), ("dog", 2)], [])
@@ -634,9 +636,10 @@ def test_a_coco_area_that_overflows_when_resized_is_the_kept_boxs_area(tmp_path)
     path.write_bytes(imagegen.jpeg(48, 32))
     annotations = ImageAnnotations((ObjectBox(1, 1, 20, 20, "cat", area=1e308),), "a", width=48, height=32)
     item = PlannedInput("a.jpg", str(path), path.stat().st_size, "train", annotations=annotations)
-    pending = prepare_input(item, ImageConfig(resize=(224, 224)), class_names=("cat",))
-    (stored,) = pending.fields.objects
+    labels = RunLabels.of(("objects",), {"objects": {"class_names": ["cat"]}})
+    pending = prepare_input(item, ImageConfig(resize=(224, 224)), labels=labels)
+    (stored,) = pending.fields.labels["objects"].objects
     box = (stored.xmax - stored.xmin) * (stored.ymax - stored.ymin)  # stored as fractions
     assert stored.area == pytest.approx(box * 224 * 224)
     tally = Tally().add(finish_record("tfds", pending))
-    assert sum(tally.object_sizes.values()) == 1
+    assert sum(tally.kind("objects").sizes.values()) == 1

@@ -14,8 +14,9 @@ import tensorflow as tf
 from PIL import Image
 
 from beam_tfrecord.elements import RecordFields, StoredObject
-from beam_tfrecord.images import geometry
 from beam_tfrecord.keys import SCHEMAS, FeatureLayout, RecordLayout, record_keys, reserved_names
+from beam_tfrecord.labels import geometry
+from beam_tfrecord.labels.objects import ObjectLabels
 from beam_tfrecord.plan.columns import ExtraColumn, parse_extra_columns
 from beam_tfrecord.read.examples import record_to_dict
 from beam_tfrecord.read.files import SplitFiles
@@ -25,6 +26,8 @@ from beam_tfrecord.write.tfds_metadata import features_spec
 
 EXTRAS = (("caption", "str", "a cat"), ("score", "float", 0.5), ("tags", "int_list", (3, 4)))
 CLASSES = ("cat", "dog", "fox")
+OBJECTS = ("objects",)  # a detection run's key groups: boxes alone, and with masks
+MASKED = ("objects", "object_masks")
 
 
 def layouts() -> list[RecordLayout]:
@@ -37,11 +40,9 @@ def layouts() -> list[RecordLayout]:
                     columns = tuple((n, t) for n, t, _ in extras)
                     found.append(RecordLayout(name, labeled, multi, columns, features))
     # Detection runs (the tfds schema's object keys): boxes alone, with masks, with features.
-    found.append(RecordLayout("tfds", labeled=False, objects=True))
-    found.append(RecordLayout("tfds", labeled=False, objects=True, masks=True))
-    found.append(
-        RecordLayout("tfds", labeled=False, features=FeatureLayout((2, 3)), objects=True, masks=True)
-    )
+    found.append(RecordLayout("tfds", labeled=False, groups=OBJECTS))
+    found.append(RecordLayout("tfds", labeled=False, groups=MASKED))
+    found.append(RecordLayout("tfds", labeled=False, features=FeatureLayout((2, 3)), groups=MASKED))
     return found
 
 
@@ -55,16 +56,17 @@ def fields_for(layout: RecordLayout) -> RecordFields:
         size = int(np.prod(layout.features.shape))
         features = np.arange(size, dtype=np.float32).reshape(layout.features.shape) / 8
     extras = tuple(e for e in EXTRAS if (e[0], e[1]) in layout.extra_columns)
-    objects = None
-    if layout.objects:
+    labels = {}
+    if "objects" in layout.groups:
         pixels = Image.fromarray(np.eye(6, 8, dtype=np.uint8))
-        mask = geometry.encode_mask_png(pixels) if layout.masks else None
+        mask = geometry.encode_mask_png(pixels) if "object_masks" in layout.groups else None
         objects = (
             StoredObject(0.1, 0.2, 0.5, 0.9, "dog", 12.0, mask_png=mask, class_id=2),
             StoredObject(
                 0.0, 0.0, 1.0, 1.0, "cat", 48.0, is_crowd=True, pose="Left", mask_png=mask, class_id=1
             ),
         )
+        labels["objects"] = ObjectLabels("42", objects)
     return RecordFields(
         encoded=imagegen.jpeg(8, 6),
         format="jpeg",
@@ -79,9 +81,8 @@ def fields_for(layout: RecordLayout) -> RecordFields:
         feature_dtype=layout.features.dtype if layout.features else "float32",
         include_image=layout.has_image,
         extras=extras,
-        source_id="42" if layout.objects else None,
-        objects=objects,
-        masks=layout.masks,
+        labels=labels,
+        groups=layout.groups,
     )
 
 
@@ -98,8 +99,8 @@ def split_files(layout: RecordLayout) -> SplitFiles:
         features=layout.features,
         extra_columns=columns,
         multi_label=layout.multi_label,
-        objects=layout.objects,
-        masks=layout.masks,
+        objects="objects" in layout.groups,
+        masks="object_masks" in layout.groups,
     )
 
 
@@ -107,7 +108,7 @@ def _id(layout: RecordLayout) -> str:
     parts = [layout.schema, "multi" if layout.multi_label else "labeled" if layout.labeled else "unlabeled"]
     parts += ["extras"] if layout.extra_columns else []
     parts += [f"features_{layout.features.dtype}"] if layout.features else []
-    parts += (["objects"] + (["masks"] if layout.masks else [])) if layout.objects else []
+    parts += [group.removeprefix("object_") for group in layout.groups]
     return "-".join(parts)
 
 
@@ -137,8 +138,8 @@ def test_the_tensorflow_free_reader_gives_every_field(layout):
     names = {key.name for key in record_keys(layout)} - {"features_float16", "features_shape"}
     if layout.features is not None:
         names.add("features")
-    if layout.objects:  # and the objects as NumPy arrays (read/detection.py)
-        names |= {"boxes", "labels", *(["masks"] if layout.masks else [])}
+    if "objects" in layout.groups:  # and the objects as NumPy arrays (read/detection.py)
+        names |= {"boxes", "labels", *(["masks"] if ("object_masks" in layout.groups) else [])}
     assert set(record) == names
     assert record["height"] == 6 and record["filename"] == "cat/ü 1.jpg"
     if layout.labeled:
@@ -153,7 +154,9 @@ def test_the_tensorflow_free_reader_gives_every_field(layout):
 def test_tfds_describes_and_reads_every_key_it_can(layout):
     import tensorflow_datasets as tfds
 
-    spec = features_spec(layout, list(CLASSES) if layout.labeled or layout.objects else None, None)
+    spec = features_spec(
+        layout, list(CLASSES) if layout.labeled or ("objects" in layout.groups) else None, None
+    )
 
     def flat(level: dict, prefix: str = "") -> set[str]:
         found = set()
@@ -172,11 +175,11 @@ def test_tfds_describes_and_reads_every_key_it_can(layout):
     if layout.labeled:
         label = decoded["image"]["class"]["label"] if layout.schema == "tfds" else decoded["label"]
         assert np.asarray(label).tolist() == ([0, 2] if layout.multi_label else 1)
-    if layout.objects:  # ids from 1 name the classes: 0 is the background's
+    if "objects" in layout.groups:  # ids from 1 name the classes: 0 is the background's
         objects = decoded["image"]["object"]
         assert np.asarray(objects["class"]["label"]).tolist() == [2, 1]
         assert np.asarray(objects["bbox"]["ymax"]).tolist() == pytest.approx([0.9, 1.0])
-        if layout.masks:
+        if "object_masks" in layout.groups:
             assert (
                 tuple(objects["mask"].shape) == (2, 6, 8, 1) and int(np.asarray(objects["mask"]).max()) == 1
             )

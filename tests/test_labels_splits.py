@@ -340,12 +340,13 @@ def test_annotated_inputs_survive_the_staged_plan_file_and_are_digested_from_its
         PlannedInput("b.jpg", "/d/b.jpg", 3, "train", annotations=ImageAnnotations((), "b", True)),
         PlannedInput("c.jpg", "/d/c.jpg", 3, "train", 1, "dog", (("tags", "str_list", ("x",)),)),
     )
-    task = ShardTask("train", 0, 1, items, ("café", "dog"))
+    settings = {"objects": {"class_names": ["café", "dog"], "masks": False}}
+    task = ShardTask("train", 0, 1, items, ("objects",), settings)
     staged: dict[str, str] = {}
     text = task.to_json(lambda item, texts: staged.setdefault(item.relpath, objects_digest(texts)))
     assert ShardTask.from_json(text) == task
     assert json.loads(text) == json.loads(json.dumps({
-        "split": "train", "index": 0, "count": 1, "class_names": ["café", "dog"],
+        "split": "train", "index": 0, "count": 1, "kinds": ["objects"], "settings": settings,
         "inputs": [i.to_row() for i in items],
     }))  # fmt: skip
     assert staged == {i.relpath: annotations_digest(i.annotations) for i in items[:2]}

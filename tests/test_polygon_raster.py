@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from pycocotools import mask as coco_mask
 
 from beam_tfrecord.elements import Polygon, RunLengths
-from beam_tfrecord.images import geometry
-from beam_tfrecord.images.polygon_raster import fill_polygons
+from beam_tfrecord.labels import geometry
+from beam_tfrecord.labels.polygon_raster import fill_polygons
 from beam_tfrecord.plan.annotations import rle
 
 

@@ -121,7 +121,7 @@ def test_a_format_added_to_the_registry_is_found_and_converted(tmp_path, toy):
     assert summary(out)["objects"]["kind"] == "toy"
     assert summary(out)["objects"]["stored"] == 3
     assert [r["reason"] for r in rejects(out)] == ["skipped", "skipped"]
-    spec = schema_lib.parse_spec(RecordLayout("tfds", labeled=False, objects=True))
+    spec = schema_lib.parse_spec(RecordLayout("tfds", labeled=False, groups=("objects",)))
     names = {}
     for raw in tf.data.TFRecordDataset(shard_files(out, "train")):
         record = tf.io.parse_single_example(raw, spec)

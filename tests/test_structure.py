@@ -1,8 +1,10 @@
 """The shape of the library, guarded: the stages run plan -> images -> features -> write -> output ->
 read, and a stage imports only the stages before it (read may use write's schema; write may never
 use read; the output room, the output folder's lifecycle, may use write but write never uses it).
-The shared contracts (elements, names, keys, config_base, reasons) and the cross-cutting helpers import no
-stage, and nothing in the library imports the command (`pipelines`). Imports inside functions and
+Below every stage sit the kinds of label (`labels/`, which any stage may import and which imports
+only the shared modules), and below those the shared contracts (elements, names, keys,
+config_base, reasons) and the cross-cutting helpers, which import neither a kind nor a stage;
+nothing in the library imports the command (`pipelines`). Imports inside functions and
 under TYPE_CHECKING count too: they are dependencies all the same."""
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ SHARED = (
     "config_base",
     "write_failures",
     "gcs",
+    "storage",
     "compat",
     "fault_injection",
     "progress",
@@ -29,6 +32,8 @@ SHARED = (
     "reasons",
     "tasks",
 )
+# The kinds of label: below every stage, above the shared modules.
+LABELS = "labels"
 # The assembly on top: the typed settings of a whole run, the composite transform, the DoFns.
 ASSEMBLY = ("config", "pipeline", "transforms")
 
@@ -60,6 +65,10 @@ def _allowed(owner: str, target: str) -> bool:
         return True
     if owner in SHARED:
         return False  # a shared module imports only shared ones (above)
+    if target == LABELS:
+        return owner in STAGES  # (a kind imports other kinds: the same part)
+    if owner == LABELS:
+        return False  # a kind imports only the shared modules and other kinds
     if owner in STAGES and target in STAGES:
         return STAGES.index(target) <= STAGES.index(owner)
     return False  # a stage importing the assembly
@@ -68,7 +77,7 @@ def _allowed(owner: str, target: str) -> bool:
 def test_every_part_of_the_library_is_a_stage_a_shared_module_or_the_assembly():
     parts = {p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
     parts |= {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
-    assert parts == set(STAGES) | set(SHARED) | set(ASSEMBLY)
+    assert parts == set(STAGES) | set(SHARED) | set(ASSEMBLY) | {LABELS}
 
 
 def test_no_stage_imports_a_later_one_and_no_contract_imports_a_stage():
@@ -92,6 +101,84 @@ def test_the_guard_would_catch_a_write_module_that_reads(tmp_path):
     (target,) = {_part(m) for m in _imports(probe)} - {None}
     assert target == "read" and not _allowed("write", target)
     assert _allowed("read", "write") and not _allowed("keys", "write") and not _allowed("plan", "config")
+    assert _allowed("plan", "labels") and not _allowed("labels", "images") and not _allowed("keys", "labels")
+
+
+# Local and gs:// paths meet in storage (and gcs, under it): no other module reads a path's text
+# for a scheme. A string that only names one (help text, a bucket name's regex) is no test.
+PATH_MODULES = ("storage.py", "gcs.py")
+_STRING_TESTS = frozenset(
+    {
+        "startswith",
+        "endswith",
+        "partition",
+        "rpartition",
+        "split",
+        "rsplit",
+        "find",
+        "rfind",
+        "index",
+        "rindex",
+    }
+)
+_COMPARISONS = (ast.In, ast.NotIn, ast.Eq, ast.NotEq)
+
+
+def _names_a_scheme(node: ast.AST) -> bool:
+    """A str constant holding `://`, alone, in a tuple (or list, set) of them, or in an f-string."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and "://" in node.value
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.JoinedStr)):
+        parts = node.elts if not isinstance(node, ast.JoinedStr) else node.values
+        return any(_names_a_scheme(part) for part in parts)
+    return False
+
+
+def _scheme_tests(path: pathlib.Path) -> list[str]:
+    """`file:line` of each comparison or string-method call in `path` that tests a path for a scheme."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        compared = isinstance(node, ast.Compare) and any(isinstance(op, _COMPARISONS) for op in node.ops)
+        if compared and any(_names_a_scheme(side) for side in (node.left, *node.comparators)):
+            found.append(f"{path.name}:{node.lineno}: compares with a scheme")
+        called = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        if called and node.func.attr in _STRING_TESTS and any(_names_a_scheme(arg) for arg in node.args):
+            found.append(f"{path.name}:{node.lineno}: .{node.func.attr}() with a scheme")
+    return found
+
+
+def test_only_storage_tells_a_local_path_from_a_remote_one():
+    """`"://" in path`, `path.startswith("gs://")`, `path.partition("://")`: each is storage's
+    question (is_remote, is_gcs, split_scheme), asked there once, never again in another module."""
+    found = [
+        f"{path.relative_to(PACKAGE.parent)}: {test}"
+        for root in (PACKAGE, PACKAGE.parent / "pipelines")
+        for path in sorted(root.rglob("*.py"))
+        if not (path.parent == PACKAGE and path.name in PATH_MODULES)
+        for test in _scheme_tests(path)
+    ]
+    assert found == [], "\n".join(found)
+
+
+def test_the_scheme_guard_would_catch_each_way_of_asking(tmp_path):
+    """The check itself can fail: every form of the question is named, and a string that only
+    names a gs:// path (help text, a regex) is not."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "def f(path, bucket):\n"
+        "    a = '://' in path\n"
+        "    b = '://' not in path\n"
+        "    c = path[:5] == 'gs://'\n"
+        "    d = path.startswith('gs://')\n"
+        "    e = path.startswith(('https://', 'http://'))\n"
+        "    g = path.partition('://')\n"
+        "    h = path.split('://', 1)\n"
+        "    i = path.find('://')\n"
+        "    j = path.startswith(f'gs://{bucket}/')\n"
+        "    return 'local or gs://', r'^gs://[a-z0-9]+$', path.startswith('/')\n"
+    )
+    lines = [int(found.split(":")[1]) for found in _scheme_tests(probe)]
+    assert sorted(lines) == list(range(2, 11))
 
 
 def test_the_benchmarks_use_only_the_librarys_public_names():

@@ -18,6 +18,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from PIL import Image
 
+from beam_tfrecord import storage
 from beam_tfrecord.features.options import POOLINGS, ModelUnavailable
 
 __all__ = [
@@ -36,7 +37,7 @@ __all__ = [
 def localize(path: str) -> str:
     """A local path for `path`: itself when local, else a copy (file or folder) in a temp dir,
     made with Beam's filesystems so gs:// needs no second client."""
-    if "://" not in path:
+    if not storage.is_remote(path):
         return path
     base = path.rstrip("/")
     target_root = tempfile.mkdtemp(prefix="beam-tfrecord-model-")
@@ -92,10 +93,10 @@ def model_input(encoded: bytes, height: int, width: int) -> np.ndarray:
     Taken from the stored bytes, so a resize and re-encoding apply to it as to training, and the
     stored image itself never changes for the model. JPEGs decode at a reduced scale first.
     """
-    image = Image.open(io.BytesIO(encoded))
-    if image.format == "JPEG":
-        image.draft("RGB", (width, height))
-    image = image.convert("RGB")
+    source = Image.open(io.BytesIO(encoded))
+    if source.format == "JPEG":
+        source.draft("RGB", (width, height))
+    image = source.convert("RGB")
     if image.size != (width, height):
         image = image.resize((width, height), Image.Resampling.BILINEAR)
     return np.asarray(image, dtype=np.uint8)
@@ -177,9 +178,9 @@ def input_layout(
         )
     channels_first = shape[3] != 3
     spatial = (shape[2], shape[3]) if channels_first else (shape[1], shape[2])
-    fixed = (_fixed(spatial[0]), _fixed(spatial[1]))
-    if None not in fixed:
-        size = (int(fixed[0]), int(fixed[1]))  # type: ignore[arg-type]
+    height, width = _fixed(spatial[0]), _fixed(spatial[1])
+    if height is not None and width is not None:
+        size = (int(height), int(width))
         if given is not None and given != size:
             raise ModelUnavailable(
                 f"{what} takes {size[1]}x{size[0]} images, not input_size {given[1]}x{given[0]}"

@@ -14,6 +14,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
+from beam_tfrecord import storage
 from beam_tfrecord.features.inputs import LoadedModel, localize
 from beam_tfrecord.features.options import (
     KERAS_NAMES,
@@ -99,7 +100,7 @@ def check_weights(options: FeatureConfig, local: bool) -> None:
                 "or use model_weights none for random weights"
             )
         return
-    if "://" not in options.model_weights and not os.path.isfile(options.model_weights):
+    if not storage.is_file(options.model_weights, if_remote=True):  # a worker reads a remote one
         raise ModelUnavailable(f"model_weights {options.model_weights} is not a file")
 
 
@@ -159,7 +160,7 @@ def load_backbone(options: FeatureConfig) -> LoadedModel:
     if weights == "none":
         weights = None
     elif weights != "imagenet":
-        weights = localize(weights)
+        weights = localize(options.model_weights)
     size = backbone.input_size
     with _dtype_policy("mixed_float16" if options.precision == "mixed" else None):
         model = getattr(keras.applications, backbone.constructor)(

@@ -6,8 +6,7 @@ torch through this project (Beam's RunInference imports torch itself wherever it
 
 from __future__ import annotations
 
-import os
-
+from beam_tfrecord import storage
 from beam_tfrecord.features.inputs import LoadedModel
 from beam_tfrecord.features.options import FeatureConfig, ModelUnavailable
 
@@ -47,7 +46,7 @@ def check_model(options: FeatureConfig, local: bool) -> None:
 
 
 def _local_file(path: str | None) -> bool:
-    return bool(path) and "://" not in (path or "") and os.path.isfile(path or "")
+    return bool(path) and storage.is_file(path or "", if_remote=False)
 
 
 def load_model(options: FeatureConfig) -> LoadedModel:

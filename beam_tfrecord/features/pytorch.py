@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from beam_tfrecord import storage
 from beam_tfrecord.features.inputs import LoadedModel, fixed_batch, in_batches_of, input_layout, localize
 from beam_tfrecord.features.options import (
     FeatureConfig,
@@ -131,8 +132,7 @@ def check_weights(options: FeatureConfig, local: bool) -> None:
     weights_path = options.model_weights
     if (
         weights_path not in ("imagenet", "none")
-        and "://" not in weights_path
-        and not os.path.isfile(weights_path)
+        and not storage.is_file(weights_path, if_remote=True)  # a worker reads a remote one
     ):
         raise ModelUnavailable(f"model_weights {weights_path} is not a file")
 

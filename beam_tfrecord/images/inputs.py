@@ -3,84 +3,26 @@ the worker's first step, Beam-free; and the ordered thread pool that overlaps re
 
 from __future__ import annotations
 
-import errno
 import hashlib
-import os
-import stat
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import islice
 from typing import Generic, TypeVar
 
 from beam_tfrecord import gcs, reasons
-from beam_tfrecord.elements import (
-    DroppedObject,
-    MaskRule,
-    PendingRecord,
-    PlannedInput,
-    RecordFields,
-    RejectLine,
-    ShardKey,
-    StoredObject,
-)
-from beam_tfrecord.images.class_masks import PlacedMask, empty_mask, place_class_mask
-from beam_tfrecord.images.normalize import EncodedImage, Reject, encode_for_tensorflow
+from beam_tfrecord.elements import PendingRecord, PlannedInput, RecordFields, RejectLine, ShardKey
+from beam_tfrecord.images.normalize import EncodedImage, encode_for_tensorflow
 from beam_tfrecord.images.options import ImageConfig
-from beam_tfrecord.images.placement import place_annotations, size_mismatch_detail
+from beam_tfrecord.labels import CLASSIFIED, Placed, RunLabels
+from beam_tfrecord.reasons import Reject
+from beam_tfrecord.storage import read_bytes  # the read every input starts with, named here too
 
 __all__ = ["ordered_map", "ordered_submit", "prepare_input", "read_bytes"]
 
 T = TypeVar("T")
 R = TypeVar("R")
-# Each object note's record-level change (reasons.record_changes), looked up once per record.
-_RECORD_CHANGES = reasons.record_changes()
-
-
-def read_bytes(path: str, limit: int | None = None, storage: gcs.GcsConfig | None = None) -> bytes:
-    """The file's bytes as stored: no decompression by extension (a `.gz` image stays bytes).
-
-    A local path is opened directly (Beam's LocalFileSystem does the same after a lookup that
-    costs about as much as the read itself); gs:// objects go through one reused client per
-    thread (`gcs.read_bytes`); other schemes through Beam's filesystems.
-
-    At most `limit` + 1 bytes are read from a local file, so one that grew past the limit since
-    it was listed costs no more memory than the limit (remote sizes come from the listing).
-    `storage` limits and retries a gs:// read (default: the process's settings).
-    """
-    if "://" not in path:
-        return _read_local(path, limit)
-    return gcs.read_bytes(path, storage)
-
-
-def _read_local(path: str, limit: int | None) -> bytes:
-    """A local file's bytes, at most `limit` + 1 of them, in four system calls (open, fstat, one
-    read, close) where `open()`'s buffered file made seven (its own fstat, an isatty check, a
-    read that finds the end): each lets another thread take the GIL, and on 2 cores every hand-off
-    costs a wake-up. Sized from fstat, as read() sizes it (a read(limit) would
-    allocate the whole limit each time), with a byte more to see whether the file grew."""
-    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
-    try:
-        status = os.fstat(descriptor)
-        if stat.S_ISDIR(status.st_mode):  # as open() says it, naming the path (read() would not)
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
-        size = status.st_size
-        data = os.read(descriptor, (size if limit is None else min(size, limit)) + 1)
-        if len(data) == size and (limit is None or size <= limit):
-            return data  # all of it, and the end reached: what a local disk gives
-        # A short read (a filesystem that reads in pieces) or a file that grew since it was
-        # listed: read on to its end, or to a byte past the limit.
-        chunks, total = [data], len(data)
-        while limit is None or total <= limit:
-            more = os.read(descriptor, 1 << 20 if limit is None else limit + 1 - total)
-            if not more:
-                break
-            chunks.append(more)
-            total += len(more)
-        return b"".join(chunks)
-    finally:
-        os.close(descriptor)
 
 
 def prepare_input(
@@ -88,22 +30,15 @@ def prepare_input(
     image_options: ImageConfig,
     shard: ShardKey | None = None,
     *,
-    class_names: Sequence[str] = (),
-    masks: bool = False,
-    mask_rule: MaskRule | None = None,
-    captions: bool = False,
-    keypoints: bool = False,
+    labels: RunLabels = CLASSIFIED,
     storage: gcs.GcsConfig | None = None,
 ) -> PendingRecord | RejectLine:
     """Read, validate and normalize one planned input: everything but the serialization.
 
-    `shard` is the output shard its record goes to (default: the only shard of its split). In a
-    detection run (`item.annotations`) its objects follow the pixels (`placement`), get their ids
-    from `class_names` (from 1: 0 is background) and, with `masks`, one mask PNG each. In a
-    segmentation run (`mask_rule`) its mask file is read by the rule and moves with the pixels
-    (`class_masks`). In a captions run (`captions`) its captions go into the record as the plan
-    gives them; in a keypoints run (`keypoints`) every object's points move with the pixels as
-    its box does. `storage`: how long a gs:// read may wait (the run's settings, passed by the
+    `shard` is the output shard its record goes to (default: the only shard of its split). Each
+    of the run's kinds of label (`labels`, in order) places the picture's labels in the image its
+    record stores, moved as the pixels were (`labels.LabelKind.place`); one that cannot makes the
+    input a reject. `storage`: how long a gs:// read may wait (the run's settings, passed by the
     worker that reads)."""
     limit = image_options.max_file_bytes
     if item.size > limit:
@@ -114,29 +49,16 @@ def prepare_input(
         return RejectLine(item.relpath, reasons.UNREADABLE.code, f"{type(error).__name__}: {error}")
     if len(data) > limit:
         return _too_big(item.relpath, len(data), image_options)
+    objects = len(item.annotations.objects) if item.annotations is not None else 0
     try:
         image = encode_for_tensorflow(data, image_options, name=item.relpath)
+        placed = _placed(item, image, labels, limit, storage)
     except Reject as reject:
-        objects = len(item.annotations.objects) if item.annotations is not None else 0
         return RejectLine(item.relpath, reject.reason, reject.detail, objects=objects)
-    stored, dropped, changes = None, (), image.changes
-    if item.annotations is not None and mask_rule is None and not captions:  # a detection run's objects
-        placed = _objects(item, image, class_names, masks)
-        if isinstance(placed, RejectLine):
-            return placed
-        stored, dropped, notes = placed
-        if notes:  # (image.changes is already in this order)
-            noted = {*image.changes, *notes}
-            changes = tuple(code for code in reasons.codes("change") if code in noted)
-    class_mask = None
-    if mask_rule is not None:
-        class_mask = _class_mask(item, image, mask_rule, limit, storage)
-        if isinstance(class_mask, RejectLine):
-            return class_mask
-        if class_mask.changes:
-            noted = {*changes, *class_mask.changes}
-            changes = tuple(code for code in reasons.codes("change") if code in noted)
-    content_sha256 = hashlib.sha256(data).hexdigest()
+    changes = image.changes
+    noted = [code for found in placed.values() for code in found.changes]
+    if noted:  # (image.changes is already in this order)
+        changes = tuple(code for code in reasons.codes("change") if code in {*changes, *noted})
     fields = RecordFields(
         encoded=image.data,
         format=image.format,
@@ -144,95 +66,45 @@ def prepare_input(
         width=image.width,
         channels=image.channels,
         relpath=item.relpath,
-        sha256=content_sha256,
+        sha256=hashlib.sha256(data).hexdigest(),
         label=item.label,
         label_text=item.label_text,
         extras=item.extras,
-        source_id=item.annotations.source_id if item.annotations is not None else None,
-        objects=stored,
-        masks=masks,
-        class_mask=class_mask.png if class_mask is not None else None,
-        captions=(item.annotations.captions if item.annotations is not None else ()) if captions else None,
-        keypoints=keypoints,
+        labels={name: found.stored for name, found in placed.items()},
+        groups=labels.groups,
     )
-    shard = shard or ShardKey(item.split)
-    pixels = class_mask.pixels if class_mask is not None else None
+    dropped = tuple(one for found in placed.values() for one in found.dropped)
+    facts = {name: found.facts for name, found in placed.items()}
     return PendingRecord(
-        shard, fields, image.source_format, image.reencoded, image.mode, changes, dropped, pixels
+        shard or ShardKey(item.split),
+        fields,
+        image.source_format,
+        image.reencoded,
+        image.mode,
+        changes,
+        dropped,
+        facts,
+        objects,
     )
 
 
-def _class_mask(
-    item: PlannedInput, image: EncodedImage, rule: MaskRule, limit: int, storage: gcs.GcsConfig | None
-) -> PlacedMask | RejectLine:
-    """The picture's class-id mask as its record stores it, or the reject its mask file makes
-    (the picture itself was fine). A picture without a mask file gets one of the ignore value."""
+def _placed(
+    item: PlannedInput, image: EncodedImage, labels: RunLabels, limit: int, storage: gcs.GcsConfig | None
+) -> dict[str, Placed]:
+    """Each of the run's kinds of label placed in the stored image, in the run's order; raises
+    `Reject` for a picture one of them cannot be stored with."""
     assert image.transform is not None
-    found = item.annotations.class_mask if item.annotations is not None else None
-    if found is None:
-        return empty_mask(rule, image.width, image.height)
-    try:
-        if found.size > limit:
-            raise OSError(f"{found.size / 1e6:.1f} MB is over max_file_mb")
-        data = read_bytes(found.path, limit, storage)
-    except Exception as error:  # a mask gone since listing, a flaky remote read
-        detail = f"{found.name}: {type(error).__name__}: {error}"
-        return RejectLine(item.relpath, reasons.CLASS_MASK_UNREADABLE.code, detail)
-    try:
-        return place_class_mask(data, rule, image.transform, found.name)
-    except Reject as reject:
-        return RejectLine(item.relpath, reject.reason, reject.detail)
 
+    def read(path: str, size: int) -> bytes:
+        """A file a label names, within the input's limits."""
+        if size > limit:
+            raise OSError(f"{size / 1e6:.1f} MB is over max_file_mb")
+        return read_bytes(path, limit, storage)
 
-def _objects(
-    item: PlannedInput, image: EncodedImage, class_names: Sequence[str], masks: bool
-) -> tuple[tuple[StoredObject, ...], tuple[DroppedObject, ...], set[str]] | RejectLine:
-    """The image's objects placed in its stored image, with their ids; the change reasons they
-    make. An image whose declared size fits neither its stored nor its upright picture is a
-    reject: the annotations are for another picture, and a negative would teach the model that
-    its objects are background."""
-    annotations = item.annotations
-    assert annotations is not None and image.transform is not None
-    ids = _class_ids(class_names)
-    placed = place_annotations(annotations, image.transform, masks=masks, class_ids=ids)
-    if placed.frame is None:
-        detail = size_mismatch_detail(annotations, image.transform)
-        return RejectLine(
-            item.relpath, reasons.ANNOTATION_SIZE_MISMATCH.code, detail, objects=len(annotations.objects)
-        )
-    stored, dropped = [], list(placed.dropped)
-    for found in placed.objects:
-        if found.class_name in ids:  # placed with its id
-            stored.append(found)
-        else:  # the planner drops unknown classes; a task without class names has none
-            detail = f"class {found.class_name!r} is not among the class names"
-            dropped.append(
-                DroppedObject(found.class_name, reasons.UNKNOWN_CATEGORY.code, detail, found.source_ref)
-            )
-    notes = {_RECORD_CHANGES[n] for o in stored for n in o.notes if n in _RECORD_CHANGES}
-    notes |= {_RECORD_CHANGES[n] for n in annotations.notes if n in _RECORD_CHANGES}
-    if dropped:
-        notes.add(reasons.OBJECTS_DROPPED.code)
-    return tuple(stored), tuple(dropped), notes
-
-
-# The last tuple of class names and its ids: a shard task's inputs share one tuple, and its
-# dict costs more to build than placing an object does
-# (docs/performance.md#per-step-costs-behind-the-code). A tuple cannot
-# change, and the reference held here keeps its identity from being reused.
-_last_class_ids: tuple[tuple[str, ...], dict[str, int]] = ((), {})
-
-
-def _class_ids(class_names: Sequence[str]) -> Mapping[str, int]:
-    """Each class name's id, from 1 (0 is background)."""
-    global _last_class_ids
-    names, ids = _last_class_ids
-    if names is class_names:
-        return ids
-    ids = {name: index + 1 for index, name in enumerate(class_names)}
-    if isinstance(class_names, tuple):
-        _last_class_ids = (class_names, ids)
-    return ids
+    placed: dict[str, Placed] = {}
+    for kind, setting in zip(labels.kinds, labels.settings, strict=True):
+        placed[kind.name] = kind.place(item, image.transform, setting, placed, read)
+    return placed
 
 
 def _too_big(relpath: str, size: int, image_options: ImageConfig) -> RejectLine:

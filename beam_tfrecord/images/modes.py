@@ -111,7 +111,9 @@ def _lab_to_rgb(image: Image.Image) -> Image.Image:
     transform = ImageCms.buildTransform(
         ImageCms.createProfile("LAB"), ImageCms.createProfile("sRGB"), "LAB", "RGB"
     )
-    return ImageCms.applyTransform(image, transform)
+    converted = ImageCms.applyTransform(image, transform)
+    assert converted is not None  # None only where asked to convert in place
+    return converted
 
 
 def _flatten_alpha(image: Image.Image) -> Image.Image:

@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
 
 from beam_tfrecord import compat, reasons
-from beam_tfrecord.images import formats, geometry, modes
-from beam_tfrecord.images.geometry import PixelTransform
+from beam_tfrecord.images import formats, modes
 from beam_tfrecord.images.options import ImageConfig
 from beam_tfrecord.images.quiet import Captured, captured_stderr, pillow_log
+from beam_tfrecord.labels import geometry
+from beam_tfrecord.labels.geometry import PixelTransform
+from beam_tfrecord.reasons import Reject
 
 __all__ = [
     "EncodedImage",
@@ -36,21 +38,6 @@ QUIET_FORMATS = ("JPEG", "PNG")
 ICON_FORMATS = ("ICO", "CUR", "ICNS")
 EXIF_ORIENTATION = 0x0112
 DEFAULT_OPTIONS = ImageConfig()  # keep the source bytes where TensorFlow decodes them
-
-
-class Reject(Exception):
-    """An input that cannot become a record; `reason` is its stable code (a reasons.Reason's),
-    `detail` is for people."""
-
-    def __init__(self, reason: reasons.Reason, detail: str) -> None:
-        super().__init__(f"{reason.code}: {detail}")
-        self.registered = reason
-        self.reason = reason.code
-        self.detail = detail
-
-    def with_detail(self, detail: str) -> Reject:
-        """The same reason, said with more (what the decoder printed)."""
-        return Reject(self.registered, detail)
 
 
 @dataclass(frozen=True)
@@ -93,6 +80,7 @@ def _to_tensorflow(data: bytes, options: ImageConfig, name: str | None) -> Encod
         raise Reject(reasons.EMPTY, "the file has zero bytes")
     image = _open(data)
     source_format = "JPEG" if image.format == "MPO" else image.format
+    assert source_format is not None  # what Image.open opens names its plugin's format
     width, height = image.size
     if width * height > options.max_pixels:
         raise Reject(
@@ -178,7 +166,7 @@ def _unopened_reject(data: bytes) -> Reject:
     except Exception:
         other = None
     other = other or formats.sniff_format(data)
-    if other in formats.REFUSED_FORMATS:
+    if other is not None and other in formats.REFUSED_FORMATS:
         return Reject(reasons.UNSUPPORTED_FORMAT, formats.REFUSED_FORMATS[other])
     if other in formats.ACCEPTED_FORMATS:  # it starts like one, but its header cannot be parsed
         return Reject(

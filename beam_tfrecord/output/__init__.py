@@ -5,9 +5,9 @@ Takes: an output path and the run's settings, before and after the pipeline.
 Gives: what a run does with its output, decided once (`mode`: fresh, overwrite, append, merge,
 dry run), one run at a time per output (`claim`), what an output already holds and whether it is a
 finished run (`outputs`), an interrupted run's finished shard tasks kept by a rerun (`resume`),
-and a finished dataset grown by new pictures (`append`, with `file_index`, `grown_objects` and
-`grown_labels`: the index of converted files, and the detection and other tasks' side files and
-summary sections of the grown dataset).
+and a finished dataset grown by new pictures (`append`, with `file_index` and `grown_files`: the
+index of converted files, and the side files of the grown dataset's kinds of label; each kind's
+summary section merges itself: `labels.Section.merged`).
 
 Comes after write (it reads summary.json and writes side files with write's modules) and before
 read (readers ask `outputs` whether a folder holds a finished run).
@@ -17,8 +17,7 @@ __all__ = [
     "append",
     "claim",
     "file_index",
-    "grown_labels",
-    "grown_objects",
+    "grown_files",
     "mode",
     "outputs",
     "resume",

@@ -11,7 +11,7 @@ the old shards:
   copied; a copy where the filesystem refuses links) or a server-side copy (gs://, a hundred to a
   batch request), a new one is moved out of the work folder;
 - the side files, the file index and TFDS's dataset_info.json count old plus new (a detection
-  dataset's objects, label map and object files too: output.grown_objects);
+  dataset's kinds of label's side files too: output.grown_files);
 - summary.json is replaced last, with a `history` of the runs; then the old names are removed.
 
 While it merges, a marker (names.APPEND_MARKER) names the files not in summary.json yet, so every
@@ -34,14 +34,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import fault_injection, gcs, names
+from beam_tfrecord import fault_injection, names, storage
 from beam_tfrecord.config_base import unshaping_keys
 from beam_tfrecord.elements import DuplicateGroup
+from beam_tfrecord.labels import KINDS, Grown
+from beam_tfrecord.labels import kinds as label_kinds
 from beam_tfrecord.names import ShardFormat
-from beam_tfrecord.output import grown_labels, grown_objects
+from beam_tfrecord.output import grown_files
 from beam_tfrecord.output.file_index import IndexEntry, load_index, write_index
 from beam_tfrecord.output.outputs import append_marker, existing_outputs
 from beam_tfrecord.plan.listing import InputFile, split_input_spec
@@ -157,7 +158,7 @@ def stage_annotation_changes(work: str, changed: Iterable[tuple[str, str | None]
 
 def annotation_changes(work: str) -> list[str]:
     """The lines `stage_annotation_changes` wrote in the work folder (none: not compared)."""
-    return _lines(FileSystems.join(work, names.CHANGED_SINCE_FILE))
+    return storage.lines(FileSystems.join(work, names.CHANGED_SINCE_FILE))
 
 
 def run_inputs(old: Summary) -> list[str | None]:
@@ -248,37 +249,19 @@ def _base(input_spec: str | None) -> str | None:
     return split_input_spec(input_spec)[0].rstrip("/") + "/" if input_spec else None
 
 
-def _write_json(path: str, data: Any) -> None:
-    write_text(path, json.dumps(data, ensure_ascii=False))
-
-
 def _write_marker(output: str, data: dict[str, Any]) -> None:
     """The merge's marker, never half written (readers and the rerun read it): on local disk
     written in the work folder and renamed over the old one (os.replace); a gs:// object is
     whole or absent by itself."""
     path = FileSystems.join(output, names.APPEND_MARKER)
-    if "://" in path:
-        _write_json(path, data)
-        return
     temp = FileSystems.join(work_dir(output), names.APPEND_MARKER + ".tmp")
-    _write_json(temp, data)
-    os.replace(temp, path)
-
-
-def _read_text(path: str) -> str:
-    if not FileSystems.exists(path):
-        return ""
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-        return handle.read().decode("utf-8")
-
-
-def _lines(path: str) -> list[str]:
-    return [line for line in _read_text(path).splitlines() if line]
+    with writing(path):
+        storage.write_atomic(path, json.dumps(data, ensure_ascii=False), temp=temp)
 
 
 def _shard_lengths(folder: str, summary: Summary) -> dict[str, int]:
     """Records per shard file name, from TFDS's dataset_info.json (no shard read)."""
-    text = _read_text(FileSystems.join(folder, names.TFDS_INFO_FILE))
+    text = storage.read_text_or_none(FileSystems.join(folder, names.TFDS_INFO_FILE))
     if not text:
         return {}
     lengths = {}
@@ -340,12 +323,12 @@ class _Linker:
 
     def __call__(self, source: str, target: str) -> None:
         try:
-            if "://" in source:
+            if storage.is_remote(source):
                 FileSystems.copy([source], [target])
             else:
                 self._local(source, target)
         except OSError as error:
-            how = "by a server-side copy" if "://" in source else "by a hard link, nor by a copy"
+            how = "by a server-side copy" if storage.is_remote(source) else "by a hard link, nor by a copy"
             raise MergeFailed(
                 f"could not give {posixpath.basename(source)} its new name "
                 f"{posixpath.basename(target)} ({how})",
@@ -435,12 +418,8 @@ def _warnings(summary: Summary, earlier: Iterable[str], recounted: Iterable[str]
             f"keep the objects they had (see {names.CHANGED_SINCE_FILE}; a full run with --overwrite "
             "rebuilds)"
         )
-    objects = summary.objects
-    if objects is not None and not objects.consistent:
-        found.append(
-            f"{objects.annotated} objects were annotated, {objects.stored} stored and {objects.dropped} "
-            "dropped: some object is unaccounted for"
-        )
+    for section in summary.sections.values():
+        found += section.warnings()
     return found
 
 
@@ -517,7 +496,7 @@ def _merged_summary(
     recounted: Sequence[str] = (),
 ) -> Summary:
     """`unmatched`: a detection dataset's merged entries that name no picture
-    (output.grown_objects); `recounted`: warnings counted over the merged side files."""
+    (output.grown_files); `recounted`: warnings counted over the merged side files."""
     records = old.records + new.records
     groups_summary = _merged_groups(old, new, indexed)
     # What a hash split draws: each group once, each file of no group once (as write.summary).
@@ -547,9 +526,12 @@ def _merged_summary(
     history = list(old.history or [_history_entry(old, None)])
     history.append(entry)
     class_names = new.class_names if new.class_names is not None else old.class_names
-    objects = old.objects
-    if objects is not None:
-        objects = grown_objects.merged_objects(objects, new.objects, class_names or (), unmatched)
+    grown_as = Grown(tuple(class_names or ()), tuple(unmatched))
+    sections = {
+        name: section.merged(new.sections[name], grown_as) if name in new.sections else section
+        for name, section in old.sections.items()
+    }
+    sections |= {name: section for name, section in new.sections.items() if name not in sections}
     grown = dataclasses.replace(
         old,
         inputs_listed=old.inputs_listed + new.inputs_listed,
@@ -576,10 +558,7 @@ def _merged_summary(
         run=new.run,
         resumed=new.resumed,
         history=history,
-        objects=objects,
-        segmentation=grown_labels.merged_segmentation(old.segmentation, new.segmentation),
-        captions=grown_labels.merged_captions(old.captions, new.captions),
-        keypoints=grown_labels.merged_keypoints(old.keypoints, new.keypoints),
+        sections={name: sections[name] for name in KINDS if name in sections},
         # A declared split's source as the append's run found it (a list may have been added).
         split_method=new.split_method
         if declared and new.split_method.startswith("declared")
@@ -602,7 +581,7 @@ def renumber(output: str, keep: Mapping[str, str]) -> int:
         for source, new_name in ((name, target), (names.index_path(name), names.index_path(target)))
         if source != new_name and source in present and new_name not in present
     ]
-    if "://" in output:
+    if storage.is_remote(output):
         _copy_in_gcs(pairs)
     else:
         link = _Linker(work_dir(output))
@@ -642,7 +621,7 @@ def _merged_lines(output: str, work: str, name: str, before: int | None) -> list
     it had when the merge began: a merge run again knows which are old), then the new run's.
     `before` None: a merge begun by an earlier version, whose files were joined as a set of lines
     (as then)."""
-    old, added = _lines(FileSystems.join(output, name)), _lines(FileSystems.join(work, name))
+    old, added = storage.lines(FileSystems.join(output, name)), storage.lines(FileSystems.join(work, name))
     return sorted(set(old) | set(added)) if before is None else old[:before] + added
 
 
@@ -698,9 +677,10 @@ def _merge(
     extra = [*keep, *keep.values(), *move.values()]
     extra += [names.index_path(n) for n in extra]
     marker = append_marker(output)
-    counted = (*_RUN_LINES, names.DROPPED_OBJECTS_FILE) if old.objects is not None else _RUN_LINES
+    kinds = label_kinds(old.kinds)
+    counted = (*_RUN_LINES, *(name for kind in kinds for name in kind.joined_files))
     if marker is None:  # the merge begins: how many lines each side file has before it
-        before = {name: len(_lines(FileSystems.join(output, name))) for name in counted}
+        before = {name: len(storage.lines(FileSystems.join(output, name))) for name in counted}
     else:
         before = marker.get("lines", {})
     wanted = {"extra": sorted(set(extra)), "lines": before}
@@ -727,19 +707,21 @@ def _merge(
     merged_lines = {name: _merged_lines(output, work, name, before.get(name)) for name in _RUN_LINES}
     unmatched: list[str] = []
     recounted: list[str] = []
-    if old.objects is not None:  # a detection dataset's dropped objects and unmatched entries
-        unmatched = grown_objects.merge_object_files(
-            output, work, (e.relpath for e in new_index), before.get(names.DROPPED_OBJECTS_FILE)
-        )
-        found = grown_objects.undeclared_warning(merged_lines[names.REJECTS_FILE])
+    for kind in kinds:  # each kind's side files whose lines both runs hold (dropped objects)
+        for name in kind.joined_files:
+            grown_files.merge_joined_files(output, work, name, before.get(name))
+    if any(kind.digested for kind in kinds):  # a dataset whose annotations an append compares
+        unmatched = grown_files.merge_unmatched(output, work, (e.relpath for e in new_index))
+        found = grown_files.undeclared_warning(merged_lines[names.REJECTS_FILE])
         recounted = [found] if found else []
     summary = _merged_summary(old, new, keep, move, groups, entry, index.values(), unmatched, recounted)
     if summary.class_names is not None:
         write_text(
             FileSystems.join(output, names.LABELS_FILE), "".join(f"{c}\n" for c in summary.class_names)
         )
-        if summary.objects is not None:
-            grown_objects.write_label_map(output, summary.class_names)
+        names_now = tuple(summary.class_names)
+        for kind in label_kinds(summary.kinds):
+            grown_files.write_grown_files(output, kind.grown_files(names_now))
     for name, lines in merged_lines.items():
         _replace_lines(output, work, name, lines)
     write_text(FileSystems.join(output, names.DUPLICATES_FILE), "".join(g.to_json() + "\n" for g in groups))
@@ -748,11 +730,11 @@ def _merge(
     )
     write_index(output, index.values())
     unmatched_path = FileSystems.join(output, names.MANIFEST_UNMATCHED_FILE)
-    unmatched = _read_text(FileSystems.join(work, names.MANIFEST_UNMATCHED_FILE))
-    if unmatched:  # the append's run matched the manifest against every indexed file too
-        write_text(unmatched_path, unmatched)
-    elif FileSystems.exists(unmatched_path):
-        FileSystems.delete([unmatched_path])
+    unmatched_rows = storage.read_text_or_none(FileSystems.join(work, names.MANIFEST_UNMATCHED_FILE))
+    if unmatched_rows:  # the append's run matched the manifest against every indexed file too
+        write_text(unmatched_path, unmatched_rows)
+    else:
+        storage.delete([unmatched_path], missing_ok=True)
     if summary.tfds_metadata is not None and summary.tfds_metadata.written:
         with writing(FileSystems.join(output, names.TFDS_INFO_FILE)):
             summary = dataclasses.replace(
@@ -786,15 +768,12 @@ def _finish(output: str) -> None:
         shard = name[: -len(names.INDEX_SUFFIX)] if names.is_index_name(name) else name
         if names.is_shard_name(shard) and shard not in listed:
             stale.append(path)
-    gcs.delete_files(stale)
+    storage.delete(stale)
     work = work_dir(output)
-    if "://" not in work:
+    if not storage.is_remote(work):
         import shutil
 
         shutil.rmtree(work, ignore_errors=True)
     else:
-        (found,) = FileSystems.match([work + "/**"])
-        gcs.delete_files([m.path for m in found.metadata_list])
-    marker = FileSystems.join(output, names.APPEND_MARKER)
-    if FileSystems.exists(marker):
-        FileSystems.delete([marker])
+        storage.delete([m.path for m in storage.match(work + "/**")])
+    storage.delete([FileSystems.join(output, names.APPEND_MARKER)], missing_ok=True)

@@ -46,7 +46,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Literal
 
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.names import SUMMARY_FILE
@@ -171,7 +171,7 @@ def _job_verdict(record: ClaimRecord, store: ClaimStore, quiet: float) -> Verdic
     return Verdict(quiet_s=quiet, job=state)
 
 
-def _watch(store: ClaimStore, found: Found, watch_s: float, quiet_s: float) -> Found | bool | None:
+def _watch(store: ClaimStore, found: Found, watch_s: float, quiet_s: float) -> Found | Literal[True] | None:
     """Watch the claim `found` for `watch_s` seconds of this machine's monotonic clock: True if
     it did not change, else what it became (None: gone)."""
     _LOGGER.info(

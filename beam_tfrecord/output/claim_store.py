@@ -17,11 +17,10 @@ import contextlib
 import dataclasses
 import fcntl
 import os
-import posixpath
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
-from beam_tfrecord import gcs
+from beam_tfrecord import gcs, storage
 from beam_tfrecord.names import APPEND_DIR, CLAIM_FILE, SUMMARY_FILE
 from beam_tfrecord.output.claim_record import UNREADABLE, ClaimRecord, alive
 from beam_tfrecord.write_failures import writing
@@ -33,9 +32,7 @@ LOST = object()  # `replace`: the claim is no longer this run's
 
 def claim_path(output: str) -> str:
     """Where the claim on `output` lives: directly under it."""
-    if "://" in output:
-        return posixpath.join(output.rstrip("/"), CLAIM_FILE)
-    return os.path.join(output, CLAIM_FILE)
+    return storage.join(output, CLAIM_FILE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,7 +121,7 @@ class LocalStore(ClaimStore):
                 return taken
         return None
 
-    def _lock_folder(self) -> bool | str | None:
+    def _lock_folder(self) -> bool | Literal["moved"] | None:
         self._make_folder()
         try:
             descriptor = os.open(self.output, os.O_RDONLY | os.O_DIRECTORY)
@@ -375,4 +372,4 @@ class GcsStore(ClaimStore):
 
 
 def store_for(output: str) -> ClaimStore:
-    return GcsStore(output) if output.startswith("gs://") else LocalStore(output)
+    return GcsStore(output) if storage.is_gcs(output) else LocalStore(output)

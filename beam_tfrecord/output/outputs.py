@@ -7,16 +7,14 @@ looking at an interrupted or foreign run; `complete_shards` does that check.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import posixpath
 from typing import Any
 
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import gcs, names
+from beam_tfrecord import gcs, names, storage
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.names import METADATA_FILES, SUMMARY_FILE, TEMP_PREFIXES
 from beam_tfrecord.write.summary import Summary, SummaryError, read_summary
@@ -75,7 +73,7 @@ def existing_outputs(output: str) -> list[str]:
     try:
         (result,) = FileSystems.match([FileSystems.join(output, "*")])
     except Exception as error:
-        if not output.startswith("gs://"):
+        if not storage.is_gcs(output):
             raise
         raise gcs.StorageError.of("output", output, error) from None
     found = []
@@ -89,14 +87,12 @@ def existing_outputs(output: str) -> list[str]:
 def clear_append(output: str) -> None:
     """What a killed `--append` left (output.append): its marker first (then nothing excuses files
     that summary.json does not list), then its work folder. A run replacing the dataset clears it."""
-    marker = FileSystems.join(output, names.APPEND_MARKER)
-    if FileSystems.exists(marker):
-        FileSystems.delete([marker])
+    storage.delete([FileSystems.join(output, names.APPEND_MARKER)], missing_ok=True)
     work = FileSystems.join(output, names.APPEND_DIR)
     (found,) = FileSystems.match([work + "/**"])
     if found.metadata_list:
         FileSystems.delete([m.path for m in found.metadata_list])
-    if "://" not in work and os.path.isdir(work):
+    if storage.is_folder(work, if_remote=False):  # the emptied local folders (GCS has none)
         import shutil
 
         shutil.rmtree(work, ignore_errors=True)
@@ -113,7 +109,7 @@ def clear_outputs(paths: list[str]) -> None:
 
 def leftover_temp(output: str) -> list[str]:
     """Temporary directories (local) or files (remote) that an interrupted run left behind."""
-    if "://" not in output:
+    if not storage.is_remote(output):
         if not os.path.isdir(output):
             return []
         return sorted(os.path.join(output, n) for n in os.listdir(output) if n.startswith(TEMP_PREFIXES))
@@ -180,14 +176,7 @@ def append_marker(output: str) -> dict[str, Any] | None:
     """The marker an `--append` under way keeps beside the dataset (output.append writes it):
     the files summary.json does not list yet, and each side file's length before the merge;
     None when no append is under way."""
-    path = FileSystems.join(output, names.APPEND_MARKER)
-    try:
-        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-            return json.loads(handle.read().decode("utf-8"))
-    except Exception:
-        if FileSystems.exists(path):
-            raise
-        return None
+    return storage.read_json_or_none(FileSystems.join(output, names.APPEND_MARKER))
 
 
 def complete_shards(output: str) -> dict[str, list[str]]:

@@ -25,7 +25,7 @@ from typing import Any
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import names
+from beam_tfrecord import names, storage
 from beam_tfrecord.elements import WrittenShard
 from beam_tfrecord.names import ShardFormat
 from beam_tfrecord.write import array_record_files
@@ -120,7 +120,7 @@ def _proves(path: str, records: int, size: int, shard_format: ShardFormat) -> bo
         if not found.metadata_list or found.metadata_list[0].size_in_bytes != size:
             return False
         if shard_format.file_format == "array_record":
-            return "://" in path or array_record_files.count_records(path) == records
+            return storage.is_remote(path) or array_record_files.count_records(path) == records
         if shard_format.compression == "gzip":
             kind = CompressionTypes.GZIP
             with FileSystems.open(path, compression_type=kind) as handle:
@@ -166,10 +166,10 @@ def finished_tasks(
 def load_written(temp_dir: str, task: str, output: str, shard_format: ShardFormat) -> ShardOutcome | None:
     """A finished task's writer's done file (None when it wrote no shard), with its shard where
     `finished_tasks` found it: its final name when an interrupted finalize had moved it."""
-    path = done_path(temp_dir, task, "written")
-    if not FileSystems.exists(path):
+    data = storage.read_json_or_none(done_path(temp_dir, task, "written"))
+    if data is None:
         return None
-    written = ShardOutcome.from_json(read_json(path))
+    written = ShardOutcome.from_json(data)
     shard = written.shard
     if not FileSystems.exists(shard.temp_path):
         final = FileSystems.join(

@@ -11,7 +11,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeGuard, get_args
 
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.keys import reserved_names
@@ -69,14 +69,18 @@ def parse_extra_columns(text: str) -> tuple[ExtraColumn, ...]:
             raise ConfigError("extra_columns", f"{name!r} is not a lower-case name (a-z, 0-9, _)")
         if name in RESERVED_NAMES:
             raise ConfigError("extra_columns", f"{name!r} is a key the records already use")
-        if kind not in COLUMN_TYPES:
+        if not _is_column_type(kind):
             raise ValueError(
                 "extra_columns", f"{name}:{kind}: the type must be one of {', '.join(COLUMN_TYPES)}"
             )
         if any(c.name == name for c in columns):
             raise ConfigError("extra_columns", f"names {name} twice")
-        columns.append(ExtraColumn(name, kind))  # type: ignore[arg-type]
+        columns.append(ExtraColumn(name, kind))
     return tuple(columns)
+
+
+def _is_column_type(kind: str) -> TypeGuard[ColumnType]:
+    return kind in COLUMN_TYPES
 
 
 def parse_value(column: ExtraColumn, raw: Any) -> str | int | float | tuple[Any, ...]:

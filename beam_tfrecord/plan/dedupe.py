@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from beam_tfrecord import gcs
+from beam_tfrecord import storage
 
 __all__ = ["HASH_THREADS", "content_hash", "content_hashes", "kept_copies"]
 
@@ -27,10 +27,10 @@ HASH_THREADS = 8  # reads wait on disk or network; hashlib releases the GIL on l
 
 def content_hash(path: str) -> str:
     """SHA-256 (hex) of a file's bytes as stored, local or remote."""
-    if "://" not in path:
-        with open(path, "rb") as handle:
-            return hashlib.file_digest(handle, "sha256").hexdigest()
-    return hashlib.sha256(gcs.read_bytes(path)).hexdigest()  # as stored: never decompressed
+    if storage.is_remote(path):
+        return hashlib.sha256(storage.read_bytes(path)).hexdigest()  # as stored: never decompressed
+    with open(path, "rb") as handle:  # streamed: a large local file is never held whole
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _try_hash(path: str) -> str | None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from apache_beam.io.filesystem import FileSystem
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import gcs, reasons
+from beam_tfrecord import gcs, reasons, storage
 from beam_tfrecord.config_base import ConfigError
 
 __all__ = ["InputFile", "list_inputs", "shown_path", "skip_reason", "split_input_spec", "walk_local"]
@@ -48,7 +48,7 @@ class InputFile:
 
 def split_input_spec(input_spec: str) -> tuple[str, str]:
     """The input -> (base directory that relpaths are relative to, glob pattern to match)."""
-    spec = input_spec if "://" in input_spec else os.path.abspath(input_spec)
+    spec = storage.absolute(input_spec)
     spec = spec.rstrip("/") or "/"
     first_glob = min((spec.find(c) for c in GLOB_CHARS if c in spec), default=-1)
     if first_glob >= 0:
@@ -79,18 +79,18 @@ def list_inputs(input_spec: str) -> list[InputFile]:
     base, pattern = split_input_spec(input_spec)
     if not _is_utf8(base):
         raise ConfigError("input", f"{shown_path(base)} is not valid UTF-8: rename it or a folder above it")
-    match = _match if "://" in pattern else _match_local
+    match = _match if storage.is_remote(pattern) else _match_local
     try:
         found = match(pattern)
-        if not found and pattern.endswith("/**") and _is_file(base):
+        if not found and pattern.endswith("/**") and storage.is_file(base):
             found = match(base)  # a single file given as the input: its name is its relpath
             base = posixpath.dirname(base)
     except Exception as error:
-        if not input_spec.startswith("gs://"):
+        if not storage.is_gcs(input_spec):
             raise
         raise gcs.StorageError.of("input", input_spec, error) from None
     if not found:
-        if base.startswith("gs://"):
+        if storage.is_gcs(base):
             # GCS has no directories: a prefix exists only while some object's name starts with it.
             raise ConfigError("input", f"{input_spec} holds no files (no object matches {pattern})")
         if not FileSystems.exists(base):
@@ -148,12 +148,6 @@ def _refuse_shown_twice(files: Sequence[InputFile]) -> None:
     )
 
 
-def _is_file(path: str) -> bool:
-    if "://" in path:
-        return FileSystems.exists(path)
-    return os.path.isfile(path)
-
-
 Entry = tuple[str, int, tuple[str, str] | None, float]  # (path, size, problem, mtime)
 Found = list[Entry]
 
@@ -165,7 +159,7 @@ def _match(pattern: str) -> Found:
 
 def _match_local(pattern: str) -> Found:
     """Beam's glob semantics (`*` within a folder, `**` across folders) over `walk_local`."""
-    prefix = re.match(r"^[^[*?]*", pattern).group(0)
+    prefix = re.split(r"[\[*?]", pattern, maxsplit=1)[0]
     if prefix == pattern:  # no glob: one file (a broken link or FIFO still counts as one)
         return list(_entry(pattern)) if os.path.lexists(pattern) else []
     root = prefix if prefix.endswith("/") else posixpath.dirname(prefix)
@@ -194,7 +188,7 @@ def walk_local(root: str) -> Iterator[Entry]:
     (a loop), which is reported once as `skipped` instead of being walked forever. Two links to
     one directory list its files twice, under both names (duplicates are kept, like copies).
     """
-    stack = [(root, (os.path.realpath(root),))]
+    stack: list[tuple[str, tuple[str, ...]]] = [(root, (os.path.realpath(root),))]  # (folder, its ancestors)
     while stack:
         directory, ancestors = stack.pop()
         try:

@@ -9,24 +9,24 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import logging
-import os
 import posixpath
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from beam_tfrecord import reasons
+from beam_tfrecord import reasons, storage
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import (
     DroppedObjectLine,
     Extras,
     ImageAnnotations,
-    MaskRule,
     PlannedInput,
     RejectLine,
     ShardTask,
 )
+from beam_tfrecord.labels import Annotated, of_task
 from beam_tfrecord.plan import bulk
 from beam_tfrecord.plan import columns as columns_lib
 from beam_tfrecord.plan import dedupe as dedupe_lib
@@ -49,12 +49,11 @@ from beam_tfrecord.plan.sources import registry
 from beam_tfrecord.plan.sources.base import LoadRequest, SourceError, SourceFormat
 
 __all__ = [
+    "AnnotationFacts",
     "GroupFacts",
     "KnownRecords",
     "LabelSource",
-    "ObjectFacts",
     "Plan",
-    "TaskFacts",
     "label_source_for",
     "make_plan",
     "plan_inputs",
@@ -95,9 +94,7 @@ class LabelSource:
         """Whether a listed file is the manifest itself (a manifest kept beside the images)."""
         if self.manifest is None or self.manifest.path is None:
             return False
-        if "://" in path:
-            return path == self.manifest.path
-        return os.path.realpath(path) == os.path.realpath(self.manifest.path)  # symlinks either side
+        return storage.same_file(path, self.manifest.path)  # symlinks either side
 
 
 def label_source_for(source: SourceConfig) -> LabelSource:
@@ -113,7 +110,7 @@ def label_source_for(source: SourceConfig) -> LabelSource:
             extra=tuple(c.name for c in source.extra_columns),
             multi_label=source.multi_label,
         )
-        manifest = labels_lib.Manifest.load(path if "://" in path else os.path.abspath(path), columns)
+        manifest = labels_lib.Manifest.load(storage.absolute(path), columns)
     return LabelSource(source.label_source, pattern, manifest)
 
 
@@ -129,58 +126,23 @@ class GroupFacts:
 
 
 @dataclass(frozen=True)
-class ObjectFacts:
-    """What planning learnt of a detection run's objects, for the summary and the side files.
+class AnnotationFacts:
+    """What planning learnt of an annotated run's annotations (whatever its kinds of label), for
+    the summary and the side files; each kind's own facts are `Plan.kinds`'.
 
     Args:
-      format: the annotations' format (coco, voc, yolo).
-      masks: the records store instance masks.
-      annotated: every object the sources hold (kept, dropped, on rejected images and on
-        entries that name no listed image): annotated = stored + dropped, in the summary.
-      dropped: objects left out while planning, one line each (dropped_objects.jsonl).
-      unmatched: annotation entries that name no listed image, as JSON lines
-        (annotations_without_image.jsonl), and how many objects they hold.
-    """
-
-    format: str
-    masks: bool
-    annotated: int
-    dropped: tuple[DroppedObjectLine, ...] = ()
-    unmatched: tuple[str, ...] = ()
-    unmatched_objects: int = 0
-    found_at: str = ""  # where the annotations were found, and how many pictures they matched
-    warnings: tuple[str, ...] = ()  # for the summary's warnings
-    split_source: str = ""  # where the splits came from, when the dataset declares its own
-    # A keypoints run's: class name -> its keypoint names, and -> its skeleton (0-based pairs).
-    keypoint_names: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    skeletons: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class TaskFacts:
-    """What planning learnt of a segmentation or captions run's labels, for the summary and the
-    side files (a detection run's are `ObjectFacts`).
-
-    Args:
-      task: segmentation or captions.
       format: the annotations' format.
       unmatched: entries that name no listed picture, as JSON lines (annotations_without_image.jsonl).
-      found_at: where the labels were found (with the class names and the rule that reads the
-        masks), and how many pictures they matched.
+      found_at: where the annotations were found, and how many pictures they matched.
       warnings: for the summary's warnings.
       split_source: where the splits came from, when the dataset declares its own.
-      rule: a segmentation run's rule for reading its mask files (staged with each shard task).
-      palette: a segmentation run's colour of each class id on the contact sheet.
     """
 
-    task: str
     format: str
     unmatched: tuple[str, ...] = ()
     found_at: str = ""
     warnings: tuple[str, ...] = ()
     split_source: str = ""
-    rule: MaskRule | None = None
-    palette: tuple[tuple[int, int, int], ...] = ()
 
 
 @dataclass
@@ -193,29 +155,22 @@ class Plan:
     listed: int
     manifest_unmatched: list[str] = field(default_factory=list)
     grouping: GroupFacts = field(default_factory=GroupFacts)
-    objects: ObjectFacts | None = None  # a detection run's
     groups: dict[str, str] = field(default_factory=dict)  # relpath -> group, for files that have one
     # An append's old pictures whose annotations changed since converted: (relpath, split).
     annotations_changed: list[tuple[str, str | None]] = field(default_factory=list)
-    labels: TaskFacts | None = None  # a segmentation or captions run's
     # Where a classification run's splits came from, when its tree declares them (split folders).
     split_source: str = ""
-
-    @property
-    def task(self) -> str:
-        """The run's task (`tasks.TASKS`), as its plan says it."""
-        if self.objects is not None:
-            return "keypoints" if self.objects.keypoint_names else "detection"
-        if self.labels is not None:
-            return self.labels.task
-        return "classification"
+    task: str = "classification"  # the run's task (`tasks.TASKS`): its kinds of label
+    annotations: AnnotationFacts | None = None  # an annotated run's
+    # Each of the run's kinds of label's plan facts (`labels.LabelKind.plan_facts`), by kind name.
+    kinds: dict[str, Any] = field(default_factory=dict)
+    # Parts of labels left out while planning, one line each (dropped_objects.jsonl's).
+    dropped: tuple[DroppedObjectLine, ...] = ()
 
     @property
     def unmatched_lines(self) -> tuple[str, ...]:
         """annotations_without_image.jsonl's lines (an annotated run's)."""
-        if self.objects is not None:
-            return self.objects.unmatched
-        return self.labels.unmatched if self.labels is not None else ()
+        return self.annotations.unmatched if self.annotations is not None else ()
 
     @property
     def skipped(self) -> int:
@@ -308,7 +263,8 @@ def _make_plan(
             _check_split_method(known, declared, source)
     else:
         labeled = _annotated_files(files, annotated, source, rejects)
-        class_names = list(annotated.class_names) if annotated.task != "captions" else None
+        named = any(kind.names_classes for kind in of_task(_task_of(source)))
+        class_names = list(annotated.class_names) if named else None
         if known is not None and known.class_names is not None:
             class_names = list(_grown_classes(known.class_names, annotated, source))
         if declared is not None:
@@ -337,7 +293,8 @@ def _make_plan(
             source.stratify,
             groups,
         )
-    if annotated is not None and source.annotations.split_names:  # a COCO file given per split
+    # A COCO file given per split (annotations are read only where the source has their options).
+    if annotated is not None and source.annotations is not None and source.annotations.split_names:
         split_by_path.update({f.relpath: s for f, _ in labeled if (s := annotated.split_of(f.relpath))})
     ids = {name: i for i, name in enumerate(class_names or [])}
     notes = _notes_by_image(annotated) if annotated is not None else {}
@@ -354,7 +311,7 @@ def _make_plan(
         )
         for f, entry in labeled
     ]
-    return Plan(
+    plan = Plan(
         inputs=inputs,
         rejects=sorted(rejects),
         class_names=class_names,
@@ -363,16 +320,13 @@ def _make_plan(
         listed=len(files),
         manifest_unmatched=label_source.manifest.unmatched() if label_source.manifest else [],
         grouping=grouping,
-        objects=_object_facts(annotated, source, declared, rejects, match_counts)
-        if annotated is not None and annotated.task in ("detection", "keypoints")
-        else None,
         groups=groups,
         annotations_changed=annotations_changed,
         split_source=f"declared by {declared.source}" if declared is not None and annotated is None else "",
-        labels=_task_facts(annotated, source, declared, rejects, match_counts)
-        if annotated is not None and annotated.task not in ("detection", "keypoints")
-        else None,
     )
+    if annotated is None:
+        return plan
+    return _with_annotation_facts(plan, annotated, source, declared, match_counts)
 
 
 def _annotations(
@@ -649,58 +603,57 @@ def _in_declared_splits(
     return kept
 
 
-def _object_facts(
+def _task_of(source: SourceConfig) -> str:
+    """The run's task: its annotations' (given or found from their format), else classification."""
+    options = source.annotations
+    return options.task if options is not None and options.task else "classification"
+
+
+def _with_annotation_facts(
+    plan: Plan,
     annotated: AnnotationSet,
     source: SourceConfig,
     declared: DeclaredSplits | None,
-    rejects: Sequence[RejectLine],
     counts: MatchCounts | None = None,
-) -> ObjectFacts:
-    assert source.annotations is not None
+) -> Plan:
+    """The plan of an annotated run with what planning learnt of its annotations, and each of
+    its kinds of label's own facts (`labels.LabelKind.plan_facts`)."""
+    options = source.annotations
+    assert options is not None
     warnings = list(annotated.warnings)
-    left_out = sorted(r.path for r in rejects if r.reason == reasons.UNDECLARED_SPLIT.code)
+    left_out = sorted(r.path for r in plan.rejects if r.reason == reasons.UNDECLARED_SPLIT.code)
     if left_out:
         warnings.append(undeclared_split_warning(left_out))
     if declared is not None:
         split_source = f"declared by {declared.source}"
-    elif annotated.declared is not None and not source.annotations.split_names:
+    elif annotated.declared is not None and not options.split_names:
         split_source = f"hash (--splits overrides the splits declared by {annotated.declared.source})"
     else:
         split_source = ""
-    dropped = tuple(DroppedObjectLine(n.relpath, n.reason, n.detail) for n in annotated.dropped)
-    return ObjectFacts(
+    facts = AnnotationFacts(
         format=annotated.format,
-        masks=source.annotations.masks,
-        annotated=annotated.annotated_objects,
-        dropped=dropped,
         unmatched=tuple(u.to_json() for u in annotated.unmatched),
-        unmatched_objects=sum(u.objects for u in annotated.unmatched),
         found_at=f"{annotated.found_at}; {(counts or MatchCounts.of(annotated)).describe()}",
         warnings=tuple(warnings),
         split_source=split_source,
+    )
+    dropped = tuple(DroppedObjectLine(n.relpath, n.reason, n.detail) for n in annotated.dropped)
+    found = Annotated(
+        format=annotated.format,
+        class_names=tuple(plan.class_names or ()),
+        masks=options.masks,
+        annotated_objects=annotated.annotated_objects,
+        dropped=dropped,
+        unmatched_objects=sum(u.objects for u in annotated.unmatched),
         keypoint_names=dict(annotated.keypoint_names),
         skeletons=dict(annotated.skeletons),
+        mask_rule=annotated.mask_rule,
+        palette=annotated.palette,
     )
-
-
-def _task_facts(
-    annotated: AnnotationSet,
-    source: SourceConfig,
-    declared: DeclaredSplits | None,
-    rejects: Sequence[RejectLine],
-    counts: MatchCounts | None = None,
-) -> TaskFacts:
-    objects = _object_facts(annotated, source, declared, rejects, counts)
-    return TaskFacts(
-        annotated.task,
-        annotated.format,
-        objects.unmatched,
-        objects.found_at,
-        objects.warnings,
-        objects.split_source,
-        annotated.mask_rule,
-        annotated.palette,
-    )
+    task = _task_of(source)
+    kinds = {kind.name: kind.plan_facts(found) for kind in of_task(task)}
+    kinds = {name: value for name, value in kinds.items() if value is not None}
+    return dataclasses.replace(plan, task=task, annotations=facts, kinds=kinds, dropped=dropped)
 
 
 def undeclared_split_warning(left_out: Sequence[str]) -> str:
@@ -804,7 +757,9 @@ def _without_copies(
     for)."""
     count = objects or (lambda relpath: 0)
     hashes = dedupe_lib.content_hashes([f.path for f, _ in labeled])
-    old = {f.relpath: known[h] for (f, _), h in zip(labeled, hashes, strict=True) if h in known}
+    old = {
+        f.relpath: known[h] for (f, _), h in zip(labeled, hashes, strict=True) if h is not None and h in known
+    }
     for relpath, kept_path in sorted(old.items()):
         detail = f"same bytes as {kept_path}, already in the dataset"
         rejects.append(RejectLine(relpath, reasons.DUPLICATE.code, detail, objects=count(relpath)))
@@ -892,7 +847,8 @@ def shard_tasks(plan: Plan, split_seed: int = 0) -> list[ShardTask]:
     by_split: dict[str, list[PlannedInput]] = defaultdict(list)
     for item in plan.inputs:
         by_split[item.split].append(item)
-    tasks = []
+    found: list[ShardTask] = []
+    kinds, settings = tuple(k.name for k in of_task(plan.task)), worker_settings(plan)
     for split, count in plan.shard_counts.items():
         items = sorted(
             by_split[split], key=lambda i: (splits_lib.path_hash(i.relpath, split_seed + 1), i.relpath)
@@ -903,10 +859,14 @@ def shard_tasks(plan: Plan, split_seed: int = 0) -> list[ShardTask]:
             size, index = heapq.heappop(heap)
             members[index].append(item)
             heapq.heappush(heap, (size + item.size, index))
-        names = tuple(plan.class_names or ()) if plan.objects is not None else ()
-        task = plan.task if plan.task not in ("classification", "detection") else ""
-        rule = plan.labels.rule if plan.labels is not None else None
-        tasks += [
-            ShardTask(split, index, count, tuple(members[index]), names, rule, task) for index in range(count)
+        found += [
+            ShardTask(split, index, count, tuple(members[index]), kinds, settings) for index in range(count)
         ]
-    return tasks
+    return found
+
+
+def worker_settings(plan: Plan) -> dict[str, Any]:
+    """What each of the run's kinds of label needs on the workers, staged with every task."""
+    names = tuple(plan.class_names or ())
+    settings = {k.name: k.worker_setting(plan.kinds.get(k.name), names) for k in of_task(plan.task)}
+    return {name: setting for name, setting in settings.items() if setting is not None}

@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import uuid
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,14 +36,13 @@ from beam_tfrecord.names import (
     task_file_name,
 )
 from beam_tfrecord.plan import bulk
-from beam_tfrecord.plan.planner import GroupFacts, ObjectFacts, Plan, TaskFacts, shard_tasks
+from beam_tfrecord.plan.planner import AnnotationFacts, GroupFacts, Plan, shard_tasks
 from beam_tfrecord.plan.source_config import SourceConfig
 from beam_tfrecord.write_failures import writing
 
 __all__ = [
     "PlanFacts",
-    "PlannedObjects",
-    "PlannedTask",
+    "PlannedAnnotations",
     "StagedPlan",
     "list_task_files",
     "load_facts",
@@ -61,79 +59,30 @@ STAGING_THREADS = 16
 
 
 @dataclass(frozen=True)
-class PlannedObjects:
-    """What planning learnt of a detection run's objects, for the summary: how many were
-    annotated, the entries and objects that name no listed image, and the objects dropped while
-    planning per reason (their lines are staged beside the facts, as are the unmatched entries);
-    where the annotations were found, the warnings planning leaves, and where the splits came
-    from."""
+class PlannedAnnotations:
+    """What planning learnt of an annotated run's annotations, for the summary: their format,
+    where they were found (and how many pictures they matched), how many entries name no listed
+    picture (their lines are staged beside the facts), the warnings planning leaves, and where
+    the splits came from."""
 
-    kind: str  # the annotations' format (facts.json's key, as summary.json's)
-    masks: bool
-    annotated: int
-    unmatched_entries: int = 0
-    unmatched_objects: int = 0
-    dropped_per_reason: dict[str, int] = field(default_factory=dict)
-    found_at: str = ""  # where the annotations were found, and how many pictures they matched
-    warnings: list[str] = field(default_factory=list)  # for the summary's warnings
-    split_source: str = ""  # where the splits came from, when the dataset declares its own
-    # A keypoints run's: class name -> its keypoint names, and -> its skeleton (0-based pairs).
-    keypoint_names: dict[str, list[str]] = field(default_factory=dict)
-    skeletons: dict[str, list[list[int]]] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, found: ObjectFacts) -> PlannedObjects:
-        dropped = dict(sorted(Counter(d.reason for d in found.dropped).items()))
-        return cls(
-            found.format,
-            found.masks,
-            found.annotated,
-            len(found.unmatched),
-            found.unmatched_objects,
-            dropped,
-            found.found_at,
-            list(found.warnings),
-            found.split_source,
-            {name: list(points) for name, points in found.keypoint_names.items()},
-            {name: [list(pair) for pair in pairs] for name, pairs in found.skeletons.items()},
-        )
-
-
-@dataclass(frozen=True)
-class PlannedTask:
-    """What planning learnt of a segmentation or captions run's labels, for the summary: the
-    task and the format, a segmentation run's ignore value and palette, where the labels were
-    found (with the class names and the rule that reads the masks), how many entries name no
-    listed picture (their lines are staged beside the facts), the warnings, and where the splits
-    came from."""
-
-    task: str
-    kind: str  # the annotations' format (facts.json's key, as summary.json's)
-    ignore: int | None = None
+    format: str
     found_at: str = ""
     unmatched_entries: int = 0
     warnings: list[str] = field(default_factory=list)
     split_source: str = ""
-    palette: list[list[int]] = field(default_factory=list)  # each class id's colour
 
     @classmethod
-    def of(cls, found: TaskFacts) -> PlannedTask:
+    def of(cls, found: AnnotationFacts) -> PlannedAnnotations:
         return cls(
-            found.task,
-            found.format,
-            found.rule.ignore if found.rule is not None else None,
-            found.found_at,
-            len(found.unmatched),
-            list(found.warnings),
-            found.split_source,
-            [list(colour) for colour in found.palette],
+            found.format, found.found_at, len(found.unmatched), list(found.warnings), found.split_source
         )
 
 
 @dataclass(frozen=True)
 class PlanFacts:
     """What the metadata step needs of the plan besides its rejects; small whatever the input.
-    Staged as facts.json (`to_json`), read back whole (`from_json`)."""
+    Staged as facts.json (`to_json`), read back whole (`from_json`). `kinds` holds each of the
+    run's kinds of label's plan facts (`labels.LabelKind.plan_facts`), by kind name."""
 
     listed: int
     class_names: list[str] | None
@@ -142,14 +91,14 @@ class PlanFacts:
     manifest_unmatched: list[str] = field(default_factory=list)
     source: SourceConfig | None = None  # the settings the plan was made from
     grouping: GroupFacts = field(default_factory=GroupFacts)
-    objects: PlannedObjects | None = None  # a detection run's
-    labels: PlannedTask | None = None  # a segmentation or captions run's
+    task: str = "classification"
+    annotations: PlannedAnnotations | None = None  # an annotated run's
+    kinds: dict[str, Any] = field(default_factory=dict)
     split_folders: str = ""  # a classification run's splits' source, when its tree declares them
 
     @classmethod
     def of(cls, plan: Plan, source: SourceConfig | None = None) -> PlanFacts:
-        objects = PlannedObjects.of(plan.objects) if plan.objects is not None else None
-        labels = PlannedTask.of(plan.labels) if plan.labels is not None else None
+        found = plan.annotations
         return cls(
             plan.listed,
             plan.class_names,
@@ -158,37 +107,31 @@ class PlanFacts:
             plan.manifest_unmatched,
             source,
             plan.grouping,
-            objects,
-            labels,
+            plan.task,
+            PlannedAnnotations.of(found) if found is not None else None,
+            dict(plan.kinds),
             plan.split_source,
         )
 
     @property
     def split_source(self) -> str:
         """Where the splits came from, when the dataset declares its own ("": hashed)."""
-        found = self.objects or self.labels
+        found = self.annotations
         return found.split_source if found is not None else self.split_folders
 
     @property
     def annotation_warnings(self) -> list[str]:
-        found = self.objects or self.labels
-        return list(found.warnings) if found is not None else []
-
-    def labels_of(self, task: str) -> PlannedTask | None:
-        """The planned facts of a `task` run's labels (None in a run of another task)."""
-        return self.labels if self.labels is not None and self.labels.task == task else None
+        return list(self.annotations.warnings) if self.annotations is not None else []
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["source"] = self.source.to_json() if self.source is not None else None
-        if self.labels is None:
-            del data["labels"]
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PlanFacts:
         source = data.get("source")
-        objects = data.get("objects")
+        found = data.get("annotations")
         return cls(
             data["listed"],
             data["class_names"],
@@ -197,8 +140,9 @@ class PlanFacts:
             data.get("manifest_unmatched", []),
             SourceConfig.from_json(source) if source else None,
             GroupFacts(**(data.get("grouping") or {})),
-            PlannedObjects(**objects) if objects else None,
-            PlannedTask(**data["labels"]) if data.get("labels") else None,
+            data.get("task", "classification"),
+            PlannedAnnotations(**found) if found else None,
+            data.get("kinds", {}),
             data.get("split_folders", ""),
         )
 
@@ -223,9 +167,7 @@ class StagedPlan:
     listed: int = 0
     skipped: int = 0
     rejected: int = 0
-    objects: bool = False  # a detection run (its records hold objects)
-    masks: bool = False  # and instance masks
-    task: str = ""  # segmentation or captions ("": classification or detection, told by `objects`)
+    task: str = "classification"  # the run's task (`tasks.TASKS`): its kinds of label
     # Shard tasks an interrupted run finished, which this run keeps (`train-00003`, ...), and
     # how many records their shards hold.
     finished: tuple[str, ...] = ()
@@ -261,9 +203,7 @@ def locate_plan(plan: Plan, output: str, run_id: str | None = None) -> StagedPla
     temp_dir = FileSystems.join(output, f"{TEMP_PREFIX}{run_id or new_run_id()}")
     rejected = len(plan.rejects) - plan.skipped
     counts = (len(plan.inputs), plan.listed, plan.skipped, rejected)
-    objects, masks = plan.objects is not None, bool(plan.objects and plan.objects.masks)
-    task = plan.task if plan.task not in ("classification", "detection") else ""
-    return StagedPlan(temp_dir, dict(plan.shard_counts), *counts, objects, masks, task)
+    return StagedPlan(temp_dir, dict(plan.shard_counts), *counts, plan.task)
 
 
 def _write(path: str, data: bytes) -> None:
@@ -316,10 +256,9 @@ def _stage(
     _write(
         FileSystems.join(base, PLAN_REJECTS_FILE), "".join(r.to_json() + "\n" for r in plan.rejects).encode()
     )
-    if plan.objects is not None:
-        dropped = "".join(line.to_json() + "\n" for line in plan.objects.dropped)
+    if plan.annotations is not None:
+        dropped = "".join(line.to_json() + "\n" for line in plan.dropped)
         _write(FileSystems.join(base, PLAN_DROPPED_OBJECTS_FILE), dropped.encode())
-    if plan.objects is not None or plan.labels is not None:
         unmatched = "".join(line + "\n" for line in plan.unmatched_lines)
         _write(FileSystems.join(base, PLAN_UNMATCHED_FILE), unmatched.encode())
     _write(FileSystems.join(base, PLAN_FACTS_FILE), json.dumps(PlanFacts.of(plan, source).to_json()).encode())
@@ -353,7 +292,7 @@ def load_planned_rejects(plan_dir: str) -> list[RejectLine]:
 
 
 def load_planned_dropped(plan_dir: str) -> list[DroppedObjectLine]:
-    """A detection run's objects dropped while planning ([] for any other run)."""
+    """An annotated run's parts of labels (objects) dropped while planning ([] for any other run)."""
     path = FileSystems.join(plan_dir, PLAN_DROPPED_OBJECTS_FILE)
     if not FileSystems.exists(path):
         return []

@@ -92,10 +92,10 @@ def record_to_dict(serialized: bytes, files: SplitFiles) -> dict[str, Any]:
             flat = result.pop("features")
         result.pop("features_shape", None)
         result["features"] = flat.reshape(features.shape)
-    if layout.objects:
+    if "objects" in layout.groups:
         target = detection_target(result, labels_from=0)
         result.update({key: target[key] for key in DETECTION_KEYS if key in target})
-    if layout.segmentation:
+    if "class_mask" in layout.groups:
         result["mask_png"] = result["mask"]
         result["mask"] = decode_class_mask(result["mask_png"])
     return result
@@ -118,10 +118,10 @@ def decode_image(encoded: bytes, channels: int = 3, image_size: tuple[int, int] 
 
     mode = {1: "L", 3: "RGB"}[channels]
     # Only the formats a record's image may be in: a foreign record's EPS never reaches Ghostscript.
-    with Image.open(io.BytesIO(encoded), formats=("JPEG", "PNG", "GIF", "BMP", "WEBP")) as image:
+    with Image.open(io.BytesIO(encoded), formats=("JPEG", "PNG", "GIF", "BMP", "WEBP")) as source:
         if image_size is not None:
-            image.draft(mode, (image_size[1], image_size[0]))
-        image = image.convert(mode)
+            source.draft(mode, (image_size[1], image_size[0]))
+        image = source.convert(mode)
         if image_size is not None and image.size != (image_size[1], image_size[0]):
             image = image.resize((image_size[1], image_size[0]), Image.Resampling.BILINEAR)
         pixels = np.array(image, dtype=np.uint8)  # a copy torch may write to

@@ -16,6 +16,8 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord.keys import FeatureLayout, RecordLayout
+from beam_tfrecord.labels.class_mask import SegmentationSummary
+from beam_tfrecord.labels.objects import ObjectSummary
 from beam_tfrecord.names import index_path, is_array_record
 from beam_tfrecord.output import outputs
 from beam_tfrecord.plan.columns import ExtraColumn
@@ -99,18 +101,10 @@ class SplitFiles:
         # A detection run's classes are its objects', a segmentation run's its masks' values.
         labeled = self.labeled and not self.objects and not self.segmentation
         multi_label = self.multi_label and labeled
-        return RecordLayout(
-            self.schema,
-            labeled,
-            multi_label,
-            columns,
-            self.features,
-            self.objects,
-            self.masks,
-            self.segmentation,
-            self.captions,
-            self.keypoints,
-        )
+        groups = [*(("objects",) if self.objects else ()), *(("object_masks",) if self.masks else ())]
+        groups += [*(("keypoints",) if self.keypoints else ())]
+        groups += [*(("class_mask",) if self.segmentation else ()), *(("captions",) if self.captions else ())]
+        return RecordLayout(self.schema, labeled, multi_label, columns, self.features, tuple(groups))
 
 
 def _range(stats: SizeRange | None) -> tuple[int, int] | None:
@@ -128,7 +122,9 @@ def split_files(output_dir: str, split: str = "train", summary: Summary | None =
     info = summary.splits[split]
     paths = [FileSystems.join(output_dir, name) for name in sorted(info.files)]
     layout = summary.record_layout()
-    most = summary.objects.per_image.get("max") if summary.objects is not None else None
+    objects = summary.section("objects", ObjectSummary)
+    most = objects.per_image.get("max") if objects is not None else None
+    masks = summary.section("class_mask", SegmentationSummary)
     return SplitFiles(
         schema=layout.schema,
         labeled=layout.labeled,
@@ -141,15 +137,15 @@ def split_files(output_dir: str, split: str = "train", summary: Summary | None =
         features=layout.features,
         heights=_range(summary.image_height),
         widths=_range(summary.image_width),
-        extra_columns=tuple(ExtraColumn(c.name, c.type) for c in summary.extra_columns),  # type: ignore[arg-type]
+        extra_columns=tuple(ExtraColumn(c.name, c.type) for c in summary.extra_columns),
         multi_label=layout.multi_label,
-        objects=layout.objects,
-        masks=layout.masks,
+        objects="objects" in layout.groups,
+        masks="object_masks" in layout.groups,
         max_objects=int(most) if most is not None else None,
-        segmentation=layout.segmentation,
-        ignore=summary.segmentation.ignore if summary.segmentation is not None else None,
-        captions=layout.captions,
-        keypoints=layout.keypoints,
+        segmentation="class_mask" in layout.groups,
+        ignore=masks.ignore if masks is not None else None,
+        captions="captions" in layout.groups,
+        keypoints="keypoints" in layout.groups,
         file_format=summary.shard_format.file_format,
     )
 
@@ -218,9 +214,10 @@ def plan_reads(
     if paths and all(is_array_record(path) for path in paths):
         lengths = [array_record_files.count_records(path) for path in paths]
         return _contiguous(paths, lengths, index, count)  # its reader seeks by record number
-    indexes = None if compressed else [read_index(path) for path in paths]
-    usable = indexes is not None and all(entries is not None for entries in indexes)
-    total = sum(len(entries) for entries in indexes) if usable else 0  # type: ignore[arg-type,union-attr]
+    found = [] if compressed else [read_index(path) for path in paths]
+    indexes = [entries for entries in found if entries is not None]
+    usable = not compressed and len(indexes) == len(paths)  # every shard has its index
+    total = sum(len(entries) for entries in indexes) if usable else 0
     if usable and records is not None and total != records:
         _LOGGER.warning(
             "the .idx files list %d records, summary.json %d: reading without them", total, records
@@ -229,10 +226,10 @@ def plan_reads(
     if usable:
         return _contiguous(
             paths,
-            [len(entries) for entries in indexes],  # type: ignore[union-attr]
+            [len(entries) for entries in indexes],
             index,
             count,
-            lambda shard, record: indexes[shard][record][0],  # type: ignore[index]
+            lambda shard, record: indexes[shard][record][0],
         )
     if len(paths) >= count:
         return [RecordRange(path) for path in paths[index::count]]

@@ -41,7 +41,13 @@ def font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     return ImageFont.load_default(size=size)
 
 
-def _fit(draw: ImageDraw.ImageDraw, text: str, face, width: int, keep_end: bool = False) -> str:
+def _fit(
+    draw: ImageDraw.ImageDraw,
+    text: str,
+    face: ImageFont.FreeTypeFont | ImageFont.ImageFont,
+    width: int,
+    keep_end: bool = False,
+) -> str:
     """`text` cut with an ellipsis to fit `width`: labels keep their start, file paths (which
     differ at their ends) `keep_end`."""
     if draw.textlength(text, font=face) <= width:
@@ -54,8 +60,8 @@ def _fit(draw: ImageDraw.ImageDraw, text: str, face, width: int, keep_end: bool 
 def thumbnail(encoded: bytes, size: int) -> Image.Image:
     """The stored image scaled to fit a `size` square; a grey cross if Pillow cannot read it."""
     try:
-        with Image.open(io.BytesIO(encoded)) as image:
-            image = image.convert("RGB")
+        with Image.open(io.BytesIO(encoded)) as source:
+            image = source.convert("RGB")
             image.thumbnail((size, size))
             return image
     except Exception:

@@ -28,8 +28,8 @@ try:  # an optional extra: without it the classes still import, and refuse to be
     from torch.utils.data import Dataset as _MapBase
     from torch.utils.data import IterableDataset as _Base
 except ImportError:  # pragma: no cover - exercised where torch is not installed
-    _Base = object  # type: ignore[assignment,misc]
-    _MapBase = object  # type: ignore[assignment,misc]
+    _Base = object
+    _MapBase = object
 
 __all__ = ["TorchImageArray", "TorchImages", "detection_collate", "distributed_position", "torch_position"]
 
@@ -66,7 +66,7 @@ def detection_collate(batch: list[tuple[Any, Any]]) -> tuple[tuple[Any, ...], tu
     return images, targets
 
 
-class TorchImages(_Base):  # type: ignore[misc,valid-type]
+class TorchImages(_Base):
     """An IterableDataset of `(image, label)` (image alone for an unlabeled run; `(features,
     label)` for a `features_only` run) from a conversion's split, local or gs://.
 
@@ -114,7 +114,7 @@ class TorchImages(_Base):  # type: ignore[misc,valid-type]
             yield _item(record, self.files.objects, self.channels, self.image_size, self.transform)
 
 
-class TorchImageArray(_MapBase):  # type: ignore[misc,valid-type]
+class TorchImageArray(_MapBase):
     """A map-style Dataset of the same items as `TorchImages`: `len(dataset)` and `dataset[i]`,
     so a DataLoader may shuffle (`shuffle=True`) and a `DistributedSampler` may divide records.
 

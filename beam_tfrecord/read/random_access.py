@@ -53,12 +53,13 @@ class RecordArray:
                 "convert with --compression none or --file_format array_record"
             )
         else:
-            offsets = [read_index(path) for path in self.files.paths]
-            missing = [path for path, found in zip(self.files.paths, offsets, strict=True) if found is None]
+            indexes = [read_index(path) for path in self.files.paths]
+            missing = [path for path, found in zip(self.files.paths, indexes, strict=True) if found is None]
             if missing:
                 raise ValueError(f"{missing[0]} has no .idx file beside it: read it with iter_examples")
-            self._offsets = offsets  # type: ignore[assignment]
-            lengths = [len(found) for found in offsets]  # type: ignore[arg-type]
+            offsets = [found for found in indexes if found is not None]  # (all of them, by now)
+            self._offsets = offsets
+            lengths = [len(found) for found in offsets]
         if sum(lengths) != self.files.records:
             raise ValueError(
                 f"{output} split {split}: its shards hold {sum(lengths)} records, summary.json says "

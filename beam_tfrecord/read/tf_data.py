@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 import tensorflow as tf
 
-from beam_tfrecord import gcs, names
+from beam_tfrecord import gcs, names, storage
 from beam_tfrecord.keys import key_of, record_keys, table
 from beam_tfrecord.read.detection import PAD_BOX, PAD_LABEL, box_columns, check_box_format
 from beam_tfrecord.read.files import RecordRange, SplitFiles, class_names, iter_range, split_files
@@ -70,7 +70,7 @@ def record_dataset(path: str, compression: str = "") -> tf.data.Dataset:
     if names.is_array_record(path):
         array_record_files.open_reader(path).close()  # a gs:// one is refused here, in one line
         return _beam_records(path, compression)
-    if path.startswith("gs://") and gcs.emulator_host():
+    if storage.is_gcs(path) and gcs.emulator_host():
         return _beam_records(path, compression)
     return tf.data.TFRecordDataset(path, compression_type=compression)
 
@@ -211,7 +211,11 @@ def _frame(
 
 
 def _batch_size(
-    files: SplitFiles, output_dir: str, batch_size: int | str | None, image_size: Any, decodes: bool
+    files: SplitFiles,
+    output_dir: str,
+    batch_size: int | Literal["auto"] | None,
+    image_size: tuple[int, int] | None,
+    decodes: bool,
 ) -> int | None:
     """The batch size to use; refuses, at call time, batches that would fail at iteration."""
     fixed = not decodes or image_size is not None or files.one_size
@@ -358,7 +362,7 @@ def load_dataset(
         for path in files.paths[:1]:
             array_record_files.open_reader(path).close()
     beam_reads = files.random_access or (
-        bool(gcs.emulator_host()) and any(p.startswith("gs://") for p in files.paths)
+        bool(gcs.emulator_host()) and any(storage.is_gcs(p) for p in files.paths)
     )
     read: Callable[[tf.Tensor], tf.data.Dataset] = (
         (lambda path: _beam_records(path, files.compression))
@@ -508,9 +512,8 @@ def _targets(
     """KerasHub's targets of one record: boxes in the asked format and labels from 0 in the
     picture as handed out (clipped to it; an object a crop cut out left out), masks moved with
     the picture, padded to `max_objects` where asked."""
-    objects = table("tfds")
-    assert objects.masks is not None
-    key = {k.name: k.key for k in objects.objects}
+    groups = table("tfds").groups
+    key = {k.name: k.key for k in (*groups["objects"], *groups["object_masks"])}
     scale_y, top, scale_x, left = frame
     out_hw = tf.shape(image)[:2]
     height, width = tf.cast(out_hw[0], tf.float32), tf.cast(out_hw[1], tf.float32)
@@ -523,7 +526,7 @@ def _targets(
     labels = tf.cast(record[key["object_label"]], tf.int32) - 1
     targets = {"boxes": tf.boolean_mask(boxes, keep), "labels": tf.boolean_mask(labels, keep)}
     if detection.masks:
-        masks = _decode_masks(record[objects.masks.key], record)
+        masks = _decode_masks(record[key["object_mask"]], record)
         masks = tf.boolean_mask(_fit_masks(masks, detection.resize), keep)
         targets["masks"] = tf.ensure_shape(masks, [None, *image.shape[:2]])
     if detection.keypoints:
@@ -542,7 +545,7 @@ def _points(
     """float32 [N, K, 3]: each object's points in pixels of the image handed out (moved as its
     boxes are by the resize, crop or pad), and their visibility; a point the crop leaves outside,
     or one not labelled, is (0, 0, 0)."""
-    key = {k.name: k.key for k in table("tfds").keypoints}
+    key = {k.name: k.key for k in table("tfds").groups["keypoints"]}
     scale_y, top, scale_x, left = frame
     objects = tf.shape(record[key_of("tfds", "object_label")])[0]
     x = record[key["keypoint_x"]] * scale_x + left

@@ -15,7 +15,7 @@ import posixpath
 import random
 import re
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,8 +23,10 @@ import numpy as np
 import tensorflow as tf
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import gcs, names
+from beam_tfrecord import gcs, names, storage
 from beam_tfrecord.keys import RecordLayout, key_of, record_keys
+from beam_tfrecord.labels.class_mask import SegmentationSummary
+from beam_tfrecord.labels.objects import ObjectSummary
 from beam_tfrecord.names import LABELS_FILE, REJECTS_FILE, SUMMARY_FILE, TFDS_INFO_FILE
 from beam_tfrecord.output.outputs import unfinished_message
 from beam_tfrecord.read.files import read_index
@@ -102,7 +104,8 @@ def check_shard_names(found: Mapping[str, list[tuple[str, int]]], summary: Summa
         if not files:
             errors.append(f"split {split}: no shard file found (summary.json lists {info.shards})")
             continue
-        parsed = [names.SHARD_NAME.match(name) for name in files]
+        # (Every name matches: list_shards keeps only those that do.)
+        parsed = [match for match in map(names.SHARD_NAME.match, files) if match is not None]
         counts = sorted({int(m["count"]) for m in parsed})
         if len(counts) > 1:
             errors.append(f"split {split}: shard names disagree on the shard count: -of- {counts}")
@@ -155,7 +158,7 @@ class _Sampler:
             self.items[slot] = sample
 
 
-def _facts_fn(layout: RecordLayout):
+def _facts_fn(layout: RecordLayout) -> Callable[[tf.Tensor], dict[str, tf.Tensor]]:
     """Per record: the decoded shape, the stored shape, the label (a multi-label run's ids)
     and the name (no pixels kept); every key of the layout must parse (a feature run's features
     with their recorded length)."""
@@ -179,11 +182,11 @@ def _facts_fn(layout: RecordLayout):
         for name in OBJECT_FIELDS:
             if name in names:
                 result[name] = parsed[key_of(layout, name)]
-        if layout.segmentation:
+        if "class_mask" in layout.groups:
             result["mask"] = parsed[key_of(layout, "mask")]
-        if layout.captions:
+        if "captions" in layout.groups:
             result["caption"] = parsed[key_of(layout, "caption")]
-        if layout.keypoints:
+        if "keypoints" in layout.groups:
             for name in ("keypoint_x", "keypoint_y", "keypoint_visibility"):
                 result[name] = parsed[key_of(layout, name)]
         return result
@@ -237,6 +240,7 @@ def read_shard(
                 )
             labels: list[str | None] = [None]
             if labeled:
+                assert class_names is not None  # a labeled layout is a summary's with class names
                 ids = np.asarray(facts["label"].numpy()).reshape(-1).tolist()
                 labels = []
                 for label_id in ids:
@@ -253,19 +257,21 @@ def read_shard(
                         report.errors.append(
                             f"{name} record {count} ({filename}): label text is not {labels!r}"
                         )
-            objects: tuple[Any, ...] = ((), (), ())
-            if layout.objects:
+            objects: _Objects = ((), (), ())
+            if "objects" in layout.groups:
                 labels, objects = _check_objects(
                     facts, class_names or [], shape, f"{name} record {count} ({filename})", report
                 )
             class_mask = None
-            if layout.segmentation:
+            if "class_mask" in layout.groups:
                 class_mask = bytes(facts["mask"].numpy())
                 where = f"{name} record {count} ({filename})"
                 labels = _check_class_mask(class_mask, shape, class_names or [], summary, where, report)
-            shown = labeled or layout.objects or layout.segmentation  # a record's classes, as a label
+            shown = (
+                labeled or ("objects" in layout.groups) or ("class_mask" in layout.groups)
+            )  # a record's classes, as a label
             label = "|".join(str(n) for n in labels) if shown else None
-            if layout.captions:  # the first of its captions stands for it on the sheet
+            if "captions" in layout.groups:  # the first of its captions stands for it on the sheet
                 texts = [t.decode("utf-8", "replace") for t in facts["caption"].numpy()]
                 label = texts[0] if texts else "(no caption)"
             report.records[split] += 1
@@ -275,7 +281,7 @@ def read_shard(
             report.channels[shape[2]] += 1
             slot = sampler.wants()
             if slot is not None:
-                points = _points_of(facts, len(objects[0])) if layout.keypoints else ()
+                points = _points_of(facts, len(objects[0])) if ("keypoints" in layout.groups) else ()
                 sample = Sample(
                     split, filename, label, facts["encoded"].numpy(), *objects, class_mask, points
                 )
@@ -295,9 +301,13 @@ def read_shard(
     return True
 
 
+# A detection record's boxes, their class names and their mask PNGs, as a Sample holds them.
+_Objects = tuple[tuple[tuple[float, float, float, float], ...], tuple[str, ...], tuple[bytes, ...]]
+
+
 def _check_objects(
     facts: dict[str, Any], class_names: list[str], shape: tuple[int, ...], where: str, report: OutputReport
-) -> tuple[list[str | None], tuple[Any, ...]]:
+) -> tuple[list[str | None], _Objects]:
     """A detection record's objects: ids in 1..K and their names, boxes inside the image with
     min <= max, one mask per object of the image's size. Returns the classes it holds (each
     once, for the per-split counts) and its boxes, names and masks (for the pictures)."""
@@ -365,7 +375,8 @@ def _check_class_mask(
         report.errors.append(f"{where}: its mask is {mask.shape}, the image {shape[:2]} with one channel")
         return []
     values, counts = np.unique(mask, return_counts=True)
-    ignore = summary.segmentation.ignore if summary.segmentation is not None else None
+    masks = summary.section("class_mask", SegmentationSummary)
+    ignore = masks.ignore if masks is not None else None
     wrong = [int(v) for v in values if int(v) >= len(class_names) and int(v) != ignore]
     if wrong:
         report.errors.append(f"{where}: its mask holds {wrong}, not class ids (0..{len(class_names) - 1})")
@@ -414,13 +425,15 @@ def check_counts(report: OutputReport, broken: set[str]) -> list[str]:
                 )
     if not broken and sum(report.records.values()) != summary.records:
         errors.append(f"{sum(report.records.values())} records read, summary.json says {summary.records}")
-    if not broken and summary.segmentation is not None and not summary.segmentation.pictures_without_mask:
-        for index, (name, counts) in enumerate(summary.segmentation.per_class.items()):
+    masks = summary.section("class_mask", SegmentationSummary)
+    if not broken and masks is not None and not masks.pictures_without_mask:
+        for index, (name, counts) in enumerate(masks.per_class.items()):
             if report.class_pixels[index] != counts["pixels"]:
                 found = report.class_pixels[index]
                 errors.append(f"class {name}: {found} pixels read, summary.json says {counts['pixels']}")
-    if not broken and summary.objects is not None:
-        for name, counts in summary.objects.per_class.items():
+    objects = summary.section("objects", ObjectSummary)
+    if not broken and objects is not None:
+        for name, counts in objects.per_class.items():
             if report.objects_per_class[name] != counts["objects"]:
                 found = report.objects_per_class[name]
                 errors.append(f"class {name}: {found} objects read, summary.json says {counts['objects']}")
@@ -442,7 +455,7 @@ def check_tfds_info(output: str, report: OutputReport, broken: set[str]) -> list
                 f"{TFDS_INFO_FILE}: split {name} shard lengths {lengths}, "
                 f"files hold {report.shard_lengths.get(name)}"
             )
-    if not errors and not broken and not (output.startswith("gs://") and gcs.emulator_host()):
+    if not errors and not broken and not (storage.is_gcs(output) and gcs.emulator_host()):
         errors += _tfds_loads(output)  # TFDS reads through TensorFlow's GCS client: no emulator
     return errors
 
@@ -496,12 +509,13 @@ def verify_output(output: str, sample: int = 32, seed: int = 0) -> OutputReport:
         report.errors.append(unfinished_message(output))
         return report
     try:
-        report = OutputReport(summary=read_summary(output))
+        summary = read_summary(output)
     except SummaryError as error:
         return OutputReport(summary=None, errors=[str(error)])
+    report = OutputReport(summary=summary)
     found = list_shards(output)
-    report.errors += check_shard_names(found, report.summary)
-    report.errors += check_side_files(output, report.summary)
+    report.errors += check_shard_names(found, summary)
+    report.errors += check_side_files(output, summary)
     sampler = _Sampler(sample, seed)
     broken = set()
     for split, files in found.items():
@@ -537,7 +551,8 @@ def format_report(report: OutputReport) -> str:
                 rows.append((f"  {label}", str(n)))
     listed = summary.records if summary is not None else "?"
     rows.append(("records", f"{sum(report.records.values())} (summary.json: {listed})"))
-    heights, widths = Counter(), Counter()
+    heights: Counter[int] = Counter()
+    widths: Counter[int] = Counter()
     for (h, w), n in report.sizes.items():
         heights[h] += n
         widths[w] += n

@@ -17,14 +17,19 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
+from types import ModuleType
+from typing import Protocol, overload
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
+
+from beam_tfrecord import storage
 
 __all__ = [
     "DEFAULT_OPTIONS",
     "LocalShardWriter",
     "RemoteArrayRecord",
+    "ShardReader",
     "check_options",
     "count_records",
     "iter_range",
@@ -47,7 +52,19 @@ class RemoteArrayRecord(ValueError):
         )
 
 
-def _module():  # imported on use: a TFRecord run never needs the C extension
+class ShardReader(Protocol):
+    """What the project uses of the package's ArrayRecordReader (a C extension, without types)."""
+
+    def ok(self) -> bool: ...
+    def num_records(self) -> int: ...
+    @overload
+    def read(self, indices: list[int], /) -> list[bytes]: ...
+    @overload
+    def read(self, start: int, stop: int, /) -> list[bytes]: ...
+    def close(self) -> None: ...
+
+
+def _module() -> ModuleType:  # imported on use: a TFRecord run never needs the C extension
     from array_record.python import array_record_module
 
     return array_record_module
@@ -78,7 +95,7 @@ class LocalShardWriter:
 
     def __init__(self, target: str, options: str) -> None:
         self.target = target
-        self.remote = "://" in target
+        self.remote = storage.is_remote(target)
         if self.remote:
             handle, self.local = tempfile.mkstemp(prefix="beam-tfrecord-", suffix=".array_record")
             os.close(handle)
@@ -131,11 +148,11 @@ class LocalShardWriter:
             os.remove(self.local)
 
 
-def open_reader(path: str, random_access: bool = False):
+def open_reader(path: str, random_access: bool = False) -> ShardReader:
     """The package's reader of a local shard; a remote one is refused in one line. For reads at
     random, no read-ahead and a small buffer (what Grain's data source opens its readers with):
     a read-ahead would fetch chunks the next read does not want."""
-    if "://" in path:
+    if storage.is_remote(path):
         raise RemoteArrayRecord(path)
     if random_access:
         reader = _module().ArrayRecordReader(

@@ -16,11 +16,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import names
+from beam_tfrecord import names, storage
 from beam_tfrecord.elements import ChangeLine, DroppedObjectLine, RejectLine, WrittenShard
+from beam_tfrecord.storage import read_json  # a done file, read back by output.resume
 from beam_tfrecord.write.tally import Tally
 from beam_tfrecord.write_failures import writing
 
@@ -42,18 +42,8 @@ def task_name(split: str, index: int) -> str:
 
 def write_json(path: str, data: Any) -> None:
     """Write whole or not at all: aside, then renamed (a GCS object appears only once closed)."""
-    temp = path + ".partial"
-    target = temp if "://" not in path else path
     with writing(path):
-        with FileSystems.create(target, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-            handle.write(json.dumps(data, ensure_ascii=False).encode("utf-8"))
-        if target != path:
-            FileSystems.rename([temp], [path])
-
-
-def read_json(path: str) -> Any:
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-        return json.loads(handle.read().decode("utf-8"))
+        storage.write_atomic(path, json.dumps(data, ensure_ascii=False))
 
 
 @dataclass

@@ -13,6 +13,7 @@ from __future__ import annotations
 from importlib import resources
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.message import Message
 
 __all__ = ["DESCRIPTOR", "BytesList", "Example", "Feature", "Features", "FloatList", "Int64List"]
 
@@ -31,7 +32,9 @@ _POOL = _load()
 DESCRIPTOR = _POOL.FindFileByName("beam_tfrecord/write/example.proto")
 
 
-def _message(name: str) -> type:
+def _message(name: str) -> type[Message]:
+    # Built at run time from descriptors: a type checker knows no fields of these classes, so a
+    # message is typed as protobuf's Message, whose fields the project reads as Any (the proto edge).
     return message_factory.GetMessageClass(_POOL.FindMessageTypeByName(f"{PACKAGE}.{name}"))
 
 

@@ -16,20 +16,25 @@ from beam_tfrecord.elements import (
     PlannedInput,
     RejectLine,
     ShardKey,
-    StoredObject,
 )
 from beam_tfrecord.images.inputs import prepare_input
 from beam_tfrecord.images.options import ImageConfig
+from beam_tfrecord.labels import CLASSIFIED, RunLabels
 from beam_tfrecord.write import schema as schema_lib
 
-__all__ = ["change_line", "convert_input", "dropped_lines", "finish_record", "objects_of"]
+__all__ = ["change_line", "convert_input", "dropped_lines", "finish_record"]
 
 
 def convert_input(
-    item: PlannedInput, schema: str, image_options: ImageConfig, shard: ShardKey | None = None
+    item: PlannedInput,
+    schema: str,
+    image_options: ImageConfig,
+    shard: ShardKey | None = None,
+    labels: RunLabels = CLASSIFIED,
 ) -> ConvertedRecord | RejectLine:
-    """Read, validate, normalize and serialize one planned input."""
-    pending = prepare_input(item, image_options, shard)
+    """Read, validate, normalize and serialize one planned input (of a classification run unless
+    `labels` names the run's kinds of label)."""
+    pending = prepare_input(item, image_options, shard, labels=labels)
     return pending if isinstance(pending, RejectLine) else finish_record(schema, pending)
 
 
@@ -61,20 +66,9 @@ def finish_record(
         feature_shape=tuple(int(n) for n in features.shape) if features is not None else None,
         mode=pending.mode,
         changes=pending.changes,
-        objects=tuple((o.class_name, o.area) for o in fields.objects) if fields.objects is not None else None,
-        objects_dropped=tuple(dropped_lines(pending)),
-        pixels=pending.pixels,
-        captions=len(fields.captions) if fields.captions is not None else None,
-        keypoints=_point_counts(fields.objects or ()) if fields.keypoints else None,
+        facts=pending.facts,
+        dropped=tuple(dropped_lines(pending)),
     )
-
-
-def _point_counts(objects: tuple[StoredObject, ...]) -> tuple[int, int, int]:
-    """A keypoints record's points: labelled, visible, and made unlabelled by the picture's edge
-    or crop."""
-    visibility = [v for o in objects for v in (o.keypoints or ())[2::3]]
-    outside = sum(o.points_outside for o in objects)
-    return sum(1 for v in visibility if v), sum(1 for v in visibility if v == 2), outside
 
 
 def dropped_lines(pending: PendingRecord) -> list[DroppedObjectLine]:
@@ -83,13 +77,6 @@ def dropped_lines(pending: PendingRecord) -> list[DroppedObjectLine]:
         DroppedObjectLine(pending.fields.relpath, d.reason, f"{d.source_ref}: {d.class_name}: {d.detail}")
         for d in pending.dropped
     ]
-
-
-def objects_of(pending: PendingRecord) -> int:
-    """How many annotated objects a prepared record stands for (stored and dropped): what its
-    reject line counts when it fails later (the model could not be fed)."""
-    stored = pending.fields.objects
-    return (len(stored) if stored is not None else 0) + len(pending.dropped)
 
 
 def change_line(record: ConvertedRecord) -> ChangeLine | None:

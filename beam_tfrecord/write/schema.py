@@ -14,9 +14,11 @@ from operator import attrgetter
 from typing import Any
 
 import numpy as np
+from google.protobuf.message import Message
 
 from beam_tfrecord.elements import RecordFields
 from beam_tfrecord.keys import SCHEMAS, FeatureLayout, RecordKey, RecordLayout, extra_key, key_of, record_keys
+from beam_tfrecord.labels import KINDS
 from beam_tfrecord.plan.columns import ExtraColumn
 from beam_tfrecord.write.messages import Example, Feature
 
@@ -38,10 +40,7 @@ def layout_of(schema: str, fields: RecordFields) -> RecordLayout:
         features = (tuple(fields.features.shape), fields.feature_dtype, fields.include_image)
     extras = tuple((name, kind) for name, kind, _ in fields.extras)
     labels = (fields.label is not None, isinstance(fields.label, tuple))
-    objects = fields.objects is not None
-    segmentation, captions = fields.class_mask is not None, fields.captions is not None
-    masks, keypoints = objects and fields.masks, objects and fields.keypoints
-    return _layout(schema, *labels, extras, features, objects, masks, segmentation, captions, keypoints)
+    return _layout(schema, *labels, extras, features, fields.groups)
 
 
 @functools.lru_cache(maxsize=256)
@@ -51,30 +50,22 @@ def _layout(
     multi_label: bool,
     extras: tuple[tuple[str, str], ...],
     features: tuple[tuple[int, ...], str, bool] | None,
-    objects: bool = False,
-    masks: bool = False,
-    segmentation: bool = False,
-    captions: bool = False,
-    keypoints: bool = False,
+    groups: tuple[str, ...] = (),
 ) -> RecordLayout:
     """Cached: a run's records share one or two layouts, and building one per record cost about
     a third of the serialization time."""
     feature_layout = FeatureLayout(*features) if features else None
-    return RecordLayout(
-        schema,
-        labeled,
-        multi_label,
-        extras,
-        feature_layout,
-        objects,
-        masks,
-        segmentation,
-        captions,
-        keypoints,
-    )
+    return RecordLayout(schema, labeled, multi_label, extras, feature_layout, groups)
 
 
-# A field's value by its key name (keys.RecordKey.name); manifest columns and features aside.
+def _features(fields: RecordFields) -> np.ndarray:
+    """A feature run's output: its layout holds the feature keys only when the record has one."""
+    assert fields.features is not None
+    return fields.features
+
+
+# A field's value by its key name (keys.RecordKey.name): the image's and the features' here, each
+# kind of label's from its own `encoders`; manifest columns aside.
 _FIELDS: dict[str, Callable[[RecordFields], Any]] = {
     "image": attrgetter("encoded"),
     "format": attrgetter("format"),
@@ -83,33 +74,11 @@ _FIELDS: dict[str, Callable[[RecordFields], Any]] = {
     "channels": attrgetter("channels"),
     "filename": attrgetter("relpath"),
     "sha256": attrgetter("sha256"),
-    "label": attrgetter("label"),
-    "label_text": lambda fields: fields.label_text if fields.label_text is not None else "",
     "features": attrgetter("features"),
     "features_float16": lambda fields: np.ascontiguousarray(fields.features, dtype="<f2").tobytes(),
-    "features_shape": lambda fields: tuple(int(n) for n in fields.features.shape),
-    "source_id": attrgetter("source_id"),
-    "object_xmin": lambda fields: tuple(o.xmin for o in fields.objects),
-    "object_ymin": lambda fields: tuple(o.ymin for o in fields.objects),
-    "object_xmax": lambda fields: tuple(o.xmax for o in fields.objects),
-    "object_ymax": lambda fields: tuple(o.ymax for o in fields.objects),
-    "object_label": lambda fields: tuple(o.class_id for o in fields.objects),
-    "object_text": lambda fields: tuple(o.class_name for o in fields.objects),
-    "object_area": lambda fields: tuple(o.area for o in fields.objects),
-    "object_is_crowd": lambda fields: tuple(int(o.is_crowd) for o in fields.objects),
-    "object_difficult": lambda fields: tuple(int(o.difficult) for o in fields.objects),
-    "object_truncated": lambda fields: tuple(int(o.truncated) for o in fields.objects),
-    "object_view": lambda fields: tuple(o.pose for o in fields.objects),
-    "object_mask": lambda fields: tuple(o.mask_png or b"" for o in fields.objects),
-    "mask": attrgetter("class_mask"),
-    "mask_format": lambda fields: "png",
-    "caption": attrgetter("captions"),
-    "keypoint_x": lambda fields: tuple(v for o in fields.objects for v in (o.keypoints or ())[0::3]),
-    "keypoint_y": lambda fields: tuple(v for o in fields.objects for v in (o.keypoints or ())[1::3]),
-    "keypoint_visibility": lambda fields: tuple(
-        int(v) for o in fields.objects for v in (o.keypoints or ())[2::3]
-    ),
+    "features_shape": lambda fields: tuple(int(n) for n in _features(fields).shape),
 }
+_FIELDS |= {name: get for kind in KINDS.values() for name, get in kind.encoders().items()}
 
 
 def _varint(value: int) -> bytes:
@@ -122,7 +91,7 @@ def _varint(value: int) -> bytes:
         out.append(low | 0x80)
 
 
-def _floats(values: np.ndarray) -> Feature:
+def _floats(values: np.ndarray) -> Message:
     """A Feature holding a packed FloatList, parsed from its wire bytes: faster than building it
     from a feature map's Python floats (docs/performance.md#feature-model)."""
     raw = np.ascontiguousarray(values, dtype="<f4").tobytes()
@@ -131,7 +100,7 @@ def _floats(values: np.ndarray) -> Feature:
     return Feature.FromString(feature)
 
 
-def _setter(key: RecordKey) -> Callable[[Feature, Any], None]:
+def _setter(key: RecordKey) -> Callable[[Message, Any], None]:
     """How one key's value goes into its Feature: appended when it is one value, extended when it
     is a list (set even when empty, so a reader knows its kind)."""
     if key.dtype == "float32" and key.shape:  # the features: a packed FloatList from bytes
@@ -174,7 +143,7 @@ def _column(name: str) -> Callable[[RecordFields], Any]:
     return value
 
 
-def build_example(schema: str, fields: RecordFields) -> Example:
+def build_example(schema: str, fields: RecordFields) -> Message:
     """An Example (wire-compatible with `tf.train.Example`, see example.proto) holding every key
     of the record's layout.
 

@@ -18,7 +18,6 @@ so a gs:// shard is written on the worker's disk and copied (write.array_record_
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
@@ -27,7 +26,7 @@ from typing import Any
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import fault_injection, gcs, names
+from beam_tfrecord import fault_injection, gcs, names, storage
 from beam_tfrecord.elements import FinalShard, ShardKey, WrittenShard
 from beam_tfrecord.names import TFRECORD, ShardFormat, index_path
 from beam_tfrecord.write.array_record_files import DEFAULT_OPTIONS as DEFAULT_ARRAY_RECORD_OPTIONS
@@ -119,8 +118,7 @@ class ShardFiles:
         self._path = FileSystems.join(self.temp_dir, f"{final}.{uuid.uuid4().hex}")
         with writing(self._path):
             if self.shard_format.file_format == "array_record":
-                if "://" not in self._path:
-                    os.makedirs(self.temp_dir, exist_ok=True)
+                storage.make_folders(self.temp_dir)  # the writer opens its own local file
                 self._handle = LocalShardWriter(self._path, self.array_record_options)
             else:
                 self._handle = FileSystems.create(
@@ -177,11 +175,11 @@ def finalize_shards(
     names without summary.json: readers check summary.json (outputs.complete_shards).
     """
     chosen: dict[tuple[str, int], WrittenShard] = {}
-    for shard in written:
-        key = (shard.split, shard.index)
+    for one in written:
+        key = (one.split, one.index)
         if key in chosen:
-            raise RuntimeError(f"shard {shard.split}-{shard.index:05d} was written twice: {shard.temp_path}")
-        chosen[key] = shard
+            raise RuntimeError(f"shard {one.split}-{one.index:05d} was written twice: {one.temp_path}")
+        chosen[key] = one
     moving = [s for (split, index), s in chosen.items() if s.temp_path != _final(output, s, shard_format)]
     temps = [s.temp_path for s in moving] + [index_path(s.temp_path) for s in moving if s.indexed]
     missing = [path for path in temps if not FileSystems.exists(path)]
@@ -223,5 +221,5 @@ def remove_tree(directory: str) -> None:
     leftovers = [m.path for m in found.metadata_list]
     if leftovers:
         FileSystems.delete(leftovers)
-    if "://" not in directory and FileSystems.exists(directory):
+    if storage.exists(directory, if_remote=False):  # the emptied local folder (GCS has none)
         FileSystems.delete([directory])

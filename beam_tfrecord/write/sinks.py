@@ -9,7 +9,7 @@ groups every record by shard, so the bytes are shuffled). Both give FinalShard (
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import apache_beam as beam
@@ -44,16 +44,13 @@ __all__ = [
 TALLIES = "tallies"
 
 
-class TallyFn(beam.CombineFn):
-    """Combines outcomes into one `Tally` for summary.json."""
+class _TallyCombineFn(beam.CombineFn):
+    """Combines into one Tally; a subclass says what one input adds."""
 
     def create_accumulator(self) -> Tally:
         return Tally()
 
-    def add_input(self, tally: Tally, outcome: ConvertedRecord | RejectLine) -> Tally:
-        return tally.add(outcome)
-
-    def merge_accumulators(self, tallies) -> Tally:
+    def merge_accumulators(self, tallies: Iterable[Tally]) -> Tally:
         merged = Tally()
         for tally in tallies:
             merged.merge(tally)
@@ -63,7 +60,14 @@ class TallyFn(beam.CombineFn):
         return tally
 
 
-class MergeTallies(TallyFn):
+class TallyFn(_TallyCombineFn):
+    """Combines outcomes into one `Tally` for summary.json."""
+
+    def add_input(self, tally: Tally, outcome: ConvertedRecord | RejectLine) -> Tally:
+        return tally.add(outcome)
+
+
+class MergeTallies(_TallyCombineFn):
     """Tallies (per bundle, per sink) -> one Tally."""
 
     def add_input(self, total: Tally, tally: Tally) -> Tally:
@@ -98,13 +102,17 @@ class WriteShardFilesFn(RunStepFn):
         self._files.write(record.shard, record.example)
         key = (record.shard.split, record.shard.index)
         if key not in self._ledger:
-            self._ledger[key] = done_files.ShardOutcome(shard=None, bytes=0, tally=Tally())  # type: ignore[arg-type]
+            self._ledger[key] = done_files.ShardOutcome(
+                shard=None,  # type: ignore[arg-type]  # set when the shard closes (_shard_done)
+                bytes=0,
+                tally=Tally(),
+            )
         ledger = self._ledger[key]
         ledger.tally.add(record)  # counts; keeps no bytes
         change = change_line(record)
         if change is not None:
             ledger.changes.append(change)
-        ledger.dropped.extend(record.objects_dropped)
+        ledger.dropped.extend(record.dropped)
         ledger.content.append((record.content_sha256, record.relpath))
 
     def _shard_done(self, shard: WrittenShard, size: int) -> None:
@@ -218,7 +226,10 @@ class TFRecordSplitsSink(beam.PTransform):
 
     def expand(self, records: beam.PCollection[ConvertedRecord]) -> tuple[beam.PCollection, beam.PCollection]:
         splits = list(self.shard_counts)
-        by_split = records | "BySplit" >> beam.Partition(lambda r, _n: splits.index(r.split), len(splits))
+        by_split = records | "BySplit" >> beam.Partition(
+            lambda r, _n: splits.index(r.split),  # type: ignore[arg-type]  # Beam's hint omits callables
+            len(splits),
+        )
         written = []
         for name, part in zip(splits, by_split, strict=True):
             written.append(

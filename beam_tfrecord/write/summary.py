@@ -17,7 +17,7 @@ import posixpath
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -26,26 +26,25 @@ from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import DuplicateGroup, RejectLine
 from beam_tfrecord.features.options import FeatureConfig
 from beam_tfrecord.keys import FeatureLayout, RecordLayout, extra_key
+from beam_tfrecord.labels import KINDS, Section, SectionInputs, of_task
+from beam_tfrecord.labels.base import fields_from, plain
+from beam_tfrecord.labels.objects.label_map import is_unused
 from beam_tfrecord.names import DUPLICATES_FILE, MANIFEST_UNMATCHED_FILE, SUMMARY_FILE, TFRECORD, ShardFormat
 from beam_tfrecord.plan import splits as splits_lib
-from beam_tfrecord.plan.annotations.label_map import is_unused
 from beam_tfrecord.plan.source_config import SourceConfig
 from beam_tfrecord.write.output_config import ConvertConfig
-from beam_tfrecord.write.tally import DIGEST_METHOD, SIZE_BUCKETS, Tally
+from beam_tfrecord.write.tally import DIGEST_METHOD, Tally
 
 if TYPE_CHECKING:
+    from beam_tfrecord.plan.columns import ColumnType
     from beam_tfrecord.plan.staging import PlanFacts
 
 __all__ = [
-    "CaptionSummary",
     "ExtraColumnSummary",
     "FeatureSummary",
     "GroupSummary",
-    "KeypointSummary",
-    "ObjectSummary",
     "OptionsSummary",
     "RunSummary",
-    "SegmentationSummary",
     "SizeRange",
     "SplitSummary",
     "Summary",
@@ -58,18 +57,13 @@ __all__ = [
     "share_and_class_warnings",
 ]
 
+_Section = TypeVar("_Section", bound=Section)
 # A hash split further than this from its fraction gets a warning that names stratify.
 SHARE_WARNING = 0.01
 
 
 class SummaryError(ValueError):
     """A file that is not a summary.json this project can read."""
-
-
-def _fields_from(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
-    """The keys of `data` that are fields of `cls` (a later version's extra keys are ignored)."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    return {key: value for key, value in data.items() if key in names}
 
 
 @dataclass
@@ -89,7 +83,7 @@ class SplitSummary:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SplitSummary:
-        return cls(**_fields_from(cls, data))
+        return cls(**fields_from(cls, data))
 
 
 @dataclass
@@ -124,7 +118,7 @@ class ExtraColumnSummary:
     """A manifest column stored in every record: its name, type and record key."""
 
     name: str
-    type: str
+    type: ColumnType
     key: str
 
 
@@ -146,220 +140,7 @@ class FeatureSummary:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> FeatureSummary:
         defaults = {"precision": "float32", "batch_size": 32, "weights": None, "pooling": "none"}
-        return cls(**{**defaults, **_fields_from(cls, data)})
-
-
-@dataclass
-class ObjectSummary:
-    """A detection run's objects: where every annotated one went, and what the records hold.
-
-    `annotated = stored + dropped`: `dropped_per_reason` counts objects left out of their image
-    (dropped_objects.jsonl names each), with `image_rejected` for those whose image became a
-    reject line and `no_image` for those of annotation entries that name no listed image
-    (annotations_without_image.jsonl)."""
-
-    kind: str
-    masks: bool
-    annotated: int
-    stored: int
-    dropped: int
-    consistent: bool
-    dropped_per_reason: dict[str, int] = field(default_factory=dict)
-    unmatched_entries: int = 0
-    negatives: int = 0  # records without an object
-    per_class: dict[str, dict[str, int]] = field(default_factory=dict)  # name -> objects, images
-    per_image: dict[str, Any] = field(default_factory=dict)  # mean, max, histogram of objects per record
-    sizes: dict[str, int] = field(default_factory=dict)  # COCO's small, medium, large (stored pixels)
-    class_ids: str = "from 1 (0 is background), as label_map.pbtxt; labels.txt line i is id i + 1"
-    found_at: str = ""  # where the annotations were found, and how many pictures they matched
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ObjectSummary:
-        return cls(**_fields_from(cls, data))
-
-
-@dataclass
-class SegmentationSummary:
-    """A segmentation run's masks: what every class covers, and what the records hold.
-
-    `per_class` gives each class's pixels, its share of the labelled pixels (the ignore value's
-    aside) and the records whose mask holds it; `ignored_pixels` the ignore value's pixels;
-    `pictures_without_mask` the records stored with a mask of the ignore value alone (no mask
-    file, `--unannotated keep`)."""
-
-    kind: str
-    ignore: int | None
-    per_class: dict[str, dict[str, Any]] = field(default_factory=dict)
-    ignored_pixels: int = 0
-    pictures_without_mask: int = 0
-    unmatched_masks: int = 0
-    class_ids: str = "from 0, as labels.txt lists them: a mask's value is its pixel's class id"
-    mask_key: str = "image/segmentation/class/encoded (a single-channel PNG the picture's size)"
-    found_at: str = ""
-    palette: list[list[int]] = field(default_factory=list)  # class id i's colour, for pictures
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> SegmentationSummary:
-        return cls(**_fields_from(cls, data))
-
-
-def _segmentation(facts: PlanFacts, tally: Tally, class_names: Sequence[str]) -> SegmentationSummary | None:
-    """The segmentation section (None for any other run)."""
-    plan = facts.labels_of("segmentation")
-    if plan is None:
-        return None
-    labelled = sum(n for value, n in tally.class_pixels.items() if value != plan.ignore)
-    per_class = {
-        name: {
-            "pixels": tally.class_pixels[index],
-            "share": round(tally.class_pixels[index] / labelled, 6) if labelled else 0.0,
-            "pictures": tally.class_pictures[index],
-        }
-        for index, name in enumerate(class_names)
-    }
-    return SegmentationSummary(
-        kind=plan.kind,
-        ignore=plan.ignore,
-        per_class=per_class,
-        ignored_pixels=tally.class_pixels[plan.ignore] if plan.ignore is not None else 0,
-        pictures_without_mask=tally.masks_missing,
-        unmatched_masks=plan.unmatched_entries,
-        class_ids="from 0, as labels.txt lists them: a mask's value is its pixel's class id"
-        + (f"; {plan.ignore} is ignored (not labelled)" if plan.ignore is not None else ""),
-        found_at=plan.found_at,
-        palette=plan.palette,
-    )
-
-
-@dataclass
-class KeypointSummary:
-    """A keypoints run's points: each class's keypoint names and skeleton (0-based pairs), and
-    the points stored labelled (of them visible) and those the picture's edge or crop made
-    unlabelled (counted, the records' `keypoints_outside` change)."""
-
-    names: dict[str, list[str]] = field(default_factory=dict)
-    skeletons: dict[str, list[list[int]]] = field(default_factory=dict)
-    points_per_object: int = 0
-    labelled: int = 0
-    visible: int = 0
-    made_unlabelled: int = 0
-    keys: str = (
-        "image/object/keypoint/x, y (fractions of the image, 0 where not labelled) and visibility "
-        "(0 not labelled, 1 hidden, 2 visible): points_per_object for each object, object after object"
-    )
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> KeypointSummary:
-        return cls(**_fields_from(cls, data))
-
-
-def _keypoints(facts: PlanFacts, tally: Tally) -> KeypointSummary | None:
-    """The keypoints section (None for any other run)."""
-    plan = facts.objects
-    if plan is None or not plan.keypoint_names:
-        return None
-    return KeypointSummary(
-        names={name: list(points) for name, points in plan.keypoint_names.items()},
-        skeletons={name: [list(pair) for pair in pairs] for name, pairs in plan.skeletons.items()},
-        points_per_object=max(len(points) for points in plan.keypoint_names.values()),
-        labelled=tally.keypoints["labelled"],
-        visible=tally.keypoints["visible"],
-        made_unlabelled=tally.keypoints["outside"],
-    )
-
-
-@dataclass
-class CaptionSummary:
-    """A captions run's captions: how many were stored, how they spread over the pictures, the
-    pictures stored without one (`--unannotated keep`) and the entries that name no listed
-    picture (annotations_without_image.jsonl, lines that cannot be read included)."""
-
-    kind: str
-    captions: int = 0
-    pictures_with_captions: int = 0
-    pictures_without_caption: int = 0
-    per_picture: dict[str, Any] = field(default_factory=dict)  # min, mean, max captions a picture
-    unmatched_entries: int = 0
-    caption_key: str = "image/caption (every caption of the picture, UTF-8, in its file's order)"
-    found_at: str = ""
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> CaptionSummary:
-        return cls(**_fields_from(cls, data))
-
-
-def _captions(facts: PlanFacts, tally: Tally) -> CaptionSummary | None:
-    """The captions section (None for any other run)."""
-    plan = facts.labels_of("captions")
-    if plan is None:
-        return None
-    counts = tally.captions_per_image
-    records = sum(counts.values())
-    stored = sum(k * n for k, n in counts.items())
-    with_some = {k: n for k, n in counts.items() if k}
-    return CaptionSummary(
-        kind=plan.kind,
-        captions=stored,
-        pictures_with_captions=sum(with_some.values()),
-        pictures_without_caption=counts.get(0, 0),
-        per_picture={
-            "min": min(with_some, default=0),
-            "mean": round(stored / records, 2) if records else 0.0,
-            "max": max(counts, default=0),
-        },
-        unmatched_entries=plan.unmatched_entries,
-        found_at=plan.found_at,
-    )
-
-
-# Objects per record, bucketed for the summary.
-PER_IMAGE_BUCKETS = ((0, 0), (1, 1), (2, 4), (5, 9), (10, 19), (20, None))
-
-
-def _per_image(counts: Counter) -> dict[str, Any]:
-    records = sum(counts.values())
-    histogram = {}
-    for low, high in PER_IMAGE_BUCKETS:
-        name = str(low) if low == high else f"{low}+" if high is None else f"{low}-{high}"
-        histogram[name] = sum(n for k, n in counts.items() if k >= low and (high is None or k <= high))
-    mean = sum(k * n for k, n in counts.items()) / records if records else 0.0
-    return {"mean": round(mean, 2), "max": max(counts, default=0), "histogram": histogram}
-
-
-def _objects(
-    facts: PlanFacts, tally: Tally, planned_rejects: Sequence[RejectLine], class_names: Sequence[str]
-) -> ObjectSummary | None:
-    """The objects section, from the plan's facts and the tally (None for a classification run)."""
-    plan = facts.objects
-    if plan is None:
-        return None
-    dropped = Counter(plan.dropped_per_reason) + Counter(tally.objects_dropped)
-    rejected = tally.objects_rejected + sum(r.objects for r in planned_rejects)
-    if rejected:
-        dropped[reasons.IMAGE_REJECTED.code] += rejected
-    if plan.unmatched_objects:
-        dropped[reasons.NO_IMAGE.code] += plan.unmatched_objects
-    stored = sum(tally.objects_per_class.values())
-    images: Counter = Counter()
-    for (_, label), n in tally.by_split_label.items():
-        images[label] += n
-    return ObjectSummary(
-        kind=plan.kind,
-        masks=bool(plan.masks),
-        annotated=plan.annotated,
-        stored=stored,
-        dropped=sum(dropped.values()),
-        consistent=plan.annotated == stored + sum(dropped.values()),
-        dropped_per_reason=dict(sorted(dropped.items())),
-        unmatched_entries=plan.unmatched_entries,
-        negatives=tally.objects_per_image.get(0, 0),
-        per_class={
-            name: {"objects": tally.objects_per_class[name], "images": images[name]} for name in class_names
-        },
-        per_image=_per_image(tally.objects_per_image),
-        sizes={name: tally.object_sizes[name] for name, _ in SIZE_BUCKETS},
-        found_at=plan.found_at,
-    )
+        return cls(**{**defaults, **fields_from(cls, data)})
 
 
 @dataclass(frozen=True)
@@ -466,10 +247,9 @@ class Summary:
     manifest_rows_without_file_list: str | None = None
     warnings: list[str] = field(default_factory=list)
     features: FeatureSummary | None = None
-    objects: ObjectSummary | None = None  # a detection run's
-    segmentation: SegmentationSummary | None = None  # a segmentation run's
-    captions: CaptionSummary | None = None  # a captions run's
-    keypoints: KeypointSummary | None = None  # a keypoints run's (beside its objects)
+    # Each of the run's kinds of label's section, by kind name (`labels.LabelKind.section`),
+    # written under its `section_key` in the registry's order (`objects`, `segmentation`, ...).
+    sections: dict[str, Section] = field(default_factory=dict)
     # A rerun that kept an interrupted run's finished shard tasks: how many, and their records.
     resumed: dict[str, int] | None = None
     # The settings, as each config records them.
@@ -506,6 +286,17 @@ class Summary:
     def stratified(self) -> bool:
         return self.split_method == "stratified"
 
+    def section(self, name: str, section_type: type[_Section]) -> _Section | None:
+        """The named kind's section as its own type (None: the run has none)."""
+        found = self.sections.get(name)
+        assert found is None or isinstance(found, section_type)  # read by the kind's own type
+        return found
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The run's kinds of label: those with a section, in the registry's order, else the class."""
+        return tuple(self.sections) or ("class",)
+
     def record_layout(self) -> RecordLayout:
         """Which keys the run's records hold (see beam_tfrecord.keys)."""
         features = None
@@ -513,16 +304,14 @@ class Summary:
             shape = tuple(self.features.shape or ())
             features = FeatureLayout(shape, self.features.dtype, not self.features.features_only)
         columns = tuple((c.name, c.type) for c in self.extra_columns)
-        objects = self.objects is not None
-        masks = bool(self.objects and self.objects.masks)
-        segmentation, captions = self.segmentation is not None, self.captions is not None
-        # A detection run's classes are its objects', a segmentation run's its masks' values.
-        labeled = self.labeled and not objects and not segmentation
+        # Only a classification run's records hold the class keys: every other kind has a section
+        # (a detection run's classes are its objects', a segmentation run's its masks' values).
+        labeled = self.labeled and not self.sections
         multi = self.multi_label and labeled
-        keypoints = self.keypoints is not None
-        return RecordLayout(
-            self.schema, labeled, multi, columns, features, objects, masks, segmentation, captions, keypoints
+        groups = tuple(
+            g for name, section in self.sections.items() for g in KINDS[name].section_groups(section)
         )
+        return RecordLayout(self.schema, labeled, multi, columns, features, groups)
 
     def shard_files(self) -> dict[str, list[str]]:
         """Split -> its shard file names."""
@@ -537,27 +326,16 @@ class Summary:
                 data.update(value.to_json() if value is not None else {})
             elif item.name == "options":
                 data[item.name] = value.to_json()
-            elif (
-                item.name
-                in (
-                    "features",
-                    "objects",
-                    "segmentation",
-                    "captions",
-                    "keypoints",
-                    "resumed",
-                    "tfds_metadata",
-                    "history",
-                )
-                and value is None
-            ):
+            elif item.name == "sections":
+                data.update({KINDS[name].section_key: section.to_json() for name, section in value.items()})
+            elif item.name in ("features", "resumed", "tfds_metadata", "history") and value is None:
                 continue
             elif isinstance(value, TfdsMetadataSummary):
                 data[item.name] = value.to_json()
             elif item.name in ("image_height", "image_width") and value is None:
                 data[item.name] = {}
             elif dataclasses.is_dataclass(value) or item.name in ("splits", "extra_columns"):
-                data[item.name] = _plain(value)
+                data[item.name] = plain(value)
             else:
                 data[item.name] = value
         return data
@@ -572,31 +350,28 @@ class Summary:
         if not isinstance(data, dict) or any(key not in data for key in required):
             raise SummaryError(f"{where} is not a beam-tfrecord summary (it lacks {', '.join(required)})")
         try:
-            values = _fields_from(cls, data)
+            values = fields_from(cls, data)
             values["splits"] = {name: SplitSummary.from_json(s) for name, s in data["splits"].items()}
-            values["groups"] = GroupSummary(**_fields_from(GroupSummary, data.get("groups") or {}))
+            values["groups"] = GroupSummary(**fields_from(GroupSummary, data.get("groups") or {}))
             values["extra_columns"] = [
-                ExtraColumnSummary(**_fields_from(ExtraColumnSummary, c))
+                ExtraColumnSummary(**fields_from(ExtraColumnSummary, c))
                 for c in data.get("extra_columns") or []
             ]
             for name in ("image_height", "image_width"):
                 values[name] = SizeRange(**data[name]) if data.get(name) else None
             if data.get("features"):
                 values["features"] = FeatureSummary.from_json(data["features"])
-            if data.get("objects"):
-                values["objects"] = ObjectSummary.from_json(data["objects"])
-            if data.get("segmentation"):
-                values["segmentation"] = SegmentationSummary.from_json(data["segmentation"])
-            if data.get("captions"):
-                values["captions"] = CaptionSummary.from_json(data["captions"])
-            if data.get("keypoints"):
-                values["keypoints"] = KeypointSummary.from_json(data["keypoints"])
+            values["sections"] = {
+                kind.name: kind.section_type.from_json(data[kind.section_key])
+                for kind in KINDS.values()
+                if kind.section_type is not None and data.get(kind.section_key)
+            }
             if data.get("tfds_metadata"):
                 values["tfds_metadata"] = TfdsMetadataSummary(
-                    **_fields_from(TfdsMetadataSummary, data["tfds_metadata"])
+                    **fields_from(TfdsMetadataSummary, data["tfds_metadata"])
                 )
             values["options"] = OptionsSummary.from_json(data.get("options") or {})
-            run = _fields_from(RunSummary, data)
+            run = fields_from(RunSummary, data)
             values["run"] = RunSummary(**run) if run else None
             values.setdefault("inputs_listed", data["inputs"])
             values.setdefault("skipped", 0)
@@ -607,17 +382,6 @@ class Summary:
             raise SummaryError(
                 f"{where} cannot be read as a summary: {type(error).__name__}: {error}"
             ) from None
-
-
-def _plain(value: Any) -> Any:
-    """Dataclasses (and dicts and lists of them) as JSON values, in field order."""
-    if dataclasses.is_dataclass(value):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    return value
 
 
 def read_summary(output: str) -> Summary:
@@ -632,7 +396,15 @@ def read_summary(output: str) -> Summary:
     return Summary.from_json(data, path)
 
 
-def duplicate_counts(groups: Sequence[DuplicateGroup]) -> dict[str, int]:
+class DuplicateCounts(TypedDict):
+    """The duplicate figures, named as Summary's fields."""
+
+    duplicate_records: int
+    duplicate_groups: int
+    cross_split_duplicates: int
+
+
+def duplicate_counts(groups: Sequence[DuplicateGroup]) -> DuplicateCounts:
     """summary.json's duplicate figures: records beyond the first copy of each content
     (`duplicate_records`), groups, and records whose bytes also lie in another split
     (`cross_split_duplicates`: every copy of a group that spans two splits or more)."""
@@ -723,7 +495,7 @@ def _warnings(
     label_counts: Counter,
     records: int,
     stratified: bool,
-    dupes: Mapping[str, int],
+    dupes: DuplicateCounts,
 ) -> list[str]:
     """What a user should know before training on the output."""
     declared = facts.split_source.startswith("declared")
@@ -769,6 +541,30 @@ def _feature_summary(
     )
 
 
+def _sections(
+    facts: PlanFacts, tally: Tally, planned_rejects: Sequence[RejectLine], label_counts: Counter
+) -> dict[str, Section]:
+    """Each of the run's kinds of label's section, in the registry's order (summary.json's)."""
+    found = facts.annotations
+    inputs = SectionInputs(
+        class_names=tuple(facts.class_names or ()),
+        format=found.format if found is not None else "",
+        found_at=found.found_at if found is not None else "",
+        unmatched_entries=found.unmatched_entries if found is not None else 0,
+        dropped=dict(tally.dropped),
+        objects_rejected=tally.objects_rejected + sum(r.objects for r in planned_rejects),
+        records_per_label=dict(label_counts),
+    )
+    run = {kind.name for kind in of_task(facts.task)}
+    sections = {}
+    for kind in KINDS.values():
+        if kind.name in run:
+            section = kind.section(facts.kinds.get(kind.name), tally.kind(kind.name), inputs)
+            if section is not None:
+                sections[kind.name] = section
+    return sections
+
+
 def build_summary(
     facts: PlanFacts,
     planned_rejects: Sequence[RejectLine],
@@ -798,9 +594,12 @@ def build_summary(
     label_counts: Counter = Counter()
     for (_, label), n in tally.by_split_label.items():
         label_counts[label] += n
-    if facts.labels_of("segmentation") is not None:  # a class's pictures: records whose mask holds it
-        names = facts.class_names or []
-        label_counts = Counter({names[v]: n for v, n in tally.class_pictures.items() if v < len(names)})
+    kinds = of_task(facts.task)
+    names = tuple(facts.class_names or ())
+    for kind in kinds:  # a kind that counts a class's records otherwise (the masks that hold it)
+        counted = kind.label_counts(tally.kind(kind.name), names)
+        if counted is not None:
+            label_counts = counted
     dupes = duplicate_counts(duplicates)
     warnings = _warnings(facts, splits, label_counts, records, stratified, dupes)
     schema = options.output.schema if options.output is not None else "tfds"
@@ -810,12 +609,9 @@ def build_summary(
     ]
     feature_info = _feature_summary(features, tally.feature_shapes, warnings)
     labeled = facts.class_names is not None
-    objects = _objects(facts, tally, planned_rejects, facts.class_names or [])
-    if objects is not None and not objects.consistent:
-        warnings.append(
-            f"{objects.annotated} objects were annotated, {objects.stored} stored and {objects.dropped} "
-            "dropped: some object is unaccounted for"
-        )
+    sections = _sections(facts, tally, planned_rejects, label_counts)
+    for section in sections.values():
+        warnings += section.warnings()
     return Summary(
         inputs_listed=facts.listed,
         skipped=skipped,
@@ -847,10 +643,7 @@ def build_summary(
         manifest_rows_without_file_list=MANIFEST_UNMATCHED_FILE if facts.manifest_unmatched else None,
         warnings=warnings,
         features=feature_info,
-        objects=objects,
-        segmentation=_segmentation(facts, tally, facts.class_names or []),
-        captions=_captions(facts, tally),
-        keypoints=_keypoints(facts, tally),
+        sections=sections,
         resumed=dict(resumed) if resumed else None,
         options=options,
         run=run,

@@ -25,7 +25,7 @@ from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tfrecord import names
+from beam_tfrecord import names, storage
 from beam_tfrecord.keys import RecordKey, RecordLayout, key_of, record_keys
 from beam_tfrecord.write import array_record_files
 from beam_tfrecord.write.summary import Summary, TfdsMetadataSummary
@@ -118,7 +118,7 @@ def write_tfds_metadata(
 
     # TFDS writes through tf.io.gfile, which does not go through Beam's filesystems (nor honour
     # a GCS emulator): remote metadata is written to a local folder and copied with Beam.
-    remote = "://" in output
+    remote = storage.is_remote(output)
     staging = tempfile.mkdtemp(prefix="beam-tfrecord-tfds-") if remote else output
     try:
         if remote:  # TFDS lists its folder for the shard names: empty stand-ins, never copied

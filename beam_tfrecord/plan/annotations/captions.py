@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from beam_tfrecord import reasons
+from beam_tfrecord import reasons, storage
 from beam_tfrecord.elements import ImageAnnotations
 from beam_tfrecord.plan.annotations.catalog import Catalog, describe_error, partition, read_one, stem
 from beam_tfrecord.plan.annotations.declared import DeclaredSplits
@@ -91,7 +91,7 @@ def find_files(
     if paths:
         found = []
         for path in paths:
-            if "://" not in path.path and not os.path.exists(path.path):
+            if not storage.exists(path.path, if_remote=True):
                 raise SourceError(f"{path.path} does not exist", field="annotations_path", file=path.path)
             found.append(InputFile(posixpath.basename(path.path), path.path, 0))
         return found
@@ -112,15 +112,13 @@ def find_files(
 
 def _parents(path: str) -> list[str]:
     """`path`'s ancestors, nearest first, above neither `/` nor a bucket (nor the root itself)."""
-    parts = path.rstrip("/").split("/")
-    floor = 4 if "://" in path else 2
-    return ["/".join(parts[:end]) for end in range(len(parts) - 1, floor - 1, -1)]
+    return storage.parents(path)[:-1]
 
 
 def _listed(folder: str) -> list[InputFile]:
     """The files directly in a folder, never walking below it; on gs://, where a folder is a
     prefix whose listing would walk every object under it, only the captions files' own names."""
-    if "://" in folder:
+    if storage.is_remote(folder):
         names = ["captions.txt", "captions.csv", "captions.tsv", "captions.jsonl", "Flickr8k.token.txt"]
         return [f for name in names for f in _one(join(folder, name))]
     try:

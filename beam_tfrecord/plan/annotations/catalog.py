@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from beam_tfrecord import gcs
+from beam_tfrecord import storage
 from beam_tfrecord.plan.listing import InputFile, skip_reason
 
 __all__ = [
@@ -105,7 +105,7 @@ def describe_error(error: BaseException) -> str:
 
 def read_one(path: str) -> bytes:
     """A file's bytes, local or gs://, as stored."""
-    return gcs.read_bytes(path)
+    return storage.read_bytes(path)
 
 
 def read_many(paths: Sequence[str]) -> Iterator[tuple[str, bytes | None, str | None]]:
@@ -118,7 +118,7 @@ def read_many(paths: Sequence[str]) -> Iterator[tuple[str, bytes | None, str | N
         except Exception as error:  # any storage error: the caller names the file
             return path, None, f"cannot be read: {describe_error(error)}"
 
-    if not any(path.startswith("gs://") for path in paths):
+    if not any(storage.is_gcs(path) for path in paths):
         yield from map(attempt, paths)
         return
     window = REMOTE_READ_THREADS * 8  # reads ahead of the caller, so memory stays bounded

@@ -19,7 +19,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeGuard
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -160,7 +160,9 @@ class _Stream:
     def peek(self) -> str:
         """The next character that is not whitespace ("" at the end of the file), not consumed."""
         while True:
-            self.position = _WHITESPACE.match(self.text, self.position).end()
+            spaces = _WHITESPACE.match(self.text, self.position)
+            assert spaces is not None  # the pattern matches the empty string: everywhere
+            self.position = spaces.end()
             if self.position < len(self.text):
                 return self.text[self.position]
             if not self._more():
@@ -225,7 +227,9 @@ class _Stream:
         decode, skip = self.json.raw_decode, _WHITESPACE.match
         while True:
             text = self.text
-            start = skip(text, self.position).end()
+            spaces = skip(text, self.position)
+            assert spaces is not None  # the pattern matches the empty string: everywhere
+            start = spaces.end()
             try:
                 value, end = decode(text, start)
             except json.JSONDecodeError:  # cut by the chunk's end, or broken: `value` tells which
@@ -265,7 +269,7 @@ def _numbers(values: list[Any]) -> bool:
         return False
 
 
-def is_image_id(value: Any) -> bool:
+def is_image_id(value: Any) -> TypeGuard[ImageId]:
     return (isinstance(value, int) and not isinstance(value, bool)) or (
         isinstance(value, str) and value != ""
     )
@@ -300,8 +304,8 @@ def _parse_file(
                 if image is None:
                     continue
                 if image.id in image_index:
-                    first = image_index[image.id]
-                    raise _Broken(f"lists image id {image.id} twice (images[{first}] and images[{index}])")
+                    earlier = image_index[image.id]
+                    raise _Broken(f"lists image id {image.id} twice (images[{earlier}] and images[{index}])")
                 image_index[image.id] = index
                 result.images.append(image)
         elif key == "annotations":

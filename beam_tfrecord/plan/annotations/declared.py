@@ -16,7 +16,6 @@ declarations claim is in `conflicts`; one none claims is in neither map (the pla
 from __future__ import annotations
 
 import logging
-import os
 import posixpath
 import re
 from collections import defaultdict
@@ -26,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from beam_tfrecord import storage
 from beam_tfrecord.plan.annotations.catalog import Catalog, read_one, stem
 from beam_tfrecord.plan.annotations.locate import Located, join, relative_to
 
@@ -143,9 +143,12 @@ def yolo_splits(located: Located, catalog: Catalog, given: str | None) -> Declar
     base = folder
     if isinstance(document.get("path"), str) and document["path"].strip():
         candidate = _resolve(folder, document["path"].strip())
-        same_storage = ("://" in candidate) == ("://" in folder)  # a laptop's path in a bucket's YAML
+        # A laptop's path in a bucket's YAML names no place the pictures are.
+        same_storage = storage.is_remote(candidate) == storage.is_remote(folder)
         # Only where the listed pictures are: a copied dataset's YAML still names the original.
-        holds = any(relative_to(_normal(f.path), candidate) is not None for f in catalog.images.values())
+        holds = any(
+            relative_to(storage.normalize(f.path), candidate) is not None for f in catalog.images.values()
+        )
         base = candidate if same_storage and holds else folder
     folders: dict[str, list[str]] = defaultdict(list)  # split -> image folders
     listed: dict[str, set[str]] = defaultdict(set)  # split -> image paths
@@ -155,10 +158,10 @@ def yolo_splits(located: Located, catalog: Catalog, given: str | None) -> Declar
         split = SPLIT_WORDS[key]
         for entry in entries:
             path = _resolve(base, str(entry).strip())
-            if not _exists(path) and str(entry).startswith("../"):
+            if not storage.exists(path) and str(entry).startswith("../"):
                 path = _resolve(base, str(entry)[3:])
             if path.lower().endswith(".txt"):
-                text = read_one(path).decode("utf-8", "replace") if _exists(path) else ""
+                text = read_one(path).decode("utf-8", "replace") if storage.exists(path) else ""
                 listed[split] |= {
                     _resolve(posixpath.dirname(path), line.strip())
                     for line in text.splitlines()
@@ -170,22 +173,25 @@ def yolo_splits(located: Located, catalog: Catalog, given: str | None) -> Declar
         return None
     # Ultralytics' coco128.yaml validates on its training folder (`val: images/train2017`): a
     # split that repeats an earlier one's declaration is that split, not a conflict.
-    seen: dict[tuple, str] = {}
+    seen: dict[tuple[tuple[str, ...], frozenset[str]], str] = {}
     for split in SPLIT_ORDER:
-        key = (tuple(sorted(folders.get(split, ()))), frozenset(listed.get(split, ())))
-        if key == ((), frozenset()):
+        declaration = (tuple(sorted(folders.get(split, ()))), frozenset(listed.get(split, ())))
+        if declaration == ((), frozenset()):
             continue
-        if key in seen:
+        if declaration in seen:
             _LOGGER.warning(
-                "data.yaml's %s names the same images as its %s: kept in %s", split, seen[key], seen[key]
+                "data.yaml's %s names the same images as its %s: kept in %s",
+                split,
+                seen[declaration],
+                seen[declaration],
             )
             folders.pop(split, None)
             listed.pop(split, None)
         else:
-            seen[key] = split
+            seen[declaration] = split
     claims: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for relpath, file in catalog.images.items():
-        path = _normal(file.path)
+        path = storage.normalize(file.path)
         for split in SPLIT_ORDER:
             if path in listed.get(split, ()) or any(
                 relative_to(path, f) is not None for f in folders.get(split, ())
@@ -203,25 +209,8 @@ def _yaml(path: str) -> dict[str, Any]:
     return document if isinstance(document, dict) else {}
 
 
-def _normal(path: str) -> str:
-    scheme, sep, rest = path.partition("://")
-    if not sep:
-        return posixpath.normpath(path)
-    return f"{scheme}://{posixpath.normpath(rest)}"
-
-
 def _resolve(folder: str, path: str) -> str:
     """`path` as a YAML or list writes it, relative to `folder` unless absolute."""
-    if "://" in path or path.startswith("/"):
-        return _normal(path)
-    return _normal(join(folder, path.removeprefix("./")))
-
-
-def _exists(path: str) -> bool:
-    if "://" not in path:
-        return os.path.exists(path)
-    from apache_beam.io.filesystems import FileSystems
-
-    return FileSystems.exists(path) or bool(
-        FileSystems.match([path.rstrip("/") + "/*"], [1])[0].metadata_list
-    )
+    if storage.is_absolute(path):
+        return storage.normalize(path)
+    return storage.normalize(join(folder, path.removeprefix("./")))

@@ -19,31 +19,21 @@ N)`, which no object has and which label_map.pbtxt leaves out.
 from __future__ import annotations
 
 import functools
-import os
 import re
 from dataclasses import dataclass
 
-from apache_beam.io.filesystems import FileSystems
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
 
+from beam_tfrecord import storage
+from beam_tfrecord.labels.objects.label_map import is_unused, unused_name
 from beam_tfrecord.plan.sources.base import SourceError
 
 __all__ = ["LabelMap", "is_unused", "parse_label_map", "read_label_map", "unused_name"]
 
 # More ids than any detection dataset's (Open Images: 601, LVIS: 1,203): a typo, not a map.
 MAX_ID = 100_000
-_UNUSED = re.compile(r"\(unused id (\d+)\)")
 _PBTXT = re.compile(r"\A(?:\s|#[^\n]*\n)*item\s*:?\s*[{<]")
 _PBTXT_SUFFIXES = (".pbtxt", ".pb.txt", ".prototxt")
-
-
-def unused_name(label_id: int) -> str:
-    """The placeholder class that holds a missing id's place (labels.txt, TFDS's names)."""
-    return f"(unused id {label_id})"
-
-
-def is_unused(name: str) -> bool:
-    return _UNUSED.fullmatch(name) is not None
 
 
 @dataclass(frozen=True)
@@ -160,9 +150,9 @@ def parse_label_map(text: str, path: str = "label_map") -> LabelMap:
     if not names:
         raise SourceError(f"{path} names no class", field="label_map", file=path)
     for label_id, name, _ in items:
-        class_name = names.get(label_id)
-        if class_name is not None and name and name not in names.values():
-            aliases.setdefault(name, class_name)  # an item's own class name wins over an alias
+        named = names.get(label_id)
+        if named is not None and name and name not in names.values():
+            aliases.setdefault(name, named)  # an item's own class name wins over an alias
     aliases.update({name: name for name in names.values()})
     return LabelMap(dict(sorted(names.items())), aliases, path)
 
@@ -171,16 +161,11 @@ def read_label_map(path: str) -> LabelMap:
     """The label map at `path` (local or gs://); SourceError (field `label_map`) when it is
     missing or unreadable."""
     try:
-        if "://" in path:
-            with FileSystems.open(path) as handle:
-                data = handle.read()
-        else:
-            with open(path, "rb") as handle:
-                data = handle.read()
-    except Exception as error:  # OSError locally; Beam's filesystems raise their own for gs://
+        data = storage.read_bytes(path)
+    except Exception as error:  # OSError locally; the storage client raises its own for gs://
         raise SourceError(f"{path} cannot be read: {error}", field="label_map", file=path) from None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise SourceError(f"{path} is not UTF-8 text", field="label_map", file=path) from None
-    return parse_label_map(text, path if "://" in path else os.path.normpath(path))
+    return parse_label_map(text, storage.normalize(path))

@@ -17,12 +17,11 @@ relpaths (`Located.back`). Nothing beside the input is ever an input or a reject
 from __future__ import annotations
 
 import dataclasses
-import os
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from beam_tfrecord import reasons
+from beam_tfrecord import reasons, storage
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.plan.annotations.catalog import ANNOTATION_EXTENSIONS, Catalog
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
@@ -33,7 +32,6 @@ __all__ = [
     "Located",
     "component",
     "input_base",
-    "is_folder",
     "join",
     "listed_under",
     "parents",
@@ -113,17 +111,12 @@ def relative_to(path: str, folder: str) -> str | None:
 
 def parents(path: str) -> list[str]:
     """`path`'s ancestors, nearest first, never above a bucket or `/`."""
-    found = []
-    floor = 3 if "://" in path else 1  # gs://bucket keeps its bucket
-    parts = path.rstrip("/").split("/")
-    for end in range(len(parts) - 1, floor - 1, -1):
-        found.append("/".join(parts[:end]) or "/")
-    return found
+    return storage.parents(path)
 
 
 def listed_under(folder: str, keep: tuple[str, ...] = tuple(ANNOTATION_EXTENSIONS)) -> list[InputFile]:
     """Annotation files under a folder (or matching a glob), [] when there is none."""
-    if "://" not in folder and "*" not in folder and not os.path.exists(folder):
+    if "*" not in folder and not storage.exists(folder, if_remote=True):
         return []
     try:
         files = list_inputs(folder)
@@ -164,9 +157,3 @@ def component(base: str, names: Sequence[str]) -> int | None:
         if parts[index] in names:
             return index
     return None
-
-
-def is_folder(path: str) -> bool:
-    if "://" in path:
-        return not posixpath.splitext(path.rstrip("/"))[1]
-    return os.path.isdir(path)

@@ -18,13 +18,10 @@ plan-time work: annotation files are read (local or gs://), never an image's byt
 from __future__ import annotations
 
 import dataclasses
-import os
 import posixpath
 from collections.abc import Sequence
 
-from apache_beam.io.filesystems import FileSystems
-
-from beam_tfrecord import reasons
+from beam_tfrecord import reasons, storage
 from beam_tfrecord.plan.annotations.catalog import Catalog, partition
 from beam_tfrecord.plan.annotations.label_map import read_label_map
 from beam_tfrecord.plan.annotations.locate import Located, input_base
@@ -99,7 +96,7 @@ def load_objects(fmt: SourceFormat, files: ObjectFiles, request: LoadRequest) ->
         raise SourceError("fixes the class names and their ids: leave class_names out", field="label_map")
     paths = request.paths
     for path in paths:
-        if not _exists(path.path):
+        if not storage.exists(path.path):
             raise SourceError(f"{path.path} does not exist", field="annotations_path", file=path.path)
     if not files.several_paths and (len(paths) > 1 or any(p.split for p in paths)):
         raise SourceError(f"annotations_path: {fmt.title} takes one path, without a split")
@@ -129,15 +126,6 @@ def _found_instead(listed: Catalog, fmt: SourceFormat) -> str:
     from beam_tfrecord.plan.sources import registry
 
     return registry.found_instead(listed.annotation_files, fmt.name)
-
-
-def _exists(path: str) -> bool:
-    if "://" not in path:
-        return os.path.exists(path)
-    # GCS has no folders: a labels folder exists when some object is under it.
-    return FileSystems.exists(path) or bool(
-        FileSystems.match([path.rstrip("/") + "/*"], [1])[0].metadata_list
-    )
 
 
 def _found_at(

@@ -163,20 +163,22 @@ class AnnotationConfig(Config):
             check_choice("task", self.task, tasks.TASK_NAMES)
         if self.format is not None:
             check_choice("annotations", self.format, ANNOTATION_FORMATS)
-        if self.task is None:
+        task = self.task
+        if task is None:
             if self.format is None:
                 raise ConfigError("annotations", f"is needed: {_either(_DETECTION_FORMATS)} (or give --task)")
-            object.__setattr__(self, "task", registry.task_of(self.format))
-        if not registry.reading(self.task):  # classification: SourceConfig then holds no annotation options
+            task = registry.task_of(self.format)
+            object.__setattr__(self, "task", task)
+        if not registry.reading(task):  # classification: SourceConfig then holds no annotation options
             if self.format is not None:
                 raise ConfigError(
                     "task",
-                    f"{self.task} takes one label per picture, not annotations: leave annotations out",
+                    f"{task} takes one label per picture, not annotations: leave annotations out",
                 )
             return
-        if self.format is not None and not registry.named(self.format).reads(self.task):
-            formats = ", ".join(f.name for f in registry.reading(self.task))
-            raise ConfigError("annotations", f"{self.format} is not a {self.task} format: {formats}")
+        if self.format is not None and not registry.named(self.format).reads(task):
+            formats = ", ".join(f.name for f in registry.reading(task))
+            raise ConfigError("annotations", f"{self.format} is not a {task} format: {formats}")
         check_choice("unannotated", self.unannotated, UNANNOTATED)
         if not 0 <= self.ignore_value <= 255:
             raise ConfigError(

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
+from beam_tfrecord import storage
 from beam_tfrecord.plan.sources.base import SourceError
 from beam_tfrecord.plan.splits import SPLIT_NAME_CHARS
 
@@ -38,5 +38,5 @@ def parse_annotation_paths(text: str | None) -> tuple[AnnotationPath, ...]:
             raise SourceError(f"{text!r} has an empty path", field="annotations_path")
         if split is not None and any(p.split == split for p in found):
             raise SourceError(f"gives split {split} twice", field="annotations_path")
-        found.append(AnnotationPath(item if "://" in item else os.path.abspath(item), split))
+        found.append(AnnotationPath(storage.absolute(item), split))
     return tuple(found)

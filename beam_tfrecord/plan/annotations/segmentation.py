@@ -8,7 +8,7 @@ Every listed file is a picture of the dataset or a `skipped` line saying what it
 visualisations labelme writes, Cityscapes' other ground-truth files): a mask is never a picture of
 a class. A mask that names no listed picture is an `annotations_without_image` line.
 
-How mask values become class ids is one `MaskRule` for the run (`images.class_masks` applies it):
+How mask values become class ids is one `MaskRule` for the run (`labels.class_mask` applies it):
 the ignore value (255 by default), the dataset's palette for masks saved as colours, and for a
 plain pair whose masks hold only 0 and 255 (Kaggle's binary masks) the documented rule that 255 is
 class 1, decided from the first masks read here, never per picture.
@@ -17,7 +17,6 @@ class 1, decided from the first masks read here, never per picture.
 from __future__ import annotations
 
 import io
-import os
 import posixpath
 import re
 from collections import defaultdict
@@ -28,7 +27,7 @@ from typing import ClassVar
 import numpy as np
 from PIL import Image
 
-from beam_tfrecord import reasons
+from beam_tfrecord import reasons, storage
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import ImageAnnotations, MaskFile, MaskRule
 from beam_tfrecord.plan.annotations.catalog import ANNOTATION_EXTENSIONS, read_one, stem
@@ -223,7 +222,7 @@ class _Folders:
     def index(self, folder: str) -> dict[str, list[InputFile]]:
         """The folder's mask files: key (path under it, with and without extension) -> files."""
         folder = folder.rstrip("/")
-        if not folder.startswith("/") and "://" not in folder:
+        if not storage.is_absolute(folder):
             return {}  # a place above the filesystem's root: none
         if folder not in self._index:
             under = relative_to(folder, self.base)
@@ -245,7 +244,7 @@ class _Folders:
 
 
 def _listed(folder: str) -> list[InputFile]:
-    if "://" not in folder and not os.path.isdir(folder):
+    if not storage.is_folder(folder, if_remote=True):
         return []
     try:
         return [f for f in list_inputs(folder) if f.problem is None]
@@ -460,7 +459,7 @@ def _class_names(
 def _names_file(path: str) -> tuple[str, ...]:
     """class_names.txt (labelme2voc's), labels.txt (labelme's: `__ignore__` first is the ignore
     value, not a class) or classes.txt: one name a line."""
-    if "://" not in path and not os.path.isfile(path):
+    if not storage.is_file(path, if_remote=True):
         return ()
     try:
         text = read_one(path).decode("utf-8-sig")

@@ -6,10 +6,10 @@ plan.annotations.segmentation.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import ClassVar
 
+from beam_tfrecord import storage
 from beam_tfrecord.elements import MaskRule
 from beam_tfrecord.plan.annotations.catalog import read_one, stem
 from beam_tfrecord.plan.annotations.locate import join
@@ -62,7 +62,7 @@ def _object_info(root: str) -> tuple[str, ...]:
     written."""
     for name in ("objectInfo150.txt", "objectInfo150.csv"):
         path = join(root, name)
-        if "://" not in path and not os.path.isfile(path):
+        if not storage.is_file(path, if_remote=True):
             continue
         try:
             lines = [line for line in read_one(path).decode("utf-8-sig").splitlines() if line.strip()]

@@ -39,7 +39,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from beam_tfrecord import reasons
+from beam_tfrecord import reasons, storage
 from beam_tfrecord.elements import ImageAnnotations, ObjectBox, RunLengths
 from beam_tfrecord.plan.annotations import captions, declared
 from beam_tfrecord.plan.annotations.captions import Caption, CaptionFiles, load_captions, read_text
@@ -360,8 +360,8 @@ def _annotations(
         mask, change = raw.mask, raw.change
         declared = (image.height, image.width)
         if isinstance(mask, RunLengths) and None not in declared and (mask.height, mask.width) != declared:
+            sizes = f"{mask.height}x{mask.width}, the image's {image.height}x{image.width}"
             mask = None
-            sizes = f"{raw.mask.height}x{raw.mask.width}, the image's {image.height}x{image.width}"
             change = (reasons.MASK_MALFORMED.code, f"run lengths over {sizes}")
         keypoints = None
         if points is not None:
@@ -376,6 +376,7 @@ def _annotations(
             keypoints = own + (0.0,) * (3 * points.count - len(own))
         if change is not None:
             changed.append(ObjectNote(relpath, change[0], f"{ref}: {change[1]}"))
+        assert raw.box is not None  # only a dropped annotation has none (coco_json._parse_annotation)
         xmin, ymin, xmax, ymax = raw.box
         objects.append(
             ObjectBox(
@@ -474,10 +475,9 @@ def _folder_hint(relpath: str) -> str:
 
 def _display(listed: Catalog, path: str) -> str:
     """A given annotation file as messages name it: its relpath when it is under the input."""
-    real = os.path.realpath(path) if "://" not in path else path
+    real = storage.real_path(path)
     for file in listed.annotation_files.values():
-        listed_path = os.path.realpath(file.path) if "://" not in file.path else file.path
-        if listed_path == real:
+        if storage.real_path(file.path) == real:
             return file.relpath
     return path
 

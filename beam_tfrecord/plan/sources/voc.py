@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import posixpath
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -28,7 +27,7 @@ from xml.etree.ElementTree import Element, ParseError
 import defusedxml
 import defusedxml.ElementTree
 
-from beam_tfrecord import reasons
+from beam_tfrecord import reasons, storage
 from beam_tfrecord.elements import ImageAnnotations, MaskRule, ObjectBox
 from beam_tfrecord.plan.annotations import declared
 from beam_tfrecord.plan.annotations.catalog import (
@@ -286,10 +285,10 @@ def read_xmls(listed: Catalog, folder: AnnotationPath | None = None) -> Annotati
         images[relpath] = ImageAnnotations((), posixpath.basename(relpath))
 
     unmatched = _orphans(listed, external, used)
-    names = sorted({obj.class_name for found_image in images.values() for obj in found_image.objects})
+    class_names = sorted({obj.class_name for found_image in images.values() for obj in found_image.objects})
     return AnnotationSet(
         format="voc",
-        class_names=tuple(names),
+        class_names=tuple(class_names),
         images=images,
         unannotated=frozenset(unannotated),
         problems=tuple(sorted(problems)),
@@ -393,7 +392,9 @@ class _Xmls(ObjectFiles):
             return Located(catalog, paths=paths)
         parts = base.split("/")
         root, prefix = "/".join(parts[:index]), "/".join(parts[index:]) + "/"
-        folders = ("Annotations",) if parts[index] == "JPEGImages" else ("annotations", "Annotations")
+        folders: tuple[str, ...] = (
+            ("Annotations",) if parts[index] == "JPEGImages" else ("annotations", "Annotations")
+        )
         if paths:  # annotations_path says where the XMLs are: only the split lists are looked for
             folders = ()
         beside: dict[str, InputFile] = {}
@@ -460,7 +461,7 @@ def _segmentation_lists(root: str, pictures: Sequence[InputFile]) -> DeclaredSpl
     lists = {}
     for name in ("train", "val", "test", "trainval", "train_aug", "trainaug", "val_aug"):
         path = join(folder, f"{name}.txt")
-        if "://" not in path and not os.path.isfile(path):
+        if not storage.is_file(path, if_remote=True):
             continue
         try:
             lists[name] = read_one(path).decode("utf-8", "replace").split()

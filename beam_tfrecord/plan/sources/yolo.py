@@ -28,11 +28,11 @@ import math
 import posixpath
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple, overload
 
 import yaml
 
-from beam_tfrecord import reasons
+from beam_tfrecord import reasons, storage
 from beam_tfrecord.elements import ImageAnnotations, ObjectBox, Polygon
 from beam_tfrecord.plan.annotations import declared
 from beam_tfrecord.plan.annotations.catalog import (
@@ -46,7 +46,6 @@ from beam_tfrecord.plan.annotations.catalog import (
 from beam_tfrecord.plan.annotations.locate import (
     Located,
     component,
-    is_folder,
     join,
     listed_under,
     parents,
@@ -132,6 +131,10 @@ def _depth_first(relpath: str) -> tuple[int, str]:
     return relpath.count("/"), relpath
 
 
+@overload
+def _names_from(data: bytes, display: str, optional: Literal[False] = False) -> dict[int, str]: ...
+@overload
+def _names_from(data: bytes, display: str, optional: bool) -> dict[int, str] | None: ...
 def _names_from(data: bytes, display: str, optional: bool = False) -> dict[int, str] | None:
     """A names file's bytes -> class index -> name (None for a YAML without `names` when
     `optional`)."""
@@ -515,7 +518,7 @@ def _is_names_file(relpath: str) -> bool:
 
 
 def _yolo_labels(base: str, catalog: Catalog, paths: tuple[AnnotationPath, ...]) -> Located:
-    folders = [p for p in paths if is_folder(p.path)]
+    folders = [p for p in paths if storage.is_folder(p.path)]
     names = tuple(p for p in paths if p not in folders)
     if folders:  # the labels folder, named
         labels = folders[0].path.rstrip("/")

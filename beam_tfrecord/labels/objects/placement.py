@@ -43,8 +43,8 @@ from PIL import Image
 
 from beam_tfrecord import reasons
 from beam_tfrecord.elements import DroppedObject, ImageAnnotations, ObjectBox, RunLengths, StoredObject
-from beam_tfrecord.images import geometry
-from beam_tfrecord.images.geometry import BoxMapper, PixelTransform
+from beam_tfrecord.labels import geometry
+from beam_tfrecord.labels.geometry import BoxMapper, PixelTransform
 
 __all__ = [
     "CLIP_TOLERANCE_PX",
@@ -129,7 +129,10 @@ def place_annotations(
     dropped_objects: list[DroppedObject] = []
     for item in annotations.objects:
         outcome = _place_object(item, moved, annotations.normalized, masks, map_box, ids, sizes)
-        (stored if type(outcome) is StoredObject else dropped_objects).append(outcome)
+        if isinstance(outcome, StoredObject):
+            stored.append(outcome)
+        else:
+            dropped_objects.append(outcome)
     return PlacedAnnotations(tuple(stored), tuple(dropped_objects), frame)
 
 
@@ -282,7 +285,8 @@ def _stored_mask(
     """The object's mask in the stored image; its kept box, filled, when the source has none."""
     if item.mask is None:
         mask = Image.new("L", (transform.width, transform.height), 0)
-        mask.paste(1, tuple(round(value) for value in kept))
+        left, top, right, bottom = (round(value) for value in kept)
+        mask.paste(1, (left, top, right, bottom))
         return mask
     raster = geometry.rasterize_mask(item.mask, transform.stored_width, transform.stored_height, normalized)
     return geometry.transform_mask(raster, transform)

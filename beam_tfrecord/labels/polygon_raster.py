@@ -33,7 +33,7 @@ def _c_int(values: np.ndarray) -> np.ndarray:
     return np.trunc(values).astype(np.int64)
 
 
-def ring_toggles(points: Sequence[float], width: int, height: int) -> np.ndarray:
+def ring_toggles(points: Sequence[float] | np.ndarray, width: int, height: int) -> np.ndarray:
     """The column-major pixel positions (x * height + y) where one ring's runs start or end,
     unsorted, one entry per crossing (pycocotools' `rleFrPoly` before its run lengths); a
     position listed twice cancels. `points` is x0, y0, x1, y1, ... in pixels; an odd last value
@@ -95,7 +95,7 @@ def _fill_ring(out: np.ndarray, toggles: np.ndarray) -> None:
     out[:, first:end] |= columns.T
 
 
-def fill_polygons(rings: Iterable[Sequence[float]], width: int, height: int) -> np.ndarray:
+def fill_polygons(rings: Iterable[Sequence[float] | np.ndarray], width: int, height: int) -> np.ndarray:
     """The union of the rings, each filled as pycocotools fills it, as a (height, width) uint8
     array of 0 and 1. Coordinates are pixels (x, y alternating), continuous: pixel (i, j) spans
     [i, i + 1) x [j, j + 1)."""

@@ -26,12 +26,13 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TypedDict
 
 import numpy as np
 from PIL import Image
 
 from beam_tfrecord.elements import Polygon, RunLengths
-from beam_tfrecord.images.polygon_raster import fill_polygons
+from beam_tfrecord.labels.polygon_raster import fill_polygons
 
 __all__ = [
     "ORIENTATION_TRANSPOSE",
@@ -200,7 +201,7 @@ def pixel_transform(
     )
     if size is None:
         return oriented
-    final = {"width": size[0], "height": size[1]}
+    final: _Size = {"width": size[0], "height": size[1]}
     if mode == "stretch":
         return replace(oriented, placed=(0, 0, *size), **final)
     if mode == "crop":
@@ -208,6 +209,13 @@ def pixel_transform(
     if mode == "pad":
         return replace(oriented, placed=_pad_placement(width, height, size), **final)
     raise ValueError(f"resize_mode must be stretch, crop or pad, not {mode!r}")
+
+
+class _Size(TypedDict):
+    """The final picture's size, as PixelTransform's fields name it."""
+
+    width: int
+    height: int
 
 
 def _fit_window(width: int, height: int, size: tuple[int, int]) -> tuple[float, float, float, float]:

@@ -1,0 +1,140 @@
+"""Captions: the sentences that describe a picture, stored as the plan gives them (in their files'
+order) under Model Garden's `image/caption` (the table's `captions` group). Nothing moves with the
+picture; a picture without one is stored with none (`--unannotated keep`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from beam_tfrecord.elements import PlannedInput, RecordFields
+from beam_tfrecord.labels.base import FileReader, Grown, KindTally, LabelKind, Placed, Section, SectionInputs
+from beam_tfrecord.labels.geometry import PixelTransform
+
+__all__ = ["CAPTIONS", "CaptionSummary", "CaptionTally", "CaptionsKind"]
+
+
+@dataclass
+class CaptionSummary(Section):
+    """A captions run's captions (summary.json's `captions`): how many were stored, how they
+    spread over the pictures, the pictures stored without one (`--unannotated keep`) and the
+    entries that name no listed picture (annotations_without_image.jsonl, lines that cannot be
+    read included)."""
+
+    kind: str  # the annotations' format (summary.json's key)
+    captions: int = 0
+    pictures_with_captions: int = 0
+    pictures_without_caption: int = 0
+    per_picture: dict[str, Any] = field(default_factory=dict)  # min, mean, max captions a picture
+    unmatched_entries: int = 0
+    caption_key: str = "image/caption (every caption of the picture, UTF-8, in its file's order)"
+    found_at: str = ""
+
+    def rows(self) -> list[tuple[str, str]]:
+        """Where the captions came from, how many, how spread."""
+        rows = [("captions", self.found_at)] if self.found_at else []
+        per = self.per_picture
+        rows.append(
+            (
+                "captions stored",
+                f"{self.captions} for {self.pictures_with_captions} pictures "
+                f"({per.get('min', 0)} to {per.get('max', 0)} a picture)",
+            )
+        )
+        if self.pictures_without_caption:
+            rows.append(("pictures without a caption", str(self.pictures_without_caption)))
+        if self.unmatched_entries:
+            rows.append(
+                ("captions naming no picture", f"{self.unmatched_entries} (annotations_without_image.jsonl)")
+            )
+        return rows
+
+    def merged(self, new: Section, grown: Grown) -> CaptionSummary:
+        """Captions and pictures summed; the fewest, mean and most captions a picture recomputed."""
+        assert isinstance(new, CaptionSummary)
+        records = (
+            self.pictures_with_captions
+            + self.pictures_without_caption
+            + new.pictures_with_captions
+            + new.pictures_without_caption
+        )
+        captions = self.captions + new.captions
+        lows = [s.per_picture.get("min", 0) for s in (self, new) if s.pictures_with_captions]
+        return dataclasses.replace(
+            new,
+            captions=captions,
+            pictures_with_captions=self.pictures_with_captions + new.pictures_with_captions,
+            pictures_without_caption=self.pictures_without_caption + new.pictures_without_caption,
+            per_picture={
+                "min": min(lows, default=0),
+                "mean": round(captions / records, 2) if records else 0.0,
+                "max": max(self.per_picture.get("max", 0), new.per_picture.get("max", 0)),
+            },
+        )
+
+
+@dataclass
+class CaptionTally(KindTally):
+    """A captions run's records per caption count (0: a picture kept without one)."""
+
+    per_image: Counter = field(default_factory=Counter)
+
+    def add(self, facts: Any, split: str, labels: Counter) -> None:
+        self.per_image[facts] += 1
+
+
+class CaptionsKind(LabelKind):
+    """The picture's sentences."""
+
+    name = "captions"
+    keys_named = "Model Garden's image/caption"
+
+    def key_groups(self, setting: Any) -> tuple[str, ...]:
+        return ("captions",)
+
+    def encoders(self) -> Mapping[str, Callable[[RecordFields], Any]]:
+        return {"caption": lambda fields: fields.labels["captions"]}
+
+    def place(
+        self,
+        item: PlannedInput,
+        transform: PixelTransform,
+        setting: Any,
+        placed: Mapping[str, Placed],
+        read: FileReader,
+    ) -> Placed:
+        captions = item.annotations.captions if item.annotations is not None else ()
+        return Placed(captions, len(captions))
+
+    def new_tally(self) -> CaptionTally:
+        return CaptionTally()
+
+    section_key = "captions"
+    section_type = CaptionSummary
+
+    def section(self, facts: Any, tally: KindTally, inputs: SectionInputs) -> CaptionSummary:
+        assert isinstance(tally, CaptionTally)
+        counts = tally.per_image
+        records = sum(counts.values())
+        stored = sum(k * n for k, n in counts.items())
+        with_some = {k: n for k, n in counts.items() if k}
+        return CaptionSummary(
+            kind=inputs.format,
+            captions=stored,
+            pictures_with_captions=sum(with_some.values()),
+            pictures_without_caption=counts.get(0, 0),
+            per_picture={
+                "min": min(with_some, default=0),
+                "mean": round(stored / records, 2) if records else 0.0,
+                "max": max(counts, default=0),
+            },
+            unmatched_entries=inputs.unmatched_entries,
+            found_at=inputs.found_at,
+        )
+
+
+CAPTIONS = CaptionsKind()

@@ -1,0 +1,368 @@
+"""The class mask: a class id per pixel of the picture (segmentation). A segmentation run's mask
+file becomes the class-id mask a record stores: read, checked against the run's `MaskRule`, moved
+as the picture was, and encoded as the single-channel PNG DeepLab and TF Model Garden read from
+`image/segmentation/class/encoded` (the table's `class_mask` group).
+
+Which values are class ids:
+
+- a palette PNG (Pascal VOC, labelme2voc): its indices, whatever colours the palette shows;
+- an 8-bit grey or 1-bit PNG (Cityscapes' `labelIds`, ADE20K, CamVid): its values;
+- a 16- or 32-bit grey PNG: its values, which must fit the classes;
+- colours (an RGB PNG, a palette saved as RGB, tensorflow/models#3739's NaN loss): mapped through
+  the dataset's palette (`MaskRule.palette`), every colour or none: a colour no class has rejects
+  the picture, naming it. A grey mask saved as RGB (three equal channels) is read as grey.
+
+Then `MaskRule.remap` applies (a two-valued 0/255 set's 255 -> 1), and every value must be a
+class id or the ignore value: another rejects the picture, naming the values, never stored.
+
+Geometry: the mask is in the stored picture's frame when its size is the stored size, else in the
+upright frame when it fits that (a mask drawn on the turned photo), else the picture is a reject. It
+moves through `geometry.resample` with the nearest neighbour, so a value never blends into another,
+and the margins of a pad hold the ignore value.
+
+Pure functions on bytes and arrays; no Beam, no TensorFlow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from beam_tfrecord import reasons
+from beam_tfrecord.elements import MaskRule, PlannedInput, RecordFields
+from beam_tfrecord.labels.base import (
+    Annotated,
+    FileReader,
+    Grown,
+    KindTally,
+    LabelKind,
+    Placed,
+    Section,
+    SectionInputs,
+)
+from beam_tfrecord.labels.geometry import PixelTransform, encode_mask_png, orient, resample
+from beam_tfrecord.reasons import Reject
+
+__all__ = [
+    "CLASS_MASK",
+    "ClassMaskKind",
+    "ClassMaskTally",
+    "PlacedMask",
+    "SegmentationSummary",
+    "class_ids",
+    "empty_mask",
+    "pixel_counts",
+    "place_class_mask",
+]
+
+# The most values a reject's detail names.
+_SHOWN = 8
+
+
+@dataclass(frozen=True)
+class PlacedMask:
+    """A record's class-id mask and its facts.
+
+    Args:
+      png: the mask as stored (mode L PNG, the stored image's size).
+      pixels: (value, pixels) of every value it holds, the ignore value's included, ascending;
+        () for a picture without a mask file.
+      changes: change codes the mask made (`mask_from_colours`).
+    """
+
+    png: bytes
+    pixels: tuple[tuple[int, int], ...]
+    changes: tuple[str, ...] = ()
+
+
+def class_ids(data: bytes, rule: MaskRule, name: str) -> tuple[np.ndarray, tuple[str, ...]]:
+    """The mask file's class ids as a uint8 (height, width) array in its own frame, and the change
+    codes its reading made; raises `Reject` for a file that is not a mask of this rule."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            image.load()
+            mode = image.mode
+            array = np.asarray(image)
+    except Exception as error:  # any decoder error: the mask, not the picture, is at fault
+        raise Reject(reasons.CLASS_MASK_UNREADABLE, f"{name}: {type(error).__name__}: {error}") from None
+    changes: tuple[str, ...] = ()
+    if mode in ("RGB", "RGBA"):
+        rgb = array[..., :3]
+        if (rgb[..., 0] == rgb[..., 1]).all() and (rgb[..., 1] == rgb[..., 2]).all():
+            array = rgb[..., 0]
+        else:
+            array = _from_colours(rgb, rule, name)
+            changes = (reasons.CLASS_MASK_FROM_COLOURS.code,)
+    elif mode == "LA":
+        array = array[..., 0]
+    elif mode == "1":
+        array = array.astype(np.uint8)
+    elif mode not in ("P", "L", "I", "I;16", "I;16B", "I;16L"):
+        raise Reject(reasons.CLASS_MASK_UNREADABLE, f"{name}: a {mode} image is not a mask of class ids")
+    if rule.remap:
+        array = _remapped(array, rule.remap)
+    return _checked(array, rule, name), changes
+
+
+def _from_colours(rgb: np.ndarray, rule: MaskRule, name: str) -> np.ndarray:
+    """Colours -> class ids through the palette (the ignore colours -> the ignore value)."""
+    if not rule.palette:
+        raise Reject(
+            reasons.CLASS_MASK_COLOURS,
+            f"{name} holds colours, not class ids, and the dataset declares no palette to map them",
+        )
+    packed = (rgb[..., 0].astype(np.uint32) << 16) | (rgb[..., 1].astype(np.uint32) << 8) | rgb[..., 2]
+    table = {(r << 16) | (g << 8) | b: index for index, (r, g, b) in enumerate(rule.palette)}
+    if rule.ignore is not None:
+        table |= {(r << 16) | (g << 8) | b: rule.ignore for r, g, b in rule.palette_ignore}
+    colours, inverse = np.unique(packed, return_inverse=True)
+    unknown = [int(c) for c in colours if int(c) not in table]
+    if unknown:
+        shown = ", ".join(f"({c >> 16}, {(c >> 8) & 255}, {c & 255})" for c in unknown[:_SHOWN])
+        more = f" and {len(unknown) - _SHOWN} more" if len(unknown) > _SHOWN else ""
+        raise Reject(
+            reasons.CLASS_MASK_COLOURS, f"{name} holds colours no class of the palette has: {shown}{more}"
+        )
+    ids = np.array([table[int(c)] for c in colours], dtype=np.uint8)
+    return ids[inverse].reshape(packed.shape)
+
+
+def _remapped(array: np.ndarray, remap: Sequence[tuple[int, int]]) -> np.ndarray:
+    """The values through the remap, in one pass over the pixels (a lookup table: Cityscapes'
+    34 label ids are 34 pairs)."""
+    if array.dtype != np.uint8:  # a 16- or 32-bit mask: its values above 255 are named later
+        out = array.copy()
+        for before, after in remap:
+            out[array == before] = after
+        return out
+    table = np.arange(256, dtype=np.uint8)
+    for before, after in remap:
+        table[before] = after
+    return table[array]
+
+
+def _checked(array: np.ndarray, rule: MaskRule, name: str) -> np.ndarray:
+    """The values as uint8, each a class id or the ignore value."""
+    values = np.unique(array)
+    wrong = [int(v) for v in values if int(v) >= rule.classes and int(v) != rule.ignore]
+    if wrong:
+        shown = ", ".join(map(str, wrong[:_SHOWN])) + (
+            f" and {len(wrong) - _SHOWN} more" if len(wrong) > _SHOWN else ""
+        )
+        ignore = f" or the ignore value {rule.ignore}" if rule.ignore is not None else ""
+        raise Reject(
+            reasons.CLASS_MASK_UNKNOWN_VALUE,
+            f"{name} holds {shown}: class ids are 0 to {rule.classes - 1}{ignore}",
+        )
+    return array.astype(np.uint8, copy=False)
+
+
+def place_class_mask(data: bytes, rule: MaskRule, transform: PixelTransform, name: str) -> PlacedMask:
+    """The mask file as its record stores it: read (`class_ids`), moved as the picture was, and
+    encoded; raises `Reject` for a mask the picture cannot be stored with."""
+    ids, changes = class_ids(data, rule, name)
+    height, width = ids.shape
+    stored = (transform.stored_width, transform.stored_height)
+    mask = Image.fromarray(ids, mode="L")
+    if (width, height) == stored:
+        mask = orient(mask, transform.orientation)
+    elif (width, height) != transform.upright_size:
+        upright = "" if transform.orientation == 1 else " ({}x{} upright)".format(*transform.upright_size)
+        raise Reject(
+            reasons.CLASS_MASK_SIZE_MISMATCH,
+            f"{name} is {width}x{height}; the picture is {stored[0]}x{stored[1]}{upright}",
+        )
+    if transform.resamples:
+        mask = resample(mask, transform, Image.Resampling.NEAREST, rule.fill)
+    return PlacedMask(encode_mask_png(mask), pixel_counts(np.asarray(mask)), changes)
+
+
+def empty_mask(rule: MaskRule, width: int, height: int) -> PlacedMask:
+    """A picture without a mask file, kept (`--unannotated keep`): every pixel the ignore value
+    (0 where the rule has none), so every record parses alike; no pixel counts (`()`: the tally
+    counts it as a picture without a mask)."""
+    mask = Image.new("L", (width, height), rule.fill)
+    return PlacedMask(encode_mask_png(mask), ())
+
+
+def pixel_counts(ids: np.ndarray) -> tuple[tuple[int, int], ...]:
+    """(value, pixels) of every value present, ascending."""
+    counts = np.bincount(ids.ravel(), minlength=256)
+    return tuple((int(value), int(counts[value])) for value in np.flatnonzero(counts))
+
+
+@dataclass
+class SegmentationSummary(Section):
+    """A segmentation run's masks (summary.json's `segmentation`): what every class covers, and
+    what the records hold.
+
+    `per_class` gives each class's pixels, its share of the labelled pixels (the ignore value's
+    aside) and the records whose mask holds it; `ignored_pixels` the ignore value's pixels;
+    `pictures_without_mask` the records stored with a mask of the ignore value alone (no mask
+    file, `--unannotated keep`)."""
+
+    kind: str  # the annotations' format (summary.json's key)
+    ignore: int | None
+    per_class: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ignored_pixels: int = 0
+    pictures_without_mask: int = 0
+    unmatched_masks: int = 0
+    class_ids: str = "from 0, as labels.txt lists them: a mask's value is its pixel's class id"
+    mask_key: str = "image/segmentation/class/encoded (a single-channel PNG the picture's size)"
+    found_at: str = ""
+    palette: list[list[int]] = field(default_factory=list)  # class id i's colour, for pictures
+
+    def rows(self) -> list[tuple[str, str]]:
+        """Where the masks came from, and each class's share of the pixels."""
+        rows = [("masks", self.found_at)] if self.found_at else []
+        rows.append(("pixels per class", "share of labelled pixels, in pictures"))
+        rows += [(f"  {name}", f"{n['share']:.1%} in {n['pictures']}") for name, n in self.per_class.items()]
+        if self.ignore is not None:
+            rows.append((f"ignored ({self.ignore})", f"{self.ignored_pixels} pixels"))
+        if self.pictures_without_mask:
+            rows.append(("pictures without a mask", f"{self.pictures_without_mask} (stored all ignored)"))
+        if self.unmatched_masks:
+            rows.append(
+                ("masks without a picture", f"{self.unmatched_masks} (annotations_without_image.jsonl)")
+            )
+        return rows
+
+    def merged(self, new: Section, grown: Grown) -> SegmentationSummary:
+        """Pixels and pictures per class summed, shares of the labelled pixels recomputed."""
+        assert isinstance(new, SegmentationSummary)
+        names = list(dict.fromkeys([*self.per_class, *new.per_class]))
+        pixels = {
+            n: self.per_class.get(n, {}).get("pixels", 0) + new.per_class.get(n, {}).get("pixels", 0)
+            for n in names
+        }
+        labelled = sum(pixels.values())
+        per_class = {
+            name: {
+                "pixels": pixels[name],
+                "share": round(pixels[name] / labelled, 6) if labelled else 0.0,
+                "pictures": self.per_class.get(name, {}).get("pictures", 0)
+                + new.per_class.get(name, {}).get("pictures", 0),
+            }
+            for name in names
+        }
+        return dataclasses.replace(
+            new,
+            per_class=per_class,
+            ignored_pixels=self.ignored_pixels + new.ignored_pixels,
+            pictures_without_mask=self.pictures_without_mask + new.pictures_without_mask,
+        )
+
+
+@dataclass
+class ClassMaskTally(KindTally):
+    """A segmentation run's masks: pixels per value (class ids and the ignore value), records that
+    hold each value, and records whose picture had no mask file (stored all ignore)."""
+
+    pixels: Counter = field(default_factory=Counter)
+    pictures: Counter = field(default_factory=Counter)
+    missing: int = 0
+
+    def add(self, facts: Any, split: str, labels: Counter) -> None:
+        if not facts:  # no mask file (`empty_mask`)
+            self.missing += 1
+            return
+        for value, count in facts:
+            self.pixels[value] += count
+            self.pictures[value] += 1
+
+
+class ClassMaskKind(LabelKind):
+    """A mask file per picture, read by the run's `MaskRule` and moved with the pixels (nearest
+    neighbour, a pad's margins the ignore value)."""
+
+    name = "class_mask"
+    keys_named = "DeepLab's and Model Garden's keys"
+    names_classes = True
+
+    def key_groups(self, setting: Any) -> tuple[str, ...]:
+        return ("class_mask",)
+
+    def encoders(self) -> Mapping[str, Callable[[RecordFields], Any]]:
+        return {"mask": lambda fields: fields.labels["class_mask"], "mask_format": lambda fields: "png"}
+
+    def read_setting(self, staged: Any) -> MaskRule:
+        return MaskRule.from_row(staged)
+
+    def place(
+        self,
+        item: PlannedInput,
+        transform: PixelTransform,
+        setting: MaskRule,
+        placed: Mapping[str, Placed],
+        read: FileReader,
+    ) -> Placed:
+        """The picture's class-id mask as its record stores it; a picture without a mask file gets
+        one of the ignore value. Raises `Reject` for a mask file that cannot be read or is no mask
+        of the run's rule (the picture itself was fine)."""
+        found = item.annotations.class_mask if item.annotations is not None else None
+        if found is None:
+            mask = empty_mask(setting, transform.width, transform.height)
+        else:
+            try:
+                data = read(found.path, found.size)
+            except Exception as error:  # a mask gone since listing, a flaky remote read
+                detail = f"{found.name}: {type(error).__name__}: {error}"
+                raise Reject(reasons.CLASS_MASK_UNREADABLE, detail) from None
+            mask = place_class_mask(data, setting, transform, found.name)
+        return Placed(mask.png, mask.pixels, mask.changes)
+
+    def new_tally(self) -> ClassMaskTally:
+        return ClassMaskTally()
+
+    section_key = "segmentation"
+    section_type = SegmentationSummary
+
+    def plan_facts(self, annotated: Annotated) -> dict[str, Any]:
+        """The rule that reads the run's mask files (its workers' setting), and the colour of each
+        class id on the contact sheet."""
+        rule = annotated.mask_rule
+        assert rule is not None
+        return {"rule": rule.to_row(), "palette": [list(colour) for colour in annotated.palette]}
+
+    def worker_setting(self, facts: Any, class_names: tuple[str, ...]) -> Any:
+        return facts["rule"]
+
+    def section(self, facts: Any, tally: KindTally, inputs: SectionInputs) -> SegmentationSummary:
+        assert isinstance(tally, ClassMaskTally)
+        ignore = facts["rule"]["ignore"]
+        labelled = sum(n for value, n in tally.pixels.items() if value != ignore)
+        per_class = {
+            name: {
+                "pixels": tally.pixels[index],
+                "share": round(tally.pixels[index] / labelled, 6) if labelled else 0.0,
+                "pictures": tally.pictures[index],
+            }
+            for index, name in enumerate(inputs.class_names)
+        }
+        return SegmentationSummary(
+            kind=inputs.format,
+            ignore=ignore,
+            per_class=per_class,
+            ignored_pixels=tally.pixels[ignore] if ignore is not None else 0,
+            pictures_without_mask=tally.missing,
+            unmatched_masks=inputs.unmatched_entries,
+            class_ids="from 0, as labels.txt lists them: a mask's value is its pixel's class id"
+            + (f"; {ignore} is ignored (not labelled)" if ignore is not None else ""),
+            found_at=inputs.found_at,
+            palette=facts["palette"],
+        )
+
+    def label_counts(self, tally: KindTally, class_names: tuple[str, ...]) -> Counter:
+        """A class's records are those whose mask holds it."""
+        assert isinstance(tally, ClassMaskTally)
+        return Counter({class_names[v]: n for v, n in tally.pictures.items() if v < len(class_names)})
+
+
+CLASS_MASK = ClassMaskKind()
