@@ -20,12 +20,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 __all__ = [
-    "AnnotationKind",
     "ChangeLine",
     "ConvertedRecord",
     "DroppedObject",
@@ -57,7 +56,7 @@ __all__ = [
 #
 # These are facts of the plan, like labels: parsed and checked on the launcher, staged with each
 # shard task, carried with their image through the workers, and transformed with its pixels there
-# (`beam_tfrecord.labels.geometry`). The source formats' parsers (`coco`, `voc`, `yolo`) all give
+# (`beam_tfrecord.labels.geometry`). The annotation formats (`plan.sources`: COCO, VOC, YOLO) all give
 # these types, so nothing after planning knows which format the annotations came from.
 #
 # Coordinates: `ObjectBox` holds `xmin, ymin, xmax, ymax` with the origin at the top left corner of
@@ -65,8 +64,6 @@ __all__ = [
 # when `ImageAnnotations.normalized` is False (COCO, Pascal VOC) or as fractions of the stored
 # width and height when it is True (YOLO, whose files do not know the image size). A box is not
 # checked against the image here: only the worker knows the image's size.
-
-AnnotationKind = Literal["coco", "voc", "yolo", "cityscapes", "ade20k", "folders", "pairs"]
 
 
 @dataclass(frozen=True, slots=True)

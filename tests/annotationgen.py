@@ -1,10 +1,47 @@
 """Annotation files made by the tests themselves, in each format's own layout: COCO instances
 JSON, Pascal VOC XML and YOLO label lines. Each function returns what a file holds (bytes), or the
-entry that goes into one (a dict), so a test writes broken variants by editing them."""
+entry that goes into one (a dict), so a test writes broken variants by editing them; and
+`load_annotations`, an objects format read as a detection (or keypoints) run reads it."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+
+from beam_tfrecord.plan.annotations.paths import AnnotationPath, parse_annotation_paths
+from beam_tfrecord.plan.annotations.results import AnnotationSet
+from beam_tfrecord.plan.listing import InputFile
+from beam_tfrecord.plan.sources import registry
+from beam_tfrecord.plan.sources.base import LoadRequest
+
+
+def load_annotations(
+    name: str,
+    files: Sequence[InputFile],
+    annotations_path: str | Sequence[AnnotationPath] | None = None,
+    *,
+    class_names: Sequence[str] | None = None,
+    masks: bool = True,
+    label_map: str | None = None,
+    keypoints: bool = False,
+) -> AnnotationSet:
+    """The format `name`'s annotations of the listed files, as a detection run (with `keypoints`,
+    a keypoints run) asks for them; `annotations_path` as a user writes it, or parsed."""
+    paths = (
+        parse_annotation_paths(annotations_path)
+        if annotations_path is None or isinstance(annotations_path, str)
+        else tuple(annotations_path)
+    )
+    request = LoadRequest(
+        "keypoints" if keypoints else "detection",
+        files,
+        paths,
+        class_names=tuple(class_names) if class_names is not None else None,
+        masks=masks,
+        label_map=label_map,
+    )
+    return registry.named(name).load(request)
+
 
 CATEGORIES = [
     {"id": 18, "name": "dog", "supercategory": "animal"},

@@ -9,13 +9,12 @@ import os
 
 import numpy as np
 import pytest
-from annotationgen import CATEGORIES, box, image, instances
+from annotationgen import CATEGORIES, box, image, instances, load_annotations
 from imagegen import jpeg, png, write_tree
 from pycocotools import mask as coco_mask
 
 from beam_tfrecord.elements import Polygon, RunLengths
 from beam_tfrecord.plan.annotations import rle
-from beam_tfrecord.plan.annotations.load import load_annotations
 from beam_tfrecord.plan.annotations.options import AnnotationConfig
 from beam_tfrecord.plan.annotations.paths import AnnotationPath, parse_annotation_paths
 from beam_tfrecord.plan.listing import list_inputs
@@ -462,7 +461,7 @@ def test_a_file_read_in_any_size_of_chunk_reads_the_same(tmp_path, monkeypatch, 
     broken = document.replace('"width": 48,\n', '"width": 48\n', 1)
     write_tree(tmp_path / "broken", {"b.jpg": jpeg(), "instances_x.json": broken.encode()})
     whole = load(tmp_path), load(tmp_path / "broken")
-    monkeypatch.setattr("beam_tfrecord.plan.annotations.coco._Stream.CHUNK_CHARS", chunk)
+    monkeypatch.setattr("beam_tfrecord.plan.annotations.coco_json._Stream.CHUNK_CHARS", chunk)
     found, failed = load(tmp_path), load(tmp_path / "broken")
     assert found == whole[0] and failed == whole[1]
     assert found.class_names == ("chien \u00e9\u00e8\u4e2d", "\U0001f408")

@@ -7,11 +7,10 @@ import json
 import uuid
 
 import pytest
-from annotationgen import voc_xml
+from annotationgen import load_annotations, voc_xml
 from gcsemulator import EMULATOR_ENV, Emulator
 from imagegen import jpeg
 
-from beam_tfrecord.plan.annotations.load import load_annotations
 from beam_tfrecord.plan.listing import list_inputs
 
 

@@ -10,10 +10,9 @@ import threading
 from typing import ClassVar
 
 import pytest
-from annotationgen import voc_xml
+from annotationgen import load_annotations, voc_xml
 from imagegen import jpeg, png, write_tree
 
-from beam_tfrecord.plan.annotations.load import load_annotations
 from beam_tfrecord.plan.listing import list_inputs
 
 

@@ -7,11 +7,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from annotationgen import yolo_box
+from annotationgen import load_annotations, yolo_box
 from imagegen import jpeg, png, write_tree
 
 from beam_tfrecord.elements import Polygon
-from beam_tfrecord.plan.annotations.load import load_annotations
 from beam_tfrecord.plan.listing import list_inputs
 
 DATA_YAML = b"""

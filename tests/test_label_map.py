@@ -10,6 +10,7 @@ import json
 import annotationgen
 import numpy as np
 import pytest
+from annotationgen import load_annotations
 from conftest import convert
 from imagegen import jpeg, write_tree
 
@@ -17,7 +18,6 @@ import beam_tfrecord
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.labels.objects import reading as detection
 from beam_tfrecord.plan.annotations.label_map import parse_label_map, read_label_map
-from beam_tfrecord.plan.annotations.load import load_annotations
 from beam_tfrecord.plan.annotations.options import AnnotationConfig
 from beam_tfrecord.plan.listing import list_inputs
 from beam_tfrecord.plan.source_config import SourceConfig

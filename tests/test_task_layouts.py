@@ -100,17 +100,6 @@ def test_a_voc_devkit_converted_for_detection_keeps_its_segmentation_masks_out(t
     assert masks and all("not a picture of the Pascal VOC devkit" in skipped[path] for path in masks)
 
 
-def test_the_annotation_kind_type_names_every_format_a_task_declares():
-    """elements.AnnotationKind is a typing Literal (it cannot be derived): it must say what the
-    task declarations say."""
-    import typing
-
-    from beam_tfrecord import tasks
-    from beam_tfrecord.elements import AnnotationKind
-
-    assert set(typing.get_args(AnnotationKind)) == set(tasks.ANNOTATION_FORMATS)
-
-
 def test_an_append_over_split_folders_to_a_hashed_dataset_is_refused_in_one_line(tmp_path, capsys):
     """A dataset split by hash grows only by hash: new pictures put in split folders since would
     land by their folders, apart from where a full run would hash them."""

@@ -33,9 +33,7 @@ from beam_tfrecord.plan import dedupe as dedupe_lib
 from beam_tfrecord.plan import labels as labels_lib
 from beam_tfrecord.plan import splits as splits_lib
 from beam_tfrecord.plan.annotations import growing as growing_lib
-from beam_tfrecord.plan.annotations.captions import load_captions
 from beam_tfrecord.plan.annotations.declared import SPLIT_ORDER, DeclaredSplits, split_name
-from beam_tfrecord.plan.annotations.load import annotated_layout, find_kind, load_annotations
 from beam_tfrecord.plan.annotations.matching import (
     MatchCounts,
     MostlyUnmatched,
@@ -43,15 +41,12 @@ from beam_tfrecord.plan.annotations.matching import (
     check_matches,
 )
 from beam_tfrecord.plan.annotations.results import AnnotationSet
-from beam_tfrecord.plan.annotations.segmentation import (
-    SegmentationSettings,
-    display_palette,
-    load_segmentation,
-)
 from beam_tfrecord.plan.columns import ExtraColumn
 from beam_tfrecord.plan.listing import InputFile, list_inputs, skip_reason
 from beam_tfrecord.plan.sharding import ShardSettings
 from beam_tfrecord.plan.source_config import SourceConfig
+from beam_tfrecord.plan.sources import registry
+from beam_tfrecord.plan.sources.base import LoadRequest, SourceError, SourceFormat
 
 __all__ = [
     "AnnotationFacts",
@@ -350,26 +345,28 @@ def _annotations(
         return None, None, []
     whole = known.listing if known is not None else ()
     changed: list[tuple[str, str | None]] = []
-    kind = options.kind
+    task = options.task or "detection"
     try:
-        kind = kind or find_kind(options.task or "detection", whole or files, options.paths())
-        if options.task == "segmentation":
-            settings = SegmentationSettings(
-                options.ignore_value, options.train_ids, source.class_names, options.declared_splits
-            )
-            found = load_segmentation(kind, whole or files, options.paths(), settings)
-        elif options.task == "captions":
-            found = load_captions(kind, whole or files, options.paths())
-        else:
-            found = load_annotations(
-                kind,
-                whole or files,
-                options.paths(),
-                class_names=source.class_names,
-                masks=options.masks,
-                label_map=options.label_map,
-                keypoints=options.task == "keypoints",
-            )
+        fmt = (
+            registry.named(options.format)
+            if options.format
+            else registry.find(task, whole or files, options.paths())
+        )
+    except SourceError as error:
+        raise ConfigError(error.field, error.detail) from None
+    request = LoadRequest(
+        task,
+        whole or files,
+        options.paths(),
+        class_names=source.class_names,
+        masks=options.masks,
+        label_map=options.label_map,
+        ignore_value=options.ignore_value,
+        train_ids=options.train_ids,
+        declared_splits=options.declared_splits,
+    )
+    try:
+        found = fmt.load(request)
         counts = MatchCounts.of(found)
         # Pictures without a mask left out on purpose (`--unannotated drop`) are no poor match.
         allow = options.allow_unmatched_annotations or (
@@ -384,21 +381,25 @@ def _annotations(
         else:
             warning = check_matches(found, allow)
     except (NothingMatched, MostlyUnmatched) as error:
-        raise ConfigError("annotations", f"{kind}: {error}") from None
+        raise ConfigError("annotations", f"{fmt.name}: {error}") from None
     except ConfigError:
         raise
-    except ValueError as error:  # the sources name the field their message starts with
-        name, _, problem = str(error).partition(" ")
-        if name in ("annotations_path", "class_names", "label_map", "ignore_value"):
-            raise ConfigError(name, problem) from None
-        if name == "annotations:":
-            raise ConfigError("annotations", problem) from None
-        raise ConfigError("annotations", f"({kind}): {error}") from None
+    except ValueError as error:  # SourceError names its setting; any other is the format's own
+        raise _load_error(fmt, error) from None
     _LOGGER.info("%s; %s", found.found_at, counts.describe())
     if warning:
         _LOGGER.warning("%s", warning)
         found = dataclasses.replace(found, warnings=(*found.warnings, warning))
     return found, counts, changed
+
+
+def _load_error(fmt: SourceFormat, error: ValueError) -> ConfigError:
+    """A format's refusal as the setting it concerns says it; where its own files are at fault
+    (`annotations`), the format is named: `--annotations (yolo): YOLO class names: ...`."""
+    if isinstance(error, SourceError) and error.field != "annotations":
+        return ConfigError(error.field, error.detail)
+    detail = error.detail if isinstance(error, SourceError) else str(error)
+    return ConfigError("annotations", f"({fmt.name}): {detail}")
 
 
 SPLIT_FOLDERS = "the split folders (train/, val/, test/ above the class folders)"
@@ -454,7 +455,7 @@ def _refuse_other_layouts(
     it fails in one line naming the option to pass, unless `--task classification` says so."""
     if label_source.mode != "folder" or source.classification_asked:
         return
-    found = annotated_layout(files)
+    found = registry.annotated_layout(files)
     if found is not None:
         raise ConfigError(
             "task",
@@ -471,7 +472,7 @@ def _grown_classes(old: Sequence[str], annotated: AnnotationSet, source: SourceC
     try:
         return growing_lib.grown_class_names(old, annotated, numbered_by)
     except growing_lib.ClassIdConflict as error:
-        raise ConfigError("annotations", f"{annotated.kind}: {error}") from None
+        raise ConfigError("annotations", f"{annotated.format}: {error}") from None
 
 
 def _check_split_method(known: KnownRecords, declared: DeclaredSplits | None, source: SourceConfig) -> None:
@@ -489,10 +490,10 @@ def _check_split_method(known: KnownRecords, declared: DeclaredSplits | None, so
         now = f"declared by {declared.source}"
     else:
         now = "hashed (--splits given)" if not keeps_declared else "hashed (none declared)"
-    name, kind = ("annotations", f"{options.kind}: ") if options is not None else ("splits", "")
+    name, named = ("annotations", f"{options.format}: ") if options is not None else ("splits", "")
     raise ConfigError(
         name,
-        f"{kind}--append refused: the dataset's splits are {known.split_method}, this run's would be "
+        f"{named}--append refused: the dataset's splits are {known.split_method}, this run's would be "
         f"{now}: a full run with --overwrite splits every picture alike",
     )
 
@@ -630,18 +631,15 @@ def _with_annotation_facts(
     else:
         split_source = ""
     facts = AnnotationFacts(
-        format=annotated.kind,
+        format=annotated.format,
         unmatched=tuple(u.to_json() for u in annotated.unmatched),
         found_at=f"{annotated.found_at}; {(counts or MatchCounts.of(annotated)).describe()}",
         warnings=tuple(warnings),
         split_source=split_source,
     )
     dropped = tuple(DroppedObjectLine(n.relpath, n.reason, n.detail) for n in annotated.dropped)
-    palette: tuple[tuple[int, int, int], ...] = ()
-    if annotated.mask_rule is not None:
-        palette = display_palette(annotated.kind, annotated.class_names, options.train_ids)
     found = Annotated(
-        format=annotated.kind,
+        format=annotated.format,
         class_names=tuple(plan.class_names or ()),
         masks=options.masks,
         annotated_objects=annotated.annotated_objects,
@@ -650,7 +648,7 @@ def _with_annotation_facts(
         keypoint_names=dict(annotated.keypoint_names),
         skeletons=dict(annotated.skeletons),
         mask_rule=annotated.mask_rule,
-        palette=palette,
+        palette=annotated.palette,
     )
     task = _task_of(source)
     kinds = {kind.name: kind.plan_facts(found) for kind in of_task(task)}

@@ -199,7 +199,7 @@ class SourceConfig(Config):
     annotations: AnnotationConfig | None = setting(
         None,
         nested=AnnotationConfig,
-        needs=("kind", "task"),
+        needs=("format", "task"),
         needs_text="--annotations (coco, voc, yolo, cityscapes, ade20k, folders) or --task",
     )
 

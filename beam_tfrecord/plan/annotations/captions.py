@@ -1,67 +1,43 @@
-"""A captions run's sources: every caption of every picture, found where the dataset keeps them.
-
-- `coco`: `captions_*.json` (COCO 2017's `annotations/captions_train2017.json`, usually five a
-  picture), under `--input` or beside it, those named after the input's folder (`captions_val2017`
-  for `val2017/`) when any is; each entry's `image_id` names an `images` entry's `file_name`;
-- `pairs`: one `image, caption` pair a line, a picture named on as many lines as it has captions:
-  Flickr8k's `captions.txt` (`image,caption`, a header, captions with unquoted commas), its
-  `Flickr8k.token.txt` (`name.jpg#0<TAB>caption`), a CSV or TSV with or without a header (the
-  columns found by name: `image`/`file_name`/`filename`/`path`, `caption`/`text`/`sentence`), or
-  JSONL objects with those keys; found as `captions.{txt,csv,tsv,jsonl}` or `*.token.txt` under
-  `--input` or beside it, or named with `annotations_path`.
+"""A captions run's sources: every caption of every picture, found where the dataset keeps them,
+read by its format (plan.sources.coco's captions files, plan.sources.pairs' image, caption
+pairs), found as the format's files under `--input` or beside it, or named with
+`annotations_path`.
 
 Captions are kept in their file's order, surrounding whitespace trimmed, UTF-8. A caption that
 names no listed picture, or several, is a line of annotations_without_image.jsonl; a line that
 cannot be read is one too, naming its file and line number. A picture no caption names is
-unannotated (kept with no caption and counted, or dropped by `--unannotated drop`).
+unannotated (kept with no caption and counted, or dropped by `--unannotated drop`). Flickr8k's
+split lists beside a captions file (`Flickr_8k.trainImages.txt`, `dev`, `test`) declare splits.
 """
 
 from __future__ import annotations
 
-import csv
-import json
 import os
 import posixpath
-import re
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from beam_tfrecord import reasons, storage, tasks
-from beam_tfrecord.elements import AnnotationKind, ImageAnnotations
+from beam_tfrecord import reasons, storage
+from beam_tfrecord.elements import ImageAnnotations
 from beam_tfrecord.plan.annotations.catalog import Catalog, describe_error, partition, read_one, stem
-from beam_tfrecord.plan.annotations.declared import DeclaredSplits, split_name
+from beam_tfrecord.plan.annotations.declared import DeclaredSplits
 from beam_tfrecord.plan.annotations.locate import input_base, join
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet, UnmatchedEntry
 from beam_tfrecord.plan.listing import InputFile, list_inputs
+from beam_tfrecord.plan.sources.base import LoadRequest, SourceError, SourceFormat
 
-__all__ = ["KINDS", "LOOKED_FOR", "find_files", "is_captions_file", "load_captions"]
+__all__ = ["Caption", "CaptionFiles", "bad_line", "find_files", "load_captions", "read_text"]
 
-KINDS = tasks.CAPTION_FORMATS
-LOOKED_FOR = {
-    "coco": "captions_*.json under --input or beside it (or its annotations/ folder)",
-    "pairs": "captions.txt, captions.csv, captions.tsv, captions.jsonl or *.token.txt under --input or "
-    "beside it",
-}
-_COCO = re.compile(r"^captions_.*\.json$", re.IGNORECASE)
-# Flickr8k's text zip holds Flickr8k.token.txt and Flickr8k.lemma.token.txt, the same captions
-# lemmatized: only the first is the captions (the lemma file would double every picture's).
-_PAIRS = re.compile(
-    r"^(captions\.(txt|csv|tsv|jsonl)|(?!.*\.lemma\.token\.txt$).*\.token\.txt)$", re.IGNORECASE
-)
 # Flickr8k's split lists, beside its token file: the pictures of each split, a name a line.
 FLICKR_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
-_TOKEN = re.compile(r"^(?P<image>[^\t#]+)#\d+\t(?P<caption>.*)$")
-IMAGE_COLUMNS = ("image", "image_name", "file_name", "filename", "file", "path", "image_path", "img")
-CAPTION_COLUMNS = ("caption", "captions", "text", "sentence", "comment", "description")
-_IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 # A captions file read whole on the launcher: COCO 2017's train captions are 91 MB.
 MAX_CAPTIONS_BYTES = 2 * 2**30
 
 
 @dataclass(frozen=True)
-class _Caption:
+class Caption:
     """One caption as its file gives it: the picture it names, where it is, and its text."""
 
     name: str
@@ -73,6 +49,30 @@ class _Caption:
 TEXT_EXTENSIONS = (".csv", ".tsv", ".jsonl")
 
 
+class CaptionFiles:
+    """One captions format's files: which are its, how one is read, and what they declare.
+
+    Attributes:
+      what: a file of the format read, in a `skipped` line's words.
+      title: the format's captions, in the run's first line (`COCO captions in ...`).
+    """
+
+    what: str = "a captions file"
+    title: str = "Captions"
+
+    def wanted(self, relpath: str) -> bool:
+        """Whether a file's name is one of the format's captions files."""
+        raise NotImplementedError
+
+    def read(self, source: InputFile, shown: str) -> Iterator[Caption | UnmatchedEntry]:
+        """A file's captions, in its order, and the entries that cannot be read."""
+        raise NotImplementedError
+
+    def split_of(self, shown: str) -> str | None:
+        """The split a captions file's name declares (None: none)."""
+        return None
+
+
 def _partition(files: Sequence[InputFile]) -> Catalog:
     """The listing as the captions reader sees it: `catalog.partition`'s, CSV, TSV and JSONL files
     counted with the annotation files."""
@@ -82,21 +82,8 @@ def _partition(files: Sequence[InputFile]) -> Catalog:
     return Catalog(images, {**listed.annotation_files, **text})
 
 
-def is_captions_file(relpath: str) -> bool:
-    """Whether a file's name is a captions file's, of either format."""
-    return _is_coco(relpath) or _is_pairs(relpath)
-
-
-def _is_coco(relpath: str) -> bool:
-    return bool(_COCO.match(posixpath.basename(relpath)))
-
-
-def _is_pairs(relpath: str) -> bool:
-    return bool(_PAIRS.match(posixpath.basename(relpath)))
-
-
 def find_files(
-    kind: str, files: Sequence[InputFile], paths: Sequence[AnnotationPath], beside: bool = True
+    captions: CaptionFiles, files: Sequence[InputFile], paths: Sequence[AnnotationPath], beside: bool = True
 ) -> list[InputFile]:
     """The captions files to read: given, else under the input, else (`beside`) in the input's
     parent or grandparent (and their `annotations/`), those named after the input's folder when
@@ -105,10 +92,10 @@ def find_files(
         found = []
         for path in paths:
             if not storage.exists(path.path, if_remote=True):
-                raise ValueError(f"annotations_path {path.path} does not exist")
+                raise SourceError(f"{path.path} does not exist", field="annotations_path", file=path.path)
             found.append(InputFile(posixpath.basename(path.path), path.path, 0))
         return found
-    wanted = _is_coco if kind == "coco" else _is_pairs
+    wanted = captions.wanted
     under = [f for f in _partition(files).annotation_files.values() if wanted(f.relpath)]
     if under or not beside:
         return sorted(under, key=lambda f: f.relpath)
@@ -153,24 +140,20 @@ def _one(path: str) -> list[InputFile]:
         return []
 
 
-def load_captions(
-    kind: AnnotationKind, files: Sequence[InputFile], paths: Sequence[AnnotationPath]
-) -> AnnotationSet:
+def load_captions(fmt: SourceFormat, captions: CaptionFiles, request: LoadRequest) -> AnnotationSet:
     """Every listed picture's captions, in their files' order (see the module docstring)."""
-    if kind not in KINDS:
-        raise ValueError(f"annotations must be one of {', '.join(KINDS)} for captions, not {kind!r}")
+    files = request.files
     listed = _partition(files)
-    sources = find_files(kind, files, paths)
+    sources = find_files(captions, files, request.paths)
     found: dict[str, list[str]] = defaultdict(list)
     unmatched: list[UnmatchedEntry] = []
     declared: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for source in sources:
         shown = source.relpath if source.relpath in listed.annotation_files else source.path
-        captions = _coco(source, shown) if kind == "coco" else _pairs(source, shown)
-        split = _split_of(shown) if kind == "coco" else None
+        split = captions.split_of(shown)
         for relpath, (flickr_split, where) in _flickr_splits(source, listed).items():
             declared[relpath].append((flickr_split, where))
-        for caption in captions:
+        for caption in captions.read(source, shown):
             if isinstance(caption, UnmatchedEntry):
                 unmatched.append(caption)
                 continue
@@ -193,22 +176,20 @@ def load_captions(
         relpath: ImageAnnotations((), stem(relpath), captions=tuple(found.get(relpath, ())))
         for relpath in listed.images
     }
-    what = "a captions file" if kind == "coco" else "a captions file (image, caption pairs)"
-    read = {f.relpath: f"{what}, read" for f in sources if f.relpath in listed.annotation_files}
+    read = {f.relpath: f"{captions.what}, read" for f in sources if f.relpath in listed.annotation_files}
     others = {r: f"a {posixpath.splitext(r)[1]} file, not an image" for r in listed.annotation_files}
     where = ", ".join(f.relpath if f.relpath in listed.annotation_files else f.path for f in sources[:3])
     count = sum(len(texts) for texts in found.values())
-    title = "COCO captions" if kind == "coco" else "Captions"
     return AnnotationSet(
-        kind,
+        fmt.name,
         (),
         images,
         unannotated=frozenset(r for r in images if not images[r].captions),
         sources=others | read,
         unmatched=tuple(unmatched),
-        found_at=f"{title} in {where or 'nothing'}: {count} captions",
+        found_at=f"{captions.title} in {where or 'nothing'}: {count} captions",
         declared=_declared(declared),
-        looked_for=LOOKED_FOR[kind],
+        looked_for=fmt.looked_for[request.task],
         task="captions",
     )
 
@@ -228,12 +209,6 @@ def _flickr_splits(source: InputFile, listed: Catalog) -> dict[str, tuple[str, s
     return found
 
 
-def _split_of(shown: str) -> str | None:
-    """`captions_val2017.json` -> validation."""
-    match = re.match(r"^captions_([a-z]+)", posixpath.basename(shown), re.IGNORECASE)
-    return split_name(match.group(1)) if match else None
-
-
 def _declared(claims: dict[str, list[tuple[str, str]]]) -> DeclaredSplits | None:
     if not claims:
         return None
@@ -250,128 +225,23 @@ def _declared(claims: dict[str, list[tuple[str, str]]]) -> DeclaredSplits | None
     return DeclaredSplits(f"{what} ({', '.join(sources[:3])})", names, split_of, conflicts)
 
 
-def _read_text(source: InputFile, shown: str) -> str:
+def read_text(source: InputFile, shown: str) -> str:
     if source.size > MAX_CAPTIONS_BYTES:
-        raise ValueError(f"annotations_path {shown} is over {MAX_CAPTIONS_BYTES // 2**30} GB")
+        raise SourceError(
+            f"{shown} is over {MAX_CAPTIONS_BYTES // 2**30} GB", field="annotations_path", file=shown
+        )
     try:
         return read_one(source.path).decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise ValueError(f"annotations_path {shown} is not UTF-8 text: {error}") from None
+        raise SourceError(
+            f"{shown} is not UTF-8 text: {error}", field="annotations_path", file=shown
+        ) from None
     except Exception as error:  # an unreadable file fails the run, naming it
-        raise ValueError(f"annotations_path {shown} cannot be read: {describe_error(error)}") from None
+        detail = f"{shown} cannot be read: {describe_error(error)}"
+        raise SourceError(detail, field="annotations_path", file=shown) from None
 
 
-def _coco(source: InputFile, shown: str) -> Iterator[_Caption | UnmatchedEntry]:
-    """A COCO captions file's captions, each naming its picture's `file_name`."""
-    try:
-        document = json.loads(_read_text(source, shown))
-    except json.JSONDecodeError as error:
-        raise ValueError(f"annotations_path {shown} is not JSON: {error}") from None
-    if not isinstance(document, dict) or not isinstance(document.get("annotations"), list):
-        raise ValueError(f"annotations_path {shown} is not a COCO captions file (no annotations list)")
-    annotations = document["annotations"]
-    if "categories" in document and not any(isinstance(a, dict) and "caption" in a for a in annotations):
-        raise ValueError(
-            f"annotations_path {shown} is a COCO instances file (categories, no captions): pass its "
-            "captions_*.json, or --task detection"
-        )
-    names = {}
-    for image in document.get("images") or []:
-        if isinstance(image, dict) and "id" in image and isinstance(image.get("file_name"), str):
-            names[image["id"]] = image["file_name"]
-    for index, entry in enumerate(document["annotations"]):
-        where = f"{shown}#annotation {entry.get('id', index) if isinstance(entry, dict) else index}"
-        if not isinstance(entry, dict) or not isinstance(entry.get("caption"), str):
-            if isinstance(entry, dict) and "bbox" in entry:
-                raise ValueError(
-                    f"annotations_path {shown} is a COCO instances file (boxes, no captions): "
-                    "pass its captions_*.json, or --task detection"
-                )
-            yield UnmatchedEntry(where, "", reasons.BAD_ENTRY.code, "an annotation without a caption")
-            continue
-        name = names.get(entry.get("image_id"))
-        if name is None:
-            detail = f"image_id {entry.get('image_id')!r} is not among the file's images"
-            yield UnmatchedEntry(where, "", reasons.UNKNOWN_IMAGE.code, detail)
-            continue
-        yield _Caption(name, where, entry["caption"].strip())
-
-
-def _pairs(source: InputFile, shown: str) -> Iterator[_Caption | UnmatchedEntry]:
-    """A file of `image, caption` lines (see the module docstring), in its order."""
-    text = _read_text(source, shown)
-    lines = text.splitlines()
-    if shown.lower().endswith(".jsonl") or (lines and lines[0].lstrip().startswith("{")):
-        yield from _jsonl(lines, shown)
-        return
-    if lines and _TOKEN.match(lines[0]):
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            match = _TOKEN.match(line)
-            if match is None:
-                yield _bad_line(shown, number, "not `name.jpg#N<TAB>caption`")
-                continue
-            yield _Caption(match["image"].strip(), f"{shown}:{number}", match["caption"].strip())
-        return
-    delimiter = "\t" if lines and "\t" in lines[0] else "|" if lines and lines[0].count("|") >= 2 else ","
-    header: list[str] | None = None
-    image_at, caption_at = 0, 1
-    # A line at a time: a caption that opens a quote and never closes it stays one line's.
-    rows = (next(csv.reader([line], delimiter=delimiter), []) for line in lines)
-    for number, row in enumerate(rows, 1):
-        if not row or not any(cell.strip() for cell in row):
-            continue
-        if number == 1 and not _names_picture(row[0]):
-            header = [cell.strip().lower() for cell in row]
-            image_at = next((header.index(c) for c in IMAGE_COLUMNS if c in header), -1)
-            caption_at = next((header.index(c) for c in CAPTION_COLUMNS if c in header), -1)
-            if image_at < 0 or caption_at < 0:
-                raise ValueError(
-                    f"annotations_path {shown}: its header {row!r} names no image column "
-                    f"({', '.join(IMAGE_COLUMNS)}) or no caption column ({', '.join(CAPTION_COLUMNS)})"
-                )
-            continue
-        if len(row) <= max(image_at, caption_at):
-            yield _bad_line(shown, number, f"no caption after {row[0].strip()!r}" if row else "empty")
-            continue
-        # A caption with unquoted delimiters (Flickr8k's captions.txt) is the rest of the line.
-        if caption_at == len(header or row) - 1 or header is None:
-            caption = delimiter.join(row[caption_at:])
-        else:
-            caption = row[caption_at]
-        yield _Caption(row[image_at].strip(), f"{shown}:{number}", caption.strip())
-
-
-def _jsonl(lines: Sequence[str], shown: str) -> Iterator[_Caption | UnmatchedEntry]:
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as error:
-            yield _bad_line(shown, number, f"not JSON: {error.msg}")
-            continue
-        if not isinstance(entry, dict):
-            yield _bad_line(shown, number, "not a JSON object")
-            continue
-        image = next((entry[c] for c in IMAGE_COLUMNS if isinstance(entry.get(c), str)), None)
-        caption = next((entry[c] for c in CAPTION_COLUMNS if c in entry), None)
-        if image is None or caption is None:
-            yield _bad_line(shown, number, "no image or no caption key")
-            continue
-        for text in caption if isinstance(caption, list) else [caption]:
-            if isinstance(text, str):
-                yield _Caption(image.strip(), f"{shown}:{number}", text.strip())
-            else:
-                yield _bad_line(shown, number, f"a caption that is not text: {text!r}")
-
-
-def _bad_line(shown: str, number: int, why: str) -> UnmatchedEntry:
+def bad_line(shown: str, number: int, why: str) -> UnmatchedEntry:
     return UnmatchedEntry(
         f"{shown}:{number}", "", reasons.BAD_ENTRY.code, f"line {number} cannot be read: {why}"
     )
-
-
-def _names_picture(cell: str) -> bool:
-    return posixpath.splitext(cell.strip().lower())[1] in _IMAGE_EXTENSIONS

@@ -43,10 +43,6 @@ __all__ = [
     "objects_digest",
 ]
 
-# How each kind numbers its classes, for the refusal's words; VOC names classes without ids
-# (sorted names), so a class it adds only ever gets the next id.
-_NUMBERED_BY = {"coco": "COCO's categories in id order", "yolo": "YOLO's class indices"}
-
 
 class ClassIdConflict(ValueError):
     """The annotations give an old class id to another class than the dataset's."""
@@ -181,11 +177,12 @@ def grown_class_names(
     old: Sequence[str], found: AnnotationSet, numbered_by: str | None = None
 ) -> tuple[str, ...]:
     """The dataset's class names (`old`, in id order), then the classes `found` adds, in its
-    order. `numbered_by`: where the classes' numbers come from when not the kind's own (a label
-    map); None for the kind's (COCO and YOLO number theirs, VOC does not). ClassIdConflict, in
-    one line, when a number names another class than the dataset's."""
-    numbering = numbered_by or _NUMBERED_BY.get(found.kind)
-    if numbering is not None:
+    order. `numbered_by`: where the classes' numbers come from when not the format's own (a label
+    map); None for the format's (`AnnotationSet.numbered_by`: COCO and YOLO number theirs; VOC
+    names classes without ids, sorted, so a class it adds only ever gets the next id).
+    ClassIdConflict, in one line, when a number names another class than the dataset's."""
+    numbering = numbered_by or found.numbered_by
+    if numbering:
         old = _free_ids_taken(old, found.class_names)
         for index, (was, now) in enumerate(zip(old, found.class_names, strict=False), 1):
             if was != now:

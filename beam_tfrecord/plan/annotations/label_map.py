@@ -26,6 +26,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, te
 
 from beam_tfrecord import storage
 from beam_tfrecord.labels.objects.label_map import is_unused, unused_name
+from beam_tfrecord.plan.sources.base import SourceError
 
 __all__ = ["LabelMap", "is_unused", "parse_label_map", "read_label_map", "unused_name"]
 
@@ -98,16 +99,16 @@ def _item_message() -> type:
 
 
 def _pbtxt_items(text: str, path: str) -> list[tuple[int, str, str]]:
-    """(id, name, display_name) of each item; ValueError naming the line that does not parse."""
+    """(id, name, display_name) of each item; SourceError (label_map) naming the line that does not parse."""
     message = _item_message()()
     try:
         text_format.Parse(text, message)
     except text_format.ParseError as error:
-        raise ValueError(f"label_map {path} is not a label_map.pbtxt: {error}") from None
+        raise SourceError(f"{path} is not a label_map.pbtxt: {error}", field="label_map", file=path) from None
     items = []
     for index, item in enumerate(message.item, 1):
         if not item.HasField("id") or not (item.name or item.display_name):
-            raise ValueError(f"label_map {path}: item {index} needs an id and a name")
+            raise SourceError(f"{path}: item {index} needs an id and a name", field="label_map", file=path)
         items.append((item.id, item.name, item.display_name))
     return items
 
@@ -121,7 +122,7 @@ def _labels_txt_items(text: str) -> list[tuple[int, str, str]]:
 
 def parse_label_map(text: str, path: str = "label_map") -> LabelMap:
     """A label_map.pbtxt's or a labels.txt's text (told apart by the name's `.pbtxt`, or an
-    `item {` first) -> LabelMap. ValueError (starting `label_map`) for a map that cannot give
+    `item {` first) -> LabelMap. SourceError (field `label_map`) for a map that cannot give
     each object one id."""
     pbtxt = path.lower().endswith(_PBTXT_SUFFIXES) or _PBTXT.match(text) is not None
     items = _pbtxt_items(text, path) if pbtxt else _labels_txt_items(text)
@@ -131,17 +132,23 @@ def parse_label_map(text: str, path: str = "label_map") -> LabelMap:
         if label_id == 0 and (display_name or name).lower() == "background":
             continue  # the OD API's optional explicit background
         if not 0 < label_id <= MAX_ID:
-            raise ValueError(f"label_map {path}: id {label_id} of {name!r} is not between 1 and {MAX_ID:,}")
+            raise SourceError(
+                f"{path}: id {label_id} of {name!r} is not between 1 and {MAX_ID:,}",
+                field="label_map",
+                file=path,
+            )
         if label_id in names:
-            raise ValueError(f"label_map {path}: id {label_id} is given twice")
+            raise SourceError(f"{path}: id {label_id} is given twice", field="label_map", file=path)
         class_name = display_name or name
         if is_unused(class_name):
-            raise ValueError(f"label_map {path}: {class_name!r} is the name of a missing id")
+            raise SourceError(
+                f"{path}: {class_name!r} is the name of a missing id", field="label_map", file=path
+            )
         if class_name in names.values():
-            raise ValueError(f"label_map {path}: class {class_name!r} has two ids")
+            raise SourceError(f"{path}: class {class_name!r} has two ids", field="label_map", file=path)
         names[label_id] = class_name
     if not names:
-        raise ValueError(f"label_map {path} names no class")
+        raise SourceError(f"{path} names no class", field="label_map", file=path)
     for label_id, name, _ in items:
         named = names.get(label_id)
         if named is not None and name and name not in names.values():
@@ -151,14 +158,14 @@ def parse_label_map(text: str, path: str = "label_map") -> LabelMap:
 
 
 def read_label_map(path: str) -> LabelMap:
-    """The label map at `path` (local or gs://); ValueError (starting `label_map`) when it is
+    """The label map at `path` (local or gs://); SourceError (field `label_map`) when it is
     missing or unreadable."""
     try:
         data = storage.read_bytes(path)
     except Exception as error:  # OSError locally; the storage client raises its own for gs://
-        raise ValueError(f"label_map {path} cannot be read: {error}") from None
+        raise SourceError(f"{path} cannot be read: {error}", field="label_map", file=path) from None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise ValueError(f"label_map {path} is not UTF-8 text") from None
+        raise SourceError(f"{path} is not UTF-8 text", field="label_map", file=path) from None
     return parse_label_map(text, storage.normalize(path))

@@ -11,12 +11,9 @@ pictures that have no objects.
 
 from __future__ import annotations
 
-import posixpath
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from beam_tfrecord import reasons
-from beam_tfrecord.elements import AnnotationKind
 from beam_tfrecord.plan.annotations.results import AnnotationSet
 
 __all__ = [
@@ -25,16 +22,9 @@ __all__ = [
     "MostlyUnmatched",
     "NothingMatched",
     "check_matches",
-    "found_counts",
-    "found_instead",
 ]
 
 ALLOW_OPTION = "allow_unmatched_annotations"
-LOOKED_FOR = {
-    "coco": "instances_*.json or _annotations.coco.json under --input, or beside it",
-    "voc": "Annotations/ beside JPEGImages/, annotations/ beside images/, an XML beside each picture",
-    "yolo": "labels/ mirroring images/ (Ultralytics' rule, beside --input too), a .txt beside each picture",
-}
 
 
 class NothingMatched(ValueError):
@@ -76,31 +66,6 @@ class MatchCounts:
         )
 
 
-def found_counts(annotation_files: Mapping[str, object]) -> dict[AnnotationKind, int]:
-    """How many of the listed annotation files look like each detection format's."""
-    counts: dict[AnnotationKind, int] = {"coco": 0, "voc": 0, "yolo": 0}
-    for relpath in annotation_files:
-        name = posixpath.basename(relpath).lower()
-        parts = relpath.split("/")[:-1]
-        if name.endswith(".json") and (
-            name.startswith(("instances_", "person_keypoints_")) or name == "_annotations.coco.json"
-        ):
-            counts["coco"] += 1
-        elif name.endswith(".xml"):
-            counts["voc"] += 1
-        elif name.endswith(".txt") and "labels" in parts:
-            counts["yolo"] += 1
-    return counts
-
-
-def found_instead(annotation_files: Mapping[str, object], kind: str) -> str:
-    """What other format's annotation files are under the input, as a hint (or "")."""
-    counts = found_counts(annotation_files)
-    what = {"coco": "COCO instances files", "voc": "XML files (Pascal VOC)", "yolo": "labels/*.txt (YOLO)"}
-    others = [f"{n} {what[k]}: pass --annotations {k}" for k, n in counts.items() if n and k != kind]
-    return "; found instead " + ", ".join(others) if others else ""
-
-
 def check_matches(result: AnnotationSet, allow_unmatched: bool) -> str | None:
     """Raises NothingMatched, or MostlyUnmatched unless `allow_unmatched`; returns the warning a
     run allowed to go on carries (None when most of both sides matched)."""
@@ -118,7 +83,7 @@ def check_matches(result: AnnotationSet, allow_unmatched: bool) -> str | None:
                 result.found_instead.lstrip("; ")
                 or "name the folder (or file) that holds them with annotations_path"
             )
-            looked = f"found no annotation file; looked for {result.looked_for or LOOKED_FOR[result.kind]}"
+            looked = f"found no annotation file; looked for {result.looked_for}"
         else:
             fix = (
                 "point --input at the folder that holds the pictures the annotations name, "

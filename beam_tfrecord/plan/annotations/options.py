@@ -2,21 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
 from beam_tfrecord import tasks
 from beam_tfrecord.config_base import Config, ConfigError, check_choice, documented, setting
-from beam_tfrecord.elements import AnnotationKind
 from beam_tfrecord.plan.annotations.paths import AnnotationPath, parse_annotation_paths
+from beam_tfrecord.plan.sources import registry
+from beam_tfrecord.plan.sources.base import SourceError
 
-__all__ = ["ANNOTATION_KINDS", "ANNOTATION_TASKS", "UNANNOTATED", "AnnotationConfig"]
+__all__ = ["ANNOTATION_FORMATS", "ANNOTATION_TASKS", "UNANNOTATED", "AnnotationConfig"]
 
-ANNOTATION_KINDS: tuple[str, ...] = tasks.ANNOTATION_FORMATS
+# Every format's `--annotations` value, in the registry's order (plan.sources.registry).
+ANNOTATION_FORMATS: tuple[str, ...] = registry.names()
 UnannotatedName = Literal["keep", "drop"]
 UNANNOTATED: tuple[str, ...] = get_args(UnannotatedName)
 # The tasks whose labels come from annotation files (classification's come from the listing).
-ANNOTATION_TASKS: tuple[str, ...] = tuple(name for name, t in tasks.TASKS.items() if t.formats)
+ANNOTATION_TASKS: tuple[str, ...] = registry.annotation_tasks()
+
+
+def _either(names: Sequence[str], last: str = "or") -> str:
+    """`a, b or c`."""
+    return f"{', '.join(names[:-1])} {last} {names[-1]}" if len(names) > 1 else "".join(names)
+
+
+# The formats a value of `--annotations` given alone stands for detection with.
+_DETECTION_FORMATS = tuple(name for name in ANNOTATION_FORMATS if registry.task_of(name) == "detection")
 
 
 @documented
@@ -26,24 +38,25 @@ class AnnotationConfig(Config):
     detection, a class-id mask per picture for segmentation.
     """
 
-    kind: AnnotationKind | None = setting(
+    format: str | None = setting(
         None,
         details="the annotations' format, by task: "
         + "; ".join(
-            f"{t.name} {', '.join(f'`{f}`' for f in t.formats)} (see [{t.name.capitalize()}]({t.docs}))"
+            f"{t.name} {', '.join(f'`{f.name}`' for f in registry.reading(t.name))} "
+            f"(see [{t.name.capitalize()}]({t.docs}))"
             for t in tasks.TASKS.values()
-            if t.formats
+            if t.name in ANNOTATION_TASKS
         )
         + "; left out, the format is found from the layout (with `--task`); given alone, its task is "
-        "detection for coco, voc and yolo",
+        f"detection for {_either(_DETECTION_FORMATS, 'and')}",
         default_doc="none",
         option="annotations",
         group="annotations",
         label="Annotations",
         record="annotations",
-        choices=ANNOTATION_KINDS,
+        choices=ANNOTATION_FORMATS,
         help="the annotations' format: "
-        + "; ".join(f"{', '.join(t.formats)} ({t.name})" for t in tasks.TASKS.values() if t.formats),
+        + "; ".join(f"{', '.join(f.name for f in registry.reading(t))} ({t})" for t in ANNOTATION_TASKS),
     )
     path: str | None = setting(
         None,
@@ -112,7 +125,8 @@ class AnnotationConfig(Config):
         None,
         details="what the labels are: "
         + "; ".join(f"`{t.name}`, {t.help}" for t in tasks.TASKS.values())
-        + "; given `--annotations` alone, its format's task (detection for coco, voc and yolo)",
+        + "; given `--annotations` alone, its format's task "
+        f"(detection for {_either(_DETECTION_FORMATS, 'and')})",
         default_doc="classification, or the format's",
         group="annotations",
         label="Task",
@@ -147,24 +161,24 @@ class AnnotationConfig(Config):
     def __post_init__(self) -> None:
         if self.task is not None:
             check_choice("task", self.task, tasks.TASK_NAMES)
-        if self.kind is not None:
-            check_choice("annotations", self.kind, ANNOTATION_KINDS)
+        if self.format is not None:
+            check_choice("annotations", self.format, ANNOTATION_FORMATS)
         task = self.task
         if task is None:
-            if self.kind is None:
-                raise ConfigError("annotations", "is needed: coco, voc or yolo (or give --task)")
-            task = tasks.task_of_format(self.kind).name
+            if self.format is None:
+                raise ConfigError("annotations", f"is needed: {_either(_DETECTION_FORMATS)} (or give --task)")
+            task = registry.task_of(self.format)
             object.__setattr__(self, "task", task)
-        if task == "classification":  # SourceConfig then holds no annotation options
-            if self.kind is not None:
+        if not registry.reading(task):  # classification: SourceConfig then holds no annotation options
+            if self.format is not None:
                 raise ConfigError(
                     "task",
-                    "classification takes one label per picture, not annotations: leave annotations out",
+                    f"{task} takes one label per picture, not annotations: leave annotations out",
                 )
             return
-        if self.kind is not None and self.kind not in tasks.task(task).formats:
-            formats = ", ".join(tasks.task(task).formats)
-            raise ConfigError("annotations", f"{self.kind} is not a {self.task} format: {formats}")
+        if self.format is not None and not registry.named(self.format).reads(task):
+            formats = ", ".join(f.name for f in registry.reading(task))
+            raise ConfigError("annotations", f"{self.format} is not a {task} format: {formats}")
         check_choice("unannotated", self.unannotated, UNANNOTATED)
         if not 0 <= self.ignore_value <= 255:
             raise ConfigError(
@@ -182,8 +196,8 @@ class AnnotationConfig(Config):
             raise ConfigError("label_map", "numbers objects' classes (detection); give class_names instead")
         try:
             self.paths()
-        except ValueError as error:
-            raise ConfigError("annotations_path", str(error).removeprefix("annotations_path ")) from None
+        except SourceError as error:
+            raise ConfigError(error.field, error.detail) from None
 
     def paths(self) -> tuple[AnnotationPath, ...]:
         return parse_annotation_paths(self.path)

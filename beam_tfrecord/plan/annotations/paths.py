@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from beam_tfrecord import storage
+from beam_tfrecord.plan.sources.base import SourceError
 from beam_tfrecord.plan.splits import SPLIT_NAME_CHARS
 
 __all__ = ["AnnotationPath", "parse_annotation_paths"]
@@ -21,7 +22,7 @@ class AnnotationPath:
 
 def parse_annotation_paths(text: str | None) -> tuple[AnnotationPath, ...]:
     """`a.json`, `a.json,b.json` or `train=a.json,validation=b.json` -> the paths, local ones made
-    absolute (as `manifest` is); ValueError naming `annotations_path` for an empty item or a split
+    absolute (as `manifest` is); SourceError naming `annotations_path` for an empty item or a split
     named twice. An item is `SPLIT=PATH` only when SPLIT is a split name (lower-case letters,
     digits, `_`), so a path holding `=` still reads as a path."""
     if text is None or not text.strip():
@@ -34,8 +35,8 @@ def parse_annotation_paths(text: str | None) -> tuple[AnnotationPath, ...]:
         if sep and name.strip() and not set(name.strip()) - SPLIT_NAME_CHARS:
             split, item = name.strip(), rest.strip()
         if not item:
-            raise ValueError(f"annotations_path {text!r} has an empty path")
+            raise SourceError(f"{text!r} has an empty path", field="annotations_path")
         if split is not None and any(p.split == split for p in found):
-            raise ValueError(f"annotations_path gives split {split} twice")
+            raise SourceError(f"gives split {split} twice", field="annotations_path")
         found.append(AnnotationPath(storage.absolute(item), split))
     return tuple(found)

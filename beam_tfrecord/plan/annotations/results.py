@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
-from beam_tfrecord.elements import AnnotationKind, ImageAnnotations, MaskRule
+from beam_tfrecord.elements import ImageAnnotations, MaskRule
 
 if TYPE_CHECKING:
     from beam_tfrecord.plan.annotations.declared import DeclaredSplits
@@ -84,7 +84,7 @@ class AnnotationSet:
     """Everything an annotation source says about a listing.
 
     Args:
-      kind: "coco", "voc" or "yolo".
+      format: the annotations' format, its `--annotations` value (plan.sources.registry).
       class_names: the label order (label id = position): COCO's category names by category id;
         YOLO's `names` by class index; Pascal VOC's sorted names; or the class names given.
       images: every listed image that is not rejected here -> its annotations (an image the
@@ -108,9 +108,12 @@ class AnnotationSet:
         keypoints.
       keypoint_names: a keypoints run's: class name -> its keypoint names, in order.
       skeletons: a keypoints run's: class name -> its skeleton, pairs of 0-based point indices.
+      palette: a segmentation run's colour of each class id on the contact sheet.
+      numbered_by: where the class ids come from, in words, when the format numbers its classes
+        (COCO's category ids, YOLO's class indices; "": names in order), for an append's refusal.
     """
 
-    kind: AnnotationKind
+    format: str
     class_names: tuple[str, ...]
     images: Mapping[str, ImageAnnotations]
     unannotated: frozenset[str] = frozenset()
@@ -129,6 +132,8 @@ class AnnotationSet:
     task: str = "detection"
     keypoint_names: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     skeletons: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    palette: tuple[tuple[int, int, int], ...] = ()
+    numbered_by: str = ""
 
     def class_ids(self) -> dict[str, int]:
         """Class name -> class id, counting from 0 in `class_names` order."""

@@ -1,18 +1,8 @@
 """A segmentation run's sources: each picture paired with its mask file the way the dataset's own
 tools lay them out, found from the dataset's root or from its images folder, local or gs://.
-
-- `voc`: `JPEGImages/x.jpg` with `SegmentationClass/x.png` (labelme2voc's `SegmentationClassPNG/`
-  first, where its `SegmentationClass/` holds `.npy` arrays; DeepLab's `SegmentationClassRaw/` or
-  the augmented `SegmentationClassAug/` where there is no `SegmentationClass/`); splits from
-  `ImageSets/Segmentation/*.txt`; names from `class_names.txt` or `labels.txt`, else VOC's 21;
-- `cityscapes`: `leftImg8bit/<split>/<city>/<id>_leftImg8bit.png` with
-  `gtFine/<split>/<city>/<id>_gtFine_labelIds.png` (`gtCoarse/` where there is no `gtFine/`); with
-  `train_ids`, its `_labelTrainIds.png` (createTrainIdLabelImgs.py's), or the label ids mapped by
-  Cityscapes' table where those were never made; the split folders are the splits;
-- `ade20k`: `images/{training,validation}/x.jpg` with `annotations/<same>/x.png`; 0 is "other";
-- `folders`: a plain pair found beside the pictures (`images/` + `masks/`, `image/` + `label/`,
-  CamVid's `train/` + `trainannot/`), or the masks folder named with `annotations_path`, matched
-  by the file's stem whatever the extensions; split folders (`train/`, `val/`) are the splits.
+Each layout is its format's (`MaskLayout`: plan.sources.voc, cityscapes, ade20k, folders); this
+module pairs, names the classes, decides the rule that reads the masks and says what every other
+listed file is, for all of them.
 
 Every listed file is a picture of the dataset or a `skipped` line saying what it is (a mask, the
 visualisations labelme writes, Cityscapes' other ground-truth files): a mask is never a picture of
@@ -32,68 +22,45 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from PIL import Image
 
-from beam_tfrecord import reasons, storage, tasks
+from beam_tfrecord import reasons, storage
 from beam_tfrecord.config_base import ConfigError
-from beam_tfrecord.elements import AnnotationKind, ImageAnnotations, MaskFile, MaskRule
+from beam_tfrecord.elements import ImageAnnotations, MaskFile, MaskRule
 from beam_tfrecord.plan.annotations.catalog import ANNOTATION_EXTENSIONS, read_one, stem
 from beam_tfrecord.plan.annotations.declared import DeclaredSplits, split_name
 from beam_tfrecord.plan.annotations.locate import input_base, join, relative_to
-from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet, UnmatchedEntry
-from beam_tfrecord.plan.annotations.segmentation_classes import (
-    ADE20K_CLASSES,
-    CAMVID_CLASSES,
-    CITYSCAPES_LABELS,
-    VOC_CLASSES,
-    VOC_VOID_COLOUR,
-    cityscapes_names,
-    voc_palette,
-)
+from beam_tfrecord.plan.annotations.segmentation_classes import voc_palette
 from beam_tfrecord.plan.listing import InputFile, list_inputs, skip_reason
+from beam_tfrecord.plan.sources.base import CERTAIN, Listing, LoadRequest, SourceError, SourceFormat
 
 __all__ = [
-    "KINDS",
-    "LOOKED_FOR",
+    "BINARY_NAMES",
+    "BINARY_SAMPLE",
     "MASK_EXTENSIONS",
+    "Found",
+    "MaskFormat",
+    "MaskLayout",
+    "Pairing",
     "SegmentationSettings",
-    "display_palette",
+    "checked_rule",
+    "first_split",
     "load_segmentation",
+    "named_folder",
     "pairs_any",
-    "title",
+    "sampled_values",
+    "score_masks",
+    "split_word",
 ]
 
 MASK_EXTENSIONS = (".png", ".bmp", ".gif", ".tif", ".tiff", ".jpg", ".jpeg", ".webp", ".pgm", ".ppm")
 NAMES_FILES = ("class_names.txt", "labels.txt", "classes.txt")
 # How many masks a plain pair's launcher reads to tell binary 0/255 masks apart.
 BINARY_SAMPLE = 16
-KINDS = tasks.SEGMENTATION_FORMATS  # in the order a layout is looked for
-_TITLES = {"voc": "Pascal VOC", "cityscapes": "Cityscapes", "ade20k": "ADE20K", "folders": "paired folders"}
-LOOKED_FOR = {
-    "voc": "SegmentationClass/ (or labelme2voc's SegmentationClassPNG/) beside JPEGImages/",
-    "cityscapes": "gtFine/<split>/<city>/*_gtFine_labelIds.png beside leftImg8bit/",
-    "ade20k": "annotations/{training,validation}/ beside images/{training,validation}/",
-    "folders": "masks/ beside images/, label/ beside image/, <name>annot/ beside <name>/ "
-    "(or name the masks folder with annotations_path)",
-}
-# Where VOC-layout masks are, in the order looked for: labelme2voc's PNGs (its
-# SegmentationClass/ holds .npy arrays), VOC's own palette PNGs, then DeepLab's single-channel
-# copies (remove_gt_colormap.py's SegmentationClassRaw/) and the SBD-augmented set's.
-VOC_MASK_FOLDERS = (
-    "SegmentationClassPNG",
-    "SegmentationClass",
-    "SegmentationClassRaw",
-    "SegmentationClassAug",
-)
-IMAGE_FOLDERS = ("images", "image", "imgs", "img")
-MASK_FOLDERS = ("masks", "mask", "labels", "label", "annotations", "gt")
-
-
-def title(kind: str) -> str:
-    return _TITLES[kind]
 
 
 @dataclass(frozen=True)
@@ -117,7 +84,7 @@ Place = tuple[str, str, str]  # a picture's (dataset root, images folder's name,
 
 
 @dataclass(frozen=True)
-class _Pairing:
+class Pairing:
     """Where one layout keeps a picture's mask: `places(path)` are the ways a picture's full path
     reads as (root, images folder, rest), nearest first; `candidates(root, folder, rest)` are the
     (mask folder, key) pairs to look for, in order, the key being the mask's path under that folder
@@ -129,7 +96,7 @@ class _Pairing:
     split: Callable[[Place], str | None]
 
 
-def _named_folder(pattern: str) -> Callable[[str], list[Place]]:
+def named_folder(pattern: str) -> Callable[[str], list[Place]]:
     """The last folder of the path matching `pattern` (and the path under it matching `rest`)."""
     compiled = re.compile(rf"^(?P<root>.*?)/?(?P<folder>{pattern})$")
 
@@ -144,83 +111,92 @@ def _named_folder(pattern: str) -> Callable[[str], list[Place]]:
     return places
 
 
-def _voc_pairing() -> _Pairing:
-    def candidates(root: str, folder: str, rest: str) -> list[tuple[str, str]]:
-        key = stem(rest)
-        return [(join(root, name), key + ".png") for name in VOC_MASK_FOLDERS]
-
-    return _Pairing(_named_folder("JPEGImages"), candidates, lambda place: None)
-
-
-def _cityscapes_pairing(train_ids: bool) -> _Pairing:
-    def candidates(root: str, folder: str, rest: str) -> list[tuple[str, str]]:
-        if not rest.endswith("_leftImg8bit.png"):
-            return []
-        key = rest.removesuffix("_leftImg8bit.png")
-        found = []
-        for gt in ("gtFine", "gtCoarse"):
-            if train_ids:
-                found.append((join(root, gt), f"{key}_{gt}_labelTrainIds.png"))
-            found.append((join(root, gt), f"{key}_{gt}_labelIds.png"))
-        return found
-
-    return _Pairing(_named_folder("leftImg8bit"), candidates, lambda place: _first_split(place[2]))
-
-
-def _ade20k_pairing() -> _Pairing:
-    def candidates(root: str, folder: str, rest: str) -> list[tuple[str, str]]:
-        if rest.split("/")[0] not in ("training", "validation"):
-            return []
-        return [(join(root, "annotations"), stem(rest) + ".png")]
-
-    return _Pairing(_named_folder("images"), candidates, lambda place: _first_split(place[2]))
-
-
-def _folders_pairing(masks_folder: str | None, base: str) -> _Pairing:
-    base = base.rstrip("/")
-    if masks_folder is not None:  # named: every picture's path under --input is its key there
-
-        def named(root: str, folder: str, rest: str) -> list[tuple[str, str]]:
-            return [(masks_folder.rstrip("/"), stem(rest))]
-
-        def under_input(path: str) -> list[Place]:
-            rest = relative_to(path, base)
-            return [(posixpath.dirname(base), posixpath.basename(base), rest)] if rest else []
-
-        return _Pairing(under_input, named, lambda place: _first_split(place[2]))
-
-    def places(path: str) -> list[Place]:
-        """Every folder from the picture's own up to the input's (a pair may sit above it)."""
-        parts = path.split("/")
-        floor = len(base.split("/")) - 1
-        return [
-            ("/".join(parts[:index]), parts[index], "/".join(parts[index + 1 :]))
-            for index in range(len(parts) - 2, max(floor, 0) - 1, -1)
-        ]
-
-    def candidates(root: str, folder: str, rest: str) -> list[tuple[str, str]]:
-        key = stem(rest)
-        if folder.lower() in IMAGE_FOLDERS:
-            names = [*MASK_FOLDERS, *(name.capitalize() for name in MASK_FOLDERS)]
-            return [(join(root, name), key) for name in names]
-        return [(join(root, folder + "annot"), key)]  # CamVid's `train/` + `trainannot/`
-
-    def split(place: Place) -> str | None:
-        root, folder, rest = place
-        if folder.lower() in IMAGE_FOLDERS:  # images/train/x.jpg, or train/images/x.jpg
-            return _first_split(rest) or _split_word(posixpath.basename(root))
-        return _split_word(folder)
-
-    return _Pairing(places, candidates, split)
-
-
-def _split_word(word: str) -> str | None:
+def split_word(word: str) -> str | None:
     return split_name(word) or {"training": "train"}.get(word.lower())
 
 
-def _first_split(rest: str) -> str | None:
+def first_split(rest: str) -> str | None:
     parts = rest.split("/")
-    return _split_word(parts[0]) if len(parts) > 1 else None
+    return split_word(parts[0]) if len(parts) > 1 else None
+
+
+class MaskLayout:
+    """One segmentation format's layout: where a picture's mask is, and what the dataset says of
+    its classes and splits when no names file does. Each step has the default most layouts take.
+
+    Attributes:
+      takes_masks_folder: `annotations_path` may name the masks folder (the plain pair's).
+    """
+
+    takes_masks_folder: bool = False
+
+    def pairing(self, settings: SegmentationSettings, given: str | None, base: str) -> Pairing:
+        """Where a picture's mask is (`given`: the masks folder named with annotations_path)."""
+        raise NotImplementedError
+
+    def has_folders(self, names: frozenset[str]) -> bool:
+        """Whether the listing's folder names hold the folders the layout pairs, so a
+        class-folder run of a million pictures pays no pairing."""
+        raise NotImplementedError
+
+    def repaired(self, settings: SegmentationSettings, found: Found) -> Pairing | None:
+        """A second pairing where the first found masks that cannot be read alike (None: none)."""
+        return None
+
+    def class_names(
+        self, root: str, settings: SegmentationSettings, found: Found
+    ) -> tuple[tuple[str, ...], str]:
+        """The dataset's class names when it keeps no names file, and where they came from."""
+        return (), ""
+
+    def rule(
+        self, class_names: tuple[str, ...], settings: SegmentationSettings, found: Found
+    ) -> tuple[MaskRule, str]:
+        """The run's MaskRule and a line that says it."""
+        ignore = settings.ignore
+        return checked_rule(MaskRule(len(class_names), ignore), class_names), (
+            f"values are class ids, {ignore} ignored"
+        )
+
+    def declared(
+        self, fmt: SourceFormat, root: str, pictures: Sequence[InputFile], found: Found
+    ) -> DeclaredSplits | None:
+        """The dataset's own splits: its split folders."""
+        claims = {r: s for r, s in found.splits.items() if s is not None}
+        if not claims or len(claims) < len(found.splits) / 2:
+            return None
+        names = tuple(n for n in ("train", "validation", "test") if n in claims.values())
+        names += tuple(sorted(set(claims.values()) - set(names)))
+        return DeclaredSplits(f"the {fmt.title} split folders", names, claims)
+
+    def palette(self, class_names: Sequence[str], train_ids: bool) -> tuple[tuple[int, int, int], ...]:
+        """The colour the contact sheet draws each class id in: the VOC colour map that VOC's
+        masks, labelme and imgviz use, unless the dataset has its own."""
+        return voc_palette(len(class_names))
+
+
+class MaskFormat(SourceFormat):
+    """A format that reads segmentation alone, by its `layout`: the search asks the layout
+    whether it pairs any picture, and the load is this module's."""
+
+    tasks = ("segmentation",)
+    layout: ClassVar[MaskLayout]
+
+    def score(self, task: str, listing: Listing) -> float:
+        return score_masks(self.layout, listing)
+
+    def load(self, request: LoadRequest) -> AnnotationSet:
+        return load_segmentation(self, self.layout, request)
+
+
+def score_masks(layout: MaskLayout, listing: Listing) -> float:
+    """The layout search's score of a segmentation format: a masks folder named with
+    `annotations_path` is the plain pair's; else whether the layout pairs any listed picture with
+    a mask (the first format that does is the run's)."""
+    if listing.paths:
+        return CERTAIN if layout.takes_masks_folder else 0.0
+    names = None if listing.outside else listing.folder_names
+    return CERTAIN if pairs_any(layout, listing.files, outside=listing.outside, names=names) else 0.0
 
 
 class _Folders:
@@ -277,7 +253,7 @@ def _listed(folder: str) -> list[InputFile]:
 
 
 @dataclass
-class _Found:
+class Found:
     """What pairing found: picture relpath -> (its mask, its mask's folder), the folders that held
     masks, and each picture's split by its folders."""
 
@@ -287,7 +263,7 @@ class _Found:
     roots: set[str]
 
 
-def _pair(files: Sequence[InputFile], pairing: _Pairing, folders: _Folders) -> tuple[list[InputFile], _Found]:
+def _pair(files: Sequence[InputFile], pairing: Pairing, folders: _Folders) -> tuple[list[InputFile], Found]:
     """The listed pictures of the layout, and their masks: a picture is a listed image (not an
     annotation file) in a place of the layout; the first place whose mask folder holds its mask
     pairs it."""
@@ -300,7 +276,7 @@ def _pair(files: Sequence[InputFile], pairing: _Pairing, folders: _Folders) -> t
         places = pairing.places(file.path)
         if places:
             candidates.append((file, places))
-    found = _Found({}, set(), {}, set())
+    found = Found({}, set(), {}, set())
     placed: dict[str, Place] = {}
     matches: dict[str, list[tuple[InputFile, str]]] = {}  # picture -> its masks, candidate order
     for file, places in candidates:
@@ -348,42 +324,36 @@ def _pair(files: Sequence[InputFile], pairing: _Pairing, folders: _Folders) -> t
     return pictures, found
 
 
-def load_segmentation(
-    kind: AnnotationKind,
-    files: Sequence[InputFile],
-    paths: Sequence[AnnotationPath],
-    settings: SegmentationSettings,
-) -> AnnotationSet:
-    """Every listed picture of `kind`'s layout with its mask file, the rule that reads the masks,
+def load_segmentation(fmt: SourceFormat, layout: MaskLayout, request: LoadRequest) -> AnnotationSet:
+    """Every listed picture of `fmt`'s layout with its mask file, the rule that reads the masks,
     the class names and the declared splits (see the module docstring)."""
-    if kind not in _TITLES:
-        raise ValueError(f"annotations must be one of {', '.join(_TITLES)} for segmentation, not {kind!r}")
+    files, paths = request.files, request.paths
+    settings = SegmentationSettings(
+        request.ignore_value, request.train_ids, request.class_names, request.declared_splits
+    )
     if any(p.split for p in paths) or len(paths) > 1:
-        raise ValueError(f"annotations_path: {_TITLES[kind]} masks take one folder, without a split")
+        raise SourceError(f"annotations_path: {fmt.title} masks take one folder, without a split")
     base = input_base(files)
     given = paths[0].path if paths else None
-    if given is not None and kind != "folders":
-        raise ValueError(
-            f"annotations_path names the masks folder of --annotations folders; {_TITLES[kind]} masks "
-            "are found where the dataset keeps them"
+    if given is not None and not layout.takes_masks_folder:
+        raise SourceError(
+            f"names the masks folder of --annotations folders; {fmt.title} masks "
+            "are found where the dataset keeps them",
+            field="annotations_path",
+            file=given,
         )
     folders = _Folders(files, base)
-    pictures, found = _pair(files, _pairing(kind, settings, given, base), folders)
-    if (
-        kind == "cityscapes"
-        and settings.train_ids
-        and any(_label_ids_file(m) for m, _ in found.masks.values())
-    ):
-        # createTrainIdLabelImgs.py was not run for every picture: the label ids of every one,
-        # mapped by the table (one rule a run, never train ids for some and label ids for others).
-        pictures, found = _pair(files, _cityscapes_pairing(False), folders)
+    pictures, found = _pair(files, layout.pairing(settings, given, base), folders)
+    second = layout.repaired(settings, found)
+    if second is not None:
+        pictures, found = _pair(files, second, folders)
     root = _root(found, base)
     if not found.masks:  # nothing to read: the planner's match check says so in one line
-        return _nothing_found(kind, files, pictures, found, folders)
-    class_names, names_from = _class_names(kind, root, settings, found, folders)
+        return _nothing_found(fmt, files, pictures, found, folders)
+    class_names, names_from = _class_names(layout, root, settings, found, folders)
     if not class_names:  # a plain pair that names no classes: binary masks, or refused
         class_names, names_from = _binary_names(found)
-    rule, rule_text = _rule(kind, class_names, settings, found)
+    rule, rule_text = layout.rule(class_names, settings, found)
     images: dict[str, ImageAnnotations] = {}
     for file in pictures:
         mask = found.masks.get(file.relpath)
@@ -393,52 +363,28 @@ def load_segmentation(
             mask_file = MaskFile(mask[0].path, mask[0].size, shown)
         images[file.relpath] = ImageAnnotations((), stem(file.relpath), class_mask=mask_file)
     unannotated = frozenset(r for r in images if images[r].class_mask is None)
-    declared = _declared(kind, root, files, pictures, found)
+    declared = layout.declared(fmt, root, pictures, found)
     if declared is not None and settings.declared_splits:
         unannotated = frozenset(r for r in unannotated if r in declared.split_of)
     where = ", ".join(sorted(relative_to(f, root) or f for f in found.mask_folders)[:3]) or "nowhere"
-    found_at = f"{_TITLES[kind]} masks in {where} (dataset root {root or base}); {names_from}; {rule_text}"
+    found_at = f"{fmt.title} masks in {where} (dataset root {root or base}); {names_from}; {rule_text}"
     return AnnotationSet(
-        kind,
+        fmt.name,
         class_names,
         images,
         unannotated=unannotated,
-        sources=_sources(files, images, found, folders, kind),
+        sources=_sources(fmt, files, images, found, folders),
         unmatched=_unmatched(found, folders, images, root),
         found_at=found_at,
         declared=declared,
         mask_rule=rule,
-        looked_for=LOOKED_FOR[kind],
+        looked_for=fmt.looked_for[request.task],
         task="segmentation",
+        palette=layout.palette(class_names, settings.train_ids),
     )
 
 
-def _pairing(kind: str, settings: SegmentationSettings, given: str | None, base: str) -> _Pairing:
-    if kind == "voc":
-        return _voc_pairing()
-    if kind == "cityscapes":
-        return _cityscapes_pairing(settings.train_ids)
-    if kind == "ade20k":
-        return _ade20k_pairing()
-    return _folders_pairing(given, base)
-
-
-def display_palette(
-    kind: str, class_names: Sequence[str], train_ids: bool
-) -> tuple[tuple[int, int, int], ...]:
-    """The colour the contact sheet draws each class id in: the dataset's own (Cityscapes' label
-    colours), else the VOC colour map that VOC's masks, labelme and imgviz use."""
-    if kind == "cityscapes":
-        labels = sorted(
-            (label for label in CITYSCAPES_LABELS if not train_ids or label.train_id != 255),
-            key=lambda label: label.train_id if train_ids else label.id,
-        )
-        if len(labels) == len(class_names):
-            return tuple(label.colour for label in labels)
-    return voc_palette(len(class_names))
-
-
-def folder_names(files: Sequence[InputFile]) -> frozenset[str]:
+def _folder_names(files: Sequence[InputFile]) -> frozenset[str]:
     """Every folder name the listing's relative paths hold (one pass over them)."""
     names: set[str] = set()
     for file in files:
@@ -447,68 +393,56 @@ def folder_names(files: Sequence[InputFile]) -> frozenset[str]:
 
 
 def pairs_any(
-    kind: str, files: Sequence[InputFile], *, outside: bool = True, names: frozenset[str] | None = None
+    layout: MaskLayout,
+    files: Sequence[InputFile],
+    *,
+    outside: bool = True,
+    names: frozenset[str] | None = None,
 ) -> bool:
-    """Whether `kind`'s layout pairs any listed picture with a mask (a run given `--task
+    """Whether the layout pairs any listed picture with a mask (a run given `--task
     segmentation` without `--annotations` takes the first format that does); `outside`: masks
     beside the input count too (else only those the listing holds, and a listing without the
     layout's folders is told apart from its folder names alone, never paired file by file)."""
-    if not outside and not _has_layout_folders(kind, names if names is not None else folder_names(files)):
+    if not outside and not layout.has_folders(names if names is not None else _folder_names(files)):
         return False
     base = input_base(files)
-    pairing = _pairing(kind, SegmentationSettings(), None, base)
+    pairing = layout.pairing(SegmentationSettings(), None, base)
     _, found = _pair(files, pairing, _Folders(files, base, outside))
     return bool(found.masks)
 
 
 def _nothing_found(
-    kind: AnnotationKind,
+    fmt: SourceFormat,
     files: Sequence[InputFile],
     pictures: Sequence[InputFile],
-    found: _Found,
+    found: Found,
     folders: _Folders,
 ) -> AnnotationSet:
     """No picture pairs with a mask: every picture unannotated, for the match check to refuse."""
     images = {f.relpath: ImageAnnotations((), stem(f.relpath)) for f in pictures}
     return AnnotationSet(
-        kind,
+        fmt.name,
         (),
         images,
         unannotated=frozenset(images),
-        sources=_sources(files, images, found, folders, kind),
+        sources=_sources(fmt, files, images, found, folders),
         mask_rule=MaskRule(0),
-        looked_for=LOOKED_FOR[kind],
+        looked_for=fmt.looked_for["segmentation"],
         task="segmentation",
     )
 
 
-def _has_layout_folders(kind: str, names: frozenset[str]) -> bool:
-    """Whether the listing's folder names (`folder_names`) hold the folders `kind`'s layout pairs,
-    so a class-folder run of a million pictures pays no pairing."""
-    if kind == "voc":
-        return "JPEGImages" in names and bool(names & set(VOC_MASK_FOLDERS))
-    if kind == "cityscapes":
-        return "leftImg8bit" in names and bool(names & {"gtFine", "gtCoarse"})
-    if kind == "ade20k":
-        return "images" in names and "annotations" in names
-    masks = set(MASK_FOLDERS) | {name.capitalize() for name in MASK_FOLDERS}
-    return bool(names & set(IMAGE_FOLDERS) and names & masks) or any(f"{n}annot" in names for n in names)
-
-
-def _label_ids_file(mask: InputFile) -> bool:
-    return mask.path.endswith("_labelIds.png")
-
-
-def _root(found: _Found, base: str) -> str:
+def _root(found: Found, base: str) -> str:
     if len(found.roots) == 1:
         return next(iter(found.roots)) or base
     return base
 
 
 def _class_names(
-    kind: str, root: str, settings: SegmentationSettings, found: _Found, folders: _Folders
+    layout: MaskLayout, root: str, settings: SegmentationSettings, found: Found, folders: _Folders
 ) -> tuple[tuple[str, ...], str]:
-    """The class names by id and where they came from, in words."""
+    """The class names by id and where they came from, in words: given, a names file beside the
+    masks, else the dataset's own (`MaskLayout.class_names`)."""
     if settings.class_names:
         return tuple(settings.class_names), "class names from class_names"
     for folder in dict.fromkeys(
@@ -519,19 +453,7 @@ def _class_names(
             names = _names_file(path)
             if names:
                 return names, f"class names from {relative_to(path, root) or path}"
-    if kind == "voc":
-        return VOC_CLASSES, "Pascal VOC's 21 class names"
-    if kind == "cityscapes":
-        count = "19 train ids" if settings.train_ids else "34 label ids"
-        return cityscapes_names(settings.train_ids), f"Cityscapes' class names ({count})"
-    if kind == "ade20k":
-        info = _ade_info(root)
-        if info:
-            return info, "class names from objectInfo150"
-        return ADE20K_CLASSES, "ADE20K's 150 class names and 0 other"
-    if any(f.endswith("annot") for f in found.mask_folders):
-        return CAMVID_CLASSES, "CamVid's 11 class names and Unlabelled (SegNet's layout)"
-    return (), ""
+    return layout.class_names(root, settings, found)
 
 
 def _names_file(path: str) -> tuple[str, ...]:
@@ -547,84 +469,33 @@ def _names_file(path: str) -> tuple[str, ...]:
     return tuple(name for name in names if name != "__ignore__")
 
 
-def _ade_info(root: str) -> tuple[str, ...]:
-    """ADE20K's own table of its 150 classes: `objectInfo150.txt` as the challenge's zip holds it
-    (tab-separated `Idx Ratio Train Val Name`), or the devkit's `objectInfo150.csv`; the names as
-    written."""
-    for name in ("objectInfo150.txt", "objectInfo150.csv"):
-        path = join(root, name)
-        if not storage.is_file(path, if_remote=True):
-            continue
-        try:
-            lines = [line for line in read_one(path).decode("utf-8-sig").splitlines() if line.strip()]
-        except Exception:  # the built-in names apply
-            continue
-        separator = "\t" if lines and "\t" in lines[0] else ","
-        names = [line.split(separator, 4)[-1].strip() for line in lines[1:]]
-        if len(names) == 150:
-            return ("other", *names)
-    return ()
-
-
-def _rule(
-    kind: str, class_names: tuple[str, ...], settings: SegmentationSettings, found: _Found
-) -> tuple[MaskRule, str]:
-    """The run's MaskRule and a line that says it."""
-    ignore = settings.ignore
-    if kind == "voc":
-        rule = MaskRule(len(class_names), ignore, voc_palette(len(class_names)), (VOC_VOID_COLOUR,))
-        return _checked(rule, class_names), f"palette indices are class ids, {ignore} ignored"
-    if kind == "cityscapes":
-        mapped = settings.train_ids and any(_label_ids_file(m) for m, _ in found.masks.values())
-        if mapped:  # labelTrainIds were never made: the label ids mapped by the table
-            remap = tuple((label.id, label.train_id) for label in CITYSCAPES_LABELS)
-            rule = MaskRule(len(class_names), 255, remap=remap)
-            return _checked(
-                rule, class_names
-            ), "label ids mapped to train ids by Cityscapes' table, 255 ignored"
-        what = "train ids" if settings.train_ids else "label ids"
-        return _checked(MaskRule(len(class_names), ignore), class_names), f"{what}, {ignore} ignored"
-    if kind == "ade20k":
-        return _checked(
-            MaskRule(len(class_names), ignore), class_names
-        ), f"values are class ids, 0 other, {ignore} ignored"
-    if kind == "folders" and class_names == BINARY_NAMES and not settings.class_names:
-        if 1 in _sampled_values(found):
-            return _checked(MaskRule(2, ignore), class_names), f"binary masks of 0 and 1, {ignore} ignored"
-        # 0 and 255, or 0 alone so far (empty masks first): 255 is the object, never ignored.
-        rule = MaskRule(2, ignore if ignore not in (0, 1) else None, remap=((255, 1),))
-        return rule, f"binary masks (the first {BINARY_SAMPLE} read hold only 0 and 255): 255 is class 1"
-    return _checked(
-        MaskRule(len(class_names), ignore), class_names
-    ), f"values are class ids, {ignore} ignored"
-
-
 BINARY_NAMES = ("background", "foreground")
 
 
-def _binary_names(found: _Found) -> tuple[tuple[str, ...], str]:
+def _binary_names(found: Found) -> tuple[tuple[str, ...], str]:
     """A plain pair without class names: binary masks (the first masks read hold only 0 and 255,
     or 0 and 1) are background and foreground; any other values need the names given."""
-    values = _sampled_values(found)
+    values = sampled_values(found)
     if values and (values <= {0, 255} or values <= {0, 1}):
         return BINARY_NAMES, "class names background and foreground (binary masks)"
     shown = ", ".join(map(str, sorted(values)[:12])) if values else "none read"
-    raise ValueError(
+    raise SourceError(
         f"class_names: the masks hold class ids ({shown} in the first {BINARY_SAMPLE} read) and the "
         "dataset names no classes: give class_names, or a class_names.txt beside the masks"
     )
 
 
-def _checked(rule: MaskRule, class_names: tuple[str, ...]) -> MaskRule:
+def checked_rule(rule: MaskRule, class_names: tuple[str, ...]) -> MaskRule:
     if len(class_names) > 256 or (rule.ignore is not None and rule.ignore < len(class_names)):
-        raise ValueError(
-            f"ignore_value {rule.ignore} is a class id of the {len(class_names)} classes: "
-            "give an ignore_value above the last class id"
+        raise SourceError(
+            f"{rule.ignore} is a class id of the {len(class_names)} classes: "
+            "give an ignore_value above the last class id",
+            field="ignore_value",
         )
     return rule
 
 
-def _sampled_values(found: _Found) -> set[int]:
+def sampled_values(found: Found) -> set[int]:
     """The values the first masks hold (sorted by path: the same masks every run)."""
     values: set[int] = set()
     for relpath in sorted(found.masks)[:BINARY_SAMPLE]:
@@ -637,60 +508,12 @@ def _sampled_values(found: _Found) -> set[int]:
     return values
 
 
-def _declared(
-    kind: str, root: str, files: Sequence[InputFile], pictures: Sequence[InputFile], found: _Found
-) -> DeclaredSplits | None:
-    """The dataset's own splits: VOC's ImageSets/Segmentation lists, else the split folders."""
-    if kind == "voc":
-        return _voc_lists(root, pictures)
-    claims = {r: s for r, s in found.splits.items() if s is not None}
-    if not claims or len(claims) < len(found.splits) / 2:
-        return None
-    names = tuple(n for n in ("train", "validation", "test") if n in claims.values())
-    names += tuple(sorted(set(claims.values()) - set(names)))
-    return DeclaredSplits(f"the {_TITLES[kind]} split folders", names, claims)
-
-
-def _voc_lists(root: str, pictures: Sequence[InputFile]) -> DeclaredSplits | None:
-    folder = join(root, "ImageSets/Segmentation")
-    lists = {}
-    for name in ("train", "val", "test", "trainval", "train_aug", "trainaug", "val_aug"):
-        path = join(folder, f"{name}.txt")
-        if not storage.is_file(path, if_remote=True):
-            continue
-        try:
-            lists[name] = read_one(path).decode("utf-8", "replace").split()
-        except Exception:  # absent on gs://
-            continue
-    if "trainval" in lists and ("train" in lists or "val" in lists):
-        del lists["trainval"]
-    if not lists:
-        return None
-    claims: dict[str, list[str]] = defaultdict(list)
-    for name, ids in lists.items():  # DeepLab's augmented set's train_aug.txt is a train list too
-        word = name.removesuffix("_aug").removesuffix("aug")
-        split = "train" if word == "trainval" else (split_name(word) or word)
-        for item in ids:
-            claims[item].append(split)
-    split_of, conflicts = {}, {}
-    for file in pictures:
-        key = posixpath.basename(stem(file.relpath))
-        splits = sorted(set(claims.get(key, ())))
-        if len(splits) > 1:
-            conflicts[file.relpath] = " and ".join(f"ImageSets/Segmentation ({s})" for s in splits)
-        elif splits:
-            split_of[file.relpath] = splits[0]
-    names = tuple(n for n in ("train", "validation", "test") if n in split_of.values())
-    source = f"Pascal VOC split lists (ImageSets/Segmentation: {', '.join(sorted(lists))})"
-    return DeclaredSplits(source, names, split_of, conflicts)
-
-
 def _sources(
+    fmt: SourceFormat,
     files: Sequence[InputFile],
     images: dict[str, ImageAnnotations],
-    found: _Found,
+    found: Found,
     folders: _Folders,
-    kind: str,
 ) -> dict[str, str]:
     """Every listed file that is not a picture of the dataset -> what it is."""
     sources = {}
@@ -702,7 +525,7 @@ def _sources(
             what = f"a segmentation mask ({posixpath.basename(folder)}/), not a picture"
         elif posixpath.splitext(file.relpath)[1].lower() in MASK_EXTENSIONS:
             parent = posixpath.basename(posixpath.dirname(file.relpath)) or "--input"
-            what = f"an image outside the {_TITLES[kind]} pictures' folders ({parent}/), not a picture"
+            what = f"an image outside the {fmt.title} pictures' folders ({parent}/), not a picture"
         else:
             what = f"a {posixpath.splitext(file.relpath)[1] or 'extensionless'} file, not an image"
         sources[file.relpath] = what
@@ -710,7 +533,7 @@ def _sources(
 
 
 def _unmatched(
-    found: _Found, folders: _Folders, images: dict[str, ImageAnnotations], root: str
+    found: Found, folders: _Folders, images: dict[str, ImageAnnotations], root: str
 ) -> tuple[UnmatchedEntry, ...]:
     """Masks in the masks folders that no listed picture has."""
     used = {m.class_mask.path for m in images.values() if m.class_mask is not None}

@@ -1,4 +1,5 @@
-"""Pascal VOC: one XML per image -> its objects (boxes in pixels, `difficult`, `truncated`, `pose`).
+"""Pascal VOC: one XML per image -> its objects (boxes in pixels, `difficult`, `truncated`, `pose`),
+a detection run's; a mask PNG per picture, a segmentation run's (`_Masks`).
 
 An image's XML is, in this order: under `annotations_path` (same relative stem, the stem below
 `JPEGImages/`, or a unique file name stem), in the standard tree (`Annotations/x.xml` for
@@ -19,26 +20,58 @@ import dataclasses
 import math
 import posixpath
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
 from xml.etree.ElementTree import Element, ParseError
 
 import defusedxml
 import defusedxml.ElementTree
 
-from beam_tfrecord import reasons
-from beam_tfrecord.elements import ImageAnnotations, ObjectBox
-from beam_tfrecord.plan.annotations.catalog import MAX_IMAGE_ANNOTATION_BYTES, Catalog, read_many, stem
+from beam_tfrecord import reasons, storage
+from beam_tfrecord.elements import ImageAnnotations, MaskRule, ObjectBox
+from beam_tfrecord.plan.annotations import declared
+from beam_tfrecord.plan.annotations.catalog import (
+    MAX_IMAGE_ANNOTATION_BYTES,
+    Catalog,
+    read_many,
+    read_one,
+    stem,
+)
+from beam_tfrecord.plan.annotations.declared import DeclaredSplits, split_name
+from beam_tfrecord.plan.annotations.locate import Located, component, join, listed_under, rerooted, under
+from beam_tfrecord.plan.annotations.objects import ObjectFiles, load_objects, score_objects
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ImageProblem, ObjectNote, UnmatchedEntry
+from beam_tfrecord.plan.annotations.segmentation import (
+    Found,
+    MaskLayout,
+    Pairing,
+    SegmentationSettings,
+    checked_rule,
+    load_segmentation,
+    named_folder,
+    score_masks,
+)
+from beam_tfrecord.plan.annotations.segmentation_classes import VOC_CLASSES, VOC_VOID_COLOUR, voc_palette
 from beam_tfrecord.plan.listing import InputFile, list_inputs
+from beam_tfrecord.plan.sources.base import Listing, LoadRequest, SourceError, SourceFormat
 
-__all__ = ["load"]
+__all__ = ["FORMAT", "Voc", "read_xmls"]
 
 STANDARD_IMAGES = "JPEGImages"
 STANDARD_ANNOTATIONS = "Annotations"
 # Image folder -> annotation folders beside it: VOC's devkit, and the `images/` +
 # `annotations/` pair of LabelImg, Roboflow and Kaggle exports.
 ANNOTATION_FOLDERS = {STANDARD_IMAGES: (STANDARD_ANNOTATIONS,), "images": ("annotations", "Annotations")}
+# Where VOC-layout masks are, in the order looked for: labelme2voc's PNGs (its
+# SegmentationClass/ holds .npy arrays), VOC's own palette PNGs, then DeepLab's single-channel
+# copies (remove_gt_colormap.py's SegmentationClassRaw/) and the SBD-augmented set's.
+MASK_FOLDERS = (
+    "SegmentationClassPNG",
+    "SegmentationClass",
+    "SegmentationClassRaw",
+    "SegmentationClassAug",
+)
 _TRUE = {"1", "true", "yes"}
 _FALSE = {"0", "false", "no", ""}
 
@@ -163,7 +196,9 @@ def _external(folder: AnnotationPath) -> list[InputFile]:
     try:
         return [f for f in list_inputs(folder.path) if f.relpath.lower().endswith(".xml")]
     except ValueError:
-        raise ValueError(f"annotations_path {folder.path} does not exist or holds no files") from None
+        raise SourceError(
+            f"{folder.path} does not exist or holds no files", field="annotations_path", file=folder.path
+        ) from None
 
 
 def _standard(relpath: str) -> list[str]:
@@ -179,7 +214,7 @@ def _standard(relpath: str) -> list[str]:
     return []
 
 
-def load(listed: Catalog, folder: AnnotationPath | None = None) -> AnnotationSet:
+def read_xmls(listed: Catalog, folder: AnnotationPath | None = None) -> AnnotationSet:
     """Every listed image's objects from its XML (see the module docstring for where it is)."""
     external = _external(folder) if folder is not None else []
     by_stem = {stem(f.relpath): f for f in external}
@@ -249,12 +284,28 @@ def load(listed: Catalog, folder: AnnotationPath | None = None) -> AnnotationSet
     for relpath in unannotated:
         images[relpath] = ImageAnnotations((), posixpath.basename(relpath))
 
+    unmatched = _orphans(listed, external, used)
+    class_names = sorted({obj.class_name for found_image in images.values() for obj in found_image.objects})
+    return AnnotationSet(
+        format="voc",
+        class_names=tuple(class_names),
+        images=images,
+        unannotated=frozenset(unannotated),
+        problems=tuple(sorted(problems)),
+        sources=sources,
+        unmatched=tuple(unmatched),
+        dropped=tuple(dropped),
+    )
+
+
+def _orphans(listed: Catalog, external: Sequence[InputFile], used: set[str]) -> list[UnmatchedEntry]:
+    """XMLs no listed image claims: each an entry of annotations_without_image, with its objects."""
     unclaimed: dict[str, InputFile] = {}  # by path: annotations_path may lie under the input
-    for file in [*annotation_files.values(), *external]:
+    for file in [*listed.annotation_files.values(), *external]:
         if file.path not in used and file.relpath.lower().endswith(".xml"):
             unclaimed.setdefault(file.path, file)
     orphans = list(unclaimed.values())
-    unmatched = []
+    unmatched: list[UnmatchedEntry] = []
     parsed_orphans = _parse_all(orphans, listed)
     for file in orphans:
         result = parsed_orphans[file.path]
@@ -274,17 +325,7 @@ def load(listed: Catalog, folder: AnnotationPath | None = None) -> AnnotationSet
                 )
             )
 
-    class_names = sorted({obj.class_name for found_image in images.values() for obj in found_image.objects})
-    return AnnotationSet(
-        kind="voc",
-        class_names=tuple(class_names),
-        images=images,
-        unannotated=frozenset(unannotated),
-        problems=tuple(sorted(problems)),
-        sources=sources,
-        unmatched=tuple(unmatched),
-        dropped=tuple(dropped),
-    )
+    return unmatched
 
 
 def _display(file: InputFile, listed: Catalog) -> str:
@@ -315,3 +356,176 @@ def _parse_all(files: Sequence[InputFile], listed: Catalog) -> dict[str, _Parsed
         except _Rejected as rejected:
             results[path] = rejected
     return results
+
+
+class _Xmls(ObjectFiles):
+    """Pascal VOC's XMLs: one folder of them (or one XML) named, else found beside the pictures."""
+
+    def given(self, path: str, task: str) -> bool:
+        return not path.endswith((".json", ".json.gz", ".yaml", ".yml", ".txt"))
+
+    def outside_pictures(self, listed: Catalog) -> dict[str, str]:
+        """A Pascal VOC devkit listed from its root holds, beside JPEGImages/, the segmentation masks
+        (SegmentationClass/, SegmentationObject/): PNGs that are no picture of the detection dataset,
+        and, taken for pictures without annotations, 5,826 of them would be negatives. Where any
+        picture is in a JPEGImages/ folder, every listed image outside one -> what it is."""
+        images = listed.images
+        if not any("JPEGImages" in r.split("/")[:-1] for r in images):
+            return {}
+        found = {}
+        for relpath in images:
+            if "JPEGImages" not in relpath.split("/")[:-1]:
+                folder = posixpath.basename(posixpath.dirname(relpath)) or "--input"
+                found[relpath] = (
+                    f"an image outside JPEGImages/ ({folder}/), not a picture of the Pascal VOC devkit"
+                )
+        return found
+
+    def locate(
+        self, base: str, listed: Catalog, paths: tuple[AnnotationPath, ...], keypoints: bool
+    ) -> Located:
+        """`Annotations/` beside `JPEGImages/`, `annotations/` (or `Annotations/`) beside
+        `images/`, and the devkit's `ImageSets/Main/*.txt`."""
+        catalog = listed
+        index = component(base, ("JPEGImages", "images"))
+        if index is None:
+            return Located(catalog, paths=paths)
+        parts = base.split("/")
+        root, prefix = "/".join(parts[:index]), "/".join(parts[index:]) + "/"
+        folders: tuple[str, ...] = (
+            ("Annotations",) if parts[index] == "JPEGImages" else ("annotations", "Annotations")
+        )
+        if paths:  # annotations_path says where the XMLs are: only the split lists are looked for
+            folders = ()
+        beside: dict[str, InputFile] = {}
+        looked = []
+        for name in folders:
+            folder = "/".join([root, name, *parts[index + 1 :]])
+            found = under(root, folder, listed_under(folder, (".xml",)))
+            if found:
+                looked.append(folder)
+                beside |= found
+        sets = join(root, "ImageSets/Main")
+        beside |= under(root, sets, listed_under(join(sets, "*.txt"), (".txt",)))
+        if not beside:
+            return Located(catalog, paths=paths)
+        return Located(rerooted(catalog, prefix, beside), prefix, root, tuple(looked), paths)
+
+    def read(self, located: Located, request: LoadRequest) -> AnnotationSet:
+        return read_xmls(located.catalog, located.paths[0] if located.paths else None)
+
+    def declared(
+        self, result: AnnotationSet, located: Located, paths: tuple[AnnotationPath, ...]
+    ) -> AnnotationSet:
+        return dataclasses.replace(result, declared=declared.voc_splits(located))
+
+
+class _Masks(MaskLayout):
+    """`JPEGImages/x.jpg` with `SegmentationClass/x.png` (labelme2voc's `SegmentationClassPNG/`
+    first, where its `SegmentationClass/` holds `.npy` arrays; DeepLab's `SegmentationClassRaw/`
+    or the augmented `SegmentationClassAug/` where there is no `SegmentationClass/`); splits from
+    `ImageSets/Segmentation/*.txt`; names from `class_names.txt` or `labels.txt`, else VOC's 21."""
+
+    def pairing(self, settings: SegmentationSettings, given: str | None, base: str) -> Pairing:
+        def candidates(root: str, folder: str, rest: str) -> list[tuple[str, str]]:
+            key = stem(rest)
+            return [(join(root, name), key + ".png") for name in MASK_FOLDERS]
+
+        return Pairing(named_folder("JPEGImages"), candidates, lambda place: None)
+
+    def has_folders(self, names: frozenset[str]) -> bool:
+        return "JPEGImages" in names and bool(names & set(MASK_FOLDERS))
+
+    def class_names(
+        self, root: str, settings: SegmentationSettings, found: Found
+    ) -> tuple[tuple[str, ...], str]:
+        return VOC_CLASSES, "Pascal VOC's 21 class names"
+
+    def rule(
+        self, class_names: tuple[str, ...], settings: SegmentationSettings, found: Found
+    ) -> tuple[MaskRule, str]:
+        ignore = settings.ignore
+        rule = MaskRule(len(class_names), ignore, voc_palette(len(class_names)), (VOC_VOID_COLOUR,))
+        return checked_rule(rule, class_names), f"palette indices are class ids, {ignore} ignored"
+
+    def declared(
+        self, fmt: SourceFormat, root: str, pictures: Sequence[InputFile], found: Found
+    ) -> DeclaredSplits | None:
+        return _segmentation_lists(root, pictures)
+
+
+def _segmentation_lists(root: str, pictures: Sequence[InputFile]) -> DeclaredSplits | None:
+    """Each picture's split from the devkit's `ImageSets/Segmentation` lists (DeepLab's augmented
+    set's `train_aug.txt` too)."""
+    folder = join(root, "ImageSets/Segmentation")
+    lists = {}
+    for name in ("train", "val", "test", "trainval", "train_aug", "trainaug", "val_aug"):
+        path = join(folder, f"{name}.txt")
+        if not storage.is_file(path, if_remote=True):
+            continue
+        try:
+            lists[name] = read_one(path).decode("utf-8", "replace").split()
+        except Exception:  # absent on gs://
+            continue
+    if "trainval" in lists and ("train" in lists or "val" in lists):
+        del lists["trainval"]
+    if not lists:
+        return None
+    claims: dict[str, list[str]] = defaultdict(list)
+    for name, ids in lists.items():  # DeepLab's augmented set's train_aug.txt is a train list too
+        word = name.removesuffix("_aug").removesuffix("aug")
+        split = "train" if word == "trainval" else (split_name(word) or word)
+        for item in ids:
+            claims[item].append(split)
+    split_of, conflicts = {}, {}
+    for file in pictures:
+        key = posixpath.basename(stem(file.relpath))
+        splits = sorted(set(claims.get(key, ())))
+        if len(splits) > 1:
+            conflicts[file.relpath] = " and ".join(f"ImageSets/Segmentation ({s})" for s in splits)
+        elif splits:
+            split_of[file.relpath] = splits[0]
+    names = tuple(n for n in ("train", "validation", "test") if n in split_of.values())
+    source = f"Pascal VOC split lists (ImageSets/Segmentation: {', '.join(sorted(lists))})"
+    return DeclaredSplits(source, names, split_of, conflicts)
+
+
+_XML_FILES = _Xmls()
+_MASKS = _Masks()
+
+
+class Voc(SourceFormat):
+    name = "voc"
+    title = "Pascal VOC"
+    tasks = ("detection", "segmentation")
+    help = "Pascal VOC: an XML per picture (detection), a mask PNG per picture (segmentation)"
+    looked_for: ClassVar[Mapping[str, str]] = {
+        "detection": "Annotations/ beside JPEGImages/, annotations/ beside images/, an XML beside each "
+        "picture",
+        "segmentation": "SegmentationClass/ (or labelme2voc's SegmentationClassPNG/) beside JPEGImages/",
+    }
+    searched_as: ClassVar[Mapping[str, str]] = {"detection": "VOC XMLs"}
+    layout_as = "Pascal VOC XMLs"
+    instead_as = "XML files (Pascal VOC)"
+    options = ("path", "label_map", "allow_unmatched_annotations", "declared_splits", "ignore_value")
+    suffixes = (".xml",)
+
+    def claims(self, relpath: str, task: str) -> bool:
+        return task == "detection" and relpath.lower().endswith(".xml")
+
+    def evident(self, count: int, pictures: int) -> bool:
+        """XML is a common extension: a tree is a VOC one when its XMLs are half its pictures."""
+        return count * 2 >= max(1, pictures)
+
+    def score(self, task: str, listing: Listing) -> float:
+        if task == "segmentation":
+            return score_masks(_MASKS, listing)
+        return score_objects(self, _XML_FILES, task, listing)
+
+    def load(self, request: LoadRequest) -> AnnotationSet:
+        if request.task == "segmentation":
+            return load_segmentation(self, _MASKS, request)
+        return load_objects(self, _XML_FILES, request)
+
+
+FORMAT = Voc()

@@ -23,16 +23,18 @@ gives ids 0, 1, 2.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import posixpath
 from collections import defaultdict
-from collections.abc import Sequence
-from typing import Any, Literal, NamedTuple, overload
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Literal, NamedTuple, overload
 
 import yaml
 
-from beam_tfrecord import reasons
+from beam_tfrecord import reasons, storage
 from beam_tfrecord.elements import ImageAnnotations, ObjectBox, Polygon
+from beam_tfrecord.plan.annotations import declared
 from beam_tfrecord.plan.annotations.catalog import (
     MAX_IMAGE_ANNOTATION_BYTES,
     Catalog,
@@ -41,11 +43,23 @@ from beam_tfrecord.plan.annotations.catalog import (
     read_one,
     stem,
 )
+from beam_tfrecord.plan.annotations.locate import (
+    Located,
+    component,
+    join,
+    listed_under,
+    parents,
+    relative_to,
+    rerooted,
+    under,
+)
+from beam_tfrecord.plan.annotations.objects import ObjectFiles, load_objects, score_objects
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ImageProblem, ObjectNote, UnmatchedEntry
 from beam_tfrecord.plan.listing import InputFile
+from beam_tfrecord.plan.sources.base import Listing, LoadRequest, SourceError, SourceFormat
 
-__all__ = ["class_names", "is_label_file", "load"]
+__all__ = ["FORMAT", "NamesNotFound", "Yolo", "class_names", "is_label_file", "read_labels"]
 
 YAML_EXTENSIONS = (".yaml", ".yml")
 CLASSES_TXT = "classes.txt"
@@ -54,7 +68,13 @@ MAX_NAMES_BYTES = 4 * 2**20
 LABELS_DIR = "labels"
 NAMES_NOT_FOUND = "YOLO class names not found"
 NAMES_READ = "YOLO class names, read"
+# How YOLO numbers its classes, for an append's refusal.
+NUMBERED_BY = "YOLO's class indices"
 _BOX_FORMAT = "expected 'class cx cy w h' or a polygon 'class x1 y1 x2 y2 x3 y3 ...'"
+
+
+class NamesNotFound(SourceError):
+    """No names file under the input nor named: a tree with label files cannot be read without."""
 
 
 class _Rejected(Exception):
@@ -77,16 +97,17 @@ def class_names(listed: Catalog, names_path: AnnotationPath | None = None) -> tu
         if names is not None:
             found.append((relpath, names))
     if len({tuple(names.items()) for _, names in found}) > 1:
-        raise ValueError(
+        raise SourceError(
             f"YOLO class names: {found[0][0]} and {found[1][0]} give different names; "
-            "name the right one with annotations_path"
+            "name the right one with annotations_path",
+            file=found[0][0],
         )
     if found:
         return found[0][1], found[0][0]
     texts = sorted((r for r in files if posixpath.basename(r).lower() == CLASSES_TXT), key=_depth_first)
     if texts:
         return _names_from(_read_names(files[texts[0]].path, texts[0]), texts[0]), texts[0]
-    raise ValueError(
+    raise NamesNotFound(
         f"{NAMES_NOT_FOUND}: no YAML file with 'names' (data.yaml) and no classes.txt under the "
         "input; name one with annotations_path"
     )
@@ -97,10 +118,12 @@ def _read_names(path: str, display: str) -> bytes:
     try:
         data = read_one(path)
     except Exception as error:
-        raise ValueError(f"YOLO class names: {display} cannot be read: {describe_error(error)}") from None
+        raise SourceError(
+            f"YOLO class names: {display} cannot be read: {describe_error(error)}", file=display
+        ) from None
     if len(data) > MAX_NAMES_BYTES:
         size = f"{len(data) / 2**20:.0f} MiB"
-        raise ValueError(f"YOLO class names: {display} is {size}, too large for a names file")
+        raise SourceError(f"YOLO class names: {display} is {size}, too large for a names file", file=display)
     return data
 
 
@@ -118,14 +141,14 @@ def _names_from(data: bytes, display: str, optional: bool = False) -> dict[int, 
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise ValueError(f"YOLO class names: {display} is not UTF-8 text") from None
+        raise SourceError(f"YOLO class names: {display} is not UTF-8 text", file=display) from None
     if not display.lower().endswith(YAML_EXTENSIONS):
         lines = text.splitlines()
         while lines and not lines[-1].strip():
             lines.pop()
         for number, line in enumerate(lines, start=1):
             if not line.strip():
-                raise ValueError(f"YOLO class names: {display} line {number} is blank")
+                raise SourceError(f"YOLO class names: {display} line {number} is blank", file=display)
         return _checked({index: line.strip() for index, line in enumerate(lines)}, display)
     try:
         document = yaml.safe_load(text)
@@ -133,11 +156,13 @@ def _names_from(data: bytes, display: str, optional: bool = False) -> dict[int, 
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise ValueError(f"YOLO class names: {display} is not valid YAML: {problem}{where}") from None
+        raise SourceError(
+            f"YOLO class names: {display} is not valid YAML: {problem}{where}", file=display
+        ) from None
     if not isinstance(document, dict) or "names" not in document:
         if optional:
             return None
-        raise ValueError(f"YOLO class names: {display} has no 'names'")
+        raise SourceError(f"YOLO class names: {display} has no 'names'", file=display)
     raw = document["names"]
     if isinstance(raw, list):
         names = dict(enumerate(raw))
@@ -147,16 +172,24 @@ def _names_from(data: bytes, display: str, optional: bool = False) -> dict[int, 
             try:
                 index = int(key)
             except (TypeError, ValueError):
-                raise ValueError(f"YOLO class names: {display} names class {key!r}, not an index") from None
+                raise SourceError(
+                    f"YOLO class names: {display} names class {key!r}, not an index", file=display
+                ) from None
             if index < 0 or isinstance(key, bool | float):
-                raise ValueError(f"YOLO class names: {display} names class {key!r}, not an index")
+                raise SourceError(
+                    f"YOLO class names: {display} names class {key!r}, not an index", file=display
+                )
             names[index] = value
     else:
-        raise ValueError(f"YOLO class names: {display}'s 'names' is neither a list nor a mapping")
+        raise SourceError(
+            f"YOLO class names: {display}'s 'names' is neither a list nor a mapping", file=display
+        )
     checked = _checked(names, display)
     count = document.get("nc")
     if count is not None and count != len(checked):
-        raise ValueError(f"YOLO class names: {display} says nc: {count} but names {len(checked)} classes")
+        raise SourceError(
+            f"YOLO class names: {display} says nc: {count} but names {len(checked)} classes", file=display
+        )
     return checked
 
 
@@ -168,15 +201,17 @@ def _checked(names: dict[int, Any], display: str) -> dict[int, str]:
         if not isinstance(value, str | int | float) or isinstance(value, bool):
             # Never str() a list or mapping: YAML aliases can nest one into billions of items.
             what = type(value).__name__
-            raise ValueError(f"YOLO class names: {display} gives class {index} a {what}, not a name")
+            raise SourceError(
+                f"YOLO class names: {display} gives class {index} a {what}, not a name", file=display
+            )
         name = str(value).strip()
         if not name:
-            raise ValueError(f"YOLO class names: {display} gives class {index} no name")
+            raise SourceError(f"YOLO class names: {display} gives class {index} no name", file=display)
         if name in checked.values():
-            raise ValueError(f"YOLO class names: {display} names {name!r} twice")
+            raise SourceError(f"YOLO class names: {display} names {name!r} twice", file=display)
         checked[index] = name
     if not checked:
-        raise ValueError(f"YOLO class names: {display} names no class")
+        raise SourceError(f"YOLO class names: {display} names no class", file=display)
     return checked
 
 
@@ -207,7 +242,9 @@ def pose_shape(
         listed_file = listed.annotation_files.get(names_file)
         path, shown = (listed_file.path if listed_file is not None else names_file), names_file
     if not shown.lower().endswith(YAML_EXTENSIONS):
-        raise ValueError(f"YOLO pose labels need kpt_shape, which a data.yaml declares; {shown} is not one")
+        raise SourceError(
+            f"YOLO pose labels need kpt_shape, which a data.yaml declares; {shown} is not one", file=shown
+        )
     document = yaml.safe_load(_read_names(path, shown).decode("utf-8-sig"))
     shape = document.get("kpt_shape") if isinstance(document, dict) else None
     if not (
@@ -217,7 +254,9 @@ def pose_shape(
         and shape[0] > 0
         and shape[1] in (2, 3)
     ):
-        raise ValueError(f"YOLO class names: {shown} declares no kpt_shape: [points, 2 or 3] for pose labels")
+        raise SourceError(
+            f"YOLO class names: {shown} declares no kpt_shape: [points, 2 or 3] for pose labels"
+        )
     raw = document.get("kpt_names") or {}
     point_names: dict[int, tuple[str, ...]] = {}
     if isinstance(raw, dict):
@@ -312,7 +351,7 @@ def _is_float(token: str) -> bool:
     return True
 
 
-def load(
+def read_labels(
     listed: Catalog, names_path: AnnotationPath | None = None, masks: bool = True, keypoints: bool = False
 ) -> AnnotationSet:
     """Every listed image's objects from its label file (see the module docstring); with
@@ -385,7 +424,7 @@ def load(
     if names_file in files:
         sources[names_file] = NAMES_READ
     return AnnotationSet(
-        kind="yolo",
+        format="yolo",
         class_names=tuple(names[index] for index in sorted(names)),
         images=images,
         unannotated=frozenset(unannotated),
@@ -400,6 +439,7 @@ def load(
         }
         if pose is not None
         else {},
+        numbered_by=NUMBERED_BY,
     )
 
 
@@ -439,3 +479,153 @@ def _parse_all(
         except _Rejected as rejected:
             results[file.relpath] = rejected
     return results
+
+
+def _locate(base: str, catalog: Catalog, paths: tuple[AnnotationPath, ...]) -> Located:
+    """Ultralytics' rule on the image's whole path (the last `/images/` becomes `/labels/`), so
+    `ds/labels/...` is listed for `--input ds/images/...`, with `ds/*.yaml` and `ds/classes.txt`;
+    without names there, the dataset's data.yaml a level or two up."""
+    located = _yolo_labels(base, catalog, paths)
+    if located.paths or any(_is_names_file(r) for r in located.catalog.annotation_files):
+        return located
+    # No names under the input: the dataset's data.yaml a level or two up (a Roboflow export's
+    # is beside its split folders), named as if given.
+    for folder in parents(located.root or base)[:2]:
+        found = sorted(
+            (f for f in _names_files(folder).values() if _has_names(f)),
+            key=lambda f: (not f.relpath.lower().endswith(YAML_EXTENSIONS), f.relpath),
+        )
+        if found:
+            return dataclasses.replace(located, paths=(AnnotationPath(found[0].path),))
+    return located
+
+
+def _has_names(file: InputFile) -> bool:
+    """A classes.txt, or a YAML file with `names` (never another project's YAML above the input)."""
+    if not file.relpath.lower().endswith(YAML_EXTENSIONS):
+        return True
+    if file.size > 4 * 2**20:
+        return False
+    try:
+        document = yaml.safe_load(read_one(file.path).decode("utf-8-sig"))
+    except Exception:  # not this dataset's names file
+        return False
+    return isinstance(document, dict) and "names" in document
+
+
+def _is_names_file(relpath: str) -> bool:
+    return relpath.lower().endswith(YAML_EXTENSIONS) or posixpath.basename(relpath).lower() == "classes.txt"
+
+
+def _yolo_labels(base: str, catalog: Catalog, paths: tuple[AnnotationPath, ...]) -> Located:
+    folders = [p for p in paths if storage.is_folder(p.path)]
+    names = tuple(p for p in paths if p not in folders)
+    if folders:  # the labels folder, named
+        labels = folders[0].path.rstrip("/")
+        found = listed_under(labels, (".txt", ".yaml", ".yml"))
+        root = next((r for r in parents(labels) if relative_to(base, r) is not None), "")
+        under_root = relative_to(base, root) if root else None
+        if under_root is not None and "labels" in (relative_to(labels, root) or "").split("/"):
+            prefix = under_root + "/" if under_root else ""
+            beside = under(root, labels, found)
+            beside |= _names_files(root)
+        else:  # no common dataset root: the images as `images/`, the labels as `labels/`
+            root, prefix = posixpath.dirname(labels), "images/"
+            beside = {
+                f"labels/{f.relpath}": dataclasses.replace(f, relpath=f"labels/{f.relpath}") for f in found
+            }
+            index = component(base, ("images",))
+            beside |= _names_files("/".join(base.split("/")[:index]) if index else posixpath.dirname(base))
+        return Located(rerooted(catalog, prefix, beside), prefix, root, (labels,), names)
+    index = component(base, ("images",))
+    if index is None:
+        return Located(catalog, paths=paths)
+    parts = base.split("/")
+    root, prefix = "/".join(parts[:index]), "/".join(parts[index:]) + "/"
+    labels = "/".join([root, "labels", *parts[index + 1 :]])
+    beside = under(root, labels, listed_under(labels, (".txt",)))
+    if not beside:
+        return Located(catalog, paths=paths)
+    beside |= _names_files(root)
+    return Located(rerooted(catalog, prefix, beside), prefix, root, (labels,), names)
+
+
+def _names_files(root: str) -> dict[str, InputFile]:
+    """A YOLO dataset's own names files at its root: `*.yaml` (data.yaml) and `classes.txt`."""
+    found: dict[str, InputFile] = {}
+    for pattern in ("*.yaml", "*.yml", "classes.txt"):
+        found |= under(root, root, listed_under(join(root, pattern)))
+    return found
+
+
+class _Labels(ObjectFiles):
+    """YOLO's label files, and the one names file (`data.yaml`, `classes.txt`) or labels folder
+    named with annotations_path."""
+
+    def given(self, path: str, task: str) -> bool:
+        return path.endswith((".yaml", ".yml", ".txt")) or (
+            task == "keypoints" and not path.endswith((".json", ".json.gz"))
+        )
+
+    def locate(
+        self, base: str, listed: Catalog, paths: tuple[AnnotationPath, ...], keypoints: bool
+    ) -> Located:
+        return _locate(base, listed, paths)
+
+    def read(self, located: Located, request: LoadRequest) -> AnnotationSet:
+        """YOLO's labels; a tree with neither class names nor label files is one that nothing
+        matches (the planner says so, with what is there instead), not a missing names file."""
+        listed = located.catalog
+        names = located.paths[0] if located.paths else None
+        try:
+            return read_labels(listed, names, request.masks, request.task == "keypoints")
+        except NamesNotFound:
+            if names is not None or any(is_label_file(r) for r in listed.annotation_files):
+                raise
+            images = {relpath: ImageAnnotations((), stem(relpath)) for relpath in listed.images}
+            return AnnotationSet("yolo", (), images, unannotated=frozenset(listed.images))
+
+    def declared(
+        self, result: AnnotationSet, located: Located, paths: tuple[AnnotationPath, ...]
+    ) -> AnnotationSet:
+        given = located.paths[0].path if located.paths else None
+        return dataclasses.replace(result, declared=declared.yolo_splits(located, located.catalog, given))
+
+    def names_from(self, located: Located, result: AnnotationSet) -> str:
+        if located.paths:
+            return located.paths[0].path
+        read = [r for r, what in result.sources.items() if what == NAMES_READ]
+        return read[0] if read else ""
+
+
+_LABEL_FILES = _Labels()
+
+
+class Yolo(SourceFormat):
+    name = "yolo"
+    title = "YOLO"
+    tasks = ("detection", "keypoints")
+    help = "Ultralytics' YOLO labels: a .txt per picture in labels/, class names in data.yaml"
+    looked_for: ClassVar[Mapping[str, str]] = {
+        "detection": "labels/ mirroring images/ (Ultralytics' rule, beside --input too), a .txt beside "
+        "each picture",
+        "keypoints": "labels/ mirroring images/ (Ultralytics' rule, beside --input too), a .txt beside "
+        "each picture",
+    }
+    searched_as: ClassVar[Mapping[str, str]] = {"detection": "YOLO labels/", "keypoints": "YOLO labels/"}
+    layout_as = "YOLO labels/*.txt"
+    instead_as = "labels/*.txt (YOLO)"
+    options = ("path", "masks", "label_map", "allow_unmatched_annotations", "declared_splits")
+    suffixes = (".txt",)
+
+    def claims(self, relpath: str, task: str) -> bool:
+        return task in self.tasks and is_label_file(relpath)
+
+    def score(self, task: str, listing: Listing) -> float:
+        return score_objects(self, _LABEL_FILES, task, listing)
+
+    def load(self, request: LoadRequest) -> AnnotationSet:
+        return load_objects(self, _LABEL_FILES, request)
+
+
+FORMAT = Yolo()

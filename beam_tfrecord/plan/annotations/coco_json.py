@@ -1,29 +1,13 @@
-"""COCO instances files (`instances_*.json`) -> each listed image's objects.
+"""A COCO JSON file (instances or keypoints) read in one pass, in chunks, without building its
+whole tree: the top-level object is walked here and each element of `images` and `annotations` is
+decoded alone (`json.JSONDecoder.raw_decode`) and kept only as a small slotted record, so the
+launcher holds a chunk of the text and the compact records, never the file nor a dict per
+annotation, and needs a fraction of `json.load`'s memory
+(docs/performance.md#the-coco-launchers-choices-measured). Keys may come in any order.
 
-A file is read in one pass, in chunks, without building its whole tree: the top-level object is
-walked here and each element of `images` and `annotations` is decoded alone
-(`json.JSONDecoder.raw_decode`) and kept only as a small slotted record, so the launcher holds a
-chunk of the text and the compact records, never the file nor a dict per annotation, and needs
-a fraction of `json.load`'s memory (docs/performance.md#the-coco-launchers-choices-measured).
-Keys may come in any order.
-
-Labels: category names in the order of their category ids (sorted numerically), label id = the
-position in that order, counting from 0 (COCO's 80 categories, ids 1..90 with gaps, become
-0..79). Several files must give a category id the same name; two ids with one name are one class.
-
-Keypoints (`load(..., keypoints=True)`, a keypoints run): the files are `person_keypoints_*.json`
-(or instances-named files whose categories carry `keypoints`); each category's `keypoints` names
-and `skeleton` (1-based pairs) are read, and each annotation's `keypoints` (`x, y, v` triples, v
-as COCO defines it, floats included) kept with its box, padded with unlabelled points to the run's
-most points of a category. A detection run counts the annotations that carry labelled points, so
-it can say it leaves them out.
-
-An image entry's `file_name` is matched to a listed file by its relative path, else by a unique
-path suffix (`x.jpg` or `train2017/x.jpg` finds `coco/train2017/x.jpg`). When several listed
-files match, the one under a folder named after the annotation file (`train2017` for
-`instances_train2017.json`) or its split wins; otherwise the entry is `ambiguous_image` and
-every matching file no other entry claims is rejected `ambiguous_annotation`, never silently
-treated as a negative.
+The reader the `coco` source (plan.sources.coco) drives: `read_file` gives a `CocoFile`, whose
+images, annotations (`_Raw`, checked), categories and keypoint names the source then matches to
+the listing.
 """
 
 from __future__ import annotations
@@ -31,28 +15,25 @@ from __future__ import annotations
 import codecs
 import json
 import math
-import posixpath
 import re
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, TypeGuard
 
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import reasons
-from beam_tfrecord.elements import ImageAnnotations, Mask, ObjectBox, Polygon, RunLengths
+from beam_tfrecord.elements import Mask, Polygon, RunLengths
 from beam_tfrecord.plan.annotations import rle as rle_lib
-from beam_tfrecord.plan.annotations.catalog import Catalog, describe_error, line_of, stem
+from beam_tfrecord.plan.annotations.catalog import describe_error, line_of
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
-from beam_tfrecord.plan.annotations.results import AnnotationSet, ImageProblem, ObjectNote, UnmatchedEntry
+from beam_tfrecord.plan.annotations.results import UnmatchedEntry
+from beam_tfrecord.plan.sources.base import SourceError
 
-__all__ = ["KEYPOINTS_NAME", "discover", "load"]
+__all__ = ["CocoFile", "CocoImage", "ImageId", "NotInstances", "is_image_id", "read_file", "short"]
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
-_INSTANCES = re.compile(r"^(instances_.*|_annotations\.coco)\.json$", re.IGNORECASE)
-KEYPOINTS_NAME = re.compile(r"^person_keypoints_.*\.json$", re.IGNORECASE)
-ROBOFLOW_NAME = "_annotations.coco.json"  # one per split folder, beside its images
 
 ImageId = int | str
 
@@ -61,7 +42,7 @@ class _Broken(Exception):
     """A file that is not a COCO instances file (bad JSON, or not COCO's shape)."""
 
 
-class _NotInstances(_Broken):
+class NotInstances(_Broken):
     """A well-formed COCO file of another kind (captions, keypoints, panoptic, results, an image
     list): the run is refused, never turned into images without objects."""
 
@@ -69,22 +50,8 @@ class _NotInstances(_Broken):
 _PASS = "pass the instances_*.json file beside it (--annotations_path, or leave it out to find it)"
 
 
-def discover(listed: Catalog, keypoints: bool = False) -> list[str]:
-    """The instances files under the input: every `instances_*.json` (and Roboflow's
-    `_annotations.coco.json`), else every `.json` in an `annotations/` folder; relpaths, sorted.
-    For keypoints, every `person_keypoints_*.json` first."""
-    files = listed.annotation_files
-    found = [r for r in files if keypoints and KEYPOINTS_NAME.match(posixpath.basename(r))]
-    found = found or [r for r in files if _INSTANCES.match(posixpath.basename(r))]
-    if not found:
-        found = [
-            r for r in files if r.lower().endswith(".json") and "annotations" in r.lower().split("/")[:-1]
-        ]
-    return sorted(found)
-
-
 @dataclass(slots=True)
-class _Image:
+class CocoImage:
     id: ImageId
     file_name: str
     width: int | None
@@ -107,12 +74,12 @@ class _Raw:
 
 
 @dataclass
-class _File:
+class CocoFile:
     """What one instances file says, or why it cannot be read (`broken`)."""
 
     source: AnnotationPath
     display: str
-    images: list[_Image] = field(default_factory=list)
+    images: list[CocoImage] = field(default_factory=list)
     annotations: dict[ImageId, list[_Raw]] = field(default_factory=lambda: defaultdict(list))
     categories: dict[ImageId, str] = field(default_factory=dict)
     supercategories: dict[ImageId, str] = field(default_factory=dict)
@@ -302,7 +269,7 @@ def _numbers(values: list[Any]) -> bool:
         return False
 
 
-def _image_id(value: Any) -> TypeGuard[ImageId]:
+def is_image_id(value: Any) -> TypeGuard[ImageId]:
     return (isinstance(value, int) and not isinstance(value, bool)) or (
         isinstance(value, str) and value != ""
     )
@@ -314,9 +281,9 @@ def _size(value: Any) -> int | None:
 
 def _parse_file(
     handle: BinaryIO, source: AnnotationPath, display: str, masks: bool, keypoints: bool = False
-) -> _File:
+) -> CocoFile:
     """One pass over an instances file; raises _Broken with the line and column."""
-    result = _File(source, display)
+    result = CocoFile(source, display)
     stream = _Stream(handle)
     seen: set[str] = set()
     image_index: dict[ImageId, int] = {}
@@ -324,7 +291,7 @@ def _parse_file(
     if not first:
         raise _Broken("is empty")
     if first == "[":
-        raise _NotInstances(
+        raise NotInstances(
             f"is a list: a COCO results file (detections a model made), not an instances file; {_PASS}"
         )
     for key in stream.members():
@@ -354,7 +321,7 @@ def _parse_file(
     if "images" not in seen:
         raise _Broken("has no 'images' list: not a COCO instances file")
     if "annotations" not in seen:
-        raise _NotInstances(
+        raise NotInstances(
             "has no 'annotations' list: an image list (as image_info_test2017.json), "
             f"not an instances file; {_PASS}"
         )
@@ -363,7 +330,7 @@ def _parse_file(
     return result
 
 
-def _parse_image(entry: Any, index: int, result: _File) -> _Image | None:
+def _parse_image(entry: Any, index: int, result: CocoFile) -> CocoImage | None:
     where = f"{result.display}#images[{index}]"
     if not isinstance(entry, dict):
         result.bad_entries.append(
@@ -371,7 +338,7 @@ def _parse_image(entry: Any, index: int, result: _File) -> _Image | None:
         )
         return None
     image_id, name = entry.get("id"), entry.get("file_name")
-    if not _image_id(image_id):
+    if not is_image_id(image_id):
         result.bad_entries.append(
             UnmatchedEntry(
                 where,
@@ -382,8 +349,8 @@ def _parse_image(entry: Any, index: int, result: _File) -> _Image | None:
         )
         return None
     if not isinstance(name, str) or not name.strip():
-        return _Image(image_id, "", None, None)  # `load` names it, with its objects
-    return _Image(image_id, name, _size(entry.get("width")), _size(entry.get("height")))
+        return CocoImage(image_id, "", None, None)  # `load` names it, with its objects
+    return CocoImage(image_id, name, _size(entry.get("width")), _size(entry.get("height")))
 
 
 def _parse_categories(value: Any) -> tuple[dict[ImageId, str], dict[ImageId, str]]:
@@ -393,7 +360,7 @@ def _parse_categories(value: Any) -> tuple[dict[ImageId, str], dict[ImageId, str
     categories: dict[ImageId, str] = {}
     supercategories: dict[ImageId, str] = {}
     for index, entry in enumerate(value):
-        if not isinstance(entry, dict) or not _image_id(entry.get("id")):
+        if not isinstance(entry, dict) or not is_image_id(entry.get("id")):
             raise _Broken(f"categories[{index}] has no id")
         name = entry.get("name")
         if not isinstance(name, str) or not name.strip():
@@ -436,21 +403,6 @@ def _parse_keypoint_names(
     return names, skeletons
 
 
-def _dataset_categories(parsed: Sequence[_File], categories: dict[ImageId, tuple[str, str]]) -> set[ImageId]:
-    """Categories that name the dataset, not a class: Roboflow's exports list the project itself as
-    category 0, the supercategory of every other category, and no annotation uses it. Kept, it
-    would be a class of no object and shift every real class id by one against the same
-    dataset's YOLO or VOC export."""
-    used = {raw.category for file in parsed for raws in file.annotations.values() for raw in raws}
-    supers = {c: s for file in parsed for c, s in file.supercategories.items()}
-    found = set()
-    for category_id, (name, _) in categories.items():
-        others = [c for c in categories if c != category_id]
-        if category_id not in used and others and all(supers.get(c) == name for c in others):
-            found.add(category_id)
-    return found
-
-
 def _not_instances(entry: dict) -> str | None:
     """What a COCO file of another task holds, from one annotation without a box: captions,
     keypoints only, or panoptic segments (None: an instances annotation)."""
@@ -466,7 +418,7 @@ def _not_instances(entry: dict) -> str | None:
     return None
 
 
-def _parse_annotation(entry: Any, index: int, result: _File, masks: bool, keypoints: bool = False) -> None:
+def _parse_annotation(entry: Any, index: int, result: CocoFile, masks: bool, keypoints: bool = False) -> None:
     is_object = isinstance(entry, dict)
     if (
         is_object
@@ -474,8 +426,8 @@ def _parse_annotation(entry: Any, index: int, result: _File, masks: bool, keypoi
         and not (keypoints and "keypoints" in entry)
         and (other := _not_instances(entry)) is not None
     ):
-        raise _NotInstances(f"is {other}, not an instances file; {_PASS}")
-    if not is_object or not _image_id(entry.get("image_id")):
+        raise NotInstances(f"is {other}, not an instances file; {_PASS}")
+    if not is_object or not is_image_id(entry.get("image_id")):
         what = "not an object" if not is_object else f"image_id {entry.get('image_id')!r}"
         result.bad_entries.append(
             UnmatchedEntry(
@@ -488,7 +440,7 @@ def _parse_annotation(entry: Any, index: int, result: _File, masks: bool, keypoi
         )
         return
     ann_id = entry.get("id")
-    ref: ImageId = ann_id if _image_id(ann_id) else f"[{index}]"
+    ref: ImageId = ann_id if is_image_id(ann_id) else f"[{index}]"
     box: tuple[float, float, float, float] | None = None
     drop = change = None
     mask: Mask = None
@@ -502,9 +454,9 @@ def _parse_annotation(entry: Any, index: int, result: _File, masks: bool, keypoi
         mask, change = _mask(segmentation, result.floats)
     if raw_box is not None:
         if not (isinstance(raw_box, list) and len(raw_box) == 4 and _numbers(raw_box)):
-            drop = (reasons.BAD_OBJECT.code, f"bbox {_short(raw_box)} is not [x, y, width, height]")
+            drop = (reasons.BAD_OBJECT.code, f"bbox {short(raw_box)} is not [x, y, width, height]")
         elif raw_box[2] <= 0 or raw_box[3] <= 0:
-            drop = (reasons.ZERO_AREA.code, f"bbox {_short(raw_box)} has no area")
+            drop = (reasons.ZERO_AREA.code, f"bbox {short(raw_box)} has no area")
         else:
             x, y, width, height = map(float, raw_box)
             box = (x, y, x + width, y + height)
@@ -517,9 +469,9 @@ def _parse_annotation(entry: Any, index: int, result: _File, masks: bool, keypoi
     if isinstance(points, str):  # malformed: the box is kept, its points are not
         change, points = change or (reasons.KEYPOINTS_MALFORMED.code, points), None
     if area is not None and not _number(area):
-        drop = drop or (reasons.BAD_OBJECT.code, f"area {_short(area)} is not a number")
+        drop = drop or (reasons.BAD_OBJECT.code, f"area {short(area)} is not a number")
     if crowd not in (0, 1):
-        drop = drop or (reasons.BAD_OBJECT.code, f"iscrowd {_short(crowd)} is not 0 or 1")
+        drop = drop or (reasons.BAD_OBJECT.code, f"iscrowd {short(crowd)} is not 0 or 1")
     if drop is not None:
         mask = change = None
     result.annotations[entry["image_id"]].append(
@@ -542,9 +494,9 @@ def _keypoints(value: Any) -> tuple[float, ...] | str | None:
     if value is None or value == []:
         return None
     if not isinstance(value, list) or len(value) % 3 or not _numbers(value):
-        return f"keypoints {_short(value)} are not x, y, v triples"
+        return f"keypoints {short(value)} are not x, y, v triples"
     if any(v not in (0, 1, 2) for v in value[2::3]):
-        return f"keypoints {_short(value)} have a visibility that is not 0, 1 or 2"
+        return f"keypoints {short(value)} have a visibility that is not 0, 1 or 2"
     return tuple(map(float, value))
 
 
@@ -582,7 +534,7 @@ def _mask(segmentation: Any, floats: _Floats) -> tuple[Mask, tuple[str, str] | N
         if not (isinstance(size, list) and len(size) == 2 and all(_size(v) for v in size)):
             return None, (
                 reasons.MASK_MALFORMED.code,
-                f"run lengths with size {_short(size)}, not [height, width]",
+                f"run lengths with size {short(size)}, not [height, width]",
             )
         height, width = size
         try:
@@ -615,270 +567,18 @@ def _extent(mask: Mask) -> tuple[float, float, float, float] | None:
     return None
 
 
-def _short(value: Any) -> str:
+def short(value: Any) -> str:
     text = json.dumps(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _read(source: AnnotationPath, display: str, masks: bool, keypoints: bool = False) -> _File:
+def read_file(source: AnnotationPath, display: str, masks: bool, keypoints: bool = False) -> CocoFile:
     try:
         with FileSystems.open(source.path) as handle:  # a .gz file is read through gzip
             return _parse_file(handle, source, display, masks, keypoints)
-    except _NotInstances as error:
-        raise ValueError(f"{display} {error}") from None
+    except NotInstances as error:
+        raise SourceError(f"{display} {error}", file=display) from None
     except _Broken as error:
-        return _File(source, display, broken=f"{display} {error}")
+        return CocoFile(source, display, broken=f"{display} {error}")
     except Exception as error:  # any storage error, at open or mid-read
-        return _File(source, display, broken=f"{display} cannot be read: {describe_error(error)}")
-
-
-def _hints(source: AnnotationPath, display: str) -> list[str]:
-    """Folder names that settle an ambiguous file_name: `train2017` for
-    `instances_train2017.json`, and the file's split."""
-    name = posixpath.splitext(posixpath.basename(display))[0]
-    hints = [name.rsplit("_", 1)[1]] if name.lower().startswith(("instances_", "person_keypoints_")) else []
-    return hints + ([source.split] if source.split else [])
-
-
-def load(
-    listed: Catalog,
-    sources: Sequence[AnnotationPath],
-    displays: Sequence[str],
-    masks: bool = True,
-    keypoints: bool = False,
-) -> AnnotationSet:
-    """Every listed image's objects from the instances files `sources` (shown as `displays`,
-    relpaths for files under the input); with `keypoints`, each object's points too. Raises
-    ValueError when two files give one category id two names (the label order would be
-    undefined), or, with `keypoints`, when no category carries keypoints."""
-    parsed = [
-        _read(source, display, masks, keypoints) for source, display in zip(sources, displays, strict=True)
-    ]
-    categories: dict[ImageId, tuple[str, str]] = {}  # id -> (name, file that named it)
-    for file in parsed:
-        for category_id, name in file.categories.items():
-            if category_id in categories and categories[category_id][0] != name:
-                first = categories[category_id]
-                raise ValueError(
-                    f"annotations_path: category id {category_id} is {first[0]!r} in {first[1]} "
-                    f"but {name!r} in {file.display}"
-                )
-            categories.setdefault(category_id, (name, file.display))
-    for category_id in _dataset_categories(parsed, categories):
-        del categories[category_id]
-    ordered = sorted(categories, key=lambda c: (isinstance(c, str), c))
-    class_names = tuple(dict.fromkeys(categories[c][0] for c in ordered))
-    points = _point_sets(parsed, categories) if keypoints else None
-
-    claims: dict[str, list[tuple[_File, _Image]]] = defaultdict(list)
-    ambiguous: dict[str, list[str]] = defaultdict(list)
-    unmatched: list[UnmatchedEntry] = []
-    for file in parsed:
-        unmatched += file.bad_entries
-        hints = _hints(file.source, file.display)
-        for image in file.images:
-            where = f"{file.display}#image {image.id}"
-            if not image.file_name:
-                objects = len(file.annotations.pop(image.id, ()))
-                unmatched.append(
-                    UnmatchedEntry(where, "", reasons.BAD_ENTRY.code, "the image has no file_name", objects)
-                )
-                continue
-            found = listed.matches(image.file_name)
-            if len(found) > 1:
-                found = next(
-                    (
-                        kept
-                        for hint in hints
-                        if len(kept := [r for r in found if hint in r.split("/")[:-1]]) == 1
-                    ),
-                    found,
-                )
-            objects = len(file.annotations.get(image.id, ()))
-            if not found:
-                unmatched.append(
-                    UnmatchedEntry(
-                        where,
-                        image.file_name,
-                        reasons.MISSING_IMAGE.code,
-                        "no listed file has this name",
-                        objects,
-                    )
-                )
-            elif len(found) > 1:
-                unmatched.append(
-                    UnmatchedEntry(
-                        where,
-                        image.file_name,
-                        reasons.AMBIGUOUS_IMAGE.code,
-                        f"matches {len(found)} listed files: {', '.join(found[:5])}",
-                        objects,
-                    )
-                )
-                for relpath in found:
-                    ambiguous[relpath].append(f"{where} ({image.file_name!r})")
-            else:
-                claims[found[0]].append((file, image))
-        known = {image.id for image in file.images}
-        for image_id, raws in file.annotations.items():
-            if image_id not in known:
-                unmatched.append(
-                    UnmatchedEntry(
-                        f"{file.display}#annotation {raws[0].ref}",
-                        "",
-                        reasons.UNKNOWN_IMAGE.code,
-                        f"image id {image_id} is not in {file.display}'s images",
-                        len(raws),
-                    )
-                )
-
-    broken = [file.broken for file in parsed if file.broken]
-    images: dict[str, ImageAnnotations] = {}
-    problems: list[ImageProblem] = []
-    dropped: list[ObjectNote] = []
-    changed: list[ObjectNote] = []
-    unannotated = []
-    for relpath in listed.images:
-        entries = claims.get(relpath)
-        if entries and len(entries) > 1:
-            where = " and ".join(f"{file.display}#image {image.id}" for file, image in entries)
-            count = sum(len(file.annotations.get(image.id, ())) for file, image in entries)
-            problems.append(
-                ImageProblem(relpath, reasons.CONFLICTING_ANNOTATIONS.code, f"annotated by {where}", count)
-            )
-        elif entries:
-            file, image = entries[0]
-            images[relpath] = _annotations(relpath, file, image, categories, dropped, changed, points)
-        elif relpath in ambiguous:
-            problems.append(
-                ImageProblem(
-                    relpath,
-                    reasons.AMBIGUOUS_ANNOTATION.code,
-                    f"{' and '.join(ambiguous[relpath])} could be this file or another listed one",
-                )
-            )
-        elif broken:
-            problems.append(ImageProblem(relpath, reasons.BAD_ANNOTATION.code, "; ".join(broken)))
-        else:
-            unannotated.append(relpath)
-            images[relpath] = ImageAnnotations((), stem(relpath))
-    read = {
-        file.display: f"COCO instances file{f' of split {file.source.split}' if file.source.split else ''}"
-        + (", malformed (its images are rejected)" if file.broken else ", read")
-        for file in parsed
-        if file.display in listed.annotation_files
-    }
-    labelled = sum(file.labelled_keypoints for file in parsed)
-    warnings: tuple[str, ...] = ()
-    if labelled:  # labels the run was not asked for are said, never left out without a word
-        warnings = (
-            f"{labelled} annotations also hold keypoints, which a detection run leaves out: "
-            "--task keypoints stores them",
-        )
-    return AnnotationSet(
-        kind="coco",
-        class_names=class_names,
-        images=images,
-        unannotated=frozenset(unannotated),
-        sources=read,
-        problems=tuple(sorted(problems)),
-        unmatched=tuple(unmatched),
-        dropped=tuple(dropped),
-        changed=tuple(changed),
-        split_names=tuple(dict.fromkeys(s.split for s in sources if s.split)),
-        warnings=warnings,
-        task="keypoints" if keypoints else "detection",
-        keypoint_names={categories[c][0]: n for c, n in points.names.items()} if points else {},
-        skeletons={categories[c][0]: k for c, k in points.skeletons.items()} if points else {},
-    )
-
-
-@dataclass(frozen=True)
-class _PointSets:
-    """A keypoints run's categories' points: names and skeleton by category id, and the count
-    every object's points are padded to (the most of any category)."""
-
-    names: dict[ImageId, tuple[str, ...]]
-    skeletons: dict[ImageId, tuple[tuple[int, int], ...]]
-    count: int
-
-
-def _point_sets(parsed: Sequence[_File], categories: dict[ImageId, tuple[str, str]]) -> _PointSets:
-    names: dict[ImageId, tuple[str, ...]] = {}
-    skeletons: dict[ImageId, tuple[tuple[int, int], ...]] = {}
-    for file in parsed:
-        for category_id, found in file.keypoint_names.items():
-            if category_id in names and names[category_id] != found:
-                raise ValueError(
-                    f"annotations_path: category id {category_id} has other keypoints in {file.display}"
-                )
-            names[category_id] = found
-            skeletons[category_id] = file.skeletons.get(category_id, ())
-    names = {c: n for c, n in names.items() if c in categories}
-    if not names:
-        shown = ", ".join(file.display for file in parsed)
-        raise ValueError(
-            f"annotations_path: no category of {shown} carries keypoints (names): a keypoints run "
-            "reads person_keypoints_*.json files"
-        )
-    return _PointSets(names, {c: skeletons[c] for c in names}, max(len(n) for n in names.values()))
-
-
-def _annotations(
-    relpath: str,
-    file: _File,
-    image: _Image,
-    categories: dict[ImageId, tuple[str, str]],
-    dropped: list[ObjectNote],
-    changed: list[ObjectNote],
-    points: _PointSets | None = None,
-) -> ImageAnnotations:
-    """One image's objects; each raw record is released once its object is made. In a keypoints
-    run every object gets the run's count of points: its own (as many as its category names),
-    then unlabelled ones."""
-    objects = []
-    for raw in file.annotations.pop(image.id, ()):
-        ref = f"{file.display}#annotation {raw.ref}"
-        if raw.drop is not None:
-            dropped.append(ObjectNote(relpath, raw.drop[0], f"{ref}: {raw.drop[1]}"))
-            continue
-        category = categories.get(raw.category) if _image_id(raw.category) else None
-        if category is None:
-            dropped.append(
-                ObjectNote(
-                    relpath,
-                    reasons.UNKNOWN_CATEGORY.code,
-                    f"{ref}: category_id {_short(raw.category)} is not in categories",
-                )
-            )
-            continue
-        mask, change = raw.mask, raw.change
-        declared = (image.height, image.width)
-        if isinstance(mask, RunLengths) and None not in declared and (mask.height, mask.width) != declared:
-            sizes = f"{mask.height}x{mask.width}, the image's {image.height}x{image.width}"
-            mask = None
-            change = (reasons.MASK_MALFORMED.code, f"run lengths over {sizes}")
-        keypoints = None
-        if points is not None:
-            own = raw.keypoints or ()
-            expected = 3 * len(points.names.get(raw.category, ()))
-            if own and len(own) != expected:
-                change = change or (
-                    reasons.KEYPOINTS_MALFORMED.code,
-                    f"{len(own) // 3} keypoints, where its category names {expected // 3}",
-                )
-                own = ()
-            keypoints = own + (0.0,) * (3 * points.count - len(own))
-        if change is not None:
-            changed.append(ObjectNote(relpath, change[0], f"{ref}: {change[1]}"))
-        assert raw.box is not None  # only a dropped annotation has none (_parse_annotation)
-        xmin, ymin, xmax, ymax = raw.box
-        objects.append(
-            ObjectBox(
-                xmin, ymin, xmax, ymax, category[0], raw.area, raw.crowd, mask=mask, source_ref=ref,
-                keypoints=keypoints,
-            )
-        )  # fmt: skip
-    return ImageAnnotations(
-        tuple(objects), str(image.id), width=image.width, height=image.height, split=file.source.split
-    )
+        return CocoFile(source, display, broken=f"{display} cannot be read: {describe_error(error)}")
