@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["TASKS", "TASK_NAMES", "Task", "task"]
+__all__ = ["DEFAULT", "TASKS", "TASK_NAMES", "Task", "task"]
 
 
 @dataclass(frozen=True)
@@ -27,12 +27,15 @@ class Task:
       help: what its labels are, in a line for `--help` and the docs.
       kinds: its kinds of label (`labels.KINDS`' names), in the order its stages take them.
       docs: its page under docs/.
+      negatives: a picture no annotation names is worth keeping as it is (a detection negative,
+        which teaches the model its background), not one to leave out (`--unannotated drop`).
     """
 
     name: str
     help: str
     kinds: tuple[str, ...]
     docs: str
+    negatives: bool = False
 
 
 TASKS: dict[str, Task] = {
@@ -49,6 +52,7 @@ TASKS: dict[str, Task] = {
             help="boxes (and instance masks) per picture, from COCO, Pascal VOC or YOLO annotations",
             kinds=("objects",),
             docs="detection.md",
+            negatives=True,
         ),
         Task(
             name="segmentation",
@@ -73,6 +77,8 @@ TASKS: dict[str, Task] = {
     )
 }
 TASK_NAMES: tuple[str, ...] = tuple(TASKS)
+# The task of a run given no `--task` and no `--annotations`: its labels come from the listing.
+DEFAULT = "classification"
 
 
 def task(name: str) -> Task:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from beam_tfrecord import reasons, storage
+from beam_tfrecord import reasons, storage, tasks
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import (
     DroppedObjectLine,
@@ -160,7 +160,7 @@ class Plan:
     annotations_changed: list[tuple[str, str | None]] = field(default_factory=list)
     # Where a classification run's splits came from, when its tree declares them (split folders).
     split_source: str = ""
-    task: str = "classification"  # the run's task (`tasks.TASKS`): its kinds of label
+    task: str = tasks.DEFAULT  # the run's task (`tasks.TASKS`): its kinds of label
     annotations: AnnotationFacts | None = None  # an annotated run's
     # Each of the run's kinds of label's plan facts (`labels.LabelKind.plan_facts`), by kind name.
     kinds: dict[str, Any] = field(default_factory=dict)
@@ -370,7 +370,7 @@ def _annotations(
         counts = MatchCounts.of(found)
         # Pictures without a mask left out on purpose (`--unannotated drop`) are no poor match.
         allow = options.allow_unmatched_annotations or (
-            found.task != "detection" and options.unannotated == "drop"
+            not tasks.task(found.task).negatives and options.unannotated == "drop"
         )
         if known is not None and whole:
             new = {f.relpath for f in files}
@@ -606,7 +606,7 @@ def _in_declared_splits(
 def _task_of(source: SourceConfig) -> str:
     """The run's task: its annotations' (given or found from their format), else classification."""
     options = source.annotations
-    return options.task if options is not None and options.task else "classification"
+    return options.task if options is not None and options.task else tasks.DEFAULT
 
 
 def _with_annotation_facts(

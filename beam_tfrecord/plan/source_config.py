@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from beam_tfrecord import tasks
 from beam_tfrecord.config_base import (
     GCS_OBJECT,
     GCS_PATH,
@@ -230,7 +231,7 @@ class SourceConfig(Config):
         object.__setattr__(self, "splits", dict(self.splits))
         if self.class_names is not None:
             object.__setattr__(self, "class_names", tuple(self.class_names))
-        if self.annotations is not None and self.annotations.task == "classification":
+        if self.annotations is not None and self.annotations.task == tasks.DEFAULT:
             object.__setattr__(self, "annotations", None)  # `--task classification`: the default
             object.__setattr__(self, "classification_asked", True)
         if self.annotations is not None:

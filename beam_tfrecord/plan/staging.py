@@ -24,6 +24,7 @@ from typing import Any
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecord import tasks
 from beam_tfrecord.elements import DroppedObjectLine, PlannedInput, RejectLine, ShardTask
 from beam_tfrecord.names import (
     PLAN_DIR,
@@ -91,7 +92,7 @@ class PlanFacts:
     manifest_unmatched: list[str] = field(default_factory=list)
     source: SourceConfig | None = None  # the settings the plan was made from
     grouping: GroupFacts = field(default_factory=GroupFacts)
-    task: str = "classification"
+    task: str = tasks.DEFAULT
     annotations: PlannedAnnotations | None = None  # an annotated run's
     kinds: dict[str, Any] = field(default_factory=dict)
     split_folders: str = ""  # a classification run's splits' source, when its tree declares them
@@ -140,7 +141,7 @@ class PlanFacts:
             data.get("manifest_unmatched", []),
             SourceConfig.from_json(source) if source else None,
             GroupFacts(**(data.get("grouping") or {})),
-            data.get("task", "classification"),
+            data.get("task", tasks.DEFAULT),
             PlannedAnnotations(**found) if found else None,
             data.get("kinds", {}),
             data.get("split_folders", ""),
@@ -167,7 +168,7 @@ class StagedPlan:
     listed: int = 0
     skipped: int = 0
     rejected: int = 0
-    task: str = "classification"  # the run's task (`tasks.TASKS`): its kinds of label
+    task: str = tasks.DEFAULT  # the run's task (`tasks.TASKS`): its kinds of label
     # Shard tasks an interrupted run finished, which this run keeps (`train-00003`, ...), and
     # how many records their shards hold.
     finished: tuple[str, ...] = ()

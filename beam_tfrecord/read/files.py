@@ -83,7 +83,7 @@ class SplitFiles:
     @property
     def task(self) -> str:
         """The run's task, the one whose kinds of label its records hold."""
-        return next((t.name for t in tasks.TASKS.values() if t.kinds == self.kinds), "classification")
+        return next((t.name for t in tasks.TASKS.values() if t.kinds == self.kinds), tasks.DEFAULT)
 
     @property
     def stored_size(self) -> tuple[int, int] | None:

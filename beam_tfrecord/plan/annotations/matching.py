@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from beam_tfrecord import reasons
+from beam_tfrecord import reasons, tasks
 from beam_tfrecord.plan.annotations.results import AnnotationSet
 
 __all__ = [
@@ -107,6 +107,8 @@ def check_matches(result: AnnotationSet, allow_unmatched: bool) -> str | None:
     if allow_unmatched:
         return f"annotations matched poorly: {line}; kept on purpose ({ALLOW_OPTION})"
     drop = (
-        " (or --unannotated drop to leave the pictures without one out)" if result.task != "detection" else ""
+        ""
+        if tasks.task(result.task).negatives
+        else " (or --unannotated drop to leave the pictures without one out)"
     )
     raise MostlyUnmatched(f"match poorly: {line}. If that is meant, pass {ALLOW_OPTION}{drop}")
