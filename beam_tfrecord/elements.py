@@ -33,7 +33,6 @@ __all__ = [
     "Extras",
     "FinalShard",
     "ImageAnnotations",
-    "MaskFile",
     "MaskRule",
     "ObjectBox",
     "PendingRecord",
@@ -129,22 +128,6 @@ class ObjectBox(NamedTuple):
     keypoints: tuple[float, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class MaskFile:
-    """A segmentation run's mask of one picture: a file of class ids (or of colours that name
-    them), read by the worker beside the picture.
-
-    Args:
-      path: where it is (local or gs://).
-      size: its size in bytes, from the listing.
-      name: how messages name it (its path under the dataset's root).
-    """
-
-    path: str
-    size: int
-    name: str
-
-
 @dataclass(frozen=True)
 class MaskRule:
     """How a segmentation run's worker reads every mask file into class ids: one rule per run,
@@ -203,8 +186,10 @@ class ImageAnnotations:
         decoded image by the worker; None when the source does not say.
       split: the split the source assigns (a COCO file given per split), else None: hashed.
       notes: what planning changed on its objects (`mask_malformed`), for changes.jsonl.
-      class_mask: a segmentation run's mask file of the picture (None: the picture has none).
-      captions: a captions run's sentences for the picture, in their files' order.
+      values: each kind of label's value for the picture beyond its objects, by kind name, as
+        the plan stages it (JSON values: a segmentation run's mask file, a captions run's
+        sentences); the kind reads its own (`labels.class_mask.mask_file`, ...). Absent: the
+        picture has none.
     """
 
     objects: tuple[ObjectBox, ...]
@@ -214,8 +199,7 @@ class ImageAnnotations:
     height: int | None = None
     split: str | None = None
     notes: tuple[str, ...] = ()
-    class_mask: MaskFile | None = None
-    captions: tuple[str, ...] = ()
+    values: Mapping[str, Any] = field(default_factory=dict)
 
     def to_row(self) -> dict[str, Any]:
         """The staged form (shard task files): compact, every object as one list (`object_row`),
@@ -237,10 +221,8 @@ class ImageAnnotations:
             row["split"] = self.split
         if self.notes:
             row["notes"] = list(self.notes)
-        if self.class_mask is not None:
-            row["mask"] = [self.class_mask.path, self.class_mask.size, self.class_mask.name]
-        if self.captions:
-            row["captions"] = list(self.captions)
+        if self.values:
+            row["v"] = dict(self.values)
         return row
 
     def staged_text(self, object_texts: Sequence[str]) -> str:
@@ -255,11 +237,8 @@ class ImageAnnotations:
         width, height = row.get("size", (None, None))
         objects = tuple(_object_from_row(o, ref) for o, ref in zip(row["o"], row["r"], strict=True))
         notes = tuple(row.get("notes", ()))
-        mask = MaskFile(*row["mask"]) if "mask" in row else None
-        captions = tuple(row.get("captions", ()))
-        return cls(
-            objects, row["id"], bool(row.get("n")), width, height, row.get("split"), notes, mask, captions
-        )
+        values = row.get("v", {})
+        return cls(objects, row["id"], bool(row.get("n")), width, height, row.get("split"), notes, values)
 
 
 def object_row(item: ObjectBox) -> list[Any]:

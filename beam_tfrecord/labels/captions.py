@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from beam_tfrecord.elements import PlannedInput, RecordFields
+from beam_tfrecord.elements import ImageAnnotations, PlannedInput, RecordFields
 from beam_tfrecord.keys import key_of
 from beam_tfrecord.labels.base import (
     Checked,
@@ -30,7 +30,7 @@ from beam_tfrecord.labels.base import (
 )
 from beam_tfrecord.labels.geometry import PixelTransform
 
-__all__ = ["CAPTIONS", "CaptionSummary", "CaptionTally", "CaptionsKind"]
+__all__ = ["CAPTIONS", "CaptionSummary", "CaptionTally", "CaptionsKind", "captions_of", "captions_value"]
 
 
 @dataclass
@@ -92,6 +92,17 @@ class CaptionSummary(Section):
         )
 
 
+def captions_of(annotations: ImageAnnotations | None) -> tuple[str, ...]:
+    """The picture's sentences, in their files' order (() where it has none)."""
+    found = annotations.values.get("captions") if annotations is not None else None
+    return tuple(found) if found else ()
+
+
+def captions_value(captions: Sequence[str]) -> dict[str, Any]:
+    """A picture's sentences as its `ImageAnnotations.values` (none: no value)."""
+    return {"captions": list(captions)} if captions else {}
+
+
 class _CaptionTarget(TfTarget):
     """`(image, captions)`: a 1-D tf.string tensor of the picture's captions, in their file's
     order, batched as a RaggedTensor."""
@@ -145,7 +156,7 @@ class CaptionsKind(LabelKind):
         placed: Mapping[str, Placed],
         read: FileReader,
     ) -> Placed:
-        captions = item.annotations.captions if item.annotations is not None else ()
+        captions = captions_of(item.annotations)
         return Placed(captions, len(captions))
 
     def new_tally(self) -> CaptionTally:

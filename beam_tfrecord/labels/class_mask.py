@@ -36,7 +36,7 @@ import numpy as np
 from PIL import Image
 
 from beam_tfrecord import reasons
-from beam_tfrecord.elements import MaskRule, PlannedInput, RecordFields
+from beam_tfrecord.elements import ImageAnnotations, MaskRule, PlannedInput, RecordFields
 from beam_tfrecord.keys import RecordLayout, key_of
 from beam_tfrecord.labels.base import (
     Annotated,
@@ -63,15 +63,45 @@ __all__ = [
     "CLASS_MASK",
     "ClassMaskKind",
     "ClassMaskTally",
+    "MaskFile",
     "PlacedMask",
     "SegmentationSummary",
     "class_ids",
     "decode_class_mask",
     "draw_class_mask",
     "empty_mask",
+    "mask_file",
     "pixel_counts",
     "place_class_mask",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class MaskFile:
+    """A segmentation run's mask of one picture: a file of class ids (or of colours that name
+    them), read by the worker beside the picture; staged as the picture's value of this kind
+    (`ImageAnnotations.values`).
+
+    Args:
+      path: where it is (local or gs://).
+      size: its size in bytes, from the listing.
+      name: how messages name it (its path under the dataset's root).
+    """
+
+    path: str
+    size: int
+    name: str
+
+    def value(self) -> list[Any]:
+        """Its staged form, the picture's value of this kind."""
+        return [self.path, self.size, self.name]
+
+
+def mask_file(annotations: ImageAnnotations | None) -> MaskFile | None:
+    """The picture's mask file (None: it has none)."""
+    found = annotations.values.get("class_mask") if annotations is not None else None
+    return MaskFile(*found) if found is not None else None
+
 
 # The most values a reject's detail names.
 _SHOWN = 8
@@ -416,7 +446,7 @@ class ClassMaskKind(LabelKind):
         """The picture's class-id mask as its record stores it; a picture without a mask file gets
         one of the ignore value. Raises `Reject` for a mask file that cannot be read or is no mask
         of the run's rule (the picture itself was fine)."""
-        found = item.annotations.class_mask if item.annotations is not None else None
+        found = mask_file(item.annotations)
         if found is None:
             mask = empty_mask(setting, transform.width, transform.height)
         else:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from beam_tfrecord import reasons, storage
 from beam_tfrecord.elements import ImageAnnotations
+from beam_tfrecord.labels.captions import captions_of, captions_value
 from beam_tfrecord.plan.annotations.catalog import Catalog, describe_error, partition, read_one, stem
 from beam_tfrecord.plan.annotations.declared import DeclaredSplits
 from beam_tfrecord.plan.annotations.locate import input_base, join
@@ -173,7 +174,7 @@ def load_captions(fmt: SourceFormat, captions: CaptionFiles, request: LoadReques
                     UnmatchedEntry(caption.where, caption.name, reasons.AMBIGUOUS_IMAGE.code, detail)
                 )
     images = {
-        relpath: ImageAnnotations((), stem(relpath), captions=tuple(found.get(relpath, ())))
+        relpath: ImageAnnotations((), stem(relpath), values=captions_value(found.get(relpath, ())))
         for relpath in listed.images
     }
     read = {f.relpath: f"{captions.what}, read" for f in sources if f.relpath in listed.annotation_files}
@@ -184,7 +185,7 @@ def load_captions(fmt: SourceFormat, captions: CaptionFiles, request: LoadReques
         fmt.name,
         (),
         images,
-        unannotated=frozenset(r for r in images if not images[r].captions),
+        unannotated=frozenset(r for r in images if not captions_of(images[r])),
         sources=others | read,
         unmatched=tuple(unmatched),
         found_at=f"{captions.title} in {where or 'nothing'}: {count} captions",

@@ -29,7 +29,8 @@ from PIL import Image
 
 from beam_tfrecord import reasons, storage
 from beam_tfrecord.config_base import ConfigError
-from beam_tfrecord.elements import ImageAnnotations, MaskFile, MaskRule
+from beam_tfrecord.elements import ImageAnnotations, MaskRule
+from beam_tfrecord.labels.class_mask import MaskFile, mask_file
 from beam_tfrecord.plan.annotations.catalog import ANNOTATION_EXTENSIONS, read_one, stem
 from beam_tfrecord.plan.annotations.declared import DeclaredSplits, split_name
 from beam_tfrecord.plan.annotations.locate import input_base, join, relative_to
@@ -357,12 +358,12 @@ def load_segmentation(fmt: SourceFormat, layout: MaskLayout, request: LoadReques
     images: dict[str, ImageAnnotations] = {}
     for file in pictures:
         mask = found.masks.get(file.relpath)
-        mask_file = None
+        value: dict[str, list[object]] = {}
         if mask is not None:
             shown = relative_to(mask[0].path, root) or mask[0].path
-            mask_file = MaskFile(mask[0].path, mask[0].size, shown)
-        images[file.relpath] = ImageAnnotations((), stem(file.relpath), class_mask=mask_file)
-    unannotated = frozenset(r for r in images if images[r].class_mask is None)
+            value = {"class_mask": MaskFile(mask[0].path, mask[0].size, shown).value()}
+        images[file.relpath] = ImageAnnotations((), stem(file.relpath), values=value)
+    unannotated = frozenset(r for r in images if mask_file(images[r]) is None)
     declared = layout.declared(fmt, root, pictures, found)
     if declared is not None and settings.declared_splits:
         unannotated = frozenset(r for r in unannotated if r in declared.split_of)
@@ -536,7 +537,7 @@ def _unmatched(
     found: Found, folders: _Folders, images: dict[str, ImageAnnotations], root: str
 ) -> tuple[UnmatchedEntry, ...]:
     """Masks in the masks folders that no listed picture has."""
-    used = {m.class_mask.path for m in images.values() if m.class_mask is not None}
+    used = {found.path for found in map(mask_file, images.values()) if found is not None}
     entries = []
     for folder in sorted(found.mask_folders):
         seen = set()
