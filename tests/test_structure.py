@@ -219,3 +219,107 @@ def test_the_library_states_reasons_and_leaves_measurements_to_the_docs():
         if measurement.search(line)
     ]
     assert found == []
+
+
+# Where a kind of label, a task or an annotation format may be named: the kinds' own modules, the
+# annotation sources (the formats and what they share) and the tasks' declarations. Every other
+# module loops over a run's kinds (`labels.of_task`) and asks their declarations.
+NAMING_ALLOWED = ("beam_tfrecord/labels/", "beam_tfrecord/plan/sources/", "beam_tfrecord/plan/annotations/")
+NAMING_FILES = ("beam_tfrecord/tasks.py",)
+# The fields that hold one kind of label's values: a branch on one of them is a branch on a kind.
+LABEL_FIELDS = frozenset({
+    "captions", "class_mask", "keypoints", "keypoint_names", "skeletons", "pixels", "mask_rule",
+    "segmentation", "max_objects",
+})  # fmt: skip
+# An object's staged row keeps its points column only where it has points: the objects digest
+# the file index keeps is made from that text, so older datasets' digests stay comparable.
+LABEL_FIELD_BRANCHES_ALLOWED = {("beam_tfrecord/elements.py", "object_row")}
+
+
+def _library_files() -> list[tuple[str, ast.Module]]:
+    root = PACKAGE.parent
+    found = []
+    for folder in ("beam_tfrecord", "pipelines"):
+        for path in sorted((root / folder).rglob("*.py")):
+            relative = path.relative_to(root).as_posix()
+            found.append((relative, ast.parse(path.read_text(), relative)))
+    return found
+
+
+def _may_name_kinds(relative: str) -> bool:
+    return relative.startswith(NAMING_ALLOWED) or relative in NAMING_FILES
+
+
+def _strings(node: ast.AST) -> set[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value}
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return set().union(*(_strings(e) for e in node.elts)) if node.elts else set()
+    return set()
+
+
+def task_comparisons(relative: str, tree: ast.Module) -> list[str]:
+    """Every comparison with a task's name (`task == "segmentation"`, `in ("detection", ...)`)."""
+    from beam_tfrecord.tasks import TASK_NAMES
+
+    return [
+        f"{relative}:{node.lineno}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Compare)
+        and any(_strings(side) & set(TASK_NAMES) for side in (node.left, *node.comparators))
+    ]
+
+
+def label_field_branches(relative: str, tree: ast.Module) -> list[str]:
+    """Every condition (if, a conditional expression, while, and/or, a comprehension's if) that
+    reads one kind of label's field (`if fields.captions is not None`)."""
+    found = set()
+
+    def visit(node: ast.AST, function: str) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            function = node.name
+        tests: list[ast.AST] = []
+        if isinstance(node, ast.If | ast.IfExp | ast.While):
+            tests = [node.test]
+        elif isinstance(node, ast.comprehension):
+            tests = list(node.ifs)
+        elif isinstance(node, ast.BoolOp):
+            tests = list(node.values)
+        if (relative, function) not in LABEL_FIELD_BRANCHES_ALLOWED:
+            for test in tests:
+                fields = {n.attr for n in ast.walk(test) if isinstance(n, ast.Attribute)} & LABEL_FIELDS
+                if fields:
+                    found.add(f"{relative}:{getattr(test, 'lineno', 0)} {sorted(fields)}")
+        for child in ast.iter_child_nodes(node):
+            visit(child, function)
+
+    visit(tree, "")
+    return sorted(found)
+
+
+def test_only_the_kinds_the_sources_and_the_tasks_name_a_task_or_branch_on_a_kind_of_label():
+    """A new kind of label is a module of labels/ and a line of tasks.py, a new format a module of
+    plan/sources/ and a line of its registry: no stage compares a task's name or branches on one
+    kind's field, they loop over the run's kinds and ask their declarations."""
+    named, branched = [], []
+    for relative, tree in _library_files():
+        if _may_name_kinds(relative):
+            continue
+        named += task_comparisons(relative, tree)
+        branched += label_field_branches(relative, tree)
+    assert named == [] and branched == []
+
+
+def test_the_kind_guards_would_catch_a_stage_that_names_a_task_or_a_kinds_field():
+    probe = ast.parse(
+        "def f(plan, fields):\n"
+        "    if plan.task == 'captions':\n"
+        "        return 1\n"
+        "    return 2 if fields.class_mask is not None else 3\n"
+    )
+    assert task_comparisons("beam_tfrecord/write/probe.py", probe) == ["beam_tfrecord/write/probe.py:2"]
+    assert label_field_branches("beam_tfrecord/write/probe.py", probe) == [
+        "beam_tfrecord/write/probe.py:4 ['class_mask']"
+    ]
+    assert _may_name_kinds("beam_tfrecord/labels/objects/placement.py")
+    assert not _may_name_kinds("beam_tfrecord/write/summary.py")
