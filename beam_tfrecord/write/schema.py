@@ -65,7 +65,7 @@ def _features(fields: RecordFields) -> np.ndarray:
 
 
 # A field's value by its key name (keys.RecordKey.name): the image's and the features' here, each
-# kind of label's from its own `encoders`; manifest columns aside.
+# kind of label's from its own `encoders` (`_encoder`); manifest columns aside.
 _FIELDS: dict[str, Callable[[RecordFields], Any]] = {
     "image": attrgetter("encoded"),
     "format": attrgetter("format"),
@@ -78,7 +78,14 @@ _FIELDS: dict[str, Callable[[RecordFields], Any]] = {
     "features_float16": lambda fields: np.ascontiguousarray(fields.features, dtype="<f2").tobytes(),
     "features_shape": lambda fields: tuple(int(n) for n in _features(fields).shape),
 }
-_FIELDS |= {name: get for kind in KINDS.values() for name, get in kind.encoders().items()}
+
+
+def _encoder(name: str) -> Callable[[RecordFields], Any] | None:
+    """The named key's value from a record's fields: the image's and features' keys', or the one
+    kind of label whose `encoders` name it (asked when a layout's writers are made, once)."""
+    if name in _FIELDS:
+        return _FIELDS[name]
+    return next((kind.encoders()[name] for kind in KINDS.values() if name in kind.encoders()), None)
 
 
 def _varint(value: int) -> bytes:
@@ -128,7 +135,7 @@ def _writers(layout: RecordLayout) -> tuple[tuple[str, Callable[[RecordFields], 
     columns = {extra_key(layout.schema, name) for name, _ in layout.extra_columns}
     for key in record_keys(layout):
         # A manifest column may share a name with a key of another task's records (`caption`).
-        getter = _column(key.name) if key.key in columns else _FIELDS.get(key.name) or _column(key.name)
+        getter = _column(key.name) if key.key in columns else _encoder(key.name) or _column(key.name)
         writers.append((key.key, getter, _setter(key)))
     return tuple(writers)
 

@@ -162,7 +162,7 @@ class AnnotationConfig(Config):
         if self.task is not None:
             check_choice("task", self.task, tasks.TASK_NAMES)
         if self.format is not None:
-            check_choice("annotations", self.format, ANNOTATION_FORMATS)
+            check_choice("annotations", self.format, registry.names())
         task = self.task
         if task is None:
             if self.format is None:
