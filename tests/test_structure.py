@@ -323,3 +323,68 @@ def test_the_kind_guards_would_catch_a_stage_that_names_a_task_or_a_kinds_field(
     ]
     assert _may_name_kinds("beam_tfrecord/labels/objects/placement.py")
     assert not _may_name_kinds("beam_tfrecord/write/summary.py")
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Every library module -> the library modules it imports (inside functions and under
+    TYPE_CHECKING too; `from a import b` is module `a.b` where there is one). The package's own
+    lazy front door (`beam_tfrecord/__init__.py`, which names every public module) is left out."""
+    root = PACKAGE.parent
+    files = {}
+    for folder in ("beam_tfrecord", "pipelines"):
+        for path in (root / folder).rglob("*.py"):
+            name = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+            files[name] = path
+    graph: dict[str, set[str]] = {name: set() for name in files}
+    for name, path in files.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            found = []
+            if isinstance(node, ast.Import):
+                found = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                subs = [f"{node.module}.{alias.name}" for alias in node.names]
+                found = [s for s in subs if s in files] + ([node.module] if set(subs) - set(files) else [])
+            graph[name] |= {f for f in found if f in files and f not in (name, "beam_tfrecord")}
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other round a circle (Tarjan's strongly connected
+    components of more than one module)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in sorted(graph[module]):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            group = []
+            while True:
+                other = stack.pop()
+                group.append(other)
+                if other == module:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return circles
+
+
+def test_no_modules_import_each_other_round_a_circle():
+    assert import_circles(_module_graph()) == []
+
+
+def test_the_circle_guard_would_catch_one():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert import_circles(graph) == [["a", "b", "c"]]

@@ -366,7 +366,7 @@ def _annotations(
         declared_splits=options.declared_splits,
     )
     try:
-        found = fmt.load(request)
+        found = registry.load(fmt, request)
         counts = MatchCounts.of(found)
         # Pictures without a mask left out on purpose (`--unannotated drop`) are no poor match.
         allow = options.allow_unmatched_annotations or (

@@ -20,7 +20,6 @@ import posixpath
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -28,6 +27,7 @@ import yaml
 from beam_tfrecord import storage
 from beam_tfrecord.plan.annotations.catalog import Catalog, read_one, stem
 from beam_tfrecord.plan.annotations.locate import Located, join, relative_to
+from beam_tfrecord.plan.annotations.results import DeclaredSplits
 
 __all__ = ["DeclaredSplits", "coco_split", "split_name", "voc_splits", "yolo_splits"]
 
@@ -44,16 +44,6 @@ YOLO_KEYS = ("train", "val", "test")
 VOC_LISTS = ("train", "val", "test")
 _LOGGER = logging.getLogger(__name__)
 _COCO_WORD = re.compile(r"^(?:instances|person_keypoints)_([a-z]+)", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class DeclaredSplits:
-    """Where the splits came from, their names in order, and each picture's (input relpaths)."""
-
-    source: str
-    names: tuple[str, ...]
-    split_of: Mapping[str, str] = field(default_factory=dict)
-    conflicts: Mapping[str, str] = field(default_factory=dict)  # relpath -> which declarations
 
 
 def split_name(word: str) -> str | None:

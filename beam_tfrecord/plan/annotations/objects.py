@@ -115,17 +115,8 @@ def load_objects(fmt: SourceFormat, files: ObjectFiles, request: LoadRequest) ->
         result,
         sources={**_sources(fmt, listed, result), **outside},
         found_at=_found_at(fmt, files, located, paths, result),
-        found_instead=_found_instead(listed, fmt),
         looked_for=fmt.looked_for[request.task],
     )
-
-
-def _found_instead(listed: Catalog, fmt: SourceFormat) -> str:
-    """What other formats' annotation files are under the input, as a hint (or "")."""
-    # Imported here: the registry imports every format, and the formats import this module.
-    from beam_tfrecord.plan.sources import registry
-
-    return registry.found_instead(listed.annotation_files, fmt.name)
 
 
 def _found_at(

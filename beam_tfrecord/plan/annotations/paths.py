@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from beam_tfrecord import storage
-from beam_tfrecord.plan.sources.base import SourceError
+from beam_tfrecord.plan.annotations.results import SourceError
 from beam_tfrecord.plan.splits import SPLIT_NAME_CHARS
 
 __all__ = ["AnnotationPath", "parse_annotation_paths"]

@@ -20,19 +20,46 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
 
 from beam_tfrecord.elements import ImageAnnotations, MaskRule
 
-if TYPE_CHECKING:
-    from beam_tfrecord.plan.annotations.declared import DeclaredSplits
-
 __all__ = [
     "AnnotationSet",
+    "DeclaredSplits",
     "ImageProblem",
     "ObjectNote",
+    "SourceError",
     "UnmatchedEntry",
 ]
+
+
+class SourceError(ValueError):
+    """What no picture can be planned without, as a value: the setting it concerns (`field`: an
+    `AnnotationConfig` field's option, `annotations_path`, `label_map`, `class_names`,
+    `ignore_value`; `annotations` where the format's own files are at fault), the file it
+    concerns where there is one, and the detail, to be read after the setting's name.
+
+    Args:
+      detail: what is wrong, in one line.
+      field: the setting at fault.
+      file: the annotation file (or folder) it concerns, as the detail names it ("" for none).
+    """
+
+    def __init__(self, detail: str, *, field: str = "annotations", file: str = "") -> None:
+        super().__init__(f"{field} {detail}")
+        self.detail = detail
+        self.field = field
+        self.file = file
+
+
+@dataclass(frozen=True)
+class DeclaredSplits:
+    """Where the splits came from, their names in order, and each picture's (input relpaths)."""
+
+    source: str
+    names: tuple[str, ...]
+    split_of: Mapping[str, str] = field(default_factory=dict)
+    conflicts: Mapping[str, str] = field(default_factory=dict)  # relpath -> which declarations
 
 
 @dataclass(frozen=True, slots=True, order=True)

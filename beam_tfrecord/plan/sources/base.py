@@ -22,38 +22,17 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from beam_tfrecord.plan.annotations.catalog import Catalog, partition
-
-if TYPE_CHECKING:  # paths and results raise SourceError: only their types are needed here
-    from beam_tfrecord.plan.annotations.paths import AnnotationPath
-    from beam_tfrecord.plan.annotations.results import AnnotationSet
-    from beam_tfrecord.plan.listing import InputFile
+from beam_tfrecord.plan.annotations.paths import AnnotationPath
+from beam_tfrecord.plan.annotations.results import AnnotationSet, SourceError
+from beam_tfrecord.plan.listing import InputFile
 
 __all__ = ["CERTAIN", "Listing", "LoadRequest", "SourceError", "SourceFormat"]
 
 # A score that settles the search: the layout is this format's, no later one is asked.
 CERTAIN = math.inf
-
-
-class SourceError(ValueError):
-    """What no picture can be planned without, as a value: the setting it concerns (`field`: an
-    `AnnotationConfig` field's option, `annotations_path`, `label_map`, `class_names`,
-    `ignore_value`; `annotations` where the format's own files are at fault), the file it
-    concerns where there is one, and the detail, to be read after the setting's name.
-
-    Args:
-      detail: what is wrong, in one line.
-      field: the setting at fault.
-      file: the annotation file (or folder) it concerns, as the detail names it ("" for none).
-    """
-
-    def __init__(self, detail: str, *, field: str = "annotations", file: str = "") -> None:
-        super().__init__(f"{field} {detail}")
-        self.detail = detail
-        self.field = field
-        self.file = file
 
 
 @dataclass(frozen=True)

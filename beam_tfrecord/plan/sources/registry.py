@@ -11,13 +11,16 @@ the most files, the first on a tie).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
 from beam_tfrecord import tasks
+from beam_tfrecord.plan.annotations.catalog import partition
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
+from beam_tfrecord.plan.annotations.results import AnnotationSet
 from beam_tfrecord.plan.listing import InputFile
 from beam_tfrecord.plan.sources import ade20k, cityscapes, coco, folders, pairs, voc, yolo
-from beam_tfrecord.plan.sources.base import CERTAIN, Listing, SourceError, SourceFormat
+from beam_tfrecord.plan.sources.base import CERTAIN, Listing, LoadRequest, SourceError, SourceFormat
 
 __all__ = [
     "FORMATS",
@@ -25,6 +28,7 @@ __all__ = [
     "annotation_tasks",
     "find",
     "found_instead",
+    "load",
     "named",
     "names",
     "reading",
@@ -132,6 +136,16 @@ def annotated_layout(files: Sequence[InputFile]) -> str | None:
     if any(fmt.claims(relpath, "captions") for fmt in reading("captions") for relpath in texts):
         return _CAPTIONS_FILE
     return None
+
+
+def load(fmt: SourceFormat, request: LoadRequest) -> AnnotationSet:
+    """`fmt`'s annotations for `request`; a format of per-picture objects files gets the hint of
+    the other such formats' files under the input, which a run that matched nothing shows."""
+    found = fmt.load(request)
+    if not fmt.reads("detection"):
+        return found
+    hint = found_instead(partition(request.files).annotation_files, fmt.name)
+    return dataclasses.replace(found, found_instead=hint)
 
 
 def found_instead(annotation_files: Mapping[str, object], name: str) -> str:
