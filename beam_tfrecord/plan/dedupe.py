@@ -17,14 +17,16 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from beam_tfrecord import reasons, storage
 from beam_tfrecord.elements import RejectLine
-from beam_tfrecord.plan.labelling import Labeled
+from beam_tfrecord.plan.listing import InputFile
 
 __all__ = ["HASH_THREADS", "content_hash", "content_hashes", "kept_copies", "without_copies"]
 
 HASH_THREADS = 8  # reads wait on disk or network; hashlib releases the GIL on large buffers
+Entry = TypeVar("Entry")  # what a candidate carries beside its file (its label entry)
 
 
 def content_hash(path: str) -> str:
@@ -68,11 +70,11 @@ def kept_copies(hashed: Iterable[tuple[str, str | None]]) -> dict[str, str]:
 
 
 def without_copies(
-    labeled: Labeled,
+    labeled: Sequence[tuple[InputFile, Entry]],
     rejects: list[RejectLine],
     known: Mapping[str, str],
     objects: Callable[[str], int] | None = None,
-) -> Labeled:
+) -> list[tuple[InputFile, Entry]]:
     """The plan's dedupe step: one candidate of each content (the smallest relative path); the
     others are `duplicate` rejects. A file whose bytes a record of the dataset already holds
     (`known`: sha256 -> its relpath, an append's) is a copy of that record. `objects`: a

@@ -119,19 +119,18 @@ def _make_plan(
 ) -> Plan:
     rejects: list[RejectLine] = []  # each step adds the files it turns away, with the reason
     known_names = known.class_names if known is not None else None
-    # Labels: the annotations' where the run has them, else the label source's; and the splits
-    # the dataset declares for itself, if any.
+    # Labels: the annotations' where the run has them, else the label source's.
     loaded = annotating.load_annotations(files, source, known)
     if loaded is None:
         candidates = labelling.label_files(files, source, label_source, known_names, rejects)
         declared = splitting.split_folders(candidates.files, source, label_source, known)
-    else:
+    else:  # its candidates kept to the splits the annotations declare, where the run keeps them
         candidates = annotating.annotated_files(files, loaded, source, known_names, rejects)
         declared = loaded.declared
     annotated = loaded.found if loaded is not None else None
-    if source.dedupe:  # one candidate of each content, so that no copy lands in two splits
+    # Splits: the dataset's own where it declares them, else hashed; no copy in two of them.
+    if source.dedupe:
         candidates = _without_copies(candidates, annotated, known, rejects)
-    # Splits: declared, else hashed.
     assigned = splitting.split_files(candidates.files, source, label_source, declared, annotated)
     # Shards: how many each split gets (`shard_tasks` deals the inputs out to them).
     inputs = _planned_inputs(candidates, assigned.split_of, annotated)
