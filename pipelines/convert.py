@@ -26,7 +26,8 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import NamedTuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -234,6 +235,16 @@ def _claim_lost(claim: claims.Claim) -> None:
         _LOGGER.error(line)
 
 
+class _Planned(NamedTuple):
+    """A run planned and staged: the plan, the config the pipeline runs with, the append's job
+    (None for a plain run) and the output mode, made whole once an append has read its dataset."""
+
+    staged: StagedPlan
+    config: ConvertConfig
+    job: append_cmd.AppendJob | None
+    mode: OutputMode
+
+
 def _run_claimed(
     settings: CommandSettings,
     mode: OutputMode,
@@ -244,8 +255,50 @@ def _run_claimed(
     save_main_session: bool,
     claim: claims.Claim | None,
 ) -> int:
-    """`run`, once the output is this run's (or a dry run needs none); `mode` as the flags say it,
-    made whole here once an append has read its dataset."""
+    """`run`, once the output is this run's (or a dry run needs none): plan, build the pipeline,
+    run it, then report (an append merges first)."""
+    planned = _plan_claimed(settings, mode, options, given, claim)
+    if isinstance(planned, int):  # refused, or an append's merge alone
+        return planned
+    staged, config, job, mode = planned
+    options.view_as(SetupOptions).save_main_session = save_main_session
+    info = run_info(settings, config, options, started)
+    log_plan(staged, dict(settings.source.splits), info)
+    if mode.dry_run:
+        dry_run.enable(options)
+    # Local workers count what they read here: the progress line, and what Ctrl-C reports.
+    progress_dir = tempfile.mkdtemp(prefix="beam-tfrecord-progress-") if local else None
+    pipeline = beam.Pipeline(options=options)
+    _ = pipeline | "ImagesToTFRecords" >> ImagesToTFRecords(staged, config, info, progress_dir)
+    if mode.dry_run:
+        with held_back(BEAM_STAGER):  # the translation stages the --setup_file's sdist too
+            translated = dry_run.translate(pipeline, settings.dry_run_output)
+        print(dry_run.format_report(translated, staged))
+        return 0
+    interrupts.set_message(_on_interrupt(config.output, local, progress_dir, staged.inputs))
+    try:
+        printer = progress_dir if settings.progress else None
+        state = execute(pipeline, local, settings.wait, printer, staged.inputs, claim)
+    except Exception as error:
+        code = _failed_run(error, config.output, local, claim)
+        if code is None:  # the traceback is the report: the error happened here
+            raise
+        return code
+    finally:
+        if progress_dir:
+            shutil.rmtree(progress_dir, ignore_errors=True)
+    return _after_run(state, settings, config.output, job, claim)
+
+
+def _plan_claimed(
+    settings: CommandSettings,
+    mode: OutputMode,
+    options: PipelineOptions,
+    given: set[str],
+    claim: claims.Claim | None,
+) -> _Planned | int:
+    """The run planned (`plan_run`), or the exit code: an append whose new files are already
+    converted only merges them (a dry run says so and writes nothing), and a refusal is one line."""
     job = None
     try:
         interrupts.set_message(lambda: f"interrupted before the pipeline started; {CLEAN_RERUN}")
@@ -273,83 +326,81 @@ def _run_claimed(
     except write_failures.WriteFailed as failure:  # the plan could not be staged
         print(f"error: {write_failed(failure, settings.config.output)}", file=sys.stderr)
         return 1
+    return _Planned(staged, config, job, mode)
 
-    options.view_as(SetupOptions).save_main_session = save_main_session
-    info = run_info(settings, config, options, started)
-    log_plan(staged, dict(settings.source.splits), info)
-    if mode.dry_run:
-        dry_run.enable(options)
-    # Local workers count what they read here: the progress line, and what Ctrl-C reports.
-    progress_dir = tempfile.mkdtemp(prefix="beam-tfrecord-progress-") if local else None
-    pipeline = beam.Pipeline(options=options)
-    _ = pipeline | "ImagesToTFRecords" >> ImagesToTFRecords(staged, config, info, progress_dir)
-    if mode.dry_run:
-        with held_back(BEAM_STAGER):  # the translation stages the --setup_file's sdist too
-            translated = dry_run.translate(pipeline, settings.dry_run_output)
-        print(dry_run.format_report(translated, staged))
-        return 0
 
-    def on_interrupt() -> str:
+def _on_interrupt(output: str, local: bool, progress_dir: str | None, total: int) -> Callable[[], str]:
+    """What Ctrl-C says while the pipeline runs: a local run's progress (its counts then removed),
+    or that a remote job goes on."""
+
+    def message() -> str:
         if not local:
-            return (
-                f"stopped waiting; the job goes on, and writes summary.json to {config.output} when it ends"
-            )
-        line = interrupted_message(config.output, progress_dir, staged.inputs)
+            return f"stopped waiting; the job goes on, and writes summary.json to {output} when it ends"
+        line = interrupted_message(output, progress_dir, total)
         if progress_dir:
             shutil.rmtree(progress_dir, ignore_errors=True)
         return line
 
-    interrupts.set_message(on_interrupt)
-    try:
-        printer = progress_dir if settings.progress else None
-        state = execute(pipeline, local, settings.wait, printer, staged.inputs, claim)
-    except Exception as error:
-        failed = write_failures.find(error)
-        if failed is not None:  # a full disk, a quota, a permission: one line, and space freed
-            print(f"error: {write_failed(failed, config.output)}", file=sys.stderr)
-            return 1
-        lost = claims.lost_line(error)
-        if lost is not None:  # a commit step found the output another run's: it wrote nothing
-            print(f"error: {lost}", file=sys.stderr)
-            return 1
-        if local:  # the traceback is the report: the error happened here
-            raise
-        if claim is not None and not claim.held:  # handed over: the job may still be running
-            print(
-                f"error: lost sight of the job ({first_line(error)}); it may still be running, so its "
-                f"claim on {config.output} stays with it until it writes summary.json or its runner "
-                f"says it ended (the next run asks); where the runner cannot be asked, check the job "
-                f"and, if it has ended without finishing, delete {claim.path}",
-                file=sys.stderr,
-            )
-            return 1
-        # A remote runner raises for any state but DONE; its message holds the workers' error.
+    return message
+
+
+def _failed_run(error: Exception, output: str, local: bool, claim: claims.Claim | None) -> int | None:
+    """The exit code of a run whose pipeline raised, its one line printed; None where the error
+    itself is the report (a local run's traceback: it happened here)."""
+    failed = write_failures.find(error)
+    if failed is not None:  # a full disk, a quota, a permission: one line, and space freed
+        print(f"error: {write_failed(failed, output)}", file=sys.stderr)
+        return 1
+    lost = claims.lost_line(error)
+    if lost is not None:  # a commit step found the output another run's: it wrote nothing
+        print(f"error: {lost}", file=sys.stderr)
+        return 1
+    if local:
+        return None
+    if claim is not None and not claim.held:  # handed over: the job may still be running
         print(
-            f"error: the job failed, and wrote no summary.json to {config.output}: {first_line(error)}",
+            f"error: lost sight of the job ({first_line(error)}); it may still be running, so its "
+            f"claim on {output} stays with it until it writes summary.json or its runner "
+            f"says it ended (the next run asks); where the runner cannot be asked, check the job "
+            f"and, if it has ended without finishing, delete {claim.path}",
             file=sys.stderr,
         )
         return 1
-    finally:
-        if progress_dir:
-            shutil.rmtree(progress_dir, ignore_errors=True)
+    # A remote runner raises for any state but DONE; its message holds the workers' error.
+    print(
+        f"error: the job failed, and wrote no summary.json to {output}: {first_line(error)}",
+        file=sys.stderr,
+    )
+    return 1
+
+
+def _after_run(
+    state: str | None,
+    settings: CommandSettings,
+    output: str,
+    job: append_cmd.AppendJob | None,
+    claim: claims.Claim | None,
+) -> int:
+    """The exit code once the pipeline returned: a submitted job's line, or the job's end state;
+    an append's new files merged into the dataset, then the report."""
     interrupts.set_message(lambda: "interrupted while reading the summary; the run itself is complete")
     if state is None:
-        print(f"submitted; summary.json and the shards appear in {config.output} when the job ends")
+        print(f"submitted; summary.json and the shards appear in {output} when the job ends")
         return 0
     if state != PipelineState.DONE:
-        print(f"error: the job ended {state}; nothing final was written to {config.output}", file=sys.stderr)
+        print(f"error: the job ended {state}; nothing final was written to {output}", file=sys.stderr)
         return 1
     if job is not None:
         try:
             _fence(claim, "the append's merge")
             append_cmd.finish_append(
-                dataclasses.replace(job, done=read_summary(config.output)), settings.source.input
+                dataclasses.replace(job, done=read_summary(output)), settings.source.input
             )
         except (append_cmd.AppendFailed, claims.ClaimLost) as error:
             print(f"error: {error}", file=sys.stderr)
             return 1
         return report(settings.config.output)
-    return report(config.output)
+    return report(output)
 
 
 def _fence(claim: claims.Claim | None, what: str) -> None:

@@ -7,20 +7,27 @@ names; shard counts), staged as files under the output so the job graph never ho
 
 Modules: `listing` (paths and sizes), `labels` and `columns` (classes and manifest values),
 `splits` and `dedupe` (deterministic splits that cannot leak), `sharding` (shard counts),
-`planner` (the plan itself), `staging` (the plan as files), `bulk` (the cycle collector paused
-while millions of objects are planned).
+`planner` (the plan itself: `make_plan` composes the steps listing -> labels -> splits ->
+shards), its steps `labelling` (a file's label from the label source), `annotating` (an
+annotated run's labels: its annotations loaded and matched) and `splitting` (declared or hashed
+splits), `known` (what an append's plan takes from the dataset it grows), `staging` (the plan as
+files), `bulk` (the cycle collector paused while millions of objects are planned).
 """
 
 __all__ = [
+    "annotating",
     "annotations",
     "bulk",
     "columns",
     "dedupe",
+    "known",
+    "labelling",
     "labels",
     "listing",
     "planner",
     "sharding",
     "source_config",
     "splits",
+    "splitting",
     "staging",
 ]

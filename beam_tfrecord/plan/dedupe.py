@@ -15,14 +15,18 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
-from beam_tfrecord import storage
+from beam_tfrecord import reasons, storage
+from beam_tfrecord.elements import RejectLine
+from beam_tfrecord.plan.listing import InputFile
 
-__all__ = ["HASH_THREADS", "content_hash", "content_hashes", "kept_copies"]
+__all__ = ["HASH_THREADS", "content_hash", "content_hashes", "kept_copies", "without_copies"]
 
 HASH_THREADS = 8  # reads wait on disk or network; hashlib releases the GIL on large buffers
+Entry = TypeVar("Entry")  # what a candidate carries beside its file (its label entry)
 
 
 def content_hash(path: str) -> str:
@@ -63,3 +67,30 @@ def kept_copies(hashed: Iterable[tuple[str, str | None]]) -> dict[str, str]:
         for relpath in others:
             dropped[relpath] = kept
     return dropped
+
+
+def without_copies(
+    labeled: Sequence[tuple[InputFile, Entry]],
+    rejects: list[RejectLine],
+    known: Mapping[str, str],
+    objects: Callable[[str], int] | None = None,
+) -> list[tuple[InputFile, Entry]]:
+    """The plan's dedupe step: one candidate of each content (the smallest relative path); the
+    others are `duplicate` rejects. A file whose bytes a record of the dataset already holds
+    (`known`: sha256 -> its relpath, an append's) is a copy of that record. `objects`: a
+    detection run's objects per picture, which a copy's reject line counts (its objects are
+    `image_rejected`, so every object is accounted for)."""
+    count = objects or (lambda relpath: 0)
+    hashes = content_hashes([f.path for f, _ in labeled])
+    old = {
+        f.relpath: known[h] for (f, _), h in zip(labeled, hashes, strict=True) if h is not None and h in known
+    }
+    for relpath, kept_path in sorted(old.items()):
+        detail = f"same bytes as {kept_path}, already in the dataset"
+        rejects.append(RejectLine(relpath, reasons.DUPLICATE.code, detail, objects=count(relpath)))
+    rest = [(item, h) for item, h in zip(labeled, hashes, strict=True) if item[0].relpath not in old]
+    dropped = kept_copies((f.relpath, h) for (f, _), h in rest)
+    for relpath, kept_path in dropped.items():
+        detail = f"same bytes as {kept_path}, which is kept"
+        rejects.append(RejectLine(relpath, reasons.DUPLICATE.code, detail, objects=count(relpath)))
+    return [(f, entry) for f, entry in labeled if f.relpath not in dropped and f.relpath not in old]

@@ -263,69 +263,23 @@ def load_dataset(
     autotune: bool = False,
     cache: bool = False,
 ) -> tf.data.Dataset:
-    """A dataset of `(image, label)` (or `image` alone for an unlabeled run) from a conversion;
-    `(image, {"boxes", "labels"[, "masks"]})` from a detection run, `(image, mask)` from a
-    segmentation run, `(image, captions)` from a captions run (below).
+    """A dataset of `split` of a conversion: `(image, label)`, the image alone for an unlabeled
+    run, or the pair each other task gives (`(image, {"boxes", "labels", ...})` for detection and
+    keypoints, `(image, mask)` for segmentation, `(image, captions)` for captions: each kind of
+    label's `TfTarget`); with `features=True`, a dict of every parsed key of the record instead.
+    Images are uint8; labels and points move with the picture where `image_size`, crop or pad
+    change it.
 
     Works with no argument but the folder on any output: `batch_size="auto"` batches 32 when
     every image has one size (summary.json says) or `image_size` is given, and otherwise gives
     single images. An explicit `batch_size` on images of several sizes without `image_size`
-    raises ValueError here, naming `image_size=`. `image_size=(height, width)` (Keras's order;
-    `resize` is (width, height)) resizes: stretched, or with `crop_to_aspect_ratio` /
-    `pad_to_aspect_ratio` as Keras does. Images are uint8; `channels` defaults to what the run
-    forced, else 3; 0 keeps each image's own count. With `dct_scaling` (the default), a JPEG at
-    least twice `image_size` is decoded at 1/2, 1/4 or 1/8 of its size, which still leaves the
-    resize enough pixels: a fraction of the decode's work, and a picture within a few levels of
-    the full decode's (docs/reading.md, Speed); `dct_scaling=False` decodes every one in full.
-
-    `features=True` gives instead a dict of every parsed key of the record (the encoded bytes
-    included); images are decoded into `"image"` only when asked (`decode_images=True`, or an
-    `image_size`). Manifest columns (extra_columns) are under their keys (`image/meta/NAME` or `NAME`: a
-    scalar tensor, or a 1-D tensor for a list column, batched as a `tf.RaggedTensor`). A
-    feature-model run's features come back as a float32 tensor of their stored shape under the
-    float key (`image/features` or `features`, float16 runs included); a `features_only` run
-    has no image, and gives `(features, label)`.
-
-    A multi-label run's label is a multi-hot float32 vector of length K (the class count),
-    what Keras' binary cross-entropy takes.
-
-    A detection run (`--annotations`) gives `(image, targets)` in KerasHub's convention (what
-    its object detectors' `fit` takes): `targets["boxes"]` float32 [N, 4] in
-    `bounding_box_format` (Keras's names: `xyxy`, the default, `yxyx`, `xywh`, `center_xywh`,
-    `center_yxhw` in pixels of the image handed out, or `rel_xyxy`, `rel_yxyx`, ... as fractions
-    of it), `targets["labels"]` int32 [N] from 0 (the stored ids count from 1), and, where the run
-    stored masks, `targets["masks"]` uint8 [N, height, width] of 0 and 1, and where it stored
-    keypoints (`--task keypoints`), `targets["keypoints"]` float32 [N, K, 3]: each point's pixel
-    x, y and visibility (0 not labelled, 1 hidden, 2 visible). `image_size`, crop and
-    pad move the boxes and masks with the picture; an object a crop cuts out is left out. Batches
-    hold `tf.RaggedTensor` targets (any number of objects per image), or with `max_objects=K`
-    dense ones padded to K with -1 boxes and -1 labels (Keras's and KerasHub's padding); a K
-    below the run's most objects in one image (summary.json) is refused here.
-
-    A segmentation run (`--task segmentation`) gives `(image, mask)`: `mask` uint8 [height,
-    width, 1] of class ids (labels.txt's, from 0) and the ignore value (summary.json's
-    `segmentation.ignore`, 255 by default: Keras's `SparseCategoricalCrossentropy(ignore_class=255)`
-    skips it). `image_size`, crop and pad move the mask with the picture, nearest neighbour, a
-    pad's margins holding the ignore value.
-
-    A captions run (`--task captions`) gives `(image, captions)`: a 1-D tf.string tensor of the
-    picture's captions (UTF-8, in their file's order), batched as a `tf.RaggedTensor`.
-
+    raises ValueError here, naming `image_size=`; so do a `max_objects` below the run's most
+    objects in one image and `cache=True` on a split larger than this machine's memory.
     Shuffling is over shard files and then records; give `seed` for a repeatable order.
     Raises `IncompleteOutput` for a folder without a finished run.
 
-    `autotune=False` (the default) runs each parallel step on as many threads as there are cores
-    and turns tf.data's autotuning off: with it on, a pass over records read in sequence from a
-    shard ran either at the decode's full speed or about a third slower, at random from pass to
-    pass (docs/performance.md#reading-back). `autotune=True` lets tf.data tune them.
-
-    `cache=True` holds the split's parsed records in memory from the first pass on, so later
-    passes read, frame and parse no file, and a shuffled pass draws from every record of the
-    split (not `shuffle_buffer` of them), a new order each pass; a shuffled first pass starts
-    once the whole split is read. It needs memory for the records (about the shards' size,
-    summary.json's `bytes`; more for a gzip output, whose shards are sized compressed): a split
-    larger than this machine's memory is refused here. `seed`
-    still gives a repeatable sequence of orders.
+    What each argument does and what each task gives, in detail: docs/reading.md (Keras and
+    tf.data; What each task gives) and docs/api.md#load_dataset.
     """
     if crop_to_aspect_ratio and pad_to_aspect_ratio:
         raise ValueError("crop_to_aspect_ratio and pad_to_aspect_ratio cannot both be set")

@@ -22,7 +22,11 @@ _HEIGHT, _WIDTH = (next(k.key for k in table("tfds").image if k.name == name) fo
 
 
 class ObjectTargets(TfTarget):
-    """`(image, {"boxes", "labels"[, "masks"][, "keypoints"]})` (load_dataset's docstring)."""
+    """`(image, {"boxes", "labels"[, "masks"][, "keypoints"]})`: `boxes` float32 [N, 4] in
+    `bounding_box_format` (Keras's names) of the picture handed out, `labels` int32 from 0 (the
+    stored ids count from 1), `masks` uint8 [N, height, width] of 0 and 1, `keypoints` float32
+    [N, K, 3] (pixel x, y and visibility); ragged, or dense with `max_objects`, padded with -1
+    boxes and labels (docs/detection.md#reading-detection-records)."""
 
     def __init__(self, context: ReadContext, options: TargetOptions, channels: int | None) -> None:
         self.options = options
