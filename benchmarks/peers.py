@@ -77,6 +77,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path[:0] = [HERE, ROOT]
 
+from checkouts import checkout_name, compile_packages, imported_from, pythonpath_first, under  # noqa: E402
 from photos import IMAGE_FOLDER, SPLIT_FILE, ensure_photos  # noqa: E402
 from synthetic import CLASSES, ensure_dataset  # noqa: E402
 
@@ -303,67 +304,29 @@ def without_decode(ours: Tool, out: str) -> Tool:
     return Tool("convert, no decode", command, output, env={"PYTHONPATH": path})
 
 
-def checkout_name(root: str) -> str:
-    """`root`'s short commit (with `+` when its tracked files differ from it), or its folder's
-    name when it is no git checkout."""
-    commit = subprocess.run(
-        ["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
-    if not commit:
-        return os.path.basename(os.path.normpath(root))
-    changed = subprocess.run(
-        ["git", "-C", root, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
-    ).stdout.strip()
-    return commit + ("+" if changed else "")
-
-
 def baseline(ours: Tool, root: str, out: str) -> Tool:
     """This project's command again, from the checkout at `root`: run in `root` (`python -m`
     imports from its folder first) with `root` first on PYTHONPATH (this checkout left off it), so
     that it and every process it starts import `root`'s `pipelines` and `beam_tfrecord`; writing
     beside the others under `out`."""
-    root = os.path.abspath(root)
     if ours.command.count(ours.output) != 1:
         raise ValueError(f"{ours.command}: not one --output {ours.output} to write elsewhere")
-    kept = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and not _same(p, ROOT)]
     output = os.path.join(out, "ours-baseline")
     command = [output if arg == ours.output else arg for arg in ours.command]
     name = f"convert @ {checkout_name(root)}"
-    return Tool(name, command, output, env={"PYTHONPATH": os.pathsep.join([root, *kept])}, cwd=root)
-
-
-def _same(a: str, b: str) -> bool:
-    return os.path.realpath(a) == os.path.realpath(b)
-
-
-_WHERE = "import beam_tfrecord, pipelines; print(beam_tfrecord.__file__); print(pipelines.__file__)"
-
-
-def imported_from(tool: Tool) -> list[str]:
-    """Where `tool`'s own interpreter, in its folder and environment, imports this project's two
-    packages from (the files of `beam_tfrecord` and `pipelines`)."""
-    done = subprocess.run(
-        [tool.command[0], "-c", _WHERE],
-        cwd=tool.cwd,
-        env={**os.environ, **tool.env},
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        sys.exit(f"{tool.name}: cannot import this project's packages:\n{done.stderr[-3000:]}")
-    return done.stdout.splitlines()
+    return Tool(name, command, output, env=pythonpath_first(root, ROOT), cwd=os.path.abspath(root))
 
 
 def check_checkout(tool: Tool, root: str) -> None:
     """Stop unless `tool` imports this project's packages from the checkout at `root`; compile
     them there first, so that the first round of neither checkout pays for writing bytecode."""
-    subprocess.run(
-        [tool.command[0], "-m", "compileall", "-q", "beam_tfrecord", "pipelines"], cwd=root, check=True
-    )
-    files = imported_from(tool)
+    compile_packages(tool.command[0], root)
+    try:
+        files = imported_from(tool.command[0], tool.cwd, tool.env)
+    except RuntimeError as error:
+        sys.exit(f"{tool.name}: {error}")
     print(f"  {tool.name} imports {', '.join(files)}", flush=True)
-    root = os.path.realpath(root)
-    outside = [f for f in files if os.path.commonpath([os.path.realpath(f), root]) != root]
+    outside = [path for path in files if not under(path, root)]
     if outside:
         sys.exit(f"{tool.name}: {', '.join(outside)} is not under {root}")
 
