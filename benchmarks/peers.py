@@ -15,6 +15,15 @@ process, on the same files, in interleaved rounds (issue 28):
   writes this project's records (the same bytes, checked), and the same loop through this
   project's own steps without Beam (`--library`), so the table shows what the output needs, what
   the checks and the plan add, and what the runner and the output's bookkeeping add.
+- either task, `--baseline ROOT`: one more tool, this project's same command from another checkout
+  (an earlier commit: `git worktree add --detach /tmp/base COMMIT`), run with ROOT first on
+  PYTHONPATH and ROOT as its folder, so that ROOT's `pipelines` and `beam_tfrecord` are the ones
+  imported (checked before the first round: each command's own interpreter says where they come
+  from; both checkouts' packages are compiled to bytecode first). It is named `convert @ COMMIT`,
+  printed beside this checkout's, run in the same rounds on the same files and writes to a folder
+  of its own. Its records are counted as the others' are, and in the first round both checkouts'
+  records are compared as a multiset of bytes (the planned shards' order aside); the table ends
+  with this checkout against it, paired by round.
 
     .venv/bin/python benchmarks/peers.py --task detection --images 12000 --rounds 3
     .venv/bin/python benchmarks/peers.py --task detection --images 12000 --rounds 3 --masks
@@ -22,6 +31,7 @@ process, on the same files, in interleaved rounds (issue 28):
     .venv/bin/python benchmarks/peers.py --task classification --images 32000 --rounds 3
     .venv/bin/python benchmarks/peers.py --task detection --images 12000 --rounds 3 --ours_without_decode
     .venv/bin/python benchmarks/peers.py --task detection --images 12000 --rounds 3 --least_work
+    .venv/bin/python benchmarks/peers.py --task detection --images 12000 --rounds 5 --baseline /tmp/base
     .venv/bin/python benchmarks/peers.py --task detection --images 300 --rounds 2   # a check, < 1 min
 
 Arguments it does not know go to this project's command (say `--direct_num_workers=2`).
@@ -44,6 +54,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import errno
+import hashlib
 import json
 import os
 import platform
@@ -66,6 +77,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path[:0] = [HERE, ROOT]
 
+from checkouts import checkout_name, compile_packages, imported_from, pythonpath_first, under  # noqa: E402
 from photos import IMAGE_FOLDER, SPLIT_FILE, ensure_photos  # noqa: E402
 from synthetic import CLASSES, ensure_dataset  # noqa: E402
 
@@ -101,6 +113,7 @@ class Tool:
     output: str
     runs: list[Run] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # over this process's environment
+    cwd: str = ROOT  # the folder it runs in: `python -m` imports from there first
 
 
 class FirstRead:
@@ -173,17 +186,17 @@ def _reap_descendants(timeout: float = 60.0) -> None:
 
 
 def measure(
-    command: list[str], watched: Iterable[str], env: dict[str, str] | None = None
+    command: list[str], watched: Iterable[str], env: dict[str, str] | None = None, cwd: str = ROOT
 ) -> tuple[float, float, float, tuple[int, int], float | None]:
     """(wall, user, sys, (peak RSS, peak PSS) in bytes, first read) of `command` and all its
-    descendants, with `env` over this process's environment."""
+    descendants, run in `cwd` with `env` over this process's environment."""
     _reap_descendants(0)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     first = FirstRead(watched)
     started = time.perf_counter()
     environment = {**os.environ, **(env or {})}
     child = subprocess.Popen(
-        command, cwd=ROOT, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        command, cwd=cwd, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     stderr: list[bytes] = []
     reader = threading.Thread(target=lambda: stderr.append(child.stderr.read()), daemon=True)
@@ -208,15 +221,30 @@ def measure(
     return wall, user, system, (peak_rss, peak_pss), read_at
 
 
-def count_records(output: str) -> int:
-    """Records in every TFRecord file under `output` (this project's read-side framing, no TF)."""
-    total = 0
+def _record_files(output: str) -> Iterable[str]:
     for folder, _, names in os.walk(output):
         for name in names:
             if name.endswith(".tfrecord") or ".tfrecord-" in name:
-                with open(os.path.join(folder, name), "rb") as handle:
-                    total += sum(1 for _ in iter_records(handle, check_crc=False))
+                yield os.path.join(folder, name)
+
+
+def count_records(output: str) -> int:
+    """Records in every TFRecord file under `output` (this project's read-side framing, no TF)."""
+    total = 0
+    for path in _record_files(output):
+        with open(path, "rb") as handle:
+            total += sum(1 for _ in iter_records(handle, check_crc=False))
     return total
+
+
+def records_digest(output: str) -> str:
+    """A digest of the multiset of records under `output`: equal for two outputs that hold the
+    same records byte for byte, whatever shard or order each landed in."""
+    digests = []
+    for path in _record_files(output):
+        with open(path, "rb") as handle:
+            digests += [hashlib.sha256(record).digest() for record in iter_records(handle, check_crc=False)]
+    return hashlib.sha256(b"".join(sorted(digests))).hexdigest()
 
 
 def detection_tools(
@@ -274,6 +302,33 @@ def without_decode(ours: Tool, out: str) -> Tool:
         raise ValueError(f"{ours.command}: not one --output {ours.output} to write elsewhere")
     command = [output if arg == ours.output else arg for arg in ours.command]
     return Tool("convert, no decode", command, output, env={"PYTHONPATH": path})
+
+
+def baseline(ours: Tool, root: str, out: str) -> Tool:
+    """This project's command again, from the checkout at `root`: run in `root` (`python -m`
+    imports from its folder first) with `root` first on PYTHONPATH (this checkout left off it), so
+    that it and every process it starts import `root`'s `pipelines` and `beam_tfrecord`; writing
+    beside the others under `out`."""
+    if ours.command.count(ours.output) != 1:
+        raise ValueError(f"{ours.command}: not one --output {ours.output} to write elsewhere")
+    output = os.path.join(out, "ours-baseline")
+    command = [output if arg == ours.output else arg for arg in ours.command]
+    name = f"convert @ {checkout_name(root)}"
+    return Tool(name, command, output, env=pythonpath_first(root, ROOT), cwd=os.path.abspath(root))
+
+
+def check_checkout(tool: Tool, root: str) -> None:
+    """Stop unless `tool` imports this project's packages from the checkout at `root`; compile
+    them there first, so that the first round of neither checkout pays for writing bytecode."""
+    compile_packages(tool.command[0], root)
+    try:
+        files = imported_from(tool.command[0], tool.cwd, tool.env)
+    except RuntimeError as error:
+        sys.exit(f"{tool.name}: {error}")
+    print(f"  {tool.name} imports {', '.join(files)}", flush=True)
+    outside = [path for path in files if not under(path, root)]
+    if outside:
+        sys.exit(f"{tool.name}: {', '.join(outside)} is not under {root}")
 
 
 DEFAULT_IMAGES = {"detection": 12_000, "classification": 32_000}
@@ -345,6 +400,17 @@ def report(tools: list[Tool], images: int) -> list[str]:
     return lines
 
 
+def paired(tool: Tool, base: Tool) -> str:
+    """`tool` against `base`, each round's ratio (the two ran in the same round), then the median
+    of those ratios, which a machine whose speed drifts over the run moves less."""
+    parts = []
+    for label, name in (("wall", "wall_s"), ("CPU", "cpu_s")):
+        ratios = [getattr(a, name) / getattr(b, name) for a, b in zip(tool.runs, base.runs, strict=True)]
+        shown = ", ".join(f"{r:.2f}" for r in ratios)
+        parts.append(f"{label} {statistics.median(ratios):.3f}x (rounds: {shown})")
+    return f"{tool.name} / {base.name}, paired by round: " + "; ".join(parts)
+
+
 def become_subreaper() -> None:
     """Orphaned descendants are reparented here, so measure() reaps them and counts their CPU."""
     libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
@@ -377,6 +443,11 @@ def main() -> None:
         action="store_true",
         help="detection: also run benchmarks/least_work.py, plain and --library",
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="ROOT",
+        help="another checkout of this project (an earlier commit): also run its command, in the same rounds",
+    )
     parser.add_argument("--json", help="also write every run's figures here")
     args, extra = parser.parse_known_args()
     if args.masks and args.task != "detection":
@@ -396,10 +467,15 @@ def main() -> None:
             tools, watched = detection_tools(data, out, args.masks, extra, args.peer_validates)
         else:
             tools, watched = classification_tools(data, out, extra)
+        ours = tools[1]
         if args.ours_without_decode:
-            tools.append(without_decode(tools[-1], out))
+            tools.append(without_decode(ours, out))
         if args.least_work:
             tools += least_work_tools(data, out)
+        base = None
+        if args.baseline:
+            base = baseline(ours, args.baseline, out)
+            tools.insert(2, base)  # its column beside this checkout's
         for tool in tools:
             os.makedirs(tool.output, exist_ok=True)
         size = sum(
@@ -411,11 +487,17 @@ def main() -> None:
             f"extra args for pipelines.convert: {extra or 'none'}",
             flush=True,
         )
+        if base is not None:
+            check_checkout(ours, ROOT)
+            check_checkout(base, args.baseline)
+        digests: dict[str, str] = {}
         for round_index in range(args.rounds):
             order = tools if round_index % 2 == 0 else tools[::-1]  # ABBA: drift hits all alike
             for tool in order:
-                wall, user, system, peaks, first = measure(tool.command, watched, tool.env)
+                wall, user, system, peaks, first = measure(tool.command, watched, tool.env, tool.cwd)
                 records = count_records(tool.output)
+                if base is not None and round_index == 0 and (tool is ours or tool is base):
+                    digests[tool.name] = records_digest(tool.output)
                 shutil.rmtree(tool.output)
                 os.makedirs(tool.output)
                 peak, pss = peaks[0] / 1e6, peaks[1] / 1e6
@@ -432,6 +514,18 @@ def main() -> None:
                 )
     print()
     print("\n".join(report(tools, images)))
+    if base is not None:
+        print(paired(ours, base))
+        counts = {tool.name: [run.records for run in tool.runs] for tool in (ours, base)}
+        same = digests[ours.name] == digests[base.name] and counts[ours.name] == counts[base.name]
+        print(
+            f"records of {ours.name} and {base.name}: "
+            + (
+                "the same count each round, the same bytes (a multiset, first round)"
+                if same
+                else f"DIFFERENT: counts by round {counts}, digests of the first round {digests}"
+            )
+        )
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(
@@ -441,6 +535,8 @@ def main() -> None:
                     "peer_validates": args.peer_validates,
                     "ours_without_decode": args.ours_without_decode,
                     "least_work": args.least_work,
+                    "baseline": args.baseline and {"root": os.path.abspath(args.baseline), "tool": base.name},
+                    "records_digests": digests,
                     "images": images,
                     "extra": extra,
                     "tools": {tool.name: [asdict(run) for run in tool.runs] for tool in tools},

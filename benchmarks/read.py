@@ -18,11 +18,20 @@ fed from memory, the same pictures, 224x224 batches of 32, shuffled. Readers:
 
 Each measurement is a fresh process that makes `--passes` passes; the readers alternate,
 `--repeats` times. The median of every pass is what an epoch gets; the median of each process's
-best pass is printed beside it, with the ratios of both.
+best pass is printed beside it, with the ratios of both. Each process imports this checkout's
+`beam_tfrecord` (this checkout first on its PYTHONPATH), and says which it imported.
+
+`--baseline ROOT` (another checkout of this project, an earlier commit: `git worktree add
+--detach /tmp/base COMMIT`) adds, for each load_dataset reader of the run, the same reader with
+ROOT's `load_dataset` (`load_dataset @ COMMIT`): its own process with ROOT first on PYTHONPATH
+(this checkout left off it) and ROOT as its folder, checked to import ROOT's `beam_tfrecord`, in
+the same rounds and on the same conversion (made by this checkout). Its ratios to Keras's folder
+reader are printed beside the current one's, and this checkout's against it, paired by round.
 
     .venv/bin/python benchmarks/read.py --images 8000 --size 400x300 --repeats 3
     .venv/bin/python benchmarks/read.py --images 800 --size 1600x1200 --repeats 3
     .venv/bin/python benchmarks/read.py --images 3000 --photos --repeats 3   # 640x480 photographs
+    .venv/bin/python benchmarks/read.py --images 8000 --readers keras-folder,load_dataset --baseline /tmp/base
 
 `--photos` reads benchmarks/photos.py's photographs (about 640x480, 100-150 KB: pip install -r
 requirements-bench.txt) laid out in two class folders instead of synthetic JPEGs. The folders
@@ -44,6 +53,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+
+from checkouts import checkout_name, compile_packages, pythonpath_first, under  # noqa: E402
 
 READERS = ("keras-folder", "load_dataset", "in-memory", "load_dataset-autotune", "load_dataset-cached")
 # Where the DCT scale applies: the same readers decoding every picture in full.
@@ -94,6 +105,12 @@ def measure(reader: str, folder: str, output: str, passes: int) -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
 
+    library = None  # the beam_tfrecord package this process reads with
+    if reader != "keras-folder":
+        import beam_tfrecord
+
+        library = os.path.dirname(beam_tfrecord.__file__)
+
     if reader == "keras-folder":
         import keras
 
@@ -103,8 +120,6 @@ def measure(reader: str, folder: str, output: str, passes: int) -> None:
     elif reader.startswith("in-memory"):
         dataset = in_memory(output, full_decode=reader.endswith("-full"))
     else:
-        import beam_tfrecord
-
         dataset = beam_tfrecord.load_dataset(
             output,
             "train",
@@ -121,7 +136,7 @@ def measure(reader: str, folder: str, output: str, passes: int) -> None:
         for batch, _labels in dataset:
             images += int(batch.shape[0])
         rates.append(images / (time.perf_counter() - start))
-    print(json.dumps({"reader": reader, "images": images, "rates": rates}))
+    print(json.dumps({"reader": reader, "images": images, "rates": rates, "library": library}))
 
 
 def prepare(work: str, images: int, size: tuple[int, int], photos: bool) -> tuple[str, str]:
@@ -169,6 +184,12 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=2, help="passes per process")
     parser.add_argument("--work", default="/tmp/beam-tfrecord-bench")
     parser.add_argument("--readers", help="comma-separated readers to run (default: all that apply)")
+    parser.add_argument(
+        "--baseline",
+        metavar="ROOT",
+        help="another checkout of this project (an earlier commit): also run each load_dataset reader "
+        "with its load_dataset, in the same rounds",
+    )
     parser.add_argument("--measure", nargs=3, metavar=("READER", "FOLDER", "OUTPUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
@@ -180,28 +201,55 @@ def main() -> None:
     readers = READERS + (FULL_DECODE if scaled else ())
     if args.readers:
         readers = tuple(reader for reader in args.readers.split(",") if reader in readers)
+    # Each reader's name -> (what it reads with, the checkout whose beam_tfrecord it imports).
+    # The baseline's reader runs right after this checkout's, in every round.
+    runs: dict[str, tuple[str, str]] = {}
+    versus: list[tuple[str, str]] = []  # (this checkout's reader, the same with the baseline's)
+    base_root = os.path.abspath(args.baseline) if args.baseline else None
+    name = checkout_name(base_root) if base_root else ""
+    for reader in readers:
+        runs[reader] = (reader, ROOT)
+        if base_root and reader.startswith("load_dataset"):
+            runs[f"{reader} @ {name}"] = (reader, base_root)
+            versus.append((reader, f"{reader} @ {name}"))
+    if base_root:
+        for root in (ROOT, base_root):
+            compile_packages(sys.executable, root, ("beam_tfrecord",))  # no first round pays for it
+    readers = tuple(runs)
+    column = max(len(reader) for reader in readers)
     best: dict[str, list[float]] = {reader: [] for reader in readers}
     rounds: dict[str, list[float]] = {reader: [] for reader in readers}  # each process's median pass
     every: dict[str, list[float]] = {reader: [] for reader in readers}  # each pass: what an epoch gets
     for repeat in range(args.repeats):
         for reader in readers:
+            reads_with, root = runs[reader]
             command = [
                 sys.executable,
                 __file__,
                 "--passes",
                 str(args.passes),
                 "--measure",
-                reader,
+                reads_with,
                 folder,
                 output,
             ]
-            line = subprocess.run(command, check=True, capture_output=True, text=True, cwd=ROOT).stdout
+            environment = {**os.environ, **pythonpath_first(root, ROOT)}
+            line = subprocess.run(
+                command, check=True, capture_output=True, text=True, cwd=root, env=environment
+            ).stdout
             result = json.loads(line.strip().splitlines()[-1])
+            if result["library"] is not None:
+                if not under(result["library"], root):
+                    sys.exit(f"{reader} read with {result['library']}, not {root}'s beam_tfrecord")
+                if repeat == 0:
+                    print(f"{reader} reads with {result['library']}", flush=True)
             best[reader].append(max(result["rates"]))
             every[reader].extend(result["rates"])
             rounds[reader].append(statistics.median(result["rates"]))
             rates = ", ".join(f"{rate:.0f}" for rate in result["rates"])
-            print(f"repeat {repeat + 1} {reader:21} {result['images']} images, passes {rates}", flush=True)
+            print(
+                f"repeat {repeat + 1} {reader:{column}} {result['images']} images, passes {rates}", flush=True
+            )
     medians = {reader: statistics.median(rates) for reader, rates in best.items()}
     epochs = {reader: statistics.median(rates) for reader, rates in every.items()}
     kind = "photographs" if args.photos else "synthetic JPEGs"
@@ -212,12 +260,13 @@ def main() -> None:
     )
     for reader in readers:
         print(
-            f"  {reader:21} epoch {epochs[reader]:6.0f} images/s   best {medians[reader]:6.0f}   "
+            f"  {reader:{column}} epoch {epochs[reader]:6.0f} images/s   best {medians[reader]:6.0f}   "
             f"(every pass: {', '.join(f'{r:.0f}' for r in every[reader])})"
         )
     pairs = [(reader, "keras-folder") for reader in readers if reader != "keras-folder"]
     pairs += [("load_dataset", "in-memory"), ("load_dataset-full", "in-memory-full")]
     pairs += [("load_dataset-cached", "in-memory"), ("load_dataset-full-cached", "in-memory-full")]
+    pairs += versus
     for reader, base in pairs:
         if reader not in readers or base not in readers:
             continue
