@@ -32,7 +32,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -48,16 +48,21 @@ from beam_tfrecord.output.outputs import append_marker, existing_outputs
 from beam_tfrecord.plan.listing import InputFile, split_input_spec
 from beam_tfrecord.plan.source_config import SourceConfig
 from beam_tfrecord.plan.splits import expected_deviation, group_of
-from beam_tfrecord.write.output_config import ConvertConfig
-from beam_tfrecord.write.side_files import write_text
-from beam_tfrecord.write.summary import (
+from beam_tfrecord.summary import (
     GroupSummary,
+    HistoryEntry,
     OptionsSummary,
     SizeRange,
     SplitSummary,
     Summary,
+    read_summary,
+)
+from beam_tfrecord.write.output_config import ConvertConfig
+from beam_tfrecord.write.side_files import write_text
+from beam_tfrecord.write.summary import (
     copy_warnings,
     duplicate_counts,
+    recorded_again,
     share_and_class_warnings,
 )
 from beam_tfrecord.write.tally import DIGEST_MODULUS
@@ -92,8 +97,9 @@ UNCHECKED_OPTIONS = unshaping_keys(SourceConfig, ConvertConfig)
 
 
 # changed_since_converted.jsonl's change kind for an old picture whose annotations changed since
-# its record was made (beside `changed` and `gone`, which its size, mtime or absence tell).
-ANNOTATIONS_CHANGED = "annotations_changed"
+# its record was made (beside `changed` and `gone`, which its size, mtime or absence tell), and
+# the history's key of how many an append found (`HistoryEntry`, which mypy holds it to).
+ANNOTATIONS_CHANGED: Final = "annotations_changed"
 
 
 def work_dir(output: str) -> str:
@@ -103,8 +109,9 @@ def work_dir(output: str) -> str:
 
 def option_differences(first: OptionsSummary, now: OptionsSummary) -> list[str]:
     """One phrase per option that shapes a record (or a split) and differs from the dataset's
-    first run's, e.g. `--resize is 64x64, the dataset's is None`."""
-    old, new = first.to_json(), now.to_json()
+    first run's, e.g. `--resize is 64x64, the dataset's is None`. The dataset's as this version
+    records them: an earlier version's record takes the defaults of what it lacks."""
+    old, new = recorded_again(first).to_json(), now.to_json()
     found = []
     for key in sorted(set(old) | set(new)):
         if key not in UNCHECKED_OPTIONS and old.get(key) != new.get(key):
@@ -163,7 +170,7 @@ def annotation_changes(work: str) -> list[str]:
 
 def run_inputs(old: Summary) -> list[str | None]:
     """The input each run that made the dataset listed, in its history's order."""
-    first = old.options.source.input if old.options.source is not None else None
+    first = old.options.value("input")
     if not old.history:
         return [old.run.input if old.run is not None and old.run.input else first]
     return [h.get("input") or (first if i == 0 else None) for i, h in enumerate(old.history)]
@@ -411,7 +418,7 @@ def _warnings(summary: Summary, earlier: Iterable[str], recounted: Iterable[str]
     found += copy_warnings(summary.duplicate_records, summary.cross_split_duplicates)
     found += [w for w in dict.fromkeys(earlier) if not _recounted(w)]
     found += recounted
-    changed = (summary.history or [{}])[-1].get(ANNOTATIONS_CHANGED)
+    changed = summary.history[-1].get(ANNOTATIONS_CHANGED) if summary.history else None
     if changed:
         found.append(
             f"{changed} old pictures' annotations changed since they were converted: their records "
@@ -428,16 +435,16 @@ def _is_manifest_warning(text: str) -> bool:
     return "manifest rows name no listed file" in text
 
 
-def _history_entry(summary: Summary, when: float | None, **more: Any) -> dict[str, Any]:
+def _first_entry(summary: Summary) -> HistoryEntry:
+    """The history's line of the run that made a dataset not grown before."""
     run = summary.run
-    started = when if when is not None else (run.started_at if run is not None else None)
+    started = run.started_at if run is not None else None
     return {
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)) if started else None,
         "input": run.input if run is not None else None,
         "inputs": summary.inputs,
         "records": summary.records,
         "rejects": summary.rejects,
-        **more,
     }
 
 
@@ -456,9 +463,9 @@ def _merged_groups(old: Summary, new: Summary, indexed: Iterable[IndexEntry]) ->
             grouped_files=len(kept),
             without_group=old.groups.without_group + new.groups.without_group,
         )
-    source = old.options.source
-    if old.groups.source == "group_pattern" and source is not None and source.group_pattern:
-        pattern = re.compile(source.group_pattern)
+    group_pattern = old.options.value("group_pattern")
+    if old.groups.source == "group_pattern" and group_pattern:
+        pattern = re.compile(group_pattern)
         found = [group_of(e.relpath, pattern) for e in indexed if e.split]
         named = [g for g in found if g is not None]
         return dataclasses.replace(
@@ -490,7 +497,7 @@ def _merged_summary(
     keep: Mapping[str, str],
     move: Mapping[str, str],
     groups: Sequence[DuplicateGroup],
-    entry: dict[str, Any],
+    entry: HistoryEntry,
     indexed: Iterable[IndexEntry] = (),
     unmatched: Sequence[str] = (),
     recounted: Sequence[str] = (),
@@ -523,7 +530,7 @@ def _merged_summary(
             files=files,
             digest=f"{(int(a.digest or '0', 16) + int(b.digest or '0', 16)) % DIGEST_MODULUS:064x}",
         )
-    history = list(old.history or [_history_entry(old, None)])
+    history = list(old.history or [_first_entry(old)])
     history.append(entry)
     class_names = new.class_names if new.class_names is not None else old.class_names
     grown_as = Grown(tuple(class_names or ()), tuple(unmatched))
@@ -557,6 +564,9 @@ def _merged_summary(
         image_width=_size_range(old.image_width, new.image_width, old.records, new.records),
         run=new.run,
         resumed=new.resumed,
+        # The first run's settings as this version records them (an earlier version's record
+        # takes the defaults of what it lacks).
+        options=recorded_again(old.options),
         history=history,
         sections={name: sections[name] for name in KINDS if name in sections},
         # A declared split's source as the append's run found it (a list may have been added).
@@ -640,7 +650,7 @@ def merge(
     old: Summary,
     new: Summary,
     delta_lines: Sequence[str],
-    entry: dict[str, Any],
+    entry: HistoryEntry,
     old_index: Sequence[IndexEntry] | None = None,
 ) -> Summary:
     """Put the work folder's finished run (`new`) beside the dataset (`old`, its summary as it
@@ -669,7 +679,7 @@ def _merge(
     old: Summary,
     new: Summary,
     delta_lines: Sequence[str],
-    entry: dict[str, Any],
+    entry: HistoryEntry,
     old_index: Sequence[IndexEntry] | None,
 ) -> Summary:
     work = work_dir(output)
@@ -758,8 +768,6 @@ def finish(output: str) -> None:
 
 
 def _finish(output: str) -> None:
-    from beam_tfrecord.write.summary import read_summary
-
     summary = read_summary(output)
     listed = {n for s in summary.splits.values() for n in s.files}
     stale = []
