@@ -3,7 +3,7 @@
 `Summary` and its parts write and read the file (`to_json`, `from_json`, `read_summary`), as
 `RejectLine` does its line, so every reader uses fields, not string keys, and the file's layout is
 known in one place. The write stage builds one from the plan's facts and the pipeline's tally
-(`write.summary.build_summary`); the output room grows one (`output.append`); the readers
+(`write.summary.build_summary`); the output room grows one (`output.grown_summary`); the readers
 read one.
 
 This module sits below every stage and above the kinds of label (each kind's section is its own
