@@ -85,6 +85,7 @@ SUBMODULES = (
     "reasons",
     "runners",
     "storage",
+    "summary",
     "tasks",
     "transforms",
     "write_failures",

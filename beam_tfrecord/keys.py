@@ -25,11 +25,13 @@ import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Literal, TypedDict
+from typing import Literal, TypedDict, get_args
 
 __all__ = [
+    "COLUMN_TYPES",
     "SCHEMAS",
     "TABLES",
+    "ColumnType",
     "FeatureLayout",
     "KeyTable",
     "RecordKey",
@@ -50,6 +52,10 @@ DType = Literal["bytes", "int64", "float32"]
 TfdsKind = Literal[
     "image", "text", "scalar", "class_label", "object_class_label", "mask", "class_mask", "none"
 ]
+# A manifest column's type, as `extra_columns` names it (`caption,score:float,tags:str_list`): the
+# planner parses values as it (plan.columns), records store them by it, summary.json names it.
+ColumnType = Literal["str", "int", "float", "str_list", "int_list", "float_list"]
+COLUMN_TYPES: tuple[str, ...] = get_args(ColumnType)
 EXTRA_TYPES: dict[str, DType] = {"str": "bytes", "int": "int64", "float": "float32"}
 
 
@@ -213,7 +219,7 @@ class RecordLayout:
       labeled: the records hold a class id (and, in the tfds schema, its name).
       multi_label: the label keys hold lists (a multi-label manifest).
       extra_columns: (name, type) of each manifest column stored, type as in
-        `plan.columns.COLUMN_TYPES` (str, int, float, or their `_list`).
+        `COLUMN_TYPES` (str, int, float, or their `_list`).
       features: the feature model's output, when the run has one.
       groups: the key groups (`KeyTable.groups`) the run's kinds of label store beyond the
         class's, in the order a record holds them.

@@ -45,6 +45,7 @@ from beam_tfrecord.plan.listing import InputFile, list_inputs
 from beam_tfrecord.plan.planner import KnownRecords, LabelSource, Plan, make_plan, shard_tasks
 from beam_tfrecord.plan.sharding import ShardSettings
 from beam_tfrecord.plan.staging import StagedPlan
+from beam_tfrecord.summary import OptionsSummary, Resumed, RunSummary, Summary
 from beam_tfrecord.transforms import (
     CHANGES,
     CONTENT,
@@ -62,7 +63,7 @@ from beam_tfrecord.write.run_step import RunStepFn
 from beam_tfrecord.write.shardwriter import remove_tree
 from beam_tfrecord.write.side_files import label_files, write_metadata
 from beam_tfrecord.write.sinks import TALLIES, MergeTallies, make_sink
-from beam_tfrecord.write.summary import OptionsSummary, RunSummary, Summary, build_summary
+from beam_tfrecord.write.summary import build_summary
 from beam_tfrecord.write.tally import Tally
 
 __all__ = ["ImagesToTFRecords", "WriteMetadataFn", "prepare"]
@@ -295,7 +296,7 @@ class WriteMetadataFn(RunStepFn):
             run = dataclasses.replace(run, wall_time_s=round(time.time() - run.started_at, 2))
         options = OptionsSummary.of(facts.source, self.config)
         staged = self.staged
-        resumed = (
+        resumed: Resumed | None = (
             {"shards": len(staged.finished), "records": staged.resumed_records} if staged.finished else None
         )
         # The records' tally, and the rejects', which are all here already; so is every record's
@@ -336,7 +337,7 @@ class ListShardTasksFn(RunStepFn):
 
 
 class ImagesToTFRecords(beam.PTransform):
-    """PBegin -> PCollection holding the run's one `Summary` (write.summary), once every file is
+    """PBegin -> PCollection holding the run's one `Summary` (summary.Summary), once every file is
     written.
 
     Args:
@@ -361,7 +362,7 @@ class ImagesToTFRecords(beam.PTransform):
         if run_info is not None and not isinstance(run_info, RunSummary):
             unknown = sorted(set(run_info) - {f.name for f in dataclasses.fields(RunSummary)})
             if unknown:
-                raise ConfigError("run_info", f"has no field {unknown[0]!r} (see write.summary.RunSummary)")
+                raise ConfigError("run_info", f"has no field {unknown[0]!r} (see summary.RunSummary)")
             run_info = RunSummary(**run_info)
         self.run_info = run_info
         self.progress_dir = progress_dir

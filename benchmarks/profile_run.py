@@ -143,7 +143,13 @@ RULES: list[tuple[str, str, Callable[[list[Frame]], bool]]] = [
     (
         "summary, metadata, finalize",
         "run",
-        _in("write/summary", "write/tfds_metadata", "write/side_files", "tensorflow_datasets"),
+        _in(
+            "write/summary",
+            "beam_tfrecord/summary.py",
+            "write/tfds_metadata",
+            "write/side_files",
+            "tensorflow_datasets",
+        ),
     ),
     (
         "Beam per element and bundle (coders, data plane, DoFn calls)",

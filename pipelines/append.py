@@ -20,7 +20,7 @@ from beam_tfrecord.output.mode import OutputKind, OutputMode
 from beam_tfrecord.plan.labels import Unlabeled
 from beam_tfrecord.plan.listing import InputFile, list_inputs
 from beam_tfrecord.plan.planner import KnownRecords
-from beam_tfrecord.write.summary import OptionsSummary, Summary, read_summary
+from beam_tfrecord.summary import HistoryEntry, OptionsSummary, Summary, read_summary
 from pipelines.options import CommandSettings, UsageError
 
 __all__ = ["AppendFailed", "AppendJob", "finish_append", "prepare_append"]
@@ -193,8 +193,9 @@ def _finish_append(job: AppendJob, input_spec: str) -> Summary:
         return job.old
     new = job.done if job.done is not None else read_summary(job.work)
     started = new.run.started_at if new.run is not None else None
-    last = (job.old.history or [{}])[-1]
-    if started is not None and last.get("started_at") == started:  # merged; killed while cleaning
+    history = job.old.history
+    last_started = history[-1].get("started_at") if history else None
+    if started is not None and last_started == started:  # merged; killed while cleaning
         append_lib.finish(job.output)
         return job.old
     old_names = set(job.old.class_names or ())
@@ -203,7 +204,7 @@ def _finish_append(job: AppendJob, input_spec: str) -> Summary:
     # kinds of label keep a digest of them.
     digested = any(kind.digested for kind in label_kinds(job.old.kinds))
     annotation_lines = append_lib.annotation_changes(job.work) if digested else []
-    entry = {
+    entry: HistoryEntry = {
         "date": None,
         "input": input_spec,
         "inputs": new.inputs,

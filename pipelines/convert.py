@@ -47,7 +47,7 @@ from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
 from beam_tfrecord.plan import staging
 from beam_tfrecord.plan.listing import list_inputs
 from beam_tfrecord.plan.staging import StagedPlan
-from beam_tfrecord.write.summary import RunSummary, read_summary
+from beam_tfrecord.summary import RunSummary, read_summary
 from pipelines import append as append_cmd
 from pipelines import dry_run
 from pipelines.dataflow_checks import check_dry_run_input, check_remote_run, name_the_job

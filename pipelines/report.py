@@ -4,7 +4,7 @@ command's view of summary.json (the library writes the file; how a terminal show
 from __future__ import annotations
 
 from beam_tfrecord.names import CHANGES_FILE
-from beam_tfrecord.write.summary import SplitSummary, Summary
+from beam_tfrecord.summary import SplitSummary, Summary
 
 __all__ = ["format_table"]
 

@@ -19,7 +19,8 @@ from beam_tfrecord.elements import DuplicateGroup
 from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
 from beam_tfrecord.plan.splits import split_of
 from beam_tfrecord.plan.staging import PlanFacts
-from beam_tfrecord.write.summary import OptionsSummary, build_summary, duplicate_counts
+from beam_tfrecord.summary import OptionsSummary
+from beam_tfrecord.write.summary import build_summary, duplicate_counts
 from beam_tfrecord.write.tally import Tally
 from pipelines import inspect
 from pipelines.report import format_table

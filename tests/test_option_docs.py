@@ -77,7 +77,7 @@ def test_messages_name_the_option_a_field_is_set_by(error, said):
 
 
 def test_summary_options_round_trip_through_the_configs():
-    from beam_tfrecord.write.summary import OptionsSummary
+    from beam_tfrecord.summary import OptionsSummary
 
     source = SourceConfig(
         input="/in",
@@ -90,8 +90,8 @@ def test_summary_options_round_trip_through_the_configs():
     output = ConvertConfig(output="/out", image=ImageConfig(resize=(32, 24), channels=3), compression="gzip")
     options = OptionsSummary.of(source, output)
     again = OptionsSummary.from_json(json.loads(json.dumps(options.to_json())))
-    assert again.source == source
-    assert again.output == dataclasses.replace(output, gcs=GcsConfig())
+    assert again.config(SourceConfig) == source
+    assert again.config(ConvertConfig) == dataclasses.replace(output, gcs=GcsConfig())
     assert options.to_json()["resize"] == "32x24" and options.to_json()["extra_columns"] == [
         "caption:str",
         "score:float",

@@ -1,10 +1,12 @@
 """The shape of the library, guarded: the stages run plan -> images -> features -> write -> output ->
 read, and a stage imports only the stages before it (read may use write's schema; write may never
 use read; the output room, the output folder's lifecycle, may use write but write never uses it).
-Below every stage sit the kinds of label (`labels/`, which any stage may import and which imports
-only the shared modules), and below those the shared contracts (elements, names, keys,
-config_base, reasons) and the cross-cutting helpers, which import neither a kind nor a stage;
-nothing in the library imports the command (`pipelines`). Imports inside functions and
+Below every stage sits summary.json's types (`summary`, which every stage reads or writes and
+which imports only the kinds of label and the shared modules, never a stage's config); below it
+the kinds of label (`labels/`, which any stage may import and which imports only the shared
+modules), and below those the shared contracts (elements, names, keys, config_base, reasons) and
+the cross-cutting helpers, which import neither a kind nor a stage; nothing in the library
+imports the command (`pipelines`). Imports inside functions and
 under TYPE_CHECKING count too: they are dependencies all the same."""
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ SHARED = (
 )
 # The kinds of label: below every stage, above the shared modules.
 LABELS = "labels"
+# summary.json's types: below every stage, above the kinds of label (whose sections it holds).
+SUMMARY = "summary"
 # The assembly on top: the typed settings of a whole run, the composite transform, the DoFns.
 ASSEMBLY = ("config", "pipeline", "transforms")
 
@@ -65,6 +69,10 @@ def _allowed(owner: str, target: str) -> bool:
         return True
     if owner in SHARED:
         return False  # a shared module imports only shared ones (above)
+    if target == SUMMARY:
+        return owner in STAGES
+    if owner == SUMMARY:
+        return target == LABELS  # and the shared modules (above), never a stage
     if target == LABELS:
         return owner in STAGES  # (a kind imports other kinds: the same part)
     if owner == LABELS:
@@ -77,7 +85,7 @@ def _allowed(owner: str, target: str) -> bool:
 def test_every_part_of_the_library_is_a_stage_a_shared_module_or_the_assembly():
     parts = {p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
     parts |= {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
-    assert parts == set(STAGES) | set(SHARED) | set(ASSEMBLY) | {LABELS}
+    assert parts == set(STAGES) | set(SHARED) | set(ASSEMBLY) | {LABELS, SUMMARY}
 
 
 def test_no_stage_imports_a_later_one_and_no_contract_imports_a_stage():
@@ -102,6 +110,20 @@ def test_the_guard_would_catch_a_write_module_that_reads(tmp_path):
     assert target == "read" and not _allowed("write", target)
     assert _allowed("read", "write") and not _allowed("keys", "write") and not _allowed("plan", "config")
     assert _allowed("plan", "labels") and not _allowed("labels", "images") and not _allowed("keys", "labels")
+
+
+def test_the_guard_would_catch_a_summary_that_reads_a_stage(tmp_path):
+    """The check itself can fail: summary.json's types reading a stage's config (the configs are
+    the stages', read back from the record by the stage that needs them) are named, as is a kind
+    of label or a shared module reading the summary."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("from beam_tfrecord.write.output_config import ConvertConfig\n")
+    (target,) = {_part(m) for m in _imports(probe)} - {None}
+    assert target == "write" and not _allowed(SUMMARY, target)
+    assert not any(_allowed(SUMMARY, part) for part in ("plan", "read", "output", "pipeline"))
+    assert not _allowed(LABELS, SUMMARY) and not _allowed("keys", SUMMARY) and not _allowed("names", SUMMARY)
+    assert all(_allowed(stage, SUMMARY) for stage in STAGES) and _allowed("pipeline", SUMMARY)
+    assert _allowed(SUMMARY, LABELS) and _allowed(SUMMARY, "keys") and _allowed(SUMMARY, "config_base")
 
 
 # Local and gs:// paths meet in storage (and gcs, under it): no other module reads a path's text

@@ -18,9 +18,10 @@ from beam_tfrecord.elements import DuplicateGroup, PlannedInput, RejectLine, Sha
 from beam_tfrecord.images.options import ImageConfig
 from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
 from beam_tfrecord.plan.staging import PlanFacts, StagedPlan
+from beam_tfrecord.summary import OptionsSummary
 from beam_tfrecord.transforms import REJECTS, BuildRecordFn, ReadShardFn, duplicate_groups
 from beam_tfrecord.write.sinks import TallyFn
-from beam_tfrecord.write.summary import OptionsSummary, build_summary
+from beam_tfrecord.write.summary import build_summary
 from beam_tfrecord.write.tally import Tally
 from pipelines.report import format_table
 

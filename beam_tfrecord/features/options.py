@@ -99,7 +99,7 @@ def _height_width(text: str) -> tuple[int, int]:
 @dataclass(frozen=True)
 class FeatureConfig(Config):
     """Which model computes the features and how they are stored (summary.json's `features`
-    section records them: `write.summary.FeatureSummary`)."""
+    section records them: `summary.FeatureSummary`)."""
 
     # A Keras application (KERAS_NAMES), or torchvision:NAME / timm:NAME
     feature_model: str | None = setting(

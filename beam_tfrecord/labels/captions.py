@@ -9,7 +9,7 @@ import dataclasses
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from beam_tfrecord.elements import ImageAnnotations, PlannedInput, RecordFields
 from beam_tfrecord.keys import key_of
@@ -30,7 +30,24 @@ from beam_tfrecord.labels.base import (
 )
 from beam_tfrecord.labels.geometry import PixelTransform
 
-__all__ = ["CAPTIONS", "CaptionSummary", "CaptionTally", "CaptionsKind", "captions_of", "captions_value"]
+__all__ = [
+    "CAPTIONS",
+    "CaptionSummary",
+    "CaptionTally",
+    "CaptionsKind",
+    "CaptionsPerPicture",
+    "captions_of",
+    "captions_value",
+]
+
+
+class CaptionsPerPicture(TypedDict, total=False):
+    """The fewest, mean and most captions a picture with captions holds (`CaptionSummary`).
+    Empty in a section read without it."""
+
+    min: int
+    mean: float
+    max: int
 
 
 @dataclass
@@ -44,7 +61,7 @@ class CaptionSummary(Section):
     captions: int = 0
     pictures_with_captions: int = 0
     pictures_without_caption: int = 0
-    per_picture: dict[str, Any] = field(default_factory=dict)  # min, mean, max captions a picture
+    per_picture: CaptionsPerPicture = field(default_factory=CaptionsPerPicture)
     unmatched_entries: int = 0
     caption_key: str = "image/caption (every caption of the picture, UTF-8, in its file's order)"
     found_at: str = ""

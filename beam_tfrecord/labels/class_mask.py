@@ -30,7 +30,7 @@ import io
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from PIL import Image
@@ -63,6 +63,7 @@ __all__ = [
     "CLASS_MASK",
     "ClassMaskKind",
     "ClassMaskTally",
+    "ClassPixels",
     "MaskFile",
     "PlacedMask",
     "SegmentationSummary",
@@ -338,6 +339,15 @@ def pixel_counts(ids: np.ndarray) -> tuple[tuple[int, int], ...]:
     return tuple((int(value), int(counts[value])) for value in np.flatnonzero(counts))
 
 
+class ClassPixels(TypedDict):
+    """One class's pixels, its share of the labelled pixels and the records whose mask holds it
+    (`SegmentationSummary.per_class`)."""
+
+    pixels: int
+    share: float
+    pictures: int
+
+
 @dataclass
 class SegmentationSummary(Section):
     """A segmentation run's masks (summary.json's `segmentation`): what every class covers, and
@@ -350,7 +360,7 @@ class SegmentationSummary(Section):
 
     kind: str  # the annotations' format (summary.json's key)
     ignore: int | None
-    per_class: dict[str, dict[str, Any]] = field(default_factory=dict)
+    per_class: dict[str, ClassPixels] = field(default_factory=dict)
     ignored_pixels: int = 0
     pictures_without_mask: int = 0
     unmatched_masks: int = 0
@@ -378,17 +388,17 @@ class SegmentationSummary(Section):
         """Pixels and pictures per class summed, shares of the labelled pixels recomputed."""
         assert isinstance(new, SegmentationSummary)
         names = list(dict.fromkeys([*self.per_class, *new.per_class]))
+        none: ClassPixels = {"pixels": 0, "share": 0.0, "pictures": 0}
         pixels = {
-            n: self.per_class.get(n, {}).get("pixels", 0) + new.per_class.get(n, {}).get("pixels", 0)
-            for n in names
+            n: self.per_class.get(n, none)["pixels"] + new.per_class.get(n, none)["pixels"] for n in names
         }
         labelled = sum(pixels.values())
-        per_class = {
+        per_class: dict[str, ClassPixels] = {
             name: {
                 "pixels": pixels[name],
                 "share": round(pixels[name] / labelled, 6) if labelled else 0.0,
-                "pictures": self.per_class.get(name, {}).get("pictures", 0)
-                + new.per_class.get(name, {}).get("pictures", 0),
+                "pictures": self.per_class.get(name, none)["pictures"]
+                + new.per_class.get(name, none)["pictures"],
             }
             for name in names
         }
@@ -478,7 +488,7 @@ class ClassMaskKind(LabelKind):
         assert isinstance(tally, ClassMaskTally)
         ignore = facts["rule"]["ignore"]
         labelled = sum(n for value, n in tally.pixels.items() if value != ignore)
-        per_class = {
+        per_class: dict[str, ClassPixels] = {
             name: {
                 "pixels": tally.pixels[index],
                 "share": round(tally.pixels[index] / labelled, 6) if labelled else 0.0,

@@ -17,7 +17,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecord import gcs, names, storage
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.names import METADATA_FILES, SUMMARY_FILE, TEMP_PREFIXES
-from beam_tfrecord.write.summary import Summary, SummaryError, read_summary
+from beam_tfrecord.summary import Summary, SummaryError, read_summary
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -1,5 +1,6 @@
-"""Manifest columns stored in each record (`extra_columns`, `NAME[:TYPE],...`): their types, how a
-manifest value parses as its type (the key each one gets is `keys.extra_key`'s).
+"""Manifest columns stored in each record (`extra_columns`, `NAME[:TYPE],...`): how a manifest value
+parses as its type (the types, `keys.COLUMN_TYPES`, and the key each one gets, `keys.extra_key`,
+are the record keys').
 
 A value is parsed on the launcher, while planning, so a bad one is a `bad_manifest_value` reject
 before any image is read, and the workers only copy typed values into records.
@@ -11,10 +12,10 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Literal, TypeGuard, get_args
+from typing import Any, TypeGuard
 
 from beam_tfrecord.config_base import ConfigError
-from beam_tfrecord.keys import reserved_names
+from beam_tfrecord.keys import COLUMN_TYPES, ColumnType, reserved_names
 
 __all__ = [
     "COLUMN_TYPES",
@@ -25,8 +26,6 @@ __all__ = [
     "parse_value",
 ]
 
-ColumnType = Literal["str", "int", "float", "str_list", "int_list", "float_list"]
-COLUMN_TYPES: tuple[str, ...] = get_args(ColumnType)
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 # Names a stored column may not take: the records' own fields and keys (either schema, feature
 # runs included), and the manifest's group column, which says how files split.

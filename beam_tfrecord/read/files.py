@@ -22,8 +22,8 @@ from beam_tfrecord.labels import kinds as label_kinds
 from beam_tfrecord.names import index_path, is_array_record
 from beam_tfrecord.output import outputs
 from beam_tfrecord.plan.columns import ExtraColumn
+from beam_tfrecord.summary import SizeRange, Summary
 from beam_tfrecord.write import array_record_files
-from beam_tfrecord.write.summary import SizeRange, Summary
 from beam_tfrecord.write.tfrecord_files import FramingError, iter_records, parse_index
 
 _LOGGER = logging.getLogger(__name__)

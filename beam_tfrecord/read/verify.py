@@ -30,8 +30,8 @@ from beam_tfrecord.names import LABELS_FILE, REJECTS_FILE, SUMMARY_FILE, TFDS_IN
 from beam_tfrecord.output.outputs import unfinished_message
 from beam_tfrecord.read.files import read_index
 from beam_tfrecord.read.tf_data import record_dataset, traced_as_written
+from beam_tfrecord.summary import Summary, SummaryError, read_summary
 from beam_tfrecord.write import schema as schema_lib
-from beam_tfrecord.write.summary import Summary, SummaryError, read_summary
 from beam_tfrecord.write.tfrecord_files import FramingError, index_records
 
 __all__ = ["OutputReport", "Sample", "format_report", "verify_output"]

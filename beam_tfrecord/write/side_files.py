@@ -28,7 +28,7 @@ from beam_tfrecord.names import (
 )
 from beam_tfrecord.plan import staging
 from beam_tfrecord.plan.staging import PlanFacts, StagedPlan
-from beam_tfrecord.write.summary import Summary
+from beam_tfrecord.summary import Summary
 from beam_tfrecord.write.tfds_metadata import write_tfds_metadata
 from beam_tfrecord.write_failures import writing
 

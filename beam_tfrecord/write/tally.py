@@ -16,10 +16,10 @@ from typing import Any, TypeVar
 from beam_tfrecord.elements import ConvertedRecord, RejectLine
 from beam_tfrecord.labels import KINDS, KindTally
 
-__all__ = ["DIGEST_METHOD", "DIGEST_MODULUS", "Tally", "without_pixels"]
+__all__ = ["DIGEST_MODULUS", "Tally", "without_pixels"]
 
+# Each split's digest is the sum of its records' sha256 modulo this (summary.DIGEST_METHOD says so).
 DIGEST_MODULUS = 2**256
-DIGEST_METHOD = "sum of sha256(serialized record) mod 2**256: independent of record order and shards"
 
 
 COUNTERS = (

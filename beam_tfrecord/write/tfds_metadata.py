@@ -27,8 +27,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import names, storage
 from beam_tfrecord.keys import RecordKey, RecordLayout, key_of, record_keys
+from beam_tfrecord.summary import Summary, TfdsMetadataSummary
 from beam_tfrecord.write import array_record_files
-from beam_tfrecord.write.summary import Summary, TfdsMetadataSummary
 from beam_tfrecord.write.tfrecord_files import count_records
 
 __all__ = ["FILENAME_TEMPLATE", "dataset_name", "features_spec", "write_tfds_metadata"]
@@ -188,5 +188,4 @@ def _source(summary: Summary) -> str:
     """Where the images came from, for TFDS's description."""
     if summary.run is not None and summary.run.input:
         return summary.run.input
-    source = summary.options.source
-    return source.input if source is not None else "unknown"
+    return summary.options.value("input", "unknown")

@@ -13,19 +13,42 @@ import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from beam_tfrecord import reasons
 from beam_tfrecord.labels.base import Grown, Section, SectionInputs
 
-__all__ = ["PER_IMAGE_BUCKETS", "ObjectSummary", "object_summary", "per_image"]
+__all__ = [
+    "PER_IMAGE_BUCKETS",
+    "ClassObjects",
+    "ObjectSummary",
+    "ObjectsPerImage",
+    "object_summary",
+    "per_image",
+]
 
 _NO_IMAGE = reasons.NO_IMAGE.code
 # Objects per record, bucketed for the summary.
 PER_IMAGE_BUCKETS = ((0, 0), (1, 1), (2, 4), (5, 9), (10, 19), (20, None))
 
 
-def per_image(counts: Counter) -> dict[str, Any]:
+class ClassObjects(TypedDict):
+    """One class's objects stored, and the records that hold one (`ObjectSummary.per_class`)."""
+
+    objects: int
+    images: int
+
+
+class ObjectsPerImage(TypedDict, total=False):
+    """Objects per record (`ObjectSummary.per_image`): their mean, the most, and records per
+    bucket of PER_IMAGE_BUCKETS (`0`, `1`, `2-4`, ..., `20+`). Empty in a section read without it."""
+
+    mean: float
+    max: int
+    histogram: dict[str, int]
+
+
+def per_image(counts: Counter) -> ObjectsPerImage:
     """Mean, max and a histogram of objects per record, from records per object count."""
     records = sum(counts.values())
     histogram = {}
@@ -49,8 +72,8 @@ class ObjectSummary(Section):
     dropped_per_reason: dict[str, int] = field(default_factory=dict)
     unmatched_entries: int = 0
     negatives: int = 0  # records without an object
-    per_class: dict[str, dict[str, int]] = field(default_factory=dict)  # name -> objects, images
-    per_image: dict[str, Any] = field(default_factory=dict)  # mean, max, histogram of objects per record
+    per_class: dict[str, ClassObjects] = field(default_factory=dict)  # class name -> its objects
+    per_image: ObjectsPerImage = field(default_factory=ObjectsPerImage)
     sizes: dict[str, int] = field(default_factory=dict)  # COCO's small, medium, large (stored pixels)
     class_ids: str = "from 1 (0 is background), as label_map.pbtxt; labels.txt line i is id i + 1"
     found_at: str = ""  # where the annotations were found, and how many pictures they matched
@@ -102,7 +125,7 @@ class ObjectSummary(Section):
         )
         histogram = {key: histogram.get(key, 0) for key in (*self.per_image.get("histogram", {}), *histogram)}
         records = sum(histogram.values())
-        empty = {"objects": 0, "images": 0}
+        empty: ClassObjects = {"objects": 0, "images": 0}
         return ObjectSummary(
             kind=self.kind,
             masks=self.masks,
@@ -114,10 +137,7 @@ class ObjectSummary(Section):
             unmatched_entries=len(grown.unmatched),
             negatives=self.negatives + new.negatives,
             per_class={
-                name: {
-                    key: self.per_class.get(name, empty)[key] + new.per_class.get(name, empty)[key]
-                    for key in ("objects", "images")
-                }
+                name: _added(self.per_class.get(name, empty), new.per_class.get(name, empty))
                 for name in grown.class_names
             },
             per_image={
@@ -132,6 +152,10 @@ class ObjectSummary(Section):
             class_ids=self.class_ids,
             found_at=new.found_at or self.found_at,
         )
+
+
+def _added(a: ClassObjects, b: ClassObjects) -> ClassObjects:
+    return {"objects": a["objects"] + b["objects"], "images": a["images"] + b["images"]}
 
 
 def object_summary(
