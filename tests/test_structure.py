@@ -410,3 +410,37 @@ def test_no_modules_import_each_other_round_a_circle():
 def test_the_circle_guard_would_catch_one():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert import_circles(graph) == [["a", "b", "c"]]
+
+
+# The size one reader can hold: a module past it is two concerns, a function past it two steps
+# (docstrings included).
+MODULE_LINES = 750
+FUNCTION_LINES = 100
+
+
+def oversized(relative: str, text: str, tree: ast.Module) -> list[str]:
+    """The module if it is longer than MODULE_LINES, and each function longer than FUNCTION_LINES."""
+    found = []
+    if len(text.splitlines()) > MODULE_LINES:
+        found.append(f"{relative}: {len(text.splitlines())} lines")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            if length > FUNCTION_LINES:
+                found.append(f"{relative}:{node.lineno} {node.name}: {length} lines")
+    return found
+
+
+def test_no_module_and_no_function_is_too_long_to_read_whole():
+    root = PACKAGE.parent
+    found = []
+    for relative, tree in _library_files():
+        found += oversized(relative, (root / relative).read_text(), tree)
+    assert found == []
+
+
+def test_the_length_guard_would_catch_a_long_function():
+    text = "def f():\n" + "    x = 1\n" * FUNCTION_LINES
+    assert oversized("beam_tfrecord/probe.py", text, ast.parse(text)) == [
+        f"beam_tfrecord/probe.py:1 f: {FUNCTION_LINES + 1} lines"
+    ]
