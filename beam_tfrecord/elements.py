@@ -401,7 +401,7 @@ class ShardTask:
 
     `kinds` are the run's kinds of label (`tasks.Task.kinds`), in order; `settings` what each
     kind's workers need of the run (its JSON form, by kind name: `labels.base.LabelKind
-    .read_setting` reads it back), staged with every task so a worker needs nothing else."""
+    .read_setting` reads it back), staged with every shard task so a worker needs nothing else."""
 
     split: str
     index: int
@@ -425,10 +425,10 @@ class ShardTask:
 
     @classmethod
     def from_json(cls, text: str) -> ShardTask:
-        task = json.loads(text)
-        inputs = tuple(PlannedInput.from_row(row) for row in task["inputs"])
-        kinds = tuple(task["kinds"])
-        return cls(task["split"], task["index"], task["count"], inputs, kinds, task.get("settings", {}))
+        data = json.loads(text)
+        inputs = tuple(PlannedInput.from_row(row) for row in data["inputs"])
+        kinds = tuple(data["kinds"])
+        return cls(data["split"], data["index"], data["count"], inputs, kinds, data.get("settings", {}))
 
 
 @dataclass(frozen=True, order=True)

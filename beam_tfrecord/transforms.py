@@ -92,13 +92,13 @@ class ReadShardFn(RunStepFn):
     """Adapts `prepare_input` to a shard task: its inputs are read and validated in order on the
     config's read threads (reads wait on disk or network); rejects go to a tagged output at once.
 
-    Takes a `ShardTask` or the path of a staged one, loaded here: a task is never an element
-    between two steps, since Beam estimates an element's size by pickling a sample of them
-    (every one of the first ten), and a task pickles all its inputs
+    Takes a `ShardTask` or the path of a staged one, loaded here: a shard task is never an
+    element between two steps, since Beam estimates an element's size by pickling a sample of
+    them (every one of the first ten), and a shard task pickles all its inputs
     (docs/performance.md#per-step-costs-behind-the-code).
 
     Also feeds the local progress line (files in `progress_dir`, one count per input read), and,
-    on the paths sink, leaves each task's reader's done file in the run's temporary folder once
+    on the paths sink, leaves each shard task's reader's done file in the run's temporary folder once
     every input of it went downstream (output.resume).
     """
 
@@ -110,7 +110,7 @@ class ReadShardFn(RunStepFn):
 
     @property
     def _done_dir(self) -> str | None:
-        """Where each task leaves its done file, so a rerun keeps what it finished (paths sink)."""
+        """Where each shard task leaves its done file, so a rerun keeps what it finished (paths sink)."""
         return self.staged.temp_dir if self.config.sink == "paths" else None
 
     def setup(self) -> None:
@@ -140,12 +140,13 @@ class ReadShardFn(RunStepFn):
             return finish_record(self.config.schema, prepared)
         return prepared
 
-    def _outcomes(self, task: ShardTask) -> Iterator[PendingRecord | ConvertedRecord | RejectLine]:
-        """The task's inputs prepared in order: on the pool's threads and this one when there is
-        a pool."""
-        shard = ShardKey(task.split, task.index, task.count)
-        labels = RunLabels.of(task.kinds, task.settings)  # read once, for every input of the task
-        work = ((item, shard, labels) for item in task.inputs)
+    def _outcomes(self, shard_task: ShardTask) -> Iterator[PendingRecord | ConvertedRecord | RejectLine]:
+        """The shard task's inputs prepared in order: on the pool's threads and this one when
+        there is a pool."""
+        shard = ShardKey(shard_task.split, shard_task.index, shard_task.count)
+        # Read once, for every input of the shard task.
+        labels = RunLabels.of(shard_task.kinds, shard_task.settings)
+        work = ((item, shard, labels) for item in shard_task.inputs)
         if self._pool is None:
             return map(self._prepare, work)
         # A batch for each reading thread (the pool's and this one) and one done, waiting for this
@@ -154,11 +155,13 @@ class ReadShardFn(RunStepFn):
         window = (self.config.read_threads + 1) * READ_BATCH
         return ordered_submit(self._pool, self._prepare, work, window, READ_BATCH)
 
-    def process(self, task: ShardTask | str) -> Iterator[PendingRecord | ConvertedRecord | TaggedOutput]:
-        if isinstance(task, str):  # a staged shard task's path: loaded here, never an element
-            task = staging.load_task(task)
+    def process(
+        self, shard_task: ShardTask | str
+    ) -> Iterator[PendingRecord | ConvertedRecord | TaggedOutput]:
+        if isinstance(shard_task, str):  # a staged shard task's path: loaded here, never an element
+            shard_task = staging.load_shard_task(shard_task)
         rejects: list[RejectLine] = []
-        for outcome in self._outcomes(task):
+        for outcome in self._outcomes(shard_task):
             if self._progress is not None:
                 self._progress.add()
             if isinstance(outcome, RejectLine):
@@ -167,9 +170,10 @@ class ReadShardFn(RunStepFn):
                 yield TaggedOutput(REJECTS, outcome)
             else:
                 yield outcome
-        if self._done_dir is not None:  # every input of the task has gone downstream
-            done = done_files.done_path(self._done_dir, done_files.task_name(task.split, task.index), "read")
-            done_files.write_json(done, done_files.ReadOutcome(len(task.inputs), rejects).to_json())
+        if self._done_dir is not None:  # every input of the shard task has gone downstream
+            name = done_files.shard_task_name(shard_task.split, shard_task.index)
+            done = done_files.done_path(self._done_dir, name, "read")
+            done_files.write_json(done, done_files.ReadOutcome(len(shard_task.inputs), rejects).to_json())
 
     def finish_bundle(self) -> None:
         if self._progress is not None:
@@ -297,16 +301,16 @@ def duplicate_groups(keys: Iterable[tuple[str, tuple[str, str]]]) -> list[Duplic
 class LoadFinishedFn(RunStepFn):
     """An interrupted run's finished shard tasks (output.resume), read back on a rerun: each one's
     temporary (or already final) shard, and everything the summary counts of it, on the outputs
-    the tasks would have given: tallies, rejects, changes, dropped objects, content keys."""
+    the shard tasks would have given: tallies, rejects, changes, dropped objects, content keys."""
 
     def process(self, _: str) -> Iterator[WrittenShard | TaggedOutput]:
         temp_dir, output, shard_format = self.staged.temp_dir, self.config.output, self.config.shard_format
-        for task in self.staged.finished:
-            read = done_files.read_outcomes(temp_dir, [task])[task]
+        for shard_task in self.staged.finished:
+            read = done_files.read_outcomes(temp_dir, [shard_task])[shard_task]
             tally = Tally()
             for reject in read.rejects:
                 yield TaggedOutput(REJECTS, reject)
-            written = resume.load_written(temp_dir, task, output, shard_format)
+            written = resume.load_written(temp_dir, shard_task, output, shard_format)
             if written is not None:  # (the rejects are tallied with every other reject)
                 tally.merge(written.tally)
                 yield written.shard

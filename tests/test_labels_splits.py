@@ -341,10 +341,10 @@ def test_annotated_inputs_survive_the_staged_plan_file_and_are_digested_from_its
         PlannedInput("c.jpg", "/d/c.jpg", 3, "train", 1, "dog", (("tags", "str_list", ("x",)),)),
     )
     settings = {"objects": {"class_names": ["café", "dog"], "masks": False}}
-    task = ShardTask("train", 0, 1, items, ("objects",), settings)
+    shard_task = ShardTask("train", 0, 1, items, ("objects",), settings)
     staged: dict[str, str] = {}
-    text = task.to_json(lambda item, texts: staged.setdefault(item.relpath, objects_digest(texts)))
-    assert ShardTask.from_json(text) == task
+    text = shard_task.to_json(lambda item, texts: staged.setdefault(item.relpath, objects_digest(texts)))
+    assert ShardTask.from_json(text) == shard_task
     assert json.loads(text) == json.loads(json.dumps({
         "split": "train", "index": 0, "count": 1, "kinds": ["objects"], "settings": settings,
         "inputs": [i.to_row() for i in items],

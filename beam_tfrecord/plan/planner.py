@@ -238,7 +238,8 @@ def shard_tasks(plan: Plan, split_seed: int = 0) -> list[ShardTask]:
 
 
 def worker_settings(plan: Plan) -> dict[str, Any]:
-    """What each of the run's kinds of label needs on the workers, staged with every task."""
+    """What each of the run's kinds of label needs on the workers, staged with every
+    shard task."""
     names = tuple(plan.class_names or ())
     settings = {k.name: k.worker_setting(plan.kinds.get(k.name), names) for k in of_task(plan.task)}
     return {name: setting for name, setting in settings.items() if setting is not None}

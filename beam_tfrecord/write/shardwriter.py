@@ -1,7 +1,7 @@
 """The path-planned sink without Beam: records stream into one temporary file per planned shard,
 then every shard is renamed into place at once.
 
-Each shard task's records reach the writer in the bundle that read the task, in order (a fused
+Each shard task's records reach the writer in the bundle that read it, in order (a fused
 stage passes elements on as they are made), so a shard's file is written from start to end by
 one worker and no step ever groups image bytes: `WriteToTFRecord` with a fixed `num_shards`
 groups every record by shard key, which on the DirectRunner held several times the dataset in
@@ -216,7 +216,7 @@ def finalize_shards(
 
 def remove_tree(directory: str) -> None:
     """Delete a folder and everything in it; on GCS (no folders) every object under its prefix:
-    the staged plan and the temporary files of retried tasks."""
+    the staged plan and the temporary files of retried shard tasks."""
     (found,) = FileSystems.match([FileSystems.join(directory, "**")])
     leftovers = [m.path for m in found.metadata_list]
     if leftovers:

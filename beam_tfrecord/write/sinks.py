@@ -122,9 +122,8 @@ class WriteShardFilesFn(RunStepFn):
         ledger = self._ledger.pop((shard.split, shard.index))
         self._tally.merge(ledger.tally)
         ledger.shard, ledger.bytes = shard, size
-        done = done_files.done_path(
-            self.staged.temp_dir, done_files.task_name(shard.split, shard.index), "written"
-        )
+        name = done_files.shard_task_name(shard.split, shard.index)
+        done = done_files.done_path(self.staged.temp_dir, name, "written")
         done_files.write_json(done, ledger.to_json())
 
     def teardown(self) -> None:
