@@ -264,7 +264,7 @@ _TEXT = json.JSONEncoder(ensure_ascii=False).encode
 
 def object_text(item: ObjectBox) -> str:
     """An object's staged row (`object_row`) as JSON text: what its record is made from, and
-    what `plan.annotations.growing.annotations_digest` hashes (a re-export that renumbers COCO's
+    what `plan.annotations.growing.objects_digest_of` hashes (a re-export that renumbers COCO's
     annotation ids changes no record)."""
     return _TEXT(object_row(item))
 

@@ -40,7 +40,7 @@ from beam_tfrecord.output import resume as resume_lib
 from beam_tfrecord.output.claim import Claim
 from beam_tfrecord.output.mode import OutputMode
 from beam_tfrecord.plan import bulk, staging
-from beam_tfrecord.plan.annotations.growing import annotations_digest, objects_digest
+from beam_tfrecord.plan.annotations.growing import objects_digest, objects_digest_of
 from beam_tfrecord.plan.listing import InputFile, list_inputs
 from beam_tfrecord.plan.planner import KnownRecords, LabelSource, Plan, make_plan, shard_tasks
 from beam_tfrecord.plan.sharding import ShardSettings
@@ -180,14 +180,14 @@ def _plan_and_stage(
     # Nothing to compare with (the usual case): each shard task is hashed as it is staged, so a
     # detection run's shard tasks are serialized once (1,000,000 objects with masks: 19 s each time).
     shard_tasks_digest = resume_lib.TextDigest()
-    # A detection record's objects' digest goes into the file index: an append tells by it an old
+    # A detection record's objects digest goes into the file index: an append tells by it an old
     # picture whose annotations changed since (plan.annotations.growing). Made from the texts
     # staged for the objects, so their numbers are encoded once.
-    staged_digests: dict[str, str] = {}
+    staged_objects_digests: dict[str, str] = {}
     digested = any(kind.digested for kind in of_task(plan.task))
 
     def objects_staged(item: PlannedInput, texts: list[str]) -> None:
-        staged_digests[item.relpath] = objects_digest(texts)
+        staged_objects_digests[item.relpath] = objects_digest(texts)
 
     staged = staging.stage_plan(
         plan,
@@ -200,12 +200,15 @@ def _plan_and_stage(
     # Each file's group goes into the file index, a group pattern's too: an append counts the
     # groups over it as the plan counts them (a picture a worker rejects is still in its group),
     # which the paths of the records alone cannot tell.
-    digests = (
-        {p.relpath: staged_digests.get(p.relpath) or annotations_digest(p.annotations) for p in plan.inputs}
+    objects_digests = (
+        {
+            p.relpath: staged_objects_digests.get(p.relpath) or objects_digest_of(p.annotations)
+            for p in plan.inputs
+        }
         if digested
         else None
     )
-    file_index.stage_listing(staged.plan_dir, listing, plan.groups, digests)
+    file_index.stage_listing(staged.plan_dir, listing, plan.groups, objects_digests)
     _stage_annotation_changes(plan, config.output, known)
     fingerprint = _fingerprint(listing, source, config, shard_tasks_digest, facts)
     done_files.write_json(resume_lib.fingerprint_path(staged.temp_dir), fingerprint.to_json())

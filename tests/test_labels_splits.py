@@ -12,7 +12,7 @@ from conftest import plan_listing
 from beam_tfrecord.elements import ImageAnnotations, ObjectBox, PlannedInput, Polygon, RunLengths, ShardTask
 from beam_tfrecord.plan import columns as columns_lib
 from beam_tfrecord.plan import labels, splits
-from beam_tfrecord.plan.annotations.growing import annotations_digest, objects_digest
+from beam_tfrecord.plan.annotations.growing import objects_digest, objects_digest_of
 from beam_tfrecord.plan.listing import InputFile
 from beam_tfrecord.plan.planner import LabelSource
 
@@ -349,7 +349,7 @@ def test_annotated_inputs_survive_the_staged_plan_file_and_are_digested_from_its
         "split": "train", "index": 0, "count": 1, "kinds": ["objects"], "settings": settings,
         "inputs": [i.to_row() for i in items],
     }))  # fmt: skip
-    assert staged == {i.relpath: annotations_digest(i.annotations) for i in items[:2]}
+    assert staged == {i.relpath: objects_digest_of(i.annotations) for i in items[:2]}
     # The values the file index of a dataset made by earlier versions holds (an append compares
     # with them): taken with the code before the staged text was assembled from these texts.
     assert staged == {"é/a.jpg": "2b789e35c9b52619", "b.jpg": "e3b0c44298fc1c14"}
