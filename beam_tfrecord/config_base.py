@@ -94,12 +94,13 @@ class Setting:
       option_default: the option's default where it is not the field's (None: the command
         works it out, e.g. read_threads from the input and the workers).
       default_doc: the default as docs/options.md says it, where the value alone says too little.
-      kind: the option's type: str, int, float or bool (a flag: `--name` or `--name=true|false`).
+      value_type: the option's value's type: str, int, float or bool (a flag: `--name` or
+        `--name=true|false`).
       minimum: an int option's least value (for the template's pattern).
       parse: the option's text -> the field's value (`"224x224"` -> (224, 224)); None: as parsed.
       text: the field's value -> the option's text (the default shown, the inverse of `parse`).
       negated: a flag `--no_NAME` that sets the field to False (resume, progress, wait).
-      pattern: the template's regular expression, where choices and kind give none.
+      pattern: the template's regular expression, where choices and value_type give none.
       template: whether the Flex Template offers it.
       record: summary.json's key for it (default: the field's name); None: not recorded.
       record_text: the field's value -> what summary.json holds, where that is not the value.
@@ -123,7 +124,7 @@ class Setting:
     choices: tuple[Any, ...] | None = None
     option_default: Any = _UNSET
     default_doc: str = ""
-    kind: type = str
+    value_type: type = str
     minimum: int | None = None
     parse: Callable[[Any], Any] | None = None
     text: Callable[[Any], str] | None = None

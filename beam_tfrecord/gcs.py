@@ -87,7 +87,7 @@ class GcsConfig(Config):
         option="gcs_timeout_s",
         group="storage",
         label="GCS request time limit (seconds)",
-        kind=float,
+        value_type=float,
         record=None,
         help="seconds a gs:// request may wait for a connection or the next part of its answer "
         "before it is retried with backoff",

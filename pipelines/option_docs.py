@@ -42,11 +42,11 @@ def template_pattern(found: OptionField) -> str:
         return spec.pattern
     if spec.choices is not None:
         return "^(" + "|".join(str(choice) for choice in spec.choices) + ")$"
-    if spec.kind is bool:
+    if spec.value_type is bool:
         return "^(true|false)$"
-    if spec.kind is int:
+    if spec.value_type is int:
         return {None: "^-?[0-9]+$", 0: "^[0-9]+$", 1: "^[1-9][0-9]*$"}[spec.minimum]
-    if spec.kind is float:
+    if spec.value_type is float:
         return "^[0-9]*[.]?[0-9]+$"
     return "^.+$"
 
@@ -83,9 +83,9 @@ def _default_cell(found: OptionField) -> str:
     if found.path == "source.input":
         return "the bundled sample"
     value = found.default_text
-    if value is None or value in ("", ()) or (spec.kind is bool and not spec.negated and not value):
-        return "off" if spec.kind is bool else ""
-    if spec.kind is bool:
+    if value is None or value in ("", ()) or (spec.value_type is bool and not spec.negated and not value):
+        return "off" if spec.value_type is bool else ""
+    if spec.value_type is bool:
         return "off"
     return f"`{value}`"
 

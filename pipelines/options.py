@@ -79,7 +79,7 @@ class CommandSettings:
         False,
         group="output",
         label="Overwrite",
-        kind=bool,
+        value_type=bool,
         help="replace the shards and metadata of an earlier run in --output",
     )
     append: bool = setting(
@@ -90,7 +90,7 @@ class CommandSettings:
         "an option that shapes a record differs from the dataset's first run's (see [Append](append.md))",
         group="output",
         label="Append",
-        kind=bool,
+        value_type=bool,
         help="add the files --output's finished dataset does not hold yet as new shards beside the old ones",
     )
     resume: bool = setting(
@@ -100,7 +100,7 @@ class CommandSettings:
         negated=True,
         group="output",
         label="Start clean",
-        kind=bool,
+        value_type=bool,
         help="start clean even when --output holds an interrupted run of the same command "
         "(by default its finished shards are kept)",
     )
@@ -109,7 +109,7 @@ class CommandSettings:
         negated=True,
         group="running",
         label="No progress line",
-        kind=bool,
+        value_type=bool,
         help="no progress line on local runs",
     )
     wait: bool = setting(
@@ -119,7 +119,7 @@ class CommandSettings:
         negated=True,
         group="running",
         label="Do not wait",
-        kind=bool,
+        value_type=bool,
         template=False,
         help="remote runners: return once the job is submitted instead of waiting to print the summary",
     )
@@ -158,7 +158,7 @@ class OptionField:
         """The default as the option is written (argparse's default, `--help`, the docs)."""
         if self.path in _COMMAND_DEFAULTS:
             return _COMMAND_DEFAULTS[self.path]
-        if self.field.spec.kind is bool:
+        if self.field.spec.value_type is bool:
             return False
         return self.field.as_text(self.field.option_default)
 
@@ -252,7 +252,7 @@ def add_options(parser: argparse.ArgumentParser, title: str = "{}") -> None:
         group = parser.add_argument_group(title.format(group_name))
         for found in by_group.get(group_name, []):
             spec = found.field.spec
-            if spec.kind is bool:
+            if spec.value_type is bool:
                 group.add_argument(
                     f"--{found.name}",
                     nargs="?",
@@ -267,9 +267,9 @@ def add_options(parser: argparse.ArgumentParser, title: str = "{}") -> None:
             if spec.choices is not None:
                 kwargs["choices"] = spec.choices
             else:
-                kwargs["metavar"] = _METAVARS.get(spec.kind, "TEXT")
-            if spec.parse is None and spec.kind is not str:
-                kwargs["type"] = spec.kind
+                kwargs["metavar"] = _METAVARS.get(spec.value_type, "TEXT")
+            if spec.parse is None and spec.value_type is not str:
+                kwargs["type"] = spec.value_type
             group.add_argument(f"--{found.name}", **kwargs)
 
 

@@ -29,7 +29,7 @@ from beam_tfrecord.features.inputs import LoadedModel, fixed_batch, in_batches_o
 from beam_tfrecord.features.options import (
     FeatureConfig,
     ModelUnavailable,
-    file_kind,
+    file_type,
     normalization_constants,
 )
 
@@ -272,7 +272,7 @@ def load_file(options: FeatureConfig) -> LoadedModel:
     path = options.model_path or ""
     local = localize(path)
     device = _device()
-    if file_kind(path) == "torch_export":
+    if file_type(path) == "torch_export":
         try:
             program = torch.export.load(local)
         except Exception as error:

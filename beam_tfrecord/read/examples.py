@@ -53,8 +53,8 @@ SEGMENTATION_KEYS = ("mask", "mask_png")
 
 
 def _values(feature: Any) -> list[Any]:
-    kind = feature.WhichOneof("kind")
-    return list(getattr(feature, kind).value) if kind is not None else []
+    list_field = feature.WhichOneof("kind")  # the Feature message's oneof, named so by its proto
+    return list(getattr(feature, list_field).value) if list_field is not None else []
 
 
 def record_to_dict(serialized: bytes, files: SplitFiles) -> dict[str, Any]:

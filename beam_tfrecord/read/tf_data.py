@@ -468,6 +468,6 @@ def _may_scale(files: SplitFiles, image_size: tuple[int, int], pad: bool) -> boo
 def _tuple_spec(spec: dict[str, Any], files: SplitFiles) -> dict[str, Any]:
     """`spec` without the keys no tuple reads (the descriptive fields, the manifest columns): a
     key costs its parse whether it is used or not (docs/performance.md#reading-back)."""
-    columns = {name for name, _kind in files.layout.extra_columns}
+    columns = {name for name, _type in files.layout.extra_columns}
     unread = {key.key for key in record_keys(files.layout) if key.name in _DESCRIPTIVE | columns}
     return {key: feature for key, feature in spec.items() if key not in unread}

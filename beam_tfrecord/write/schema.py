@@ -38,7 +38,7 @@ def layout_of(schema: str, fields: RecordFields) -> RecordLayout:
     features = None
     if fields.features is not None:  # (`include_image` is False only in a feature run)
         features = (tuple(fields.features.shape), fields.feature_dtype, fields.include_image)
-    extras = tuple((name, kind) for name, kind, _ in fields.extras)
+    extras = tuple((name, column_type) for name, column_type, _ in fields.extras)
     labels = (fields.label is not None, isinstance(fields.label, tuple))
     return _layout(schema, *labels, extras, features, fields.groups)
 
@@ -120,10 +120,10 @@ def _setter(key: RecordKey) -> Callable[[Message, Any], None]:
         return lambda feature, value: feature.bytes_list.value.append(
             value.encode("utf-8") if isinstance(value, str) else value
         )
-    kind = "int64_list" if key.dtype == "int64" else "float_list"
+    list_field = "int64_list" if key.dtype == "int64" else "float_list"
     if key.ragged or key.shape:
-        return lambda feature, values: getattr(feature, kind).value.extend(values)
-    return lambda feature, value: getattr(feature, kind).value.append(value)
+        return lambda feature, values: getattr(feature, list_field).value.extend(values)
+    return lambda feature, value: getattr(feature, list_field).value.append(value)
 
 
 @functools.lru_cache(maxsize=256)

@@ -42,7 +42,7 @@ def features_spec(
     layout: RecordLayout, class_names: Sequence[str] | None, channels: int | None
 ) -> dict[str, Any]:
     """The TFDS FeaturesDict (as nested dicts of connectors, one level per `/` of a key) of every
-    key of `layout` that TFDS can describe (see keys.TfdsKind).
+    key of `layout` that TFDS can describe (see keys.TfdsFeature).
 
     Images decode to `channels` (3 unless the run forced 1), as TFDS's Image needs a fixed count.
     A list key (a multi-label's ids and names, a list column) is a `Sequence` of its kind.
