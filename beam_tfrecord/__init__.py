@@ -75,6 +75,7 @@ SUBMODULES = (
     "compat",
     "config",
     "config_base",
+    "edges",
     "elements",
     "gcs",
     "keys",
