@@ -8,6 +8,7 @@ the code could state.
     ParsedRecord  a record read back as a dict of its fields by name (`iter_examples`)
     ProtoMessage  a protobuf message: `tf.train.Example` and the label map's, without stubs
     Tensor        a TensorFlow value: TensorFlow ships no types
+    TfdsConnector a TensorFlow Datasets feature connector (`tfds.features.Image`, ...)
     TorchValue    a PyTorch tensor, module or batch: torch is not followed (pyproject.toml)
     CloudObject   a Google Cloud client, bucket, blob or response, and the HTTP sessions below them
     BeamElement   an element of a PCollection whose type Beam's typing cannot state
@@ -30,6 +31,7 @@ __all__ = [
     "ParsedRecord",
     "ProtoMessage",
     "Tensor",
+    "TfdsConnector",
     "TorchValue",
 ]
 
@@ -51,6 +53,8 @@ ProtoMessage: TypeAlias = Any
 # A TensorFlow tensor (or RaggedTensor, dataset, op error): TensorFlow's values are Any to mypy
 # (`ignore_missing_imports`).
 Tensor: TypeAlias = Any
+# A TensorFlow Datasets feature connector (`tfds.features.Image`, `Sequence`, ...): no stubs either.
+TfdsConnector: TypeAlias = Any
 # A PyTorch value: torch is not followed, so the check says the same with or without it.
 TorchValue: TypeAlias = Any
 # google.cloud's storage clients, buckets, blobs and responses, and the requests sessions under

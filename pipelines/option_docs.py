@@ -11,9 +11,9 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from beam_tfrecord.config_base import GROUPS
+from beam_tfrecord.edges import JsonObject
 from pipelines.options import REPO_ROOT, OptionField, option_fields
 
 __all__ = [
@@ -51,7 +51,7 @@ def template_pattern(found: OptionField) -> str:
     return "^.+$"
 
 
-def template_metadata() -> dict[str, Any]:
+def template_metadata() -> JsonObject:
     """deploy/metadata.json: every option a template launch can take, required where the field
     has no default."""
     parameters = []
@@ -59,7 +59,7 @@ def template_metadata() -> dict[str, Any]:
         spec = found.field.spec
         if not spec.template:
             continue
-        parameter: dict[str, Any] = {
+        parameter: JsonObject = {
             "name": found.name,
             "label": spec.label,
             "helpText": spec.help,

@@ -20,12 +20,12 @@ import json
 import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import names, storage
+from beam_tfrecord.edges import Json, JsonObject
 from beam_tfrecord.elements import ShardTask, WrittenShard
 from beam_tfrecord.names import ShardFormat
 from beam_tfrecord.write import array_record_files
@@ -72,7 +72,7 @@ class TextDigest:
         self._sha.update(len(data).to_bytes(8, "big"))
         self._sha.update(data)
 
-    def hexdigest(self, tail: Any = None) -> str:
+    def hexdigest(self, tail: Json = None) -> str:
         """The digest of the texts so far and `tail` (JSON), without changing what comes next."""
         found = self._sha.copy()
         found.update(json.dumps(tail, sort_keys=True, default=str).encode())
@@ -89,7 +89,7 @@ class RunFingerprint:
     version: int = FINGERPRINT_VERSION
 
     @staticmethod
-    def digest(value: Any) -> str:
+    def digest(value: Json) -> str:
         return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
     def differs_from(self, other: RunFingerprint) -> str | None:
@@ -104,11 +104,11 @@ class RunFingerprint:
             return "its shard tasks differ (another shard count or worker count)"
         return None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> RunFingerprint:
+    def from_json(cls, data: Mapping[str, Json]) -> RunFingerprint:
         return cls(**data)
 
 

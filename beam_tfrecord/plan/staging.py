@@ -19,12 +19,12 @@ import json
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import tasks
+from beam_tfrecord.edges import JsonObject
 from beam_tfrecord.elements import DroppedObjectLine, PlannedInput, RejectLine, ShardTask
 from beam_tfrecord.names import (
     PLAN_DIR,
@@ -94,7 +94,7 @@ class PlanFacts:
     grouping: GroupFacts = field(default_factory=GroupFacts)
     task: str = tasks.DEFAULT
     annotations: PlannedAnnotations | None = None  # an annotated run's
-    kinds: dict[str, Any] = field(default_factory=dict)
+    kinds: JsonObject = field(default_factory=dict)
     split_folders: str = ""  # a classification run's splits' source, when its tree declares them
 
     @classmethod
@@ -124,13 +124,13 @@ class PlanFacts:
     def annotation_warnings(self) -> list[str]:
         return list(self.annotations.warnings) if self.annotations is not None else []
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         data = dataclasses.asdict(self)
         data["source"] = self.source.to_json() if self.source is not None else None
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> PlanFacts:
+    def from_json(cls, data: JsonObject) -> PlanFacts:
         source = data.get("source")
         found = data.get("annotations")
         return cls(

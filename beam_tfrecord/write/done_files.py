@@ -14,11 +14,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import names, storage
+from beam_tfrecord.edges import Json, JsonObject
 from beam_tfrecord.elements import ChangeLine, DroppedObjectLine, RejectLine, WrittenShard
 from beam_tfrecord.storage import read_json  # a done file, read back by output.resume
 from beam_tfrecord.write.tally import Tally
@@ -41,7 +42,7 @@ def shard_task_name(split: str, index: int) -> str:
     return f"{split}-{index:05d}"
 
 
-def write_json(path: str, data: Any) -> None:
+def write_json(path: str, data: Json) -> None:
     """Write whole or not at all: aside, then renamed (a GCS object appears only once closed)."""
     with writing(path):
         storage.write_atomic(path, json.dumps(data, ensure_ascii=False))
@@ -54,11 +55,11 @@ class ReadOutcome:
     inputs: int
     rejects: list[RejectLine] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"inputs": self.inputs, "rejects": [json.loads(r.to_json()) for r in self.rejects]}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ReadOutcome:
+    def from_json(cls, data: Mapping[str, Json]) -> ReadOutcome:
         return cls(data["inputs"], [RejectLine(**r) for r in data["rejects"]])
 
 
@@ -73,7 +74,7 @@ class ShardOutcome:
     dropped: list[DroppedObjectLine] = field(default_factory=list)
     content: list[tuple[str, str]] = field(default_factory=list)  # (source sha256, path) per record
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "shard": asdict(self.shard),
             "bytes": self.bytes,
@@ -84,7 +85,7 @@ class ShardOutcome:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ShardOutcome:
+    def from_json(cls, data: Mapping[str, Json]) -> ShardOutcome:
         return cls(
             shard=WrittenShard(**data["shard"]),
             bytes=data["bytes"],

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
+from beam_tfrecord.edges import Json, JsonObject
 from beam_tfrecord.elements import ConvertedRecord, RejectLine
 from beam_tfrecord.labels import KINDS, KindTally
 
@@ -35,11 +36,11 @@ COUNTERS = (
 )
 
 
-def _plain(key: Any) -> Any:
+def _plain(key: Json) -> Json:
     return list(key) if isinstance(key, tuple) else key
 
 
-def _key(key: Any) -> Any:
+def _key(key: Json) -> Json:
     """A counter key back from JSON: the pairs and shapes it holds are tuples again."""
     return tuple(key) if isinstance(key, list) else key
 
@@ -108,9 +109,9 @@ class Tally:
             self.add(outcome)
         return self
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The counts as JSON (a finished shard task's, kept for a rerun: output.resume)."""
-        data: dict[str, Any] = {
+        data: JsonObject = {
             name: [[_plain(k), n] for k, n in getattr(self, name).items()] for name in COUNTERS
         }
         data["digests"] = [[split, str(digest)] for split, digest in self.digests.items()]
@@ -119,7 +120,7 @@ class Tally:
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Tally:
+    def from_json(cls, data: JsonObject) -> Tally:
         tally = cls()
         for name in COUNTERS:
             getattr(tally, name).update({_key(k): n for k, n in data.get(name, ())})
