@@ -12,9 +12,11 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import TypeGuard
 
 from beam_tfrecord.config_base import ConfigError
+from beam_tfrecord.edges import Json
+from beam_tfrecord.elements import ColumnValue
 from beam_tfrecord.keys import COLUMN_TYPES, ColumnType, reserved_names
 
 __all__ = [
@@ -82,13 +84,13 @@ def _is_column_type(text: str) -> TypeGuard[ColumnType]:
     return text in COLUMN_TYPES
 
 
-def parse_value(column: ExtraColumn, raw: Any) -> str | int | float | tuple[Any, ...]:
+def parse_value(column: ExtraColumn, raw: Json) -> ColumnValue:
     """A manifest value as its column's type. CSV gives strings (a list is `|`-separated);
     JSONL gives JSON values (a list is an array, or a `|`-separated string). Missing values are
     "" for `str` and empty lists; a missing number is a BadValue (a record must hold one)."""
     if column.is_list:
         if raw is None or raw == "":
-            items: list[Any] = []
+            items: list[Json] = []
         elif isinstance(raw, list):
             items = raw
         elif isinstance(raw, str):
@@ -103,7 +105,7 @@ def parse_value(column: ExtraColumn, raw: Any) -> str | int | float | tuple[Any,
     return _scalar(column, raw)
 
 
-def _scalar(column: ExtraColumn, raw: Any) -> str | int | float:
+def _scalar(column: ExtraColumn, raw: Json) -> str | int | float:
     scalar_type = column.scalar_type
     if scalar_type == "str":
         if isinstance(raw, dict | list):
@@ -129,5 +131,5 @@ def _scalar(column: ExtraColumn, raw: Any) -> str | int | float:
     return value
 
 
-def _show(raw: Any) -> str:
+def _show(raw: Json) -> str:
     return repr(raw) if isinstance(raw, str) else json.dumps(raw)
