@@ -7,6 +7,7 @@ the code could state.
     ByKind        each kind of label's value, by kind name: where the kinds' own types meet
     ParsedRecord  a record read back as a dict of its fields by name (`iter_examples`)
     ProtoMessage  a protobuf message: `tf.train.Example` and the label map's, without stubs
+    FeatureValue  what a record key's protobuf Feature takes: str, bytes, numbers, lists of them
     Tensor        a TensorFlow value: TensorFlow ships no types
     TfdsConnector a TensorFlow Datasets feature connector (`tfds.features.Image`, ...)
     TorchValue    a PyTorch tensor, module or batch: torch is not followed (pyproject.toml)
@@ -26,6 +27,7 @@ __all__ = [
     "BeamElement",
     "ByKind",
     "CloudObject",
+    "FeatureValue",
     "Json",
     "JsonObject",
     "ParsedRecord",
@@ -50,8 +52,11 @@ ParsedRecord: TypeAlias = dict[str, Any]
 # A protobuf message whose module has no stubs (`tf.train.Example`, `Feature`, the label map's
 # descriptor): its fields read as Any.
 ProtoMessage: TypeAlias = Any
-# A TensorFlow tensor (or RaggedTensor, dataset, op error): TensorFlow's values are Any to mypy
-# (`ignore_missing_imports`).
+# What goes into a record key's Feature (`write.schema`): a str, bytes, an int, a float, a tuple of
+# them or a NumPy array, as the key's dtype and shape say; which one is known per key, not per type.
+FeatureValue: TypeAlias = Any
+# A TensorFlow value (a tensor, a RaggedTensor, a dataset, a parse spec's feature, an op error):
+# TensorFlow's values are Any to mypy (`ignore_missing_imports`).
 Tensor: TypeAlias = Any
 # A TensorFlow Datasets feature connector (`tfds.features.Image`, `Sequence`, ...): no stubs either.
 TfdsConnector: TypeAlias = Any

@@ -18,7 +18,6 @@ import logging
 import posixpath
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -26,6 +25,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecord import fault_injection, gcs, runners
 from beam_tfrecord.config import ConvertConfig, SourceConfig
 from beam_tfrecord.config_base import ConfigError, unshaping_keys
+from beam_tfrecord.edges import Json
 from beam_tfrecord.elements import (
     ChangeLine,
     DroppedObjectLine,
@@ -336,7 +336,7 @@ class ListShardTasksFn(RunStepFn):
             if posixpath.basename(path).removesuffix(".json") not in self.staged.finished:
                 yield path
 
-    def display_data(self) -> dict[str, Any]:
+    def display_data(self) -> dict[str, str]:
         return {"shard_tasks": staging.describe(self.staged.shard_counts)}
 
 
@@ -357,7 +357,7 @@ class ImagesToTFRecords(beam.PTransform):
         self,
         staged: StagedPlan,
         config: ConvertConfig,
-        run_info: RunSummary | Mapping[str, Any] | None = None,
+        run_info: RunSummary | Mapping[str, Json] | None = None,
         progress_dir: str | None = None,
     ) -> None:
         super().__init__()

@@ -14,7 +14,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -25,6 +25,7 @@ from beam_tfrecord.elements import (
     ConvertedRecord,
     DuplicateGroup,
     PendingRecord,
+    PlannedInput,
     RejectLine,
     ShardKey,
     ShardTask,
@@ -44,7 +45,10 @@ from beam_tfrecord.write.sinks import TALLIES
 from beam_tfrecord.write.tally import Tally
 
 if TYPE_CHECKING:
+    import numpy as np
     from apache_beam.ml.inference.base import PredictionResult
+
+    from beam_tfrecord.progress import ProgressCounter
 
 __all__ = [
     "NAMESPACE",
@@ -81,7 +85,7 @@ def count_outcome(outcome: ConvertedRecord | RejectLine) -> None:
 
 
 @functools.cache
-def _counter(name: str) -> Any:
+def _counter(name: str) -> Metrics.DelegatingCounter:
     """Beam's counter of that name, made once per process (as a DoFn makes its counters in its
     constructor): it finds the running step's metrics when incremented, so one object serves
     every bundle and thread, and a record no longer builds a counter and its name each time."""
@@ -105,7 +109,7 @@ class ReadShardFn(RunStepFn):
     def __init__(self, config: ConvertConfig, staged: StagedPlan, progress_dir: str | None = None) -> None:
         super().__init__(config, staged)
         self.progress_dir = progress_dir
-        self._progress: Any = None
+        self._progress: ProgressCounter | None = None
         self._pool: ThreadPoolExecutor | None = None
 
     @property
@@ -129,7 +133,9 @@ class ReadShardFn(RunStepFn):
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
 
-    def _prepare(self, work: tuple[Any, ShardKey, RunLabels]) -> PendingRecord | ConvertedRecord | RejectLine:
+    def _prepare(
+        self, work: tuple[PlannedInput, ShardKey, RunLabels]
+    ) -> PendingRecord | ConvertedRecord | RejectLine:
         """One input read and validated; with no model to feed, serialized too (`finish_record`),
         here on a read thread: the record's sha256 then releases the GIL on a thread that holds
         no bundle, not on the one that writes and would wait to take the GIL back: less wall time
@@ -199,8 +205,13 @@ class BuildRecordFn(beam.DoFn):
         elif isinstance(element, PendingRecord):
             outcome = finish_record(self.schema, element)
         else:
-            # Beam's PredictionResult is not generic: its example is the PendingRecord fed to the model.
-            outcome = self._with_features(cast(PendingRecord, element.example), element.inference)
+            # Beam's PredictionResult is not generic: its example is the PendingRecord fed to the
+            # model, its inference the features or why there are none (features.inputs.infer).
+            example, inference = (
+                cast(PendingRecord, element.example),
+                cast("np.ndarray | str", element.inference),
+            )
+            outcome = self._with_features(example, inference)
         count_outcome(outcome)
         if isinstance(outcome, RejectLine):
             yield TaggedOutput(REJECTS, outcome)
@@ -212,7 +223,9 @@ class BuildRecordFn(beam.DoFn):
             yield TaggedOutput(DROPPED, line)
         yield outcome
 
-    def _with_features(self, pending: PendingRecord, inference: Any) -> ConvertedRecord | RejectLine:
+    def _with_features(
+        self, pending: PendingRecord, inference: np.ndarray | str
+    ) -> ConvertedRecord | RejectLine:
         assert self.features is not None
         if isinstance(inference, str):
             return RejectLine(

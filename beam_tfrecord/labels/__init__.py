@@ -25,6 +25,7 @@ from beam_tfrecord.labels.base import (
     AnyPlaced,
     Checked,
     Checks,
+    Encoder,
     FileReader,
     Grown,
     KindTally,
@@ -36,6 +37,7 @@ from beam_tfrecord.labels.base import (
     SectionInputs,
     TargetOptions,
     TfTarget,
+    TfTargetPair,
 )
 from beam_tfrecord.labels.captions import CAPTIONS
 from beam_tfrecord.labels.class_label import CLASS
@@ -51,6 +53,7 @@ __all__ = [
     "AnyPlaced",
     "Checked",
     "Checks",
+    "Encoder",
     "FileReader",
     "Grown",
     "KindTally",
@@ -63,6 +66,7 @@ __all__ = [
     "SectionInputs",
     "TargetOptions",
     "TfTarget",
+    "TfTargetPair",
     "kind",
     "kinds",
     "of_task",

@@ -21,7 +21,7 @@ A claim found there is the live run's unless it is dead, which the next run deci
     zombie, or reused by a later process), or it is alive and the claim stands however long it
     went unrenewed (Ctrl-Z, a laptop asleep, a clock set forward: none of them is a death);
   - otherwise (another host): by storage's clock and the reader's own, never the writer's. A
-    claim storage wrote within one and a half heartbeats, by this machine's clock, is alive. Any
+    claim storage wrote within one and a half heartbeats, by this machine's clock, is alive. Every
     other is watched on this machine's monotonic clock for half its stale time plus a heartbeat:
     a live run renews it within a heartbeat, and one that cannot stops itself within half its
     stale time (below), so a claim unchanged that long is dead, however far any clock is off.

@@ -6,7 +6,7 @@ Two runners can be asked, through their public APIs: a portable job service (Fli
 local job service: `JobService.GetState` over gRPC, at the address the run was given), and
 Dataflow (google-cloud-dataflow-client's `JobsV1Beta3Client`: `get_job` by id, or, for a job
 whose id the launcher never learned, `list_jobs` of the project's active jobs by its name, which
-Dataflow keeps unique among them). Any other runner, or one that does not answer in time, says
+Dataflow keeps unique among them). Every other runner, or one that does not answer in time, says
 nothing (None), and the claim's other rules decide.
 """
 

@@ -16,12 +16,12 @@ import random
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import tensorflow as tf
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import gcs, names, storage
+from beam_tfrecord.edges import ByKind
 from beam_tfrecord.keys import RecordLayout, key_of, record_keys, table
 from beam_tfrecord.labels import Checks
 from beam_tfrecord.labels import kinds as label_kinds
@@ -48,7 +48,7 @@ class Sample:
     filename: str
     class_name: str | None
     encoded: bytes
-    labels: Mapping[str, Any] = field(default_factory=dict)
+    labels: ByKind = field(default_factory=dict)
 
 
 @dataclass
@@ -217,7 +217,7 @@ def read_shard(
                 )
             labels: tuple[str | None, ...] = (None,)
             label: str | None = None
-            drawn: dict[str, Any] = {}
+            drawn: dict[str, object] = {}
             values = {k: v.numpy() for k, v in facts.items() if k not in _PICTURE_FACTS}
             where = f"{name} record {count} ({filename})"
             for kind_name, check in checks.items():

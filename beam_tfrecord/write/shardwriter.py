@@ -21,7 +21,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
-from typing import Any
+from typing import BinaryIO
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
@@ -73,7 +73,7 @@ class ShardFiles:
         self.array_record_options = array_record_options
         self.on_close = on_close  # told of each shard once closed and indexed, with its bytes
         self._key: ShardKey | None = None
-        self._handle: Any = None  # a FileSystems handle (TFRecord) or a LocalShardWriter
+        self._handle: BinaryIO | LocalShardWriter | None = None  # a FileSystems handle (TFRecord)
         self._path = ""
         self._sizes: list[int] = []  # framed size of every record of the open shard
         self._closed: set[ShardKey] = set()
@@ -85,11 +85,13 @@ class ShardFiles:
             self._open(shard)
         with writing(self._path):
             fault_injection.fail_point("writing")
-            if isinstance(self._handle, LocalShardWriter):
-                self._handle.write(example)
+            handle = self._handle
+            if isinstance(handle, LocalShardWriter):
+                handle.write(example)
                 self._sizes.append(len(example))
             else:
-                self._sizes.append(write_record(self._handle, example))
+                assert handle is not None  # opened above
+                self._sizes.append(write_record(handle, example))
         fault_injection.pause_point("writing")
 
     def close(self) -> list[WrittenShard]:
@@ -129,9 +131,11 @@ class ShardFiles:
     def _close_current(self) -> None:
         if self._key is None:
             return
-        local = isinstance(self._handle, LocalShardWriter)
+        handle = self._handle
+        assert handle is not None  # a shard is open (`_key`)
+        local = isinstance(handle, LocalShardWriter)
         with writing(self._path):
-            closed = self._handle.close()
+            closed = handle.close()
         file_size = closed if local else None  # a LocalShardWriter knows its file's size
         key, indexed = self._key, self.shard_format.indexed
         if indexed:

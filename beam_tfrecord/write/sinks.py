@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.transforms.window import GlobalWindows
+from apache_beam.utils.windowed_value import WindowedValue
 
 from beam_tfrecord import names
 from beam_tfrecord.elements import ConvertedRecord, FinalShard, RejectLine, WrittenShard
@@ -133,7 +133,7 @@ class WriteShardFilesFn(RunStepFn):
             self._files.abandon()
             self._files = None
 
-    def finish_bundle(self) -> Iterator[Any]:
+    def finish_bundle(self) -> Iterator[WindowedValue | TaggedOutput]:
         assert self._files is not None
         written, self._files = self._files.close(), None
         for shard in written:

@@ -1,7 +1,7 @@
 """YOLO: one `.txt` per image, a line per object, coordinates as fractions of the image's size.
 
 A line is `class cx cy w h` (a box by its centre) or `class x1 y1 x2 y2 x3 y3 ...` (a polygon of
-three points or more: Ultralytics' segmentation labels; its box is the polygon's extent). Any
+three points or more: Ultralytics' segmentation labels; its box is the polygon's extent). Every
 other count of values (6, say: a prediction with its confidence) makes the file malformed.
 
 An image's file is in the `labels/` tree that mirrors `images/` (Ultralytics' rule: the last
