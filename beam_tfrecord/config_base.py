@@ -179,7 +179,7 @@ class Declared:
 
     name: str
     spec: Setting
-    field: dataclasses.Field
+    field: dataclasses.Field[SettingValue]
 
     @property
     def option(self) -> str | None:

@@ -12,7 +12,6 @@ the code could state.
     TfdsConnector a TensorFlow Datasets feature connector (`tfds.features.Image`, ...)
     TorchValue    a PyTorch tensor, module or batch: torch is not followed (pyproject.toml)
     CloudObject   a Google Cloud client, bucket, blob or response, and the HTTP sessions below them
-    BeamElement   an element of a PCollection whose type Beam's typing cannot state
 
 Everything else is typed as what it is: a kind of label by its own types (`labels.base.LabelKind`),
 a fixed set of keys by a TypedDict, a DoFn's input by the element it takes.
@@ -24,7 +23,6 @@ from collections.abc import Mapping
 from typing import Any, TypeAlias
 
 __all__ = [
-    "BeamElement",
     "ByKind",
     "CloudObject",
     "FeatureValue",
@@ -65,6 +63,3 @@ TorchValue: TypeAlias = Any
 # google.cloud's storage clients, buckets, blobs and responses, and the requests sessions under
 # them: untyped libraries (`ignore_missing_imports`).
 CloudObject: TypeAlias = Any
-# A PCollection's element where Beam's typing has no way to say more (RunInference's batches,
-# `DoFn.process`'s outputs mixed with TaggedOutputs).
-BeamElement: TypeAlias = Any

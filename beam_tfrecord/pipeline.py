@@ -340,7 +340,7 @@ class ListShardTasksFn(RunStepFn):
         return {"shard_tasks": staging.describe(self.staged.shard_counts)}
 
 
-class ImagesToTFRecords(beam.PTransform):
+class ImagesToTFRecords(beam.PTransform[beam.pvalue.PBegin, beam.PCollection[Summary]]):
     """PBegin -> PCollection holding the run's one `Summary` (summary.Summary), once every file is
     written.
 

@@ -102,7 +102,7 @@ class SizeRange:
     mean: float
 
     @classmethod
-    def of(cls, sizes: Counter) -> SizeRange | None:
+    def of(cls, sizes: Counter[int]) -> SizeRange | None:
         if not sizes:
             return None
         total = sum(sizes.values())

@@ -22,7 +22,9 @@ from apache_beam.pvalue import TaggedOutput
 
 from beam_tfrecord import reasons
 from beam_tfrecord.elements import (
+    ChangeLine,
     ConvertedRecord,
+    DroppedObjectLine,
     DuplicateGroup,
     PendingRecord,
     PlannedInput,
@@ -67,6 +69,10 @@ REJECTS = "rejects"
 CHANGES = "changes"
 DROPPED = "dropped"
 CONTENT = "content"
+# (source sha256, (path, split)): a record's content key (`content_key`).
+ContentKey = tuple[str, tuple[str, str]]
+# What a finished shard task gives the summary on the tagged outputs (`LoadFinishedFn`).
+_Counted = RejectLine | ChangeLine | DroppedObjectLine | ContentKey | Tally
 _LOGGER = logging.getLogger(__name__)
 READ_BATCH = 4  # inputs per hand-off to a read thread: fewer futures and waits
 
@@ -163,7 +169,7 @@ class ReadShardFn(RunStepFn):
 
     def process(
         self, shard_task: ShardTask | str
-    ) -> Iterator[PendingRecord | ConvertedRecord | TaggedOutput]:
+    ) -> Iterator[PendingRecord | ConvertedRecord | TaggedOutput[str, RejectLine]]:
         if isinstance(shard_task, str):  # a staged shard task's path: loaded here, never an element
             shard_task = staging.load_shard_task(shard_task)
         rejects: list[RejectLine] = []
@@ -199,7 +205,7 @@ class BuildRecordFn(beam.DoFn):
 
     def process(
         self, element: PendingRecord | ConvertedRecord | PredictionResult
-    ) -> Iterator[ConvertedRecord | TaggedOutput]:
+    ) -> Iterator[ConvertedRecord | TaggedOutput[str, RejectLine | ChangeLine | DroppedObjectLine]]:
         if isinstance(element, ConvertedRecord):  # serialized on a read thread (ReadShardFn)
             outcome: ConvertedRecord | RejectLine = element
         elif isinstance(element, PendingRecord):
@@ -265,7 +271,12 @@ def failed_batch_rejects(failed: tuple[list[PendingRecord], object]) -> Iterator
         yield reject
 
 
-class ExtractFeatures(beam.PTransform):
+class ExtractFeatures(
+    beam.PTransform[
+        beam.PCollection[PendingRecord],
+        tuple[beam.PCollection["PredictionResult"], beam.PCollection[RejectLine]],
+    ]
+):
     """PendingRecord -> RunInference results (main) and RejectLine for failed batches (`rejects`).
 
     Batches of `batch_size` through Beam's RunInference with a thin handler (features/handler.py); the
@@ -277,7 +288,9 @@ class ExtractFeatures(beam.PTransform):
         super().__init__()
         self.options = options
 
-    def expand(self, pending: beam.PCollection[PendingRecord]) -> tuple[beam.PCollection, beam.PCollection]:
+    def expand(
+        self, pending: beam.PCollection[PendingRecord]
+    ) -> tuple[beam.PCollection[PredictionResult], beam.PCollection[RejectLine]]:
         from apache_beam.ml.inference.base import RunInference
 
         from beam_tfrecord.features.handler import FeatureModelHandler
@@ -290,7 +303,7 @@ class ExtractFeatures(beam.PTransform):
         return results, rejects
 
 
-def content_key(record: ConvertedRecord) -> tuple[str, tuple[str, str]]:
+def content_key(record: ConvertedRecord) -> ContentKey:
     """(source sha256, (path, split)): all a duplicate group needs of a record, no bytes."""
     return record.content_sha256, (record.relpath, record.split)
 
@@ -316,7 +329,7 @@ class LoadFinishedFn(RunStepFn):
     temporary (or already final) shard, and everything the summary counts of it, on the outputs
     the shard tasks would have given: tallies, rejects, changes, dropped objects, content keys."""
 
-    def process(self, _: str) -> Iterator[WrittenShard | TaggedOutput]:
+    def process(self, _: str) -> Iterator[WrittenShard | TaggedOutput[str, _Counted]]:
         temp_dir, output, shard_format = self.staged.temp_dir, self.config.output, self.config.shard_format
         for shard_task in self.staged.finished:
             read = done_files.read_outcomes(temp_dir, [shard_task])[shard_task]

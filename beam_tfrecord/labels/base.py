@@ -55,6 +55,7 @@ __all__ = [
     "Annotated",
     "AnyKind",
     "AnyPlaced",
+    "AnyTally",
     "Checked",
     "Checks",
     "Encoder",
@@ -109,7 +110,7 @@ class Placed(NamedTuple, Generic[StoredT, FactsT]):
 # Another kind's placement, as `place` is given the kinds placed before it (each reads the one it
 # needs as what that kind stores: keypoints, the objects').
 AnyPlaced: TypeAlias = Placed[Any, Any]
-# The records per (split, class name) a run counts (`KindTally.add`'s `labels`).
+# The records per (split, class name) a run counts (`KindTally.add`'s `labels`; None: unlabeled).
 LabelCounts: TypeAlias = "Counter[tuple[str, str | None]]"
 
 
@@ -204,7 +205,7 @@ class SectionInputs:
     unmatched_entries: int = 0
     dropped: Mapping[str, int] = dataclasses.field(default_factory=dict)
     objects_rejected: int = 0
-    records_per_label: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    records_per_label: Mapping[str | None, int] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -264,8 +265,10 @@ class Section:
         return self
 
 
+# A kind's tally where a run's tallies meet (`write.tally.Tally.kinds`), whatever facts it counts.
+AnyTally: TypeAlias = KindTally[Any]
 SectionT = TypeVar("SectionT", bound=Section)
-TallyT = TypeVar("TallyT", bound=KindTally[Any])
+TallyT = TypeVar("TallyT", bound=AnyTally)
 
 
 @dataclass(frozen=True)
@@ -456,7 +459,7 @@ class LabelKind(Generic[SettingT, StoredT, FactsT, TallyT, SectionT, DrawnT]):
         """The key groups the records of a run with this section hold (readers, from summary.json)."""
         return self.key_groups(None)
 
-    def label_counts(self, tally: TallyT, class_names: tuple[str, ...]) -> Counter[str] | None:
+    def label_counts(self, tally: TallyT, class_names: tuple[str, ...]) -> Counter[str | None] | None:
         """Records per class name, where this kind counts them otherwise than by the records
         that hold each class (the run's `by_split_label`); None: as those."""
         return None

@@ -546,7 +546,7 @@ class ClassMaskKind(LabelKind[MaskRule, bytes, PixelCounts, ClassMaskTally, Segm
             return thumb
         return draw_class_mask(thumb, drawn, section.palette, section.ignore)
 
-    def label_counts(self, tally: ClassMaskTally, class_names: tuple[str, ...]) -> Counter[str]:
+    def label_counts(self, tally: ClassMaskTally, class_names: tuple[str, ...]) -> Counter[str | None]:
         """A class's records are those whose mask holds it."""
         return Counter({class_names[v]: n for v, n in tally.pictures.items() if v < len(class_names)})
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecord.edges import Json
 from beam_tfrecord.names import INDEX_FILE, PLAN_LISTING_FILE
 from beam_tfrecord.plan import bulk
 from beam_tfrecord.plan.listing import InputFile
@@ -56,7 +57,7 @@ class IndexEntry:
     objects_digest: str | None = None  # a detection record's; None: none (or an older index)
 
     def to_json(self) -> str:
-        row: list = [self.relpath, self.size, self.mtime, self.sha256, self.split]
+        row: list[Json] = [self.relpath, self.size, self.mtime, self.sha256, self.split]
         more = self.objects_digest is not None
         if self.input or self.group is not None or more:  # absent where they say nothing: compact
             row.append(self.input)
@@ -125,7 +126,7 @@ def stage_listing(
     groups = groups or {}
     objects_digests = objects_digests or {}
 
-    def row(f: InputFile) -> list:
+    def row(f: InputFile) -> list[Json]:
         group, digest = groups.get(f.relpath), objects_digests.get(f.relpath)
         if digest is not None:
             return [f.relpath, f.size, f.mtime, group, digest]

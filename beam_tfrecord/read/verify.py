@@ -57,12 +57,12 @@ class OutputReport:
 
     summary: Summary | None  # None when the folder has none (an error says so)
     errors: list[str] = field(default_factory=list)
-    records: Counter = field(default_factory=Counter)  # split -> n
-    by_split_label: Counter = field(default_factory=Counter)  # (split, label) -> n
-    sizes: Counter = field(default_factory=Counter)  # (height, width) -> n
-    channels: Counter = field(default_factory=Counter)
+    records: Counter[str] = field(default_factory=Counter)  # split -> n
+    by_split_label: Counter[tuple[str, str | None]] = field(default_factory=Counter)  # (split, label) -> n
+    sizes: Counter[tuple[int, ...]] = field(default_factory=Counter)  # (height, width) -> n
+    channels: Counter[int] = field(default_factory=Counter)
     shard_lengths: dict[str, list[int]] = field(default_factory=dict)  # split -> per shard
-    shard_bytes: Counter = field(default_factory=Counter)  # split -> bytes
+    shard_bytes: Counter[str] = field(default_factory=Counter)  # split -> bytes
     samples: list[Sample] = field(default_factory=list)
     tfds_metadata: bool = False
 
@@ -192,7 +192,7 @@ def read_shard(
     split: str,
     report: OutputReport,
     sampler: _Sampler,
-    checks: Mapping[str, Checks],
+    checks: Mapping[str, Checks[object]],
 ) -> bool:
     """Read one shard in full into `report`; False (with an error recorded) if it cannot be."""
     summary = report.summary
@@ -269,7 +269,7 @@ def check_index(path: str) -> list[str]:
     return []
 
 
-def check_counts(report: OutputReport, broken: set[str], checks: Mapping[str, Checks]) -> list[str]:
+def check_counts(report: OutputReport, broken: set[str], checks: Mapping[str, Checks[object]]) -> list[str]:
     """What was read against summary.json, for the splits whose every shard was read to its end."""
     summary, errors = report.summary, []
     assert summary is not None
@@ -389,7 +389,7 @@ def verify_output(output: str, sample: int = 32, seed: int = 0) -> OutputReport:
     return report
 
 
-def _stats(values: Counter) -> str:
+def _stats(values: Counter[int]) -> str:
     total = sum(values.values())
     if not total:
         return "-"

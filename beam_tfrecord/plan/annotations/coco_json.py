@@ -24,7 +24,7 @@ from typing import BinaryIO, TypeGuard
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import reasons
-from beam_tfrecord.edges import Json
+from beam_tfrecord.edges import Json, JsonObject
 from beam_tfrecord.elements import Mask, Polygon, RunLengths
 from beam_tfrecord.plan.annotations import rle as rle_lib
 from beam_tfrecord.plan.annotations.catalog import describe_error, line_of
@@ -404,7 +404,7 @@ def _parse_keypoint_names(
     return names, skeletons
 
 
-def _not_instances(entry: dict) -> str | None:
+def _not_instances(entry: JsonObject) -> str | None:
     """What a COCO file of another task holds, from one annotation without a box: captions,
     keypoints only, or panoptic segments (None: an instances annotation)."""
     if "bbox" in entry or "segmentation" in entry:
