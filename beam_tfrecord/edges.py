@@ -5,8 +5,8 @@ the code could state.
     Json          a JSON value: what `json.loads` gives and `json.dumps` takes
     JsonObject    a JSON object: a staged file's, a done file's, a section of summary.json
     ByKind        each kind of label's value, by kind name: where the kinds' own types meet
-    ParsedRecord  a record read back as a dict of its fields by name (`iter_examples`)
-    ProtoMessage  a protobuf message: `tf.train.Example` and the label map's, without stubs
+    ParsedRecord  a record read back as a dict of its values by name (`iter_examples`, `inspect`)
+    ProtoMessage  a protobuf or apitools message (`tf.train.Example`, Dataflow's Job), no stubs
     FeatureValue  what a record key's protobuf Feature takes: str, bytes, numbers, lists of them
     Tensor        a TensorFlow value: TensorFlow ships no types
     TfdsConnector a TensorFlow Datasets feature connector (`tfds.features.Image`, ...)
@@ -44,11 +44,13 @@ JsonObject: TypeAlias = dict[str, Json]
 # staged setting): the kinds are one registry of different types (`labels.base.AnyKind`), and each
 # kind reads its own entry as its own type.
 ByKind: TypeAlias = Mapping[str, Any]
-# A record as `iter_examples` hands it out: each field as its key says (an int, a str, bytes, a
-# NumPy array, a list of them), the keys the run's layout's.
+# A record read back as a dict by field or key name: as `iter_examples` hands it out, or as
+# `inspect`'s checks see it; each value as its key says (an int, a str, bytes, a NumPy array, a
+# list of them), the keys the run's layout's.
 ParsedRecord: TypeAlias = dict[str, Any]
 # A protobuf message whose module has no stubs (`tf.train.Example`, `Feature`, the label map's
-# descriptor): its fields read as Any.
+# descriptor), or Dataflow's apitools and proto-plus messages (a Job, a job's state): its fields
+# read as Any.
 ProtoMessage: TypeAlias = Any
 # What goes into a record key's Feature (`write.schema`): a str, bytes, an int, a float, a tuple of
 # them or a NumPy array, as the key's dtype and shape say; which one is known per key, not per type.
