@@ -24,7 +24,7 @@ attributes too.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from beam_tfrecord.config import ConvertConfig
@@ -41,6 +41,10 @@ if TYPE_CHECKING:
     from beam_tfrecord.read.random_access import RecordArray, record_parser
     from beam_tfrecord.read.tf_data import load_dataset
     from beam_tfrecord.write.schema import parse_spec
+
+    # The configs' names before every config ended in Config (`_RENAMED`).
+    ImageOptions = ImageConfig
+    FeatureOptions = FeatureConfig
 
 # public name -> the module that defines it
 _EXPORTS = {
@@ -75,6 +79,7 @@ SUBMODULES = (
     "compat",
     "config",
     "config_base",
+    "edges",
     "elements",
     "gcs",
     "keys",
@@ -119,7 +124,9 @@ __all__ = [
 _RENAMED = {"ImageOptions": "ImageConfig", "FeatureOptions": "FeatureConfig"}
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
+    """A public name or a submodule, imported on first use (each typed where it is defined: the
+    imports above give a type checker the names, `SUBMODULES` are modules of the package)."""
     name = _RENAMED.get(name, name)
     if name in _EXPORTS:
         return getattr(importlib.import_module(f"beam_tfrecord.{_EXPORTS[name]}"), name)

@@ -40,7 +40,8 @@ Uses:
   data, so `load` hands the decoder the whole file in one call: one release of the GIL per
   picture rather than one per 64 KB, and no copies of the part left over between calls.
 
-Nothing here imports from beam_tfrecord: callers pass in what a use needs to know.
+Nothing here imports from beam_tfrecord but the names of the type check's edges (which these
+objects are): callers pass in what a use needs to know.
 """
 
 from __future__ import annotations
@@ -49,7 +50,14 @@ import functools
 import logging
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from PIL import Image
+    from urllib3.util.timeout import Timeout
+
+    from beam_tfrecord.edges import CloudObject, ProtoMessage
 
 __all__ = [
     "KNOWN_BEAM_NOISE",
@@ -68,6 +76,10 @@ __all__ = [
 ]
 
 _LOGGER = logging.getLogger(__name__)
+# What Beam's filesystems build a GCS client from: a PipelineOptions, a dict of them, or None.
+FilesystemOptions: TypeAlias = "PipelineOptions | dict[str, object] | None"
+# A time limit as `requests` takes it: seconds, a (connect, read) pair, urllib3's Timeout, or None.
+RequestTimeout: TypeAlias = "float | tuple[float | None, ...] | Timeout | None"
 _SWITCH_MARK = "_beam_tfrecord_emulator_switch"
 _HOOK_MARK = "_beam_tfrecord_client_hook"
 
@@ -85,7 +97,7 @@ def install_emulator_switch(wants_credentials: Callable[[bool], bool]) -> bool:
         from apache_beam.io.gcp import gcsio
     except ImportError:  # Beam without the gcp extra: there is no gs:// to speak of
         return False
-    original: Callable[..., Any] | None = getattr(gcsio, "create_storage_client", None)
+    original: Callable[..., CloudObject] | None = getattr(gcsio, "create_storage_client", None)
     if original is None:
         _LOGGER.warning("apache_beam.io.gcp.gcsio has no create_storage_client; emulator runs stay slow")
         return False
@@ -93,7 +105,9 @@ def install_emulator_switch(wants_credentials: Callable[[bool], bool]) -> bool:
         return True
 
     @functools.wraps(original)  # keeps the marks of other wrappers, so each still reports itself
-    def create_storage_client(pipeline_options: Any, use_credentials: bool = True) -> Any:
+    def create_storage_client(
+        pipeline_options: FilesystemOptions, use_credentials: bool = True
+    ) -> CloudObject:
         return original(pipeline_options, wants_credentials(use_credentials))
 
     setattr(create_storage_client, _SWITCH_MARK, True)
@@ -114,7 +128,7 @@ def emulator_switch_installed() -> bool:
     return _factory_marked(_SWITCH_MARK)
 
 
-def install_client_hook(prepare: Callable[[Any], Any]) -> bool:
+def install_client_hook(prepare: Callable[[CloudObject], CloudObject]) -> bool:
     """Hand every google-cloud-storage client Beam's GCS filesystem builds to `prepare` (which
     returns it) before Beam uses it, by wrapping `gcsio.create_storage_client` as
     `install_emulator_switch` does. Idempotent (a second call keeps the first callback); returns
@@ -123,7 +137,7 @@ def install_client_hook(prepare: Callable[[Any], Any]) -> bool:
         from apache_beam.io.gcp import gcsio
     except ImportError:
         return False
-    original: Callable[..., Any] | None = getattr(gcsio, "create_storage_client", None)
+    original: Callable[..., CloudObject] | None = getattr(gcsio, "create_storage_client", None)
     if original is None:
         _LOGGER.warning("apache_beam.io.gcp.gcsio has no create_storage_client; gs:// limits stay Beam's")
         return False
@@ -131,7 +145,9 @@ def install_client_hook(prepare: Callable[[Any], Any]) -> bool:
         return True
 
     @functools.wraps(original)
-    def create_storage_client(pipeline_options: Any, use_credentials: bool = True) -> Any:
+    def create_storage_client(
+        pipeline_options: FilesystemOptions, use_credentials: bool = True
+    ) -> CloudObject:
         return prepare(original(pipeline_options, use_credentials))
 
     setattr(create_storage_client, _HOOK_MARK, True)
@@ -144,12 +160,12 @@ def client_hook_installed() -> bool:
     return _factory_marked(_HOOK_MARK)
 
 
-def _capped(timeout: Any, limit: float) -> Any:
+def _capped(timeout: RequestTimeout, limit: float) -> RequestTimeout:
     """`timeout` as `requests` takes it (None, seconds, a (connect, read) pair or urllib3's
     Timeout), with no part over `limit` and none left unbounded."""
     from urllib3.util.timeout import Timeout
 
-    def cap(value: Any) -> float:
+    def cap(value: object) -> float:
         return limit if value is None or not isinstance(value, int | float) else min(value, limit)
 
     if isinstance(timeout, Timeout):
@@ -163,11 +179,13 @@ class _BoundedAdapter:
     """A `requests` transport adapter that sends through the one it replaces, with the request's
     time limit capped (`requests.adapters.BaseAdapter`'s interface: `send` and `close`)."""
 
-    def __init__(self, inner: Any, limit_s: Callable[[], float | None]) -> None:
+    def __init__(self, inner: CloudObject, limit_s: Callable[[], float | None]) -> None:
         self.inner = inner
         self.limit_s = limit_s
 
-    def send(self, request: Any, stream: bool = False, timeout: Any = None, **kwargs: Any) -> Any:
+    def send(
+        self, request: CloudObject, stream: bool = False, timeout: RequestTimeout = None, **kwargs: object
+    ) -> CloudObject:
         limit = self.limit_s()
         return self.inner.send(
             request, stream=stream, timeout=timeout if limit is None else _capped(timeout, limit), **kwargs
@@ -177,7 +195,7 @@ class _BoundedAdapter:
         self.inner.close()
 
 
-def bound_requests(client: Any, limit_s: Callable[[], float | None]) -> Any:
+def bound_requests(client: CloudObject, limit_s: Callable[[], float | None]) -> CloudObject:
     """Cap the time limit of every HTTP request `client` (a google-cloud-storage Client) sends at
     `limit_s()` seconds (read when each request is sent; None leaves it as the caller set it):
     the wait for a connection and for each next piece of the answer, not the whole transfer.
@@ -192,7 +210,7 @@ def bound_requests(client: Any, limit_s: Callable[[], float | None]) -> Any:
     return client
 
 
-def filesystem_pipeline_options() -> Any:
+def filesystem_pipeline_options() -> FilesystemOptions:
     """The options Beam's filesystems hand to a new GCS filesystem in this process, or None.
 
     A PipelineOptions (set by each Pipeline and by the SDK worker at start-up), a dict, or None
@@ -225,7 +243,7 @@ def quiet_known_beam_noise(*targets: logging.Logger | logging.Handler) -> None:
             target.addFilter(_KnownBeamNoise())
 
 
-def dataflow_environment(job: Any, packages: list[str], staged_pipeline_url: str) -> Any:
+def dataflow_environment(job: CloudObject, packages: list[str], staged_pipeline_url: str) -> ProtoMessage:
     """The `Environment` proto a Dataflow submission of `job` (a dry run's translated job) would
     carry: worker pool, image, options and packages, as Beam's apiclient builds it."""
     from apache_beam.runners.dataflow.internal import apiclient
@@ -241,7 +259,7 @@ def dataflow_environment(job: Any, packages: list[str], staged_pipeline_url: str
     ).proto
 
 
-def portable_job_id(result: Any) -> str | None:
+def portable_job_id(result: object) -> str | None:
     """The job id of a portable runner's PipelineResult (module docstring); None for others."""
     job_id = getattr(result, "_job_id", None)
     return str(job_id) if job_id else None
@@ -258,7 +276,7 @@ def exit_now(code: int) -> None:
 ONE_CALL_MAX_BYTES = 8 * 1024 * 1024
 
 
-def decode_in_one_call(image: Any, size: int) -> None:
+def decode_in_one_call(image: Image.Image, size: int) -> None:
     """`image.load()` feeds its decoder at most `size` bytes a call (Pillow's default: 64 KB):
     give the file's size and an in-memory file of up to 8 MB is decoded in one call. A no-op for
     an image without the attribute (a Pillow that renamed it: the decode is the same, slower)."""

@@ -17,7 +17,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar, overload
+
+from beam_tfrecord.edges import Json, JsonObject
 
 __all__ = [
     "GCS_OBJECT",
@@ -27,6 +29,7 @@ __all__ = [
     "ConfigError",
     "Declared",
     "Setting",
+    "SettingValue",
     "check_choice",
     "declared",
     "documented",
@@ -69,6 +72,12 @@ def check_choice(name: str, value: object, choices: Collection[object]) -> None:
         raise ConfigError(name, f"must be one of {', '.join(map(str, choices))}, not {value!r}")
 
 
+# A setting's value: each field's own type (a str, an int, a size tuple, a nested config, None).
+# The declarations of every setting meet in `Setting` and `Declared`, as dataclass fields meet in
+# `dataclasses.Field`: a declaration's functions take and give its own field's type.
+SettingValue: TypeAlias = Any
+
+
 class _Unset:
     """No option default declared: the option defaults to the field's default."""
 
@@ -94,12 +103,13 @@ class Setting:
       option_default: the option's default where it is not the field's (None: the command
         works it out, e.g. read_threads from the input and the workers).
       default_doc: the default as docs/options.md says it, where the value alone says too little.
-      kind: the option's type: str, int, float or bool (a flag: `--name` or `--name=true|false`).
+      value_type: the option's value's type: str, int, float or bool (a flag: `--name` or
+        `--name=true|false`).
       minimum: an int option's least value (for the template's pattern).
       parse: the option's text -> the field's value (`"224x224"` -> (224, 224)); None: as parsed.
       text: the field's value -> the option's text (the default shown, the inverse of `parse`).
       negated: a flag `--no_NAME` that sets the field to False (resume, progress, wait).
-      pattern: the template's regular expression, where choices and kind give none.
+      pattern: the template's regular expression, where choices and value_type give none.
       template: whether the Flex Template offers it.
       record: summary.json's key for it (default: the field's name); None: not recorded.
       record_text: the field's value -> what summary.json holds, where that is not the value.
@@ -120,19 +130,19 @@ class Setting:
     label: str = ""
     option: str | None = ""
     details: str = ""
-    choices: tuple[Any, ...] | None = None
-    option_default: Any = _UNSET
+    choices: tuple[SettingValue, ...] | None = None
+    option_default: SettingValue = _UNSET
     default_doc: str = ""
-    kind: type = str
+    value_type: type = str
     minimum: int | None = None
-    parse: Callable[[Any], Any] | None = None
-    text: Callable[[Any], str] | None = None
+    parse: Callable[[str], SettingValue] | None = None
+    text: Callable[[SettingValue], str] | None = None
     negated: bool = False
     pattern: str | None = None
     template: bool = True
     record: str | None = ""
-    record_text: Callable[[Any], Any] | None = None
-    record_value: Callable[[Any], Any] | None = None
+    record_text: Callable[[SettingValue], Json] | None = None
+    record_value: Callable[[Json], SettingValue] | None = None
     nested: type[Config] | None = None
     needs: tuple[str, ...] = ()
     needs_text: str = ""
@@ -144,11 +154,19 @@ _KEY = "beam_tfrecord.setting"
 _T = TypeVar("_T")
 
 
+@overload
+def setting(default: _T, *, factory: None = None, **spec: Any) -> _T: ...
+@overload
+def setting(*, factory: Callable[[], _T], **spec: Any) -> _T: ...
+@overload
+def setting(**spec: Any) -> Any: ...
 def setting(
-    default: Any = dataclasses.MISSING, *, factory: Callable[[], Any] | None = None, **spec: Any
+    default: object = dataclasses.MISSING, *, factory: Callable[[], object] | None = None, **spec: Any
 ) -> Any:
     """A config field declared with everything the command, the docs, the template and
-    summary.json need to know of it (the keywords are `Setting`'s)."""
+    summary.json need to know of it (the keywords are `Setting`'s, checked by `Setting(**spec)` as
+    the config's module loads). Typed as `dataclasses.field` is: the default's type, or Any for a
+    field without one (the field's annotation says its type)."""
     metadata = {_KEY: Setting(**spec)}
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=metadata)
@@ -161,7 +179,7 @@ class Declared:
 
     name: str
     spec: Setting
-    field: dataclasses.Field
+    field: dataclasses.Field[SettingValue]
 
     @property
     def option(self) -> str | None:
@@ -171,7 +189,7 @@ class Declared:
         return self.spec.option or (f"no_{self.name}" if self.spec.negated else self.name)
 
     @property
-    def default(self) -> Any:
+    def default(self) -> SettingValue:
         if self.field.default is not dataclasses.MISSING:
             return self.field.default
         if self.field.default_factory is not dataclasses.MISSING:
@@ -179,7 +197,7 @@ class Declared:
         return None
 
     @property
-    def option_default(self) -> Any:
+    def option_default(self) -> SettingValue:
         """What the option defaults to: the field's default unless the declaration says otherwise."""
         if self.spec.option_default is not _UNSET:
             return self.spec.option_default
@@ -189,7 +207,7 @@ class Declared:
     def record_key(self) -> str | None:
         return None if self.spec.record is None else self.spec.record or self.name
 
-    def as_text(self, value: Any) -> Any:
+    def as_text(self, value: SettingValue) -> SettingValue:
         """A value as the option writes it (the default `--help` shows)."""
         if value is None or self.spec.text is None:
             return value
@@ -244,8 +262,8 @@ class Config:
     `from_json` makes the config back from that record, taking each field's default where a
     record of an earlier version lacks it."""
 
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {}
+    def to_json(self) -> JsonObject:
+        data: JsonObject = {}
         for item in declared(type(self)):
             value = getattr(self, item.name)
             if item.spec.nested is not None:
@@ -259,8 +277,8 @@ class Config:
         return data
 
     @classmethod
-    def from_json(cls: type[_T], data: Mapping[str, Any]) -> _T:
-        values: dict[str, Any] = {}
+    def from_json(cls: type[_T], data: Mapping[str, Json]) -> _T:
+        values: JsonObject = {}
         for item in declared(cls):
             if item.spec.nested is not None:
                 nested = item.spec.nested
@@ -282,7 +300,7 @@ def _need_keys(item: Declared) -> set[str | None]:
     return {d.record_key for d in declared(item.spec.nested) if d.name in item.spec.needs}
 
 
-def _nested_json(item: Declared, value: Any) -> dict[str, Any]:
+def _nested_json(item: Declared, value: Config | None) -> JsonObject:
     """A nested config's record: its own fields in place; an absent optional one records nothing
     but what its `record_text` says (features: only whether the image was dropped)."""
     if item.spec.record_text is not None:

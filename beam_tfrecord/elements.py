@@ -20,12 +20,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple, TypeAlias
 
 import numpy as np
 
+from beam_tfrecord.edges import ByKind, Json, JsonObject
+
 __all__ = [
     "ChangeLine",
+    "ColumnValue",
     "ConvertedRecord",
     "DroppedObject",
     "DroppedObjectLine",
@@ -154,8 +157,8 @@ class MaskRule:
         """What a margin of a padded picture holds."""
         return self.ignore if self.ignore is not None else 0
 
-    def to_row(self) -> dict[str, Any]:
-        row: dict[str, Any] = {"classes": self.classes, "ignore": self.ignore}
+    def to_row(self) -> JsonObject:
+        row: JsonObject = {"classes": self.classes, "ignore": self.ignore}
         if self.palette:
             row["palette"] = [list(c) for c in self.palette]
         if self.palette_ignore:
@@ -165,7 +168,7 @@ class MaskRule:
         return row
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> MaskRule:
+    def from_row(cls, row: Mapping[str, Json]) -> MaskRule:
         def colours(key: str) -> tuple[tuple[int, int, int], ...]:
             return tuple((int(r), int(g), int(b)) for r, g, b in row.get(key, ()))
 
@@ -199,9 +202,9 @@ class ImageAnnotations:
     height: int | None = None
     split: str | None = None
     notes: tuple[str, ...] = ()
-    values: Mapping[str, Any] = field(default_factory=dict)
+    values: Mapping[str, Json] = field(default_factory=dict)
 
-    def to_row(self) -> dict[str, Any]:
+    def to_row(self) -> JsonObject:
         """The staged form (shard task files): compact, every object as one list (`object_row`),
         and where each is in its source in a list of their own (`source_ref`s: what a record
         stores is the same, wherever the source keeps it)."""
@@ -210,9 +213,9 @@ class ImageAnnotations:
         row["r"] = [o.source_ref for o in self.objects]
         return row
 
-    def _facts_row(self) -> dict[str, Any]:
+    def _facts_row(self) -> JsonObject:
         """The staged form without its objects."""
-        row: dict[str, Any] = {"id": self.source_id}
+        row: JsonObject = {"id": self.source_id}
         if self.normalized:
             row["n"] = 1
         if self.width is not None or self.height is not None:
@@ -233,7 +236,7 @@ class ImageAnnotations:
         return f'{_TEXT(facts)[:-1]}, "o": [{", ".join(object_texts)}]}}'
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> ImageAnnotations:
+    def from_row(cls, row: Mapping[str, Json]) -> ImageAnnotations:
         width, height = row.get("size", (None, None))
         objects = tuple(_object_from_row(o, ref) for o, ref in zip(row["o"], row["r"], strict=True))
         notes = tuple(row.get("notes", ()))
@@ -241,9 +244,9 @@ class ImageAnnotations:
         return cls(objects, row["id"], bool(row.get("n")), width, height, row.get("split"), notes, values)
 
 
-def object_row(item: ObjectBox) -> list[Any]:
+def object_row(item: ObjectBox) -> list[Json]:
     """An object as the plan stages it (JSON-ready): everything but its `source_ref`."""
-    mask: Any = None
+    mask: JsonObject | None = None
     if isinstance(item.mask, RunLengths):
         mask = {"rle": [item.mask.height, item.mask.width, list(item.mask.counts)]}
     elif item.mask:
@@ -264,12 +267,12 @@ _TEXT = json.JSONEncoder(ensure_ascii=False).encode
 
 def object_text(item: ObjectBox) -> str:
     """An object's staged row (`object_row`) as JSON text: what its record is made from, and
-    what `plan.annotations.growing.annotations_digest` hashes (a re-export that renumbers COCO's
+    what `plan.annotations.growing.objects_digest_of` hashes (a re-export that renumbers COCO's
     annotation ids changes no record)."""
     return _TEXT(object_row(item))
 
 
-def _object_from_row(row: Sequence[Any], ref: str) -> ObjectBox:
+def _object_from_row(row: Sequence[Json], ref: str) -> ObjectBox:
     xmin, ymin, xmax, ymax, label, area, crowd, difficult, truncated, pose, mask, *more = row
     found: Mask = None
     if mask and "rle" in mask:
@@ -339,7 +342,9 @@ class DroppedObject:
     source_ref: str = ""
 
 
-Extras = tuple[tuple[str, str, Any], ...]  # (column name, column type, typed value) per extra column
+# A manifest column's value as planned (`plan.columns.parse_value`): a list column's as a tuple.
+ColumnValue: TypeAlias = str | int | float | tuple[str | int | float, ...]
+Extras = tuple[tuple[str, str, ColumnValue], ...]  # (column name, column type, typed value) per extra column
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,13 +364,13 @@ class PlannedInput:
     extras: Extras = ()
     annotations: ImageAnnotations | None = None  # a detection run's objects (none: a negative)
 
-    def to_row(self) -> list[Any]:
+    def to_row(self) -> list[Json]:
         row = self._head_row()
         if self.annotations is not None:
             row.append(self.annotations.to_row())
         return row
 
-    def _head_row(self) -> list[Any]:
+    def _head_row(self) -> list[Json]:
         """The staged form without its annotations."""
         return [self.relpath, self.path, self.size, self.split, self.label, self.label_text, self.extras]
 
@@ -380,7 +385,7 @@ class PlannedInput:
         return f"{_TEXT(self._head_row())[:-1]}, {self.annotations.staged_text(texts)}]"
 
     @classmethod
-    def from_row(cls, row: Sequence[Any]) -> PlannedInput:
+    def from_row(cls, row: Sequence[Json]) -> PlannedInput:
         """The inverse of `to_row` (JSON gives lists where the plan had tuples)."""
         relpath, path, size, split, label, label_text, *rest = row
         extras = tuple(
@@ -390,7 +395,7 @@ class PlannedInput:
         return cls(relpath, path, size, split, _tuple(label), _tuple(label_text), extras, annotations)
 
 
-def _tuple(value: Any) -> Any:
+def _tuple(value: Json) -> Json:
     return tuple(value) if isinstance(value, list) else value
 
 
@@ -401,14 +406,14 @@ class ShardTask:
 
     `kinds` are the run's kinds of label (`tasks.Task.kinds`), in order; `settings` what each
     kind's workers need of the run (its JSON form, by kind name: `labels.base.LabelKind
-    .read_setting` reads it back), staged with every task so a worker needs nothing else."""
+    .read_setting` reads it back), staged with every shard task so a worker needs nothing else."""
 
     split: str
     index: int
     count: int
     inputs: tuple[PlannedInput, ...]
     kinds: tuple[str, ...] = ("class",)
-    settings: Mapping[str, Any] = field(default_factory=dict)
+    settings: Mapping[str, Json] = field(default_factory=dict)
 
     def to_json(self, objects_staged: Callable[[PlannedInput, list[str]], None] | None = None) -> str:
         """The staged text: JSON that `from_json` reads back, assembled from each object's
@@ -416,7 +421,7 @@ class ShardTask:
         written: the launcher digests a picture's objects from that text (the file index keeps
         the digest) instead of encoding their numbers a second time (float `repr`:
         docs/performance.md#per-step-costs-behind-the-code)."""
-        head: dict[str, Any] = {"split": self.split, "index": self.index, "count": self.count}
+        head: JsonObject = {"split": self.split, "index": self.index, "count": self.count}
         head["kinds"] = list(self.kinds)
         if self.settings:
             head["settings"] = dict(self.settings)
@@ -425,10 +430,10 @@ class ShardTask:
 
     @classmethod
     def from_json(cls, text: str) -> ShardTask:
-        task = json.loads(text)
-        inputs = tuple(PlannedInput.from_row(row) for row in task["inputs"])
-        kinds = tuple(task["kinds"])
-        return cls(task["split"], task["index"], task["count"], inputs, kinds, task.get("settings", {}))
+        data = json.loads(text)
+        inputs = tuple(PlannedInput.from_row(row) for row in data["inputs"])
+        kinds = tuple(data["kinds"])
+        return cls(data["split"], data["index"], data["count"], inputs, kinds, data.get("settings", {}))
 
 
 @dataclass(frozen=True, order=True)
@@ -485,15 +490,15 @@ class RecordFields:
     features: np.ndarray | None = None  # the model's output for this image, any shape
     feature_dtype: str = "float32"  # float32 (FloatList) | float16 (bytes)
     include_image: bool = True  # False for features_only
-    extras: tuple[tuple[str, str, Any], ...] = ()  # (column, type, value) of extra_columns
+    extras: Extras = ()  # (column, type, value) of extra_columns
     # Each kind of label's stored value, by kind name (`labels.base.Placed.stored`): what its
     # `encoders` write, into the key groups `groups` names (`labels.RunLabels.groups`). The
     # class's id and name are `label` and `label_text` above.
-    labels: Mapping[str, Any] = field(default_factory=dict)
+    labels: ByKind = field(default_factory=dict)
     groups: tuple[str, ...] = ()
 
 
-_NO_FACTS: Mapping[str, Any] = {}  # shared, never written to
+_NO_FACTS: ByKind = {}  # shared, never written to
 
 
 class ShardKey(NamedTuple):
@@ -522,7 +527,7 @@ class ConvertedRecord(NamedTuple):
     changes: tuple[str, ...] = ()  # reasons' change codes
     # What the tally counts of each kind of label the record holds, by kind name
     # (`labels.base.Placed.facts`: small, no pixels), and the lines of what it left out.
-    facts: Mapping[str, Any] = _NO_FACTS
+    facts: ByKind = _NO_FACTS
     dropped: tuple[DroppedObjectLine, ...] = ()
 
     @property
@@ -540,7 +545,7 @@ class PendingRecord(NamedTuple):
     mode: str = ""
     changes: tuple[str, ...] = ()
     dropped: tuple[DroppedObject, ...] = ()  # parts of its labels left out of the record
-    facts: Mapping[str, Any] = _NO_FACTS  # see ConvertedRecord
+    facts: ByKind = _NO_FACTS  # see ConvertedRecord
     objects: int = 0  # the annotated objects it stands for (stored and dropped): a later reject counts them
 
     @property

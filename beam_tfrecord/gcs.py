@@ -33,13 +33,15 @@ import posixpath
 import threading
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import compat
+from beam_tfrecord.compat import FilesystemOptions
 from beam_tfrecord.config_base import Config, ConfigError, documented, setting
+from beam_tfrecord.edges import CloudObject
 
 if TYPE_CHECKING:
     from apache_beam.io.gcp.gcsio import GcsIO
@@ -87,7 +89,7 @@ class GcsConfig(Config):
         option="gcs_timeout_s",
         group="storage",
         label="GCS request time limit (seconds)",
-        kind=float,
+        value_type=float,
         record=None,
         help="seconds a gs:// request may wait for a connection or the next part of its answer "
         "before it is retried with backoff",
@@ -101,7 +103,7 @@ class GcsConfig(Config):
         "with the same deadline",
     )
 
-    def retry(self) -> Any:
+    def retry(self) -> CloudObject:
         """google-cloud-storage's default retry (timeouts, resets, 429 and 5xx, with exponential
         backoff from 1 s), with this deadline."""
         from google.cloud.storage.retry import DEFAULT_RETRY
@@ -122,7 +124,7 @@ def current_settings() -> GcsConfig:
     return _SETTINGS
 
 
-def _bounded(client: Any) -> Any:
+def _bounded(client: CloudObject) -> CloudObject:
     """`client`, with each of its requests limited to the current `timeout_s`."""
     return compat.bound_requests(client, lambda: _SETTINGS.timeout_s)
 
@@ -143,10 +145,10 @@ class _ThreadClient:
 
     pid: int
     emulator: str | None
-    options: Any
+    options: FilesystemOptions
     gcsio: GcsIO
 
-    def built_for(self, emulator: str | None, options: Any) -> bool:
+    def built_for(self, emulator: str | None, options: FilesystemOptions) -> bool:
         return (self.pid, self.emulator) == (os.getpid(), emulator) and self.options is options
 
 
@@ -176,7 +178,7 @@ def thread_client() -> GcsIO:
     return cached.gcsio
 
 
-def _anonymous_storage_client() -> Any:
+def _anonymous_storage_client() -> CloudObject:
     from google.cloud.storage import Client
 
     return Client.create_anonymous_client()  # honours STORAGE_EMULATOR_HOST
@@ -305,7 +307,7 @@ def check_writable(option: str, path: str) -> None:
         raise StorageError.of(option, path, error) from None
 
 
-def abandon(handle: Any) -> None:
+def abandon(handle: object) -> None:
     """Cancel a failed upload: google-cloud-storage's BlobWriter would otherwise retry it again
     from its finalizer, for up to two minutes, after the run has already reported the error."""
     terminate = getattr(handle, "terminate", None)

@@ -49,7 +49,7 @@ DType = Literal["bytes", "int64", "float32"]
 # class names), or not at all: TFDS nests keys at each `/`, and `image/features` cannot be both a
 # leaf and the folder of `image/features/shape`, so a feature run's output is read with
 # load_dataset or iter_examples, not through TFDS.
-TfdsKind = Literal[
+TfdsFeature = Literal[
     "image", "text", "scalar", "class_label", "object_class_label", "mask", "class_mask", "none"
 ]
 # A manifest column's type, as `extra_columns` names it (`caption,score:float,tags:str_list`): the
@@ -79,7 +79,7 @@ class RecordKey:
     text: bool = False
     ragged: bool = False
     shape: tuple[int, ...] = ()
-    tfds: TfdsKind = "scalar"
+    tfds: TfdsFeature = "scalar"
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ class _TextFields(TypedDict):
 
     dtype: DType
     text: bool
-    tfds: TfdsKind
+    tfds: TfdsFeature
 
 
 _TEXT: _TextFields = {"dtype": "bytes", "text": True, "tfds": "text"}
@@ -265,16 +265,16 @@ def record_keys(layout: RecordLayout) -> tuple[RecordKey, ...]:
         found.append(replace(keys.label, ragged=layout.multi_label))
         if keys.label_text is not None:
             found.append(replace(keys.label_text, ragged=layout.multi_label))
-    for name, kind in layout.extra_columns:
-        scalar = kind.removesuffix("_list")
-        tfds: TfdsKind = "text" if scalar == "str" else "scalar"
+    for name, column_type in layout.extra_columns:
+        scalar = column_type.removesuffix("_list")
+        tfds: TfdsFeature = "text" if scalar == "str" else "scalar"
         found.append(
             RecordKey(
                 name,
                 extra_key(layout.schema, name),
                 EXTRA_TYPES[scalar],
                 text=scalar == "str",
-                ragged=kind.endswith("_list"),
+                ragged=column_type.endswith("_list"),
                 tfds=tfds,
             )
         )

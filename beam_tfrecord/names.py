@@ -50,7 +50,7 @@ __all__ = [
     "PLAN_LISTING_FILE",
     "PLAN_REJECTS_FILE",
     "PLAN_RUN_FILE",
-    "PLAN_TASKS_DIR",
+    "PLAN_SHARD_TASKS_DIR",
     "PLAN_UNMATCHED_FILE",
     "REJECTS_FILE",
     "SHARD_NAME",
@@ -70,7 +70,7 @@ __all__ = [
     "is_shard_name",
     "shard_format_of",
     "shard_name",
-    "task_file_name",
+    "shard_task_file_name",
 ]
 
 # Shards: `train-00003-of-00010.tfrecord`, Beam's WriteToTFRecord template and TFDS's
@@ -150,7 +150,7 @@ CLAIM_FILE = ".beam-tfrecord-claim.json"
 PLAN_DIR = "plan"
 PLAN_FACTS_FILE = "facts.json"
 PLAN_REJECTS_FILE = "rejects.jsonl"  # rejects known from the listing
-PLAN_TASKS_DIR = "shards"  # one ShardTask per file
+PLAN_SHARD_TASKS_DIR = "shards"  # one ShardTask per file
 PLAN_RUN_FILE = "run.json"  # the plan's fingerprint: a rerun of the same plan resumes it
 PLAN_DONE_DIR = "done"  # a finished shard task's two files (output.resume), beside the plan
 PLAN_DROPPED_OBJECTS_FILE = DROPPED_OBJECTS_FILE  # objects dropped while planning
@@ -216,6 +216,6 @@ def is_index_name(name: str) -> bool:
     return name.endswith(INDEX_SUFFIX) and is_shard_name(name[: -len(INDEX_SUFFIX)])
 
 
-def task_file_name(split: str, index: int) -> str:
-    """A staged shard task's file under PLAN_TASKS_DIR: name order is split, then shard order."""
+def shard_task_file_name(split: str, index: int) -> str:
+    """A staged shard task's file under PLAN_SHARD_TASKS_DIR: name order is split, then shard order."""
     return f"{split}-{index:05d}.json"

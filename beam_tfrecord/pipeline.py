@@ -18,7 +18,6 @@ import logging
 import posixpath
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -26,6 +25,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecord import fault_injection, gcs, runners
 from beam_tfrecord.config import ConvertConfig, SourceConfig
 from beam_tfrecord.config_base import ConfigError, unshaping_keys
+from beam_tfrecord.edges import Json
 from beam_tfrecord.elements import (
     ChangeLine,
     DroppedObjectLine,
@@ -40,7 +40,7 @@ from beam_tfrecord.output import resume as resume_lib
 from beam_tfrecord.output.claim import Claim
 from beam_tfrecord.output.mode import OutputMode
 from beam_tfrecord.plan import bulk, staging
-from beam_tfrecord.plan.annotations.growing import annotations_digest, objects_digest
+from beam_tfrecord.plan.annotations.growing import objects_digest, objects_digest_of
 from beam_tfrecord.plan.listing import InputFile, list_inputs
 from beam_tfrecord.plan.planner import KnownRecords, LabelSource, Plan, make_plan, shard_tasks
 from beam_tfrecord.plan.sharding import ShardSettings
@@ -145,23 +145,23 @@ def _plan_and_stage(
         _refuse_append_without_pictures(plan.rejects, source)
     if mode.dry_run:
         return staging.locate_plan(plan, config.output)
-    tasks = shard_tasks(plan, source.split_seed)
+    planned = shard_tasks(plan, source.split_seed)
     facts = staging.PlanFacts.of(plan, source)
     if mode.resume and config.sink == "paths" and resume_lib.interrupted_plans(config.output):
         # An interrupted run to compare with: the plan's fingerprint first, then the choice.
-        tasks_digest = resume_lib.TextDigest()
-        for task in tasks:
-            tasks_digest.add(task.to_json())
-        fingerprint = _fingerprint(listing, source, config, tasks_digest, facts)
+        shard_tasks_digest = resume_lib.TextDigest()
+        for shard_task in planned:
+            shard_tasks_digest.add(shard_task.to_json())
+        fingerprint = _fingerprint(listing, source, config, shard_tasks_digest, facts)
         found = resume_lib.find_resumable(
-            config.output, fingerprint, resume_lib.task_inputs(tasks), config.shard_format
+            config.output, fingerprint, resume_lib.shard_task_inputs(planned), config.shard_format
         )
         if found.temp_dir is not None:
             _LOGGER.info(
                 "resuming the interrupted run in %s: %d of %d shard tasks finished (%d records) are kept",
                 found.temp_dir,
                 len(found.finished),
-                len(tasks),
+                len(planned),
                 found.records,
             )
             outputs.clear_temp(config.output, keep=found.temp_dir)
@@ -177,37 +177,40 @@ def _plan_and_stage(
             _LOGGER.info("not resuming an interrupted run (%s): starting clean", found.why)
     outputs.prepare_output(config.output, mode.clears)
     fault_injection.pause_point("cleared")
-    # Nothing to compare with (the usual case): each task is hashed as it is staged, so a
-    # detection run's tasks are serialized once (1,000,000 objects with masks: 19 s each time).
-    tasks_digest = resume_lib.TextDigest()
-    # A detection record's objects' digest goes into the file index: an append tells by it an old
+    # Nothing to compare with (the usual case): each shard task is hashed as it is staged, so a
+    # detection run's shard tasks are serialized once (1,000,000 objects with masks: 19 s each time).
+    shard_tasks_digest = resume_lib.TextDigest()
+    # A detection record's objects digest goes into the file index: an append tells by it an old
     # picture whose annotations changed since (plan.annotations.growing). Made from the texts
     # staged for the objects, so their numbers are encoded once.
-    staged_digests: dict[str, str] = {}
+    staged_objects_digests: dict[str, str] = {}
     digested = any(kind.digested for kind in of_task(plan.task))
 
     def objects_staged(item: PlannedInput, texts: list[str]) -> None:
-        staged_digests[item.relpath] = objects_digest(texts)
+        staged_objects_digests[item.relpath] = objects_digest(texts)
 
     staged = staging.stage_plan(
         plan,
         config.output,
         source,
-        tasks=tasks,
-        staged_task=tasks_digest.add,
+        shard_tasks=planned,
+        staged_shard_task=shard_tasks_digest.add,
         objects_staged=objects_staged if digested else None,
     )
     # Each file's group goes into the file index, a group pattern's too: an append counts the
     # groups over it as the plan counts them (a picture a worker rejects is still in its group),
     # which the paths of the records alone cannot tell.
-    digests = (
-        {p.relpath: staged_digests.get(p.relpath) or annotations_digest(p.annotations) for p in plan.inputs}
+    objects_digests = (
+        {
+            p.relpath: staged_objects_digests.get(p.relpath) or objects_digest_of(p.annotations)
+            for p in plan.inputs
+        }
         if digested
         else None
     )
-    file_index.stage_listing(staged.plan_dir, listing, plan.groups, digests)
+    file_index.stage_listing(staged.plan_dir, listing, plan.groups, objects_digests)
     _stage_annotation_changes(plan, config.output, known)
-    fingerprint = _fingerprint(listing, source, config, tasks_digest, facts)
+    fingerprint = _fingerprint(listing, source, config, shard_tasks_digest, facts)
     done_files.write_json(resume_lib.fingerprint_path(staged.temp_dir), fingerprint.to_json())
     return staged
 
@@ -237,13 +240,14 @@ def _fingerprint(
     listing: Sequence[InputFile],
     source: SourceConfig,
     config: ConvertConfig,
-    tasks_digest: resume_lib.TextDigest,
+    shard_tasks_digest: resume_lib.TextDigest,
     facts: staging.PlanFacts,
 ) -> resume_lib.RunFingerprint:
     """What makes a rerun the same plan: every listed file (path, size, modification time), the
     settings that shape the records (those declared `shapes_records`; how shards are cut and
-    which files are kept show in the tasks), and the shard tasks as staged (with their objects in
-    a detection run: `tasks_digest`, fed every task's text in order), then the plan's facts.
+    which files are kept show in the shard tasks), and the shard tasks as staged (with their objects
+    in a detection run: `shard_tasks_digest`, fed every shard task's text in order), then the
+    plan's facts.
     Each is hashed a piece at a time, never held whole twice."""
     unshaping = unshaping_keys(SourceConfig, ConvertConfig)
     settings = {**OptionsSummary.of(source, config).to_json(), "features": config.features}
@@ -254,7 +258,7 @@ def _fingerprint(
     return resume_lib.RunFingerprint(
         inputs=listed.hexdigest(),
         settings=resume_lib.RunFingerprint.digest(settings),
-        plan=tasks_digest.hexdigest(facts.to_json()),
+        plan=shard_tasks_digest.hexdigest(facts.to_json()),
     )
 
 
@@ -325,18 +329,18 @@ class WriteMetadataFn(RunStepFn):
 class ListShardTasksFn(RunStepFn):
     """Plan folder -> its staged shard tasks, in name order, but those an interrupted run
     finished; the shard counts are its display data, so Dataflow's UI and a dry run's graph show
-    how many tasks the workers share."""
+    how many shard tasks the workers share."""
 
     def process(self, plan_dir: str) -> Iterator[str]:
-        for path in staging.list_task_files(plan_dir):
+        for path in staging.list_shard_task_files(plan_dir):
             if posixpath.basename(path).removesuffix(".json") not in self.staged.finished:
                 yield path
 
-    def display_data(self) -> dict[str, Any]:
+    def display_data(self) -> dict[str, str]:
         return {"shard_tasks": staging.describe(self.staged.shard_counts)}
 
 
-class ImagesToTFRecords(beam.PTransform):
+class ImagesToTFRecords(beam.PTransform[beam.pvalue.PBegin, beam.PCollection[Summary]]):
     """PBegin -> PCollection holding the run's one `Summary` (summary.Summary), once every file is
     written.
 
@@ -353,7 +357,7 @@ class ImagesToTFRecords(beam.PTransform):
         self,
         staged: StagedPlan,
         config: ConvertConfig,
-        run_info: RunSummary | Mapping[str, Any] | None = None,
+        run_info: RunSummary | Mapping[str, Json] | None = None,
         progress_dir: str | None = None,
     ) -> None:
         super().__init__()
@@ -379,19 +383,19 @@ class ImagesToTFRecords(beam.PTransform):
         # str: a staged shard task's path (one output shard and its inputs' paths). The
         # Reshuffle spreads them (file names, never image bytes) over the workers; a fused Create
         # would keep them on one. ReadValidate loads each.
-        tasks = (
+        shard_task_paths = (
             start
             | "ListShardTasks" >> beam.ParDo(ListShardTasksFn(config, staged))
             | "SpreadShards" >> beam.Reshuffle()
         )
         # PendingRecord: one validated image, in shard order (ConvertedRecord, already serialized,
         # when no model is fed) | RejectLine.
-        read = tasks | "ReadValidate" >> beam.ParDo(
+        read = shard_task_paths | "ReadValidate" >> beam.ParDo(
             ReadShardFn(config, staged, self.progress_dir)
         ).with_outputs(REJECTS, main="pending")
         rejects = [read[REJECTS]]
         resumed = None
-        if staged.finished:  # an interrupted run's finished tasks: their shards and counts, kept
+        if staged.finished:  # an interrupted run's finished shard tasks: their shards and counts, kept
             resumed = start | "LoadFinished" >> beam.ParDo(LoadFinishedFn(config, staged)).with_outputs(
                 TALLIES, REJECTS, CHANGES, DROPPED, CONTENT, main="shards"
             )

@@ -6,7 +6,7 @@ so Beam 2.77 does not first try to download and start Prism) with `multi_process
 one per core. Beam's workers are as fast as the process pool this project used to keep inside
 one DoFn, with less memory (docs/performance.md#local-workers).
 
-Any other runner is named as Beam names it: one of `StandardOptions.ALL_KNOWN_RUNNERS` by its
+Every other runner is named as Beam names it: one of `StandardOptions.ALL_KNOWN_RUNNERS` by its
 class name, or any runner class by its module path. A runner's own options (DaskRunner's
 `--dask_client_address`, RenderRunner's `--render_output`) exist only once its module is
 imported, so `load_runner` imports it before the options are parsed.

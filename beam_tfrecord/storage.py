@@ -28,7 +28,9 @@ import posixpath
 import stat
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
+
+from beam_tfrecord.edges import Json
 
 if TYPE_CHECKING:
     from apache_beam.io.filesystem import FileMetadata
@@ -61,6 +63,8 @@ __all__ = [
     "split_scheme",
     "write_atomic",
 ]
+
+_T = TypeVar("_T")
 
 _SEPARATOR = "://"
 _GCS = "gs://"
@@ -245,12 +249,12 @@ def read_text(path: str) -> str:
     return read_bytes(path).decode("utf-8")
 
 
-def read_json(path: str) -> Any:
+def read_json(path: str) -> Json:
     """The file's JSON value (json.JSONDecodeError when it holds none)."""
     return json.loads(read_text(path))
 
 
-def _or_none(path: str, read: Callable[[str], Any]) -> Any:
+def _or_none(path: str, read: Callable[[str], _T]) -> _T | None:
     """`read(path)`, or None when there is no file at `path`; a file that is there and cannot
     be read or parsed still raises, as a run must not take a broken file for an absent one."""
     try:
@@ -266,7 +270,7 @@ def read_text_or_none(path: str) -> str | None:
     return _or_none(path, read_text)
 
 
-def read_json_or_none(path: str) -> Any:
+def read_json_or_none(path: str) -> Json:
     """The file's JSON value, or None where there is no such file; malformed JSON raises."""
     return _or_none(path, read_json)
 

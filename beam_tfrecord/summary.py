@@ -24,11 +24,12 @@ import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NotRequired, TypedDict, TypeVar
+from typing import NotRequired, TypedDict, TypeVar
 
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord.config_base import Config, ConfigError, declared
+from beam_tfrecord.edges import Json, JsonObject
 from beam_tfrecord.keys import ColumnType, FeatureLayout, RecordLayout
 from beam_tfrecord.labels import KINDS, Section
 from beam_tfrecord.labels.base import fields_from, plain
@@ -78,7 +79,7 @@ class SplitSummary:
     digest: str = ""  # see DIGEST_METHOD
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> SplitSummary:
+    def from_json(cls, data: Mapping[str, Json]) -> SplitSummary:
         return cls(**fields_from(cls, data))
 
 
@@ -101,7 +102,7 @@ class SizeRange:
     mean: float
 
     @classmethod
-    def of(cls, sizes: Counter) -> SizeRange | None:
+    def of(cls, sizes: Counter[int]) -> SizeRange | None:
         if not sizes:
             return None
         total = sum(sizes.values())
@@ -134,7 +135,7 @@ class FeatureSummary:
     input_normalization: str = "none"  # what a model_path model was fed (features.options)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> FeatureSummary:
+    def from_json(cls, data: Mapping[str, Json]) -> FeatureSummary:
         defaults = {"precision": "float32", "batch_size": 32, "weights": None, "pooling": "none"}
         return cls(**{**defaults, **fields_from(cls, data)})
 
@@ -146,7 +147,7 @@ class OptionsSummary:
     (plan.source_config.SourceConfig, write.output_config.ConvertConfig): a stage reads one back
     with `config`, and a reader takes the plain values it needs by their keys (`value`)."""
 
-    recorded: dict[str, Any] = field(default_factory=dict)
+    recorded: JsonObject = field(default_factory=dict)
 
     @classmethod
     def of(cls, source: Config | None, output: Config | None) -> OptionsSummary:
@@ -160,11 +161,11 @@ class OptionsSummary:
             }
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return dict(self.recorded)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> OptionsSummary:
+    def from_json(cls, data: Mapping[str, Json]) -> OptionsSummary:
         return cls(dict(data))
 
     def config(self, config_type: type[_Config]) -> _Config | None:
@@ -184,7 +185,7 @@ class OptionsSummary:
         except ConfigError as error:
             raise SummaryError(f"summary.json's options cannot be read: {error}") from None
 
-    def value(self, key: str, default: Any = None) -> Any:
+    def value(self, key: str, default: Json = None) -> Json:
         """One recorded setting by its key (`default`: a record that lacks it, as the config's
         default for it, or a run that gave no such config)."""
         return self.recorded.get(key, default)
@@ -206,7 +207,7 @@ class RunSummary:
     started_at: float | None = None
     wall_time_s: float | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """Its fields, `wall_time_s` only once measured."""
         data = dataclasses.asdict(self)
         if data["wall_time_s"] is None:
@@ -222,7 +223,7 @@ class TfdsMetadataSummary:
     reason: str | None = None
     filename_template: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {k: v for k, v in dataclasses.asdict(self).items() if v is not None or k == "written"}
 
 
@@ -333,9 +334,9 @@ class Summary:
         """Split -> its shard file names."""
         return {name: list(split.files) for name, split in self.splits.items()}
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The file's object, keys in their written order."""
-        data: dict[str, Any] = {}
+        data: JsonObject = {}
         for item in dataclasses.fields(self):
             value = getattr(self, item.name)
             if item.name == "run":
@@ -360,7 +361,7 @@ class Summary:
         return json.dumps(self.to_json(), indent=2, sort_keys=False, ensure_ascii=False) + "\n"
 
     @classmethod
-    def from_json(cls, data: Any, where: str = "summary.json") -> Summary:
+    def from_json(cls, data: Json, where: str = "summary.json") -> Summary:
         """A summary from the file's object; SummaryError when it is not one."""
         required = ("splits", "records", "inputs")
         if not isinstance(data, dict) or any(key not in data for key in required):

@@ -14,7 +14,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -22,9 +22,12 @@ from apache_beam.pvalue import TaggedOutput
 
 from beam_tfrecord import reasons
 from beam_tfrecord.elements import (
+    ChangeLine,
     ConvertedRecord,
+    DroppedObjectLine,
     DuplicateGroup,
     PendingRecord,
+    PlannedInput,
     RejectLine,
     ShardKey,
     ShardTask,
@@ -44,7 +47,10 @@ from beam_tfrecord.write.sinks import TALLIES
 from beam_tfrecord.write.tally import Tally
 
 if TYPE_CHECKING:
+    import numpy as np
     from apache_beam.ml.inference.base import PredictionResult
+
+    from beam_tfrecord.progress import ProgressCounter
 
 __all__ = [
     "NAMESPACE",
@@ -63,6 +69,10 @@ REJECTS = "rejects"
 CHANGES = "changes"
 DROPPED = "dropped"
 CONTENT = "content"
+# (source sha256, (path, split)): a record's content key (`content_key`).
+ContentKey = tuple[str, tuple[str, str]]
+# What a finished shard task gives the summary on the tagged outputs (`LoadFinishedFn`).
+_Counted = RejectLine | ChangeLine | DroppedObjectLine | ContentKey | Tally
 _LOGGER = logging.getLogger(__name__)
 READ_BATCH = 4  # inputs per hand-off to a read thread: fewer futures and waits
 
@@ -81,7 +91,7 @@ def count_outcome(outcome: ConvertedRecord | RejectLine) -> None:
 
 
 @functools.cache
-def _counter(name: str) -> Any:
+def _counter(name: str) -> Metrics.DelegatingCounter:
     """Beam's counter of that name, made once per process (as a DoFn makes its counters in its
     constructor): it finds the running step's metrics when incremented, so one object serves
     every bundle and thread, and a record no longer builds a counter and its name each time."""
@@ -92,25 +102,25 @@ class ReadShardFn(RunStepFn):
     """Adapts `prepare_input` to a shard task: its inputs are read and validated in order on the
     config's read threads (reads wait on disk or network); rejects go to a tagged output at once.
 
-    Takes a `ShardTask` or the path of a staged one, loaded here: a task is never an element
-    between two steps, since Beam estimates an element's size by pickling a sample of them
-    (every one of the first ten), and a task pickles all its inputs
+    Takes a `ShardTask` or the path of a staged one, loaded here: a shard task is never an
+    element between two steps, since Beam estimates an element's size by pickling a sample of
+    them (every one of the first ten), and a shard task pickles all its inputs
     (docs/performance.md#per-step-costs-behind-the-code).
 
     Also feeds the local progress line (files in `progress_dir`, one count per input read), and,
-    on the paths sink, leaves each task's reader's done file in the run's temporary folder once
+    on the paths sink, leaves each shard task's reader's done file in the run's temporary folder once
     every input of it went downstream (output.resume).
     """
 
     def __init__(self, config: ConvertConfig, staged: StagedPlan, progress_dir: str | None = None) -> None:
         super().__init__(config, staged)
         self.progress_dir = progress_dir
-        self._progress: Any = None
+        self._progress: ProgressCounter | None = None
         self._pool: ThreadPoolExecutor | None = None
 
     @property
     def _done_dir(self) -> str | None:
-        """Where each task leaves its done file, so a rerun keeps what it finished (paths sink)."""
+        """Where each shard task leaves its done file, so a rerun keeps what it finished (paths sink)."""
         return self.staged.temp_dir if self.config.sink == "paths" else None
 
     def setup(self) -> None:
@@ -129,7 +139,9 @@ class ReadShardFn(RunStepFn):
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
 
-    def _prepare(self, work: tuple[Any, ShardKey, RunLabels]) -> PendingRecord | ConvertedRecord | RejectLine:
+    def _prepare(
+        self, work: tuple[PlannedInput, ShardKey, RunLabels]
+    ) -> PendingRecord | ConvertedRecord | RejectLine:
         """One input read and validated; with no model to feed, serialized too (`finish_record`),
         here on a read thread: the record's sha256 then releases the GIL on a thread that holds
         no bundle, not on the one that writes and would wait to take the GIL back: less wall time
@@ -140,12 +152,13 @@ class ReadShardFn(RunStepFn):
             return finish_record(self.config.schema, prepared)
         return prepared
 
-    def _outcomes(self, task: ShardTask) -> Iterator[PendingRecord | ConvertedRecord | RejectLine]:
-        """The task's inputs prepared in order: on the pool's threads and this one when there is
-        a pool."""
-        shard = ShardKey(task.split, task.index, task.count)
-        labels = RunLabels.of(task.kinds, task.settings)  # read once, for every input of the task
-        work = ((item, shard, labels) for item in task.inputs)
+    def _outcomes(self, shard_task: ShardTask) -> Iterator[PendingRecord | ConvertedRecord | RejectLine]:
+        """The shard task's inputs prepared in order: on the pool's threads and this one when
+        there is a pool."""
+        shard = ShardKey(shard_task.split, shard_task.index, shard_task.count)
+        # Read once, for every input of the shard task.
+        labels = RunLabels.of(shard_task.kinds, shard_task.settings)
+        work = ((item, shard, labels) for item in shard_task.inputs)
         if self._pool is None:
             return map(self._prepare, work)
         # A batch for each reading thread (the pool's and this one) and one done, waiting for this
@@ -154,11 +167,13 @@ class ReadShardFn(RunStepFn):
         window = (self.config.read_threads + 1) * READ_BATCH
         return ordered_submit(self._pool, self._prepare, work, window, READ_BATCH)
 
-    def process(self, task: ShardTask | str) -> Iterator[PendingRecord | ConvertedRecord | TaggedOutput]:
-        if isinstance(task, str):  # a staged shard task's path: loaded here, never an element
-            task = staging.load_task(task)
+    def process(
+        self, shard_task: ShardTask | str
+    ) -> Iterator[PendingRecord | ConvertedRecord | TaggedOutput[str, RejectLine]]:
+        if isinstance(shard_task, str):  # a staged shard task's path: loaded here, never an element
+            shard_task = staging.load_shard_task(shard_task)
         rejects: list[RejectLine] = []
-        for outcome in self._outcomes(task):
+        for outcome in self._outcomes(shard_task):
             if self._progress is not None:
                 self._progress.add()
             if isinstance(outcome, RejectLine):
@@ -167,9 +182,10 @@ class ReadShardFn(RunStepFn):
                 yield TaggedOutput(REJECTS, outcome)
             else:
                 yield outcome
-        if self._done_dir is not None:  # every input of the task has gone downstream
-            done = done_files.done_path(self._done_dir, done_files.task_name(task.split, task.index), "read")
-            done_files.write_json(done, done_files.ReadOutcome(len(task.inputs), rejects).to_json())
+        if self._done_dir is not None:  # every input of the shard task has gone downstream
+            name = done_files.shard_task_name(shard_task.split, shard_task.index)
+            done = done_files.done_path(self._done_dir, name, "read")
+            done_files.write_json(done, done_files.ReadOutcome(len(shard_task.inputs), rejects).to_json())
 
     def finish_bundle(self) -> None:
         if self._progress is not None:
@@ -189,14 +205,19 @@ class BuildRecordFn(beam.DoFn):
 
     def process(
         self, element: PendingRecord | ConvertedRecord | PredictionResult
-    ) -> Iterator[ConvertedRecord | TaggedOutput]:
+    ) -> Iterator[ConvertedRecord | TaggedOutput[str, RejectLine | ChangeLine | DroppedObjectLine]]:
         if isinstance(element, ConvertedRecord):  # serialized on a read thread (ReadShardFn)
             outcome: ConvertedRecord | RejectLine = element
         elif isinstance(element, PendingRecord):
             outcome = finish_record(self.schema, element)
         else:
-            # Beam's PredictionResult is not generic: its example is the PendingRecord fed to the model.
-            outcome = self._with_features(cast(PendingRecord, element.example), element.inference)
+            # Beam's PredictionResult is not generic: its example is the PendingRecord fed to the
+            # model, its inference the features or why there are none (features.inputs.infer).
+            example, inference = (
+                cast(PendingRecord, element.example),
+                cast("np.ndarray | str", element.inference),
+            )
+            outcome = self._with_features(example, inference)
         count_outcome(outcome)
         if isinstance(outcome, RejectLine):
             yield TaggedOutput(REJECTS, outcome)
@@ -208,7 +229,9 @@ class BuildRecordFn(beam.DoFn):
             yield TaggedOutput(DROPPED, line)
         yield outcome
 
-    def _with_features(self, pending: PendingRecord, inference: Any) -> ConvertedRecord | RejectLine:
+    def _with_features(
+        self, pending: PendingRecord, inference: np.ndarray | str
+    ) -> ConvertedRecord | RejectLine:
         assert self.features is not None
         if isinstance(inference, str):
             return RejectLine(
@@ -248,7 +271,12 @@ def failed_batch_rejects(failed: tuple[list[PendingRecord], object]) -> Iterator
         yield reject
 
 
-class ExtractFeatures(beam.PTransform):
+class ExtractFeatures(
+    beam.PTransform[
+        beam.PCollection[PendingRecord],
+        tuple[beam.PCollection["PredictionResult"], beam.PCollection[RejectLine]],
+    ]
+):
     """PendingRecord -> RunInference results (main) and RejectLine for failed batches (`rejects`).
 
     Batches of `batch_size` through Beam's RunInference with a thin handler (features/handler.py); the
@@ -260,7 +288,9 @@ class ExtractFeatures(beam.PTransform):
         super().__init__()
         self.options = options
 
-    def expand(self, pending: beam.PCollection[PendingRecord]) -> tuple[beam.PCollection, beam.PCollection]:
+    def expand(
+        self, pending: beam.PCollection[PendingRecord]
+    ) -> tuple[beam.PCollection[PredictionResult], beam.PCollection[RejectLine]]:
         from apache_beam.ml.inference.base import RunInference
 
         from beam_tfrecord.features.handler import FeatureModelHandler
@@ -273,7 +303,7 @@ class ExtractFeatures(beam.PTransform):
         return results, rejects
 
 
-def content_key(record: ConvertedRecord) -> tuple[str, tuple[str, str]]:
+def content_key(record: ConvertedRecord) -> ContentKey:
     """(source sha256, (path, split)): all a duplicate group needs of a record, no bytes."""
     return record.content_sha256, (record.relpath, record.split)
 
@@ -297,16 +327,16 @@ def duplicate_groups(keys: Iterable[tuple[str, tuple[str, str]]]) -> list[Duplic
 class LoadFinishedFn(RunStepFn):
     """An interrupted run's finished shard tasks (output.resume), read back on a rerun: each one's
     temporary (or already final) shard, and everything the summary counts of it, on the outputs
-    the tasks would have given: tallies, rejects, changes, dropped objects, content keys."""
+    the shard tasks would have given: tallies, rejects, changes, dropped objects, content keys."""
 
-    def process(self, _: str) -> Iterator[WrittenShard | TaggedOutput]:
+    def process(self, _: str) -> Iterator[WrittenShard | TaggedOutput[str, _Counted]]:
         temp_dir, output, shard_format = self.staged.temp_dir, self.config.output, self.config.shard_format
-        for task in self.staged.finished:
-            read = done_files.read_outcomes(temp_dir, [task])[task]
+        for shard_task in self.staged.finished:
+            read = done_files.read_outcomes(temp_dir, [shard_task])[shard_task]
             tally = Tally()
             for reject in read.rejects:
                 yield TaggedOutput(REJECTS, reject)
-            written = resume.load_written(temp_dir, task, output, shard_format)
+            written = resume.load_written(temp_dir, shard_task, output, shard_format)
             if written is not None:  # (the rejects are tallied with every other reject)
                 tally.merge(written.tally)
                 yield written.shard

@@ -16,7 +16,7 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TextIO
 
 __all__ = ["FENCED_MARKER", "MARKER", "WriteFailed", "find", "quiet_write_failures", "writing"]
 
@@ -99,13 +99,13 @@ class _QuietStream:
     the traceback of a failed bundle straight to stderr (sdk_worker.py, `_execute`), past
     logging, and a local run's worker processes share the terminal."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: TextIO) -> None:
         self._stream = stream
 
     def write(self, text: str) -> int:
         return len(text) if any(marker in text for marker in _QUIET) else self._stream.write(text)
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self._stream, name)
 
 

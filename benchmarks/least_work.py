@@ -18,7 +18,7 @@ of `python -m pipelines.convert` on the same data (as a multiset: the shards dif
 `--checked` keeps the least work's record path (the boxes, the Example, the framing) and puts
 this project's checks and plan in front of it: the launcher's `prepare` (the COCO file read and
 checked annotation by annotation, the plan made and staged, the file index's digests), and per
-staged shard task `load_task`, then per photo the read and `encode_for_tensorflow` (the JPEG
+staged shard task `load_shard_task`, then per photo the read and `encode_for_tensorflow` (the JPEG
 segment walk, the decode, EXIF, the change reasons, the extension); the boxes are placed inline
 with placement's rules for a picture kept as it is (clipped, a note when an edge moved, a drop with
 a reason), and the summary's counts are kept. A photo the library re-encodes, or whose boxes need
@@ -26,7 +26,7 @@ more than that, goes through the library's own steps. With no runner and the rec
 least, what it costs over the least work is what the checks and the plan cost.
 
 `--library` runs the same loop with this project's own steps in place of the plain ones: the
-launcher's `prepare`, and per staged shard task `load_task`, `prepare_input` (the read, the JPEG
+launcher's `prepare`, and per staged shard task `load_shard_task`, `prepare_input` (the read, the JPEG
 segment walk, the decode, EXIF, the boxes placed, the sha256), `finish_record` (the Example, its
 sha256) and the tally, each thread writing whole shard tasks. It leaves out Beam, the hand-off of
 records between threads and the output's bookkeeping: the `.idx` files, the resume ledger, the
@@ -245,16 +245,16 @@ def library_run(image_dir: str, instances: str, output: str, threads: int) -> tu
     staged = prepare(
         settings.source, config, mode=OutputMode(OutputKind.OVERWRITE), parallelism=threads, round_robin=True
     )
-    tasks = staging.list_task_files(staged.plan_dir)
+    shard_tasks = staging.list_shard_task_files(staged.plan_dir)
 
-    def run_tasks(part: int) -> tally_lib.Tally:
+    def run_shard_tasks(part: int) -> tally_lib.Tally:
         tally = tally_lib.Tally()
-        for number, path in enumerate(tasks[part::threads]):
-            task = staging.load_task(path)
-            shard = ShardKey(task.split, task.index, task.count)
-            labels = RunLabels.of(task.kinds, task.settings)
+        for number, path in enumerate(shard_tasks[part::threads]):
+            shard_task = staging.load_shard_task(path)
+            shard = ShardKey(shard_task.split, shard_task.index, shard_task.count)
+            labels = RunLabels.of(shard_task.kinds, shard_task.settings)
             with open(os.path.join(output, f"library-{part}-{number}.tfrecord"), "wb") as out:
-                for item in task.inputs:
+                for item in shard_task.inputs:
                     pending = prepare_input(item, config.image, shard, labels=labels)
                     if isinstance(pending, RejectLine):
                         tally.add(pending)
@@ -265,7 +265,7 @@ def library_run(image_dir: str, instances: str, output: str, threads: int) -> tu
         return tally
 
     with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-        tallies = list(pool.map(run_tasks, range(threads)))
+        tallies = list(pool.map(run_shard_tasks, range(threads)))
     total = tallies[0]
     for other in tallies[1:]:
         total.merge(other)
@@ -275,7 +275,7 @@ def library_run(image_dir: str, instances: str, output: str, threads: int) -> tu
 def checked_run(image_dir: str, instances: str, output: str, threads: int) -> tuple[int, int, int]:
     """The project's checks and plan with the least work's record path: (records, sum of their
     sha256, photos that went through the library's steps). The launcher's `prepare` (the COCO file
-    read and checked, the plan staged); per staged task `load_task`; per photo the read and
+    read and checked, the plan staged); per staged shard task `load_shard_task`; per photo the read and
     `encode_for_tensorflow` (the JPEG segment walk, the decode, EXIF, the change reasons, the
     extension), then the boxes placed inline as the placement places them in a picture whose
     geometry is unchanged (clipped, a note when an edge moved, a drop with a reason), the record
@@ -303,7 +303,7 @@ def checked_run(image_dir: str, instances: str, output: str, threads: int) -> tu
     staged = prepare(
         settings.source, config, mode=OutputMode(OutputKind.OVERWRITE), parallelism=threads, round_robin=True
     )
-    tasks = staging.list_task_files(staged.plan_dir)
+    shard_tasks = staging.list_shard_task_files(staged.plan_dir)
 
     def place(
         item: PlannedInput, width: int, height: int, ids: dict[str, int], counts: collections.Counter
@@ -361,24 +361,28 @@ def checked_run(image_dir: str, instances: str, output: str, threads: int) -> tu
             counts["change boxes_clipped"] += 1
         return boxes
 
-    def run_tasks(part: int) -> tuple[int, int, int]:
+    def run_shard_tasks(part: int) -> tuple[int, int, int]:
         counts: collections.Counter = collections.Counter()
         count = digest = 0
-        for number, path in enumerate(tasks[part::threads]):
-            task = staging.load_task(path)
-            shard = ShardKey(task.split, task.index, task.count)
-            names = RunLabels.of(task.kinds, task.settings).settings[0].class_names
+        for number, path in enumerate(shard_tasks[part::threads]):
+            shard_task = staging.load_shard_task(path)
+            shard = ShardKey(shard_task.split, shard_task.index, shard_task.count)
+            names = RunLabels.of(shard_task.kinds, shard_task.settings).settings[0].class_names
             ids = {name: index + 1 for index, name in enumerate(names)}
             with _Writer(os.path.join(output, f"checked-{part}-{number}.tfrecord")) as writer:
-                for item in task.inputs:
-                    record = _checked_record(item, task, shard, ids, counts)
+                for item in shard_task.inputs:
+                    record = _checked_record(item, shard_task, shard, ids, counts)
                     if record is not None:
                         writer.write(record)
             count, digest = count + writer.count, digest + writer.digest
         return count, digest, counts["library's steps"]
 
     def _checked_record(
-        item: PlannedInput, task: ShardTask, shard: ShardKey, ids: dict[str, int], counts: collections.Counter
+        item: PlannedInput,
+        shard_task: ShardTask,
+        shard: ShardKey,
+        ids: dict[str, int],
+        counts: collections.Counter,
     ) -> bytes | None:
         limit = options.max_file_bytes
         try:
@@ -386,7 +390,7 @@ def checked_run(image_dir: str, instances: str, output: str, threads: int) -> tu
         except Exception:  # unreadable: the library's steps say why
             data = b""
         if not data or len(data) > limit:  # too large, unreadable or empty: the library says which
-            return _library_record(item, task, shard, counts)
+            return _library_record(item, shard_task, shard, counts)
         try:
             image = encode_for_tensorflow(data, options, name=item.relpath)
         except Reject as reject:
@@ -395,7 +399,7 @@ def checked_run(image_dir: str, instances: str, output: str, threads: int) -> tu
         unchanged = image.transform == identity_transform(image.width, image.height)
         boxes = place(item, image.width, image.height, ids, counts) if unchanged else None
         if boxes is None:  # turned or resized, or boxes the inline form does not place
-            return _library_record(item, task, shard, counts)
+            return _library_record(item, shard_task, shard, counts)
         counts[("records", item.split)] += 1
         counts[("height", image.height)] += 1
         counts[("width", image.width)] += 1
@@ -409,10 +413,12 @@ def checked_run(image_dir: str, instances: str, output: str, threads: int) -> tu
         )
 
     def _library_record(
-        item: PlannedInput, task: ShardTask, shard: ShardKey, counts: collections.Counter
+        item: PlannedInput, shard_task: ShardTask, shard: ShardKey, counts: collections.Counter
     ) -> bytes | None:
         counts["library's steps"] += 1
-        pending = prepare_input(item, options, shard, labels=RunLabels.of(task.kinds, task.settings))
+        pending = prepare_input(
+            item, options, shard, labels=RunLabels.of(shard_task.kinds, shard_task.settings)
+        )
         if isinstance(pending, RejectLine):
             counts[f"reject {pending.reason}"] += 1
             return None
@@ -420,7 +426,7 @@ def checked_run(image_dir: str, instances: str, output: str, threads: int) -> tu
         return finish_record(config.schema, pending).example
 
     with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-        done = list(pool.map(run_tasks, range(threads)))
+        done = list(pool.map(run_shard_tasks, range(threads)))
     total = sum(n for n, _, _ in done), sum(d for _, d, _ in done) % _DIGEST_MODULUS
     return (*total, sum(library for _, _, library in done))
 

@@ -128,7 +128,11 @@ RULES: list[tuple[str, str, Callable[[list[Frame]], bool]]] = [
         "image",
         _calls("content_key", "duplicate_groups", "LoadFinishedFn.process"),
     ),
-    ("shard tasks loaded (staged annotations parsed)", "image", _calls("load_task", "ShardTask.from_json")),
+    (
+        "shard tasks loaded (staged annotations parsed)",
+        "image",
+        _calls("load_shard_task", "ShardTask.from_json"),
+    ),
     (
         "read threads' hand-off (futures, ordered_submit)",
         "image",

@@ -130,12 +130,12 @@ def _converted_annotations(
     index: Sequence[IndexEntry], listing: Sequence[InputFile], number: int | None
 ) -> dict[str, tuple[str, str | None]] | None:
     """relpath -> (the digest of the objects its record was made from, its split), for each listed
-    picture of this input the dataset holds a record of (IndexEntry.annotations): the append
+    picture of this input the dataset holds a record of (IndexEntry.objects_digest): the append
     lists those whose annotations now differ. Entries written before the index kept digests are
     not compared (the log says so once); None where no entry has one."""
     listed = {f.relpath for f in listing}
     mine = [e for e in index if e.sha256 is not None and e.relpath in listed and number in (None, e.input)]
-    converted = {e.relpath: (e.annotations, e.split) for e in mine if e.annotations is not None}
+    converted = {e.relpath: (e.objects_digest, e.split) for e in mine if e.objects_digest is not None}
     older = len(mine) - len(converted)
     if older:
         _LOGGER.info(

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Any
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions, TestOptions
@@ -22,6 +21,7 @@ from apache_beam.portability.api import beam_runner_api_pb2
 from google.protobuf import json_format, text_format
 
 from beam_tfrecord import compat
+from beam_tfrecord.edges import JsonObject, ProtoMessage
 from beam_tfrecord.plan.staging import StagedPlan, describe
 
 __all__ = ["DryRun", "enable", "format_report", "job_description", "leaf_transforms", "translate"]
@@ -36,7 +36,7 @@ class DryRun:
 
     job_file: str
     pipeline_file: str
-    job: dict[str, Any]
+    job: JsonObject
     transforms: list[str]
     pipeline_bytes: int
 
@@ -62,7 +62,7 @@ def staged_names(proto: beam_runner_api_pb2.Pipeline) -> list[str]:
     return sorted(set(names))
 
 
-def job_description(job: Any) -> dict[str, Any]:
+def job_description(job: ProtoMessage) -> JsonObject:
     """The Dataflow Job message with the environment a submission would add, as a dict.
 
     `job.options` are the runner's copy, completed by it (job name, staging under the job name).

@@ -11,9 +11,9 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from beam_tfrecord.config_base import GROUPS
+from beam_tfrecord.edges import JsonObject
 from pipelines.options import REPO_ROOT, OptionField, option_fields
 
 __all__ = [
@@ -42,16 +42,16 @@ def template_pattern(found: OptionField) -> str:
         return spec.pattern
     if spec.choices is not None:
         return "^(" + "|".join(str(choice) for choice in spec.choices) + ")$"
-    if spec.kind is bool:
+    if spec.value_type is bool:
         return "^(true|false)$"
-    if spec.kind is int:
+    if spec.value_type is int:
         return {None: "^-?[0-9]+$", 0: "^[0-9]+$", 1: "^[1-9][0-9]*$"}[spec.minimum]
-    if spec.kind is float:
+    if spec.value_type is float:
         return "^[0-9]*[.]?[0-9]+$"
     return "^.+$"
 
 
-def template_metadata() -> dict[str, Any]:
+def template_metadata() -> JsonObject:
     """deploy/metadata.json: every option a template launch can take, required where the field
     has no default."""
     parameters = []
@@ -59,7 +59,7 @@ def template_metadata() -> dict[str, Any]:
         spec = found.field.spec
         if not spec.template:
             continue
-        parameter: dict[str, Any] = {
+        parameter: JsonObject = {
             "name": found.name,
             "label": spec.label,
             "helpText": spec.help,
@@ -83,9 +83,9 @@ def _default_cell(found: OptionField) -> str:
     if found.path == "source.input":
         return "the bundled sample"
     value = found.default_text
-    if value is None or value in ("", ()) or (spec.kind is bool and not spec.negated and not value):
-        return "off" if spec.kind is bool else ""
-    if spec.kind is bool:
+    if value is None or value in ("", ()) or (spec.value_type is bool and not spec.negated and not value):
+        return "off" if spec.value_type is bool else ""
+    if spec.value_type is bool:
         return "off"
     return f"`{value}`"
 

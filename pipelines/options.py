@@ -17,18 +17,19 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import functools
 import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
 
 from beam_tfrecord import gcs, runners, storage
 from beam_tfrecord.config import ConvertConfig, FeatureConfig, SourceConfig
-from beam_tfrecord.config_base import GROUPS, ConfigError, Declared, declared, setting
+from beam_tfrecord.config_base import GROUPS, ConfigError, Declared, SettingValue, declared, setting
 from beam_tfrecord.output.mode import OutputKind, OutputMode
 from beam_tfrecord.output.outputs import OutputInUse
 from beam_tfrecord.plan.listing import shown_path
@@ -79,7 +80,7 @@ class CommandSettings:
         False,
         group="output",
         label="Overwrite",
-        kind=bool,
+        value_type=bool,
         help="replace the shards and metadata of an earlier run in --output",
     )
     append: bool = setting(
@@ -90,7 +91,7 @@ class CommandSettings:
         "an option that shapes a record differs from the dataset's first run's (see [Append](append.md))",
         group="output",
         label="Append",
-        kind=bool,
+        value_type=bool,
         help="add the files --output's finished dataset does not hold yet as new shards beside the old ones",
     )
     resume: bool = setting(
@@ -100,7 +101,7 @@ class CommandSettings:
         negated=True,
         group="output",
         label="Start clean",
-        kind=bool,
+        value_type=bool,
         help="start clean even when --output holds an interrupted run of the same command "
         "(by default its finished shards are kept)",
     )
@@ -109,7 +110,7 @@ class CommandSettings:
         negated=True,
         group="running",
         label="No progress line",
-        kind=bool,
+        value_type=bool,
         help="no progress line on local runs",
     )
     wait: bool = setting(
@@ -119,7 +120,7 @@ class CommandSettings:
         negated=True,
         group="running",
         label="Do not wait",
-        kind=bool,
+        value_type=bool,
         template=False,
         help="remote runners: return once the job is submitted instead of waiting to print the summary",
     )
@@ -154,11 +155,11 @@ class OptionField:
         return self.field.option
 
     @property
-    def default_text(self) -> Any:
+    def default_text(self) -> SettingValue:
         """The default as the option is written (argparse's default, `--help`, the docs)."""
         if self.path in _COMMAND_DEFAULTS:
             return _COMMAND_DEFAULTS[self.path]
-        if self.field.spec.kind is bool:
+        if self.field.spec.value_type is bool:
             return False
         return self.field.as_text(self.field.option_default)
 
@@ -252,7 +253,7 @@ def add_options(parser: argparse.ArgumentParser, title: str = "{}") -> None:
         group = parser.add_argument_group(title.format(group_name))
         for found in by_group.get(group_name, []):
             spec = found.field.spec
-            if spec.kind is bool:
+            if spec.value_type is bool:
                 group.add_argument(
                     f"--{found.name}",
                     nargs="?",
@@ -263,14 +264,19 @@ def add_options(parser: argparse.ArgumentParser, title: str = "{}") -> None:
                     help=spec.help,
                 )
                 continue
-            kwargs: dict[str, Any] = {"default": found.default_text, "help": spec.help}
-            if spec.choices is not None:
-                kwargs["choices"] = spec.choices
+            # None is argparse's own default for choices and metavar (none, and its own).
+            add = functools.partial(
+                group.add_argument,
+                f"--{found.name}",
+                default=found.default_text,
+                help=spec.help,
+                choices=spec.choices,
+                metavar=_METAVARS.get(spec.value_type, "TEXT") if spec.choices is None else None,
+            )
+            if spec.parse is None and spec.value_type is not str:
+                add(type=spec.value_type)
             else:
-                kwargs["metavar"] = _METAVARS.get(spec.kind, "TEXT")
-            if spec.parse is None and spec.kind is not str:
-                kwargs["type"] = spec.kind
-            group.add_argument(f"--{found.name}", **kwargs)
+                add()
 
 
 class ConvertOptions(PipelineOptions):
@@ -430,7 +436,7 @@ def _given(ns: ConvertOptions, found: OptionField) -> bool:
     return getattr(ns, found.name) != found.default_text
 
 
-def _value(ns: ConvertOptions, found: OptionField) -> Any:
+def _value(ns: ConvertOptions, found: OptionField) -> SettingValue:
     """The field's value from its option: parsed from its text, a negated flag inverted."""
     value = getattr(ns, found.name)
     spec = found.field.spec
@@ -446,11 +452,11 @@ def _value(ns: ConvertOptions, found: OptionField) -> Any:
     return value
 
 
-def _fields(cls: type, path: str, ns: ConvertOptions) -> dict[str, Any]:
+def _fields(cls: type, path: str, ns: ConvertOptions) -> dict[str, SettingValue]:
     """The keyword arguments of a config from its options, nested configs made in turn: an
     optional one (annotations, features) only when one of the fields that make it is given,
     and then none of its other options may be given without it."""
-    values: dict[str, Any] = {}
+    values: dict[str, SettingValue] = {}
     by_path = {found.path: found for found in option_fields()}
     for item in declared(cls):
         here = f"{path}.{item.name}"

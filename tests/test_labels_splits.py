@@ -12,7 +12,7 @@ from conftest import plan_listing
 from beam_tfrecord.elements import ImageAnnotations, ObjectBox, PlannedInput, Polygon, RunLengths, ShardTask
 from beam_tfrecord.plan import columns as columns_lib
 from beam_tfrecord.plan import labels, splits
-from beam_tfrecord.plan.annotations.growing import annotations_digest, objects_digest
+from beam_tfrecord.plan.annotations.growing import objects_digest, objects_digest_of
 from beam_tfrecord.plan.listing import InputFile
 from beam_tfrecord.plan.planner import LabelSource
 
@@ -341,15 +341,15 @@ def test_annotated_inputs_survive_the_staged_plan_file_and_are_digested_from_its
         PlannedInput("c.jpg", "/d/c.jpg", 3, "train", 1, "dog", (("tags", "str_list", ("x",)),)),
     )
     settings = {"objects": {"class_names": ["café", "dog"], "masks": False}}
-    task = ShardTask("train", 0, 1, items, ("objects",), settings)
+    shard_task = ShardTask("train", 0, 1, items, ("objects",), settings)
     staged: dict[str, str] = {}
-    text = task.to_json(lambda item, texts: staged.setdefault(item.relpath, objects_digest(texts)))
-    assert ShardTask.from_json(text) == task
+    text = shard_task.to_json(lambda item, texts: staged.setdefault(item.relpath, objects_digest(texts)))
+    assert ShardTask.from_json(text) == shard_task
     assert json.loads(text) == json.loads(json.dumps({
         "split": "train", "index": 0, "count": 1, "kinds": ["objects"], "settings": settings,
         "inputs": [i.to_row() for i in items],
     }))  # fmt: skip
-    assert staged == {i.relpath: annotations_digest(i.annotations) for i in items[:2]}
+    assert staged == {i.relpath: objects_digest_of(i.annotations) for i in items[:2]}
     # The values the file index of a dataset made by earlier versions holds (an append compares
     # with them): taken with the code before the staged text was assembled from these texts.
     assert staged == {"é/a.jpg": "2b789e35c9b52619", "b.jpg": "e3b0c44298fc1c14"}

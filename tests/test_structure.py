@@ -20,6 +20,7 @@ PACKAGE = pathlib.Path(beam_tfrecord.__file__).parent
 STAGES = ("plan", "images", "features", "write", "output", "read")
 # Importable from anywhere in the library; they import only each other (and other libraries).
 SHARED = (
+    "edges",
     "elements",
     "names",
     "keys",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Protocol
 
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
@@ -15,10 +15,18 @@ from beam_tfrecord.features import models
 from beam_tfrecord.features.inputs import LoadedModel
 from beam_tfrecord.features.options import FeatureConfig
 
-__all__ = ["FeatureModelHandler"]
+__all__ = ["FeatureModelHandler", "HoldsImage"]
 
 
-class FeatureModelHandler(ModelHandler[Any, PredictionResult, LoadedModel]):
+class HoldsImage(Protocol):
+    """What RunInference is fed: an element that holds its stored image's bytes
+    (`elements.PendingRecord`)."""
+
+    @property
+    def encoded(self) -> bytes: ...
+
+
+class FeatureModelHandler(ModelHandler[HoldsImage, PredictionResult, LoadedModel]):
     """RunInference handler for every feature model (Keras, ONNX, PyTorch: features/models.py).
 
     Elements are any objects with an `encoded` attribute (the stored image bytes); each result's
@@ -57,12 +65,12 @@ class FeatureModelHandler(ModelHandler[Any, PredictionResult, LoadedModel]):
         return models.load_model(self.options)
 
     def run_inference(
-        self, batch: Sequence[Any], model: LoadedModel, inference_args: dict[str, Any] | None = None
+        self, batch: Sequence[HoldsImage], model: LoadedModel, inference_args: dict[str, object] | None = None
     ) -> Iterable[PredictionResult]:
         outputs = feature_inputs.infer([item.encoded for item in batch], model, self.options.pooling)
         return [PredictionResult(item, out) for item, out in zip(batch, outputs, strict=True)]
 
-    def get_num_bytes(self, batch: Sequence[Any]) -> int:
+    def get_num_bytes(self, batch: Sequence[HoldsImage]) -> int:
         return sum(len(item.encoded) for item in batch)
 
     def get_metrics_namespace(self) -> str:

@@ -11,7 +11,7 @@ import os
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeAlias
 
 import numpy as np
 from apache_beam.io.filesystem import CompressionTypes
@@ -135,11 +135,15 @@ def infer(encoded: Sequence[bytes], model: LoadedModel, pooling: str) -> list[np
     return results
 
 
-def _fixed(dim: Any) -> int | None:
+# One axis of a model input's shape: a size, or free (None; ONNX names a free axis by a string).
+Dim: TypeAlias = int | str | None
+
+
+def _fixed(dim: Dim) -> int | None:
     return dim if isinstance(dim, int) and dim > 0 else None
 
 
-def fixed_batch(shape: Sequence[Any]) -> int | None:
+def fixed_batch(shape: Sequence[Dim]) -> int | None:
     """The batch size a model's input fixes (exporters fix 1 unless told otherwise), or None."""
     return _fixed(shape[0]) if len(shape) else None
 
@@ -166,7 +170,7 @@ def in_batches_of(
 
 
 def input_layout(
-    shape: Sequence[Any], given: tuple[int, int] | None, what: str
+    shape: Sequence[Dim], given: tuple[int, int] | None, what: str
 ) -> tuple[bool, tuple[int, int]]:
     """(channels_first, (height, width)) of a 4-D image input: NHWC when its last axis is 3,
     else NCHW when its second is (what a model exported from PyTorch has). A free spatial axis

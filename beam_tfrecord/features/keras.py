@@ -12,9 +12,9 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import Any
 
 from beam_tfrecord import storage
+from beam_tfrecord.edges import Tensor
 from beam_tfrecord.features.inputs import LoadedModel, localize
 from beam_tfrecord.features.options import (
     KERAS_NAMES,
@@ -104,13 +104,13 @@ def check_weights(options: FeatureConfig, local: bool) -> None:
         raise ModelUnavailable(f"model_weights {options.model_weights} is not a file")
 
 
-def _compile(fn: Callable[[Any], Any], height: int, width: int) -> LoadedModel:
+def _compile(fn: Callable[[Tensor], Tensor], height: int, width: int) -> LoadedModel:
     """One traced graph for every batch size (eager Keras calls are slower:
     docs/performance.md#feature-model), its output cast to float32 (a mixed precision model gives
     float16). The uint8 entry point is traced only when used."""
     import tensorflow as tf
 
-    def features(x: Any) -> Any:
+    def features(x: Tensor) -> Tensor:
         return tf.cast(fn(x), tf.float32)
 
     graph = tf.function(features, input_signature=[tf.TensorSpec([None, height, width, 3], tf.float32)])
@@ -170,7 +170,7 @@ def load_backbone(options: FeatureConfig) -> LoadedModel:
     return _compile(lambda x: model(preprocess(x), training=False), size, size)
 
 
-def _normalized(fn: Callable[[Any], Any], normalization: str) -> Callable[[Any], Any]:
+def _normalized(fn: Callable[[Tensor], Tensor], normalization: str) -> Callable[[Tensor], Tensor]:
     """`fn` fed (x * scale - mean) / std of the RGB 0..255 float32 batch (input_normalization)."""
     if normalization == "none":
         return fn
@@ -209,7 +209,7 @@ def load_saved(path: str, normalization: str = "none") -> LoadedModel:
     height, width = _spatial_size(tuple(spec.shape.as_list()), path)
     output_names = sorted(signature.structured_outputs)
 
-    def call(x: Any) -> Any:
+    def call(x: Tensor) -> Tensor:
         _ = loaded  # the signature's variables live as long as the loaded object
         outputs = signature(**{name: tf.cast(x, spec.dtype)})
         return outputs[output_names[0]]

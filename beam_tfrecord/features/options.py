@@ -4,6 +4,7 @@ framework that runs it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from beam_tfrecord.config_base import GCS_OBJECT, Config, ConfigError, check_choice, documented, setting
 from beam_tfrecord.images.options import format_size, parse_size
@@ -14,13 +15,14 @@ __all__ = [
     "IMAGENET_MEAN",
     "IMAGENET_STD",
     "KERAS_NAMES",
-    "MODEL_FILE_KINDS",
+    "MODEL_FILE_TYPES",
     "NORMALIZATIONS",
     "POOLINGS",
     "PRECISIONS",
     "FeatureConfig",
+    "ModelFileType",
     "ModelUnavailable",
-    "file_kind",
+    "file_type",
     "framework_of",
     "normalization_constants",
 ]
@@ -42,9 +44,10 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 # need no framework); `torchvision:NAME` and `timm:NAME` name PyTorch architectures.
 KERAS_NAMES = ("efficientnet_b0", "resnet50", "mobilenet_v2")
 FRAMEWORK_PREFIXES = ("torchvision", "timm")
-# --model_path kinds, told by the name: a Keras file, an ONNX file, a TorchScript file, a
+# What a --model_path holds, told by its name: a Keras file, an ONNX file, a TorchScript file, a
 # torch.export file; anything else is a TensorFlow SavedModel folder.
-MODEL_FILE_KINDS = {
+ModelFileType = Literal["keras", "onnx", "torchscript", "torch_export", "savedmodel"]
+MODEL_FILE_TYPES: dict[str, ModelFileType] = {
     ".keras": "keras",
     ".h5": "keras",
     ".onnx": "onnx",
@@ -58,22 +61,22 @@ class ModelUnavailable(ValueError):
     """The model or its weights cannot be had here; raised before the pipeline starts."""
 
 
-def file_kind(path: str) -> str:
-    """What a --model_path holds, by its name: a MODEL_FILE_KINDS value or `savedmodel`."""
+def file_type(path: str) -> ModelFileType:
+    """What a --model_path holds, by its name: a MODEL_FILE_TYPES value or `savedmodel`."""
     lowered = path.rstrip("/").lower()
-    for suffix, kind in MODEL_FILE_KINDS.items():
+    for suffix, found in MODEL_FILE_TYPES.items():
         if lowered.endswith(suffix):
-            return kind
+            return found
     return "savedmodel"
 
 
 def framework_of(feature_model: str | None, model_path: str | None) -> str:
     """keras, onnx or torch: which framework runs the model (and so which one is imported)."""
     if model_path:
-        kind = file_kind(model_path)
-        if kind == "onnx":
+        found = file_type(model_path)
+        if found == "onnx":
             return "onnx"
-        return "torch" if kind in ("torchscript", "torch_export") else "keras"
+        return "torch" if found in ("torchscript", "torch_export") else "keras"
     prefix, _, _ = (feature_model or "").partition(":")
     return "torch" if prefix in FRAMEWORK_PREFIXES else "keras"
 
@@ -163,7 +166,7 @@ class FeatureConfig(Config):
         False,
         group="features",
         label="Features only",
-        kind=bool,
+        value_type=bool,
         record=None,
         help="drop the encoded image from feature records",
     )
@@ -172,7 +175,7 @@ class FeatureConfig(Config):
         option="inference_batch_size",
         group="features",
         label="Inference batch size",
-        kind=int,
+        value_type=int,
         minimum=1,
         record=None,
         help="images per model call",
@@ -199,7 +202,7 @@ class FeatureConfig(Config):
         default_doc="1 on a machine with a GPU, else 0",
         group="features",
         label="Feature models per worker machine",
-        kind=int,
+        value_type=int,
         minimum=0,
         record=None,
         help="models per machine, shared by its worker processes; 0: one per process "

@@ -20,16 +20,17 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from contextlib import nullcontext
-from typing import Any
+from types import ModuleType
 
 import numpy as np
 
 from beam_tfrecord import storage
+from beam_tfrecord.edges import TorchValue
 from beam_tfrecord.features.inputs import LoadedModel, fixed_batch, in_batches_of, input_layout, localize
 from beam_tfrecord.features.options import (
     FeatureConfig,
     ModelUnavailable,
-    file_kind,
+    file_type,
     normalization_constants,
 )
 
@@ -48,7 +49,7 @@ __all__ = [
 DEFAULT_INPUT_SIZE = 224
 
 
-def import_torch() -> Any:
+def import_torch() -> TorchValue:
     """torch, or the reason it is not here and how to get it."""
     try:
         import torch
@@ -65,7 +66,7 @@ def _split_name(feature_model: str) -> tuple[str, str]:
     return prefix, name
 
 
-def _import(module: str) -> Any:
+def _import(module: str) -> ModuleType:
     import_torch()
     try:
         return __import__(module)
@@ -75,7 +76,7 @@ def _import(module: str) -> Any:
         ) from None
 
 
-def _torchvision_weights(name: str) -> Any:
+def _torchvision_weights(name: str) -> TorchValue:
     """The architecture's DEFAULT weights entry (its URL, input size and normalisation), or None
     for one with no published weights."""
     models = _import("torchvision").models
@@ -137,7 +138,7 @@ def check_weights(options: FeatureConfig, local: bool) -> None:
         raise ModelUnavailable(f"model_weights {weights_path} is not a file")
 
 
-def _timm_cached(timm: Any, name: str) -> bool:
+def _timm_cached(timm: ModuleType, name: str) -> bool:
     """Whether timm's pretrained weights for `name` are already on this machine."""
     config = timm.models.get_pretrained_cfg(name)
     if config is None:
@@ -155,7 +156,7 @@ def _timm_cached(timm: Any, name: str) -> bool:
     )
 
 
-def torchvision_backbone(model: Any) -> Any:
+def torchvision_backbone(model: TorchValue) -> TorchValue:
     """The layers before the classifier: `model.features` where the architecture has it
     (EfficientNet, MobileNet, ConvNeXt, VGG, DenseNet), else its children up to its global
     pooling (ResNet, RegNet, ResNeXt, Wide ResNet)."""
@@ -180,7 +181,7 @@ def _device() -> str:
 
 
 def _compile(
-    forward: Callable[[Any], Any],
+    forward: Callable[[TorchValue], TorchValue],
     height: int,
     width: int,
     normalization: tuple[float, tuple[float, ...], tuple[float, ...]],
@@ -272,7 +273,7 @@ def load_file(options: FeatureConfig) -> LoadedModel:
     path = options.model_path or ""
     local = localize(path)
     device = _device()
-    if file_kind(path) == "torch_export":
+    if file_type(path) == "torch_export":
         try:
             program = torch.export.load(local)
         except Exception as error:
@@ -301,7 +302,7 @@ def load_file(options: FeatureConfig) -> LoadedModel:
     return _compile(module, size[0], size[1], normalization, False, False, device, batch)
 
 
-def _exported_input_shape(program: Any, path: str) -> list[Any]:
+def _exported_input_shape(program: TorchValue, path: str) -> list[int | None]:
     """The shape of a torch.export program's one user input (ints, or None where it is free)."""
     names = list(program.graph_signature.user_inputs)
     if len(names) != 1:

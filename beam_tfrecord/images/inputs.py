@@ -15,7 +15,7 @@ from beam_tfrecord import gcs, reasons
 from beam_tfrecord.elements import PendingRecord, PlannedInput, RecordFields, RejectLine, ShardKey
 from beam_tfrecord.images.normalize import EncodedImage, encode_for_tensorflow
 from beam_tfrecord.images.options import ImageConfig
-from beam_tfrecord.labels import CLASSIFIED, Placed, RunLabels
+from beam_tfrecord.labels import CLASSIFIED, AnyPlaced, RunLabels
 from beam_tfrecord.reasons import Reject
 from beam_tfrecord.storage import read_bytes  # the read every input starts with, named here too
 
@@ -90,7 +90,7 @@ def prepare_input(
 
 def _placed(
     item: PlannedInput, image: EncodedImage, labels: RunLabels, limit: int, storage: gcs.GcsConfig | None
-) -> dict[str, Placed]:
+) -> dict[str, AnyPlaced]:
     """Each of the run's kinds of label placed in the stored image, in the run's order; raises
     `Reject` for a picture one of them cannot be stored with."""
     assert image.transform is not None
@@ -101,7 +101,7 @@ def _placed(
             raise OSError(f"{size / 1e6:.1f} MB is over max_file_mb")
         return read_bytes(path, limit, storage)
 
-    placed: dict[str, Placed] = {}
+    placed: dict[str, AnyPlaced] = {}
     for kind, setting in zip(labels.kinds, labels.settings, strict=True):
         placed[kind.name] = kind.place(item, image.transform, setting, placed, read)
     return placed

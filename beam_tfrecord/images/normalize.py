@@ -236,11 +236,11 @@ def _check_png_chunks(data: bytes) -> None:
         end = position + 8 + length
         if end + 4 > len(data):
             break
-        kind = data[position + 4 : position + 8]
+        chunk_type = data[position + 4 : position + 8]
         (stored,) = struct.unpack_from(">I", data, end)
         if zlib.crc32(data[position + 4 : end]) != stored:
-            raise Reject(reasons.CORRUPT, f"PNG chunk {kind!r} at byte {position} fails its CRC check")
-        if kind == b"IEND":
+            raise Reject(reasons.CORRUPT, f"PNG chunk {chunk_type!r} at byte {position} fails its CRC check")
+        if chunk_type == b"IEND":
             return
         position = end + 4
     raise Reject(reasons.TRUNCATED, f"PNG data ends at byte {len(data)}, before its IEND chunk")
@@ -298,11 +298,11 @@ def _changes(
 ) -> list[str]:
     """Why the source bytes cannot be stored as they are (change reason codes); none when
     TensorFlow decodes them to exactly the pixels wanted."""
-    kind = source_format.lower()
+    image_format = source_format.lower()
     found = modes.mode_changes(image)
-    if kind not in ("jpeg", "png"):
+    if image_format not in ("jpeg", "png"):
         found.append(reasons.FORMAT.code)
-    elif options.image_format not in ("original", kind):
+    elif options.image_format not in ("original", image_format):
         found.append(reasons.FORMAT_FORCED.code)
     if not ends:
         found.append(reasons.JPEG_END_MISSING.code)
@@ -312,9 +312,9 @@ def _changes(
         found.append(reasons.RESIZED.code)
     if options.channels is not None and options.channels != modes.output_channels(image):
         found.append(reasons.CHANNELS.code)
-    if kind == "png" and _png_bit_depth(data) > 8:  # 16-bit RGB(A): Pillow already took 8 bits
+    if image_format == "png" and _png_bit_depth(data) > 8:  # 16-bit RGB(A): Pillow already took 8 bits
         found.append(reasons.HIGH_BIT_DEPTH.code)
-    elif kind == "png" and image.mode in modes.KEPT_MODES and _png_bit_depth(data) < 8:
+    elif image_format == "png" and image.mode in modes.KEPT_MODES and _png_bit_depth(data) < 8:
         found.append(reasons.MODE.code)
     if _orientation(image) != 1:
         found.append(reasons.EXIF_ROTATION.code)

@@ -43,7 +43,7 @@ class ImageConfig(Config):
         95,
         group="images",
         label="JPEG quality",
-        kind=int,
+        value_type=int,
         pattern="^([1-9]|[1-9][0-9]|100)$",
         help="1..100, for images re-encoded as JPEG",
     )
@@ -72,7 +72,7 @@ class ImageConfig(Config):
         DEFAULT_MAX_PIXELS,
         group="images",
         label="Maximum pixels",
-        kind=int,
+        value_type=int,
         minimum=1,
         help="reject larger images as too_large, from the header, before decoding",
     )
@@ -82,7 +82,7 @@ class ImageConfig(Config):
         default_doc="keep",
         group="images",
         label="Channels",
-        kind=int,
+        value_type=int,
         choices=(1, 3),
         help="force grayscale (1) or RGB (3); by default grayscale stays grayscale",
     )
@@ -92,7 +92,7 @@ class ImageConfig(Config):
         "input is read whole into memory)",
         group="images",
         label="Maximum file size (MB)",
-        kind=float,
+        value_type=float,
         help="reject larger files as too_large from their listed size, before reading them",
     )
 

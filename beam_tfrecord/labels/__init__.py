@@ -16,16 +16,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from beam_tfrecord import tasks
+from beam_tfrecord.edges import Json
 from beam_tfrecord.labels.base import (
     Annotated,
+    AnyKind,
+    AnyPlaced,
+    AnyTally,
     Checked,
     Checks,
+    Encoder,
     FileReader,
     Grown,
     KindTally,
+    LabelCounts,
     LabelKind,
     PictureFit,
     Placed,
@@ -34,6 +39,7 @@ from beam_tfrecord.labels.base import (
     SectionInputs,
     TargetOptions,
     TfTarget,
+    TfTargetPair,
 )
 from beam_tfrecord.labels.captions import CAPTIONS
 from beam_tfrecord.labels.class_label import CLASS
@@ -45,11 +51,16 @@ __all__ = [
     "CLASSIFIED",
     "KINDS",
     "Annotated",
+    "AnyKind",
+    "AnyPlaced",
+    "AnyTally",
     "Checked",
     "Checks",
+    "Encoder",
     "FileReader",
     "Grown",
     "KindTally",
+    "LabelCounts",
     "LabelKind",
     "PictureFit",
     "Placed",
@@ -59,27 +70,28 @@ __all__ = [
     "SectionInputs",
     "TargetOptions",
     "TfTarget",
+    "TfTargetPair",
     "kind",
     "kinds",
     "of_task",
 ]
 
-KINDS: dict[str, LabelKind] = {k.name: k for k in (CLASS, OBJECTS, CLASS_MASK, CAPTIONS, KEYPOINTS)}
+KINDS: dict[str, AnyKind] = {k.name: k for k in (CLASS, OBJECTS, CLASS_MASK, CAPTIONS, KEYPOINTS)}
 
 
-def kind(name: str) -> LabelKind:
+def kind(name: str) -> AnyKind:
     try:
         return KINDS[name]
     except KeyError:
         raise ValueError(f"kind of label must be one of {', '.join(KINDS)}, not {name!r}") from None
 
 
-def kinds(names: Sequence[str]) -> tuple[LabelKind, ...]:
+def kinds(names: Sequence[str]) -> tuple[AnyKind, ...]:
     """The named kinds, in the order given (a task's)."""
     return tuple(kind(name) for name in names)
 
 
-def of_task(name: str) -> tuple[LabelKind, ...]:
+def of_task(name: str) -> tuple[AnyKind, ...]:
     """A task's kinds of label (`tasks.Task.kinds`), in order."""
     return kinds(tasks.task(name).kinds)
 
@@ -89,12 +101,12 @@ class RunLabels:
     """A run's kinds of label, in order, each with what its workers need (read once per shard
     task, not per picture), and the key groups its records hold."""
 
-    kinds: tuple[LabelKind, ...]
-    settings: tuple[Any, ...]
+    kinds: tuple[AnyKind, ...]
+    settings: tuple[object, ...]  # each kind's own (its `read_setting`'s), in the kinds' order
     groups: tuple[str, ...]
 
     @classmethod
-    def of(cls, names: Sequence[str], staged: Mapping[str, Any] | None = None) -> RunLabels:
+    def of(cls, names: Sequence[str], staged: Mapping[str, Json] | None = None) -> RunLabels:
         """The named kinds with their settings read from their staged forms (a shard task's)."""
         found = kinds(names)
         settings = tuple(k.read_setting((staged or {}).get(k.name)) for k in found)

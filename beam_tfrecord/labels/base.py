@@ -25,6 +25,11 @@ A kind says, for its labels:
 
 Plain declarations: no Beam, no TensorFlow; a kind's TensorFlow reader is imported only by the
 reader that asks for it.
+
+A kind is typed by what its own methods exchange (`LabelKind`'s parameters: its worker setting,
+its stored value, its tally's facts, its tally, its section and what the contact sheet draws of a
+record), so each kind's module is checked with its own types; where a run's kinds meet, in one
+registry and one loop, they are `AnyKind`.
 """
 
 from __future__ import annotations
@@ -34,19 +39,30 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, Protocol, Self, TypeAlias, TypeVar, cast
 
+from beam_tfrecord.edges import ByKind, Json, JsonObject, ParsedRecord, Tensor, TorchValue
 from beam_tfrecord.elements import DroppedObject, DroppedObjectLine, MaskRule, PlannedInput, RecordFields
 from beam_tfrecord.keys import RecordLayout
 from beam_tfrecord.labels.geometry import PixelTransform
 
+if TYPE_CHECKING:
+    from PIL import Image
+
+    from beam_tfrecord.labels.drawing import Sheet
+
 __all__ = [
     "Annotated",
+    "AnyKind",
+    "AnyPlaced",
+    "AnyTally",
     "Checked",
     "Checks",
+    "Encoder",
     "FileReader",
     "Grown",
     "KindTally",
+    "LabelCounts",
     "LabelKind",
     "PictureFit",
     "Placed",
@@ -55,6 +71,7 @@ __all__ = [
     "SectionInputs",
     "TargetOptions",
     "TfTarget",
+    "TfTargetPair",
     "fields_from",
     "plain",
     "tf_message",
@@ -63,9 +80,17 @@ __all__ = [
 # Reads a file a label names (a segmentation run's mask file): (path, its size in bytes from the
 # listing) -> its bytes, within the run's file limits; raises (OSError or any error) when it cannot.
 FileReader = Callable[[str, int], bytes]
+# A record key's value from a record's fields (`LabelKind.encoders`): a str, bytes, a number or a
+# tuple of them, as the key's `keys.RecordKey` says (`write.schema` sets it on the Example).
+Encoder = Callable[[RecordFields], object]
+
+SettingT = TypeVar("SettingT")
+StoredT = TypeVar("StoredT")
+FactsT = TypeVar("FactsT")
+DrawnT = TypeVar("DrawnT")
 
 
-class Placed(NamedTuple):
+class Placed(NamedTuple, Generic[StoredT, FactsT]):
     """One kind's labels of one picture, placed in the image its record stores.
 
     Args:
@@ -76,23 +101,30 @@ class Placed(NamedTuple):
       dropped: parts of the source's labels left out of the record, each with its reason.
     """
 
-    stored: Any = None
-    facts: Any = None
+    stored: StoredT | None = None
+    facts: FactsT | None = None
     changes: tuple[str, ...] = ()
     dropped: tuple[DroppedObject, ...] = ()
 
 
+# Another kind's placement, as `place` is given the kinds placed before it (each reads the one it
+# needs as what that kind stores: keypoints, the objects').
+AnyPlaced: TypeAlias = Placed[Any, Any]
+# The records per (split, class name) a run counts (`KindTally.add`'s `labels`; None: unlabeled).
+LabelCounts: TypeAlias = "Counter[tuple[str, str | None]]"
+
+
 @dataclass
-class KindTally:
+class KindTally(Generic[FactsT]):
     """A kind's counts over a run's records, merged across workers: every field is a `Counter`
     or an int, so merging and the JSON form (a finished shard task's, kept for a rerun) are the
     same for every kind. A kind's subclass says how a record's facts are counted (`add`)."""
 
-    def add(self, facts: Any, split: str, labels: Counter) -> None:
+    def add(self, facts: FactsT, split: str, labels: LabelCounts) -> None:
         """Count one record's facts; `labels` counts (split, class name) -> records, the records
         that hold each class (the summary's `records_per_label`). The base counts nothing."""
 
-    def merge(self, other: KindTally) -> None:
+    def merge(self, other: KindTally[FactsT]) -> None:
         for item in dataclasses.fields(self):
             mine, theirs = getattr(self, item.name), getattr(other, item.name)
             if isinstance(mine, Counter):
@@ -100,8 +132,8 @@ class KindTally:
             else:
                 setattr(self, item.name, mine + theirs)
 
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {}
+    def to_json(self) -> JsonObject:
+        data: JsonObject = {}
         for item in dataclasses.fields(self):
             value = getattr(self, item.name)
             data[item.name] = (
@@ -110,7 +142,7 @@ class KindTally:
         return data
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> KindTally:
+    def from_json(cls, data: Mapping[str, Json]) -> Self:
         found = cls()
         for item in dataclasses.fields(found):
             value = getattr(found, item.name)
@@ -121,11 +153,11 @@ class KindTally:
         return found
 
 
-def _plain(key: Any) -> Any:
+def _plain(key: Json) -> Json:
     return list(key) if isinstance(key, tuple) else key
 
 
-def _key(key: Any) -> Any:
+def _key(key: Json) -> Json:
     """A counter key back from JSON: the pairs it holds are tuples again."""
     return tuple(key) if isinstance(key, list) else key
 
@@ -173,7 +205,7 @@ class SectionInputs:
     unmatched_entries: int = 0
     dropped: Mapping[str, int] = dataclasses.field(default_factory=dict)
     objects_rejected: int = 0
-    records_per_label: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    records_per_label: Mapping[str | None, int] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -185,13 +217,13 @@ class Grown:
     unmatched: tuple[str, ...] = ()
 
 
-def fields_from(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
+def fields_from(cls: type, data: Mapping[str, Json]) -> JsonObject:
     """The keys of `data` that are fields of `cls` (a later version's extra keys are ignored)."""
     names = {f.name for f in dataclasses.fields(cls)}
     return {key: value for key, value in data.items() if key in names}
 
 
-def plain(value: Any) -> Any:
+def plain(value: object) -> Json:
     """Dataclasses (and dicts and lists of them) as JSON values, in field order."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
@@ -207,11 +239,12 @@ class Section:
     """A kind's section of summary.json: a dataclass whose fields are the section's keys, in order.
     A subclass gives its rows of the terminal's table and how two runs' sections merge."""
 
-    def to_json(self) -> dict[str, Any]:
-        return plain(self)
+    def to_json(self) -> JsonObject:
+        data: JsonObject = plain(self)
+        return data
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Section:
+    def from_json(cls, data: Mapping[str, Json]) -> Self:
         return cls(**fields_from(cls, data))
 
     def accounted(self) -> bool:
@@ -230,6 +263,12 @@ class Section:
         """This dataset's section grown by an append's run's (`new`), as a run over every picture
         would count it."""
         return self
+
+
+# A kind's tally where a run's tallies meet (`write.tally.Tally.kinds`), whatever facts it counts.
+AnyTally: TypeAlias = KindTally[Any]
+SectionT = TypeVar("SectionT", bound=Section)
+TallyT = TypeVar("TallyT", bound=AnyTally)
 
 
 @dataclass(frozen=True)
@@ -262,14 +301,18 @@ class PictureFit(Protocol):
     """How `load_dataset` brings a stored picture to the size it hands out (`read.tf_data`'s):
     labels that lie on the picture are moved the same way."""
 
-    def fit(self, image: Any, channels: int, method: str = "bilinear") -> Any:
+    def fit(self, image: Tensor, channels: int, method: str = "bilinear") -> Tensor:
         """`image` (uint8 [height, width, channels]) resized, cropped or padded as the picture."""
         ...
 
-    def frame(self, source_hw: Any) -> tuple[Any, Any, Any, Any]:
+    def frame(self, source_hw: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """(scale_y, offset_y, scale_x, offset_x) that take a stored box's fractions to pixels of
         the picture handed out, from the stored picture's (height, width)."""
         ...
+
+
+# What `load_dataset` hands out of one record: `(image, target)`, or the image alone.
+TfTargetPair: TypeAlias = tuple[Tensor, Tensor] | Tensor
 
 
 class TfTarget:
@@ -279,21 +322,23 @@ class TfTarget:
     # Its targets batch as RaggedTensors (any number of values per record).
     ragged: bool = False
 
-    def parsed(self, record: dict[str, Any]) -> dict[str, Any]:
+    def parsed(self, record: dict[str, Tensor]) -> dict[str, Tensor]:
         """A parsed record's fields as every tuple and dict hands them out (a multi-label run's
         label as multi-hot); the base keeps them as parsed."""
         return record
 
-    def pair(self, record: dict[str, Any], image: Any, source_hw: Any, fit: PictureFit) -> Any:
+    def pair(
+        self, record: dict[str, Tensor], image: Tensor, source_hw: Tensor, fit: PictureFit
+    ) -> TfTargetPair:
         """What a record gives with its picture: `(image, target)`, or the image alone."""
         return image
 
-    def without_image(self, record: dict[str, Any]) -> Any:
+    def without_image(self, record: dict[str, Tensor]) -> Tensor | None:
         """A features_only run's target beside the features (None: the features alone)."""
         return None
 
 
-class Checked(NamedTuple):
+class Checked(NamedTuple, Generic[DrawnT]):
     """What one kind found in one record `inspect` read.
 
     Args:
@@ -306,23 +351,23 @@ class Checked(NamedTuple):
 
     classes: tuple[str | None, ...] | None = None
     shown: str | None = None
-    drawn: Any = None
+    drawn: DrawnT | None = None
 
 
-def tf_message(error: Any) -> str:
+def tf_message(error: Tensor) -> str:
     """TensorFlow's message of an op error without the eager wrapper's function and op names
     around it, for a check's line."""
     text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", error.message.splitlines()[0])
     return re.sub(r"\s*\[Op:[^\]]*\].*$", "", text).strip()
 
 
-class Checks:
+class Checks(Generic[DrawnT]):
     """A kind's checks over every record `inspect` reads, and what it counts of them to compare
     with summary.json (a fresh one per output read)."""
 
     def record(
-        self, facts: Mapping[str, Any], shape: tuple[int, ...], where: str, errors: list[str]
-    ) -> Checked:
+        self, facts: ParsedRecord, shape: tuple[int, ...], where: str, errors: list[str]
+    ) -> Checked[DrawnT]:
         """Check one record's parsed values (`facts`, NumPy, by key name) against its decoded
         picture's `shape`; a problem is one line in `errors`, naming the record (`where`)."""
         return Checked()
@@ -332,12 +377,15 @@ class Checks:
         return []
 
 
-class LabelKind:
+class LabelKind(Generic[SettingT, StoredT, FactsT, TallyT, SectionT, DrawnT]):
     """One kind of label (the class, objects, a class mask, keypoints, captions): everything every
     stage does with it. `tasks.Task.kinds` names a task's kinds; `labels.KINDS` holds one of each.
 
     A subclass sets `name` (what tasks.py calls it) and overrides what its kind does; the defaults
-    do nothing, so a kind declares only its own parts.
+    do nothing, so a kind declares only its own parts. It is typed by what its methods exchange:
+    `SettingT` what its workers read of the run (`read_setting`), `StoredT` what a record stores of
+    its labels and `FactsT` what the tally counts of them (`place`), `TallyT` its tally, `SectionT`
+    its section of summary.json and `DrawnT` what `inspect` keeps of a record to draw (`checks`).
     """
 
     name: ClassVar[str] = ""
@@ -351,30 +399,31 @@ class LabelKind:
 
     # --- the record's keys ---------------------------------------------------------------------
 
-    def key_groups(self, setting: Any) -> tuple[str, ...]:
+    def key_groups(self, setting: SettingT | None) -> tuple[str, ...]:
         """The groups of `keys.KeyTable.groups` its records hold, given the run's setting (the
         class's keys are the table's own `label` keys: none)."""
         return ()
 
-    def encoders(self) -> Mapping[str, Callable[[RecordFields], Any]]:
+    def encoders(self) -> Mapping[str, Encoder]:
         """Each of its keys' values, by the key's name (`keys.RecordKey.name`), from a record's
         fields (this kind's stored value is `fields.labels[self.name]`)."""
         return {}
 
     # --- the worker ----------------------------------------------------------------------------
 
-    def read_setting(self, staged: Any) -> Any:
+    def read_setting(self, staged: Json) -> SettingT:
         """What the workers need of the run, back from its staged JSON form (a shard task's)."""
-        return staged
+        setting: SettingT = staged
+        return setting
 
     def place(
         self,
         item: PlannedInput,
         transform: PixelTransform,
-        setting: Any,
-        placed: Mapping[str, Placed],
+        setting: SettingT,
+        placed: Mapping[str, AnyPlaced],
         read: FileReader,
-    ) -> Placed:
+    ) -> Placed[StoredT, FactsT]:
         """The picture's labels of this kind as its record stores them, moved as the pixels were
         (`transform`); `placed` holds the kinds placed before it (the run's kinds in order).
         Raises `reasons.Reject` when the picture cannot be stored with its labels."""
@@ -382,9 +431,9 @@ class LabelKind:
 
     # --- the tally -----------------------------------------------------------------------------
 
-    def new_tally(self) -> KindTally:
-        """Its counts over a run (the base counts nothing)."""
-        return KindTally()
+    def new_tally(self) -> TallyT:
+        """Its counts over a run (the base counts nothing: its tally is a `KindTally`)."""
+        return cast(TallyT, KindTally())
 
     # --- planning and the summary --------------------------------------------------------------
 
@@ -392,24 +441,25 @@ class LabelKind:
     section_key: ClassVar[str] = ""
     section_type: ClassVar[type[Section] | None] = None
 
-    def plan_facts(self, annotated: Annotated) -> dict[str, Any] | None:
+    def plan_facts(self, annotated: Annotated) -> JsonObject | None:
         """What planning learnt of its labels, as JSON (staged with the plan's facts), for its
         section and its workers; None: nothing."""
         return None
 
-    def worker_setting(self, facts: Any, class_names: tuple[str, ...]) -> Any:
-        """Its staged worker setting (`read_setting` reads it) from its plan facts; None: none."""
+    def worker_setting(self, facts: JsonObject | None, class_names: tuple[str, ...]) -> Json:
+        """Its staged worker setting (`read_setting` reads it) from its plan facts (as staged and
+        read back); None: none."""
         return None
 
-    def section(self, facts: Any, tally: KindTally, inputs: SectionInputs) -> Section | None:
+    def section(self, facts: JsonObject | None, tally: TallyT, inputs: SectionInputs) -> SectionT | None:
         """Its section of summary.json from its plan facts, its tally and the run's counts."""
         return None
 
-    def section_groups(self, section: Any) -> tuple[str, ...]:
+    def section_groups(self, section: SectionT) -> tuple[str, ...]:
         """The key groups the records of a run with this section hold (readers, from summary.json)."""
         return self.key_groups(None)
 
-    def label_counts(self, tally: KindTally, class_names: tuple[str, ...]) -> Counter | None:
+    def label_counts(self, tally: TallyT, class_names: tuple[str, ...]) -> Counter[str | None] | None:
         """Records per class name, where this kind counts them otherwise than by the records
         that hold each class (the run's `by_split_label`); None: as those."""
         return None
@@ -422,7 +472,7 @@ class LabelKind:
         return {}
 
     def side_files(
-        self, class_names: tuple[str, ...], facts: Mapping[str, Any], dropped: tuple[DroppedObjectLine, ...]
+        self, class_names: tuple[str, ...], facts: ByKind, dropped: tuple[DroppedObjectLine, ...]
     ) -> dict[str, str]:
         """The files it writes beside the shards (name -> text): `facts` are every kind's plan
         facts (by kind name), `dropped` the lines of every part of a label left out."""
@@ -447,24 +497,29 @@ class LabelKind:
         ValueError for options its records cannot honour (naming `context.where`)."""
         return TfTarget()
 
-    def numpy_fields(self, record: dict[str, Any], layout: RecordLayout) -> None:
+    def numpy_fields(self, record: ParsedRecord, layout: RecordLayout) -> None:
         """Adds its decoded fields to an `iter_examples` dict (boxes as arrays, masks decoded)."""
 
-    def torch_target(self, record: dict[str, Any], image_size: tuple[int, int] | None) -> Any:
+    def torch_target(self, record: ParsedRecord, image_size: tuple[int, int] | None) -> TorchValue:
         """`TorchImages`' target of an `iter_examples` dict (torch tensors); None: none."""
         return None
 
     # --- inspect ---------------------------------------------------------------------------------
 
-    def checks(self, class_names: tuple[str, ...] | None, section: Section | None) -> Checks:
+    def checks(self, class_names: tuple[str, ...] | None, section: SectionT | None) -> Checks[DrawnT]:
         """Its checks over one output's records (`section`: its summary section, if any)."""
         return Checks()
 
-    def drawn_classes(self, drawn: Any) -> tuple[str, ...]:
+    def drawn_classes(self, drawn: DrawnT) -> tuple[str, ...]:
         """The class names a record's drawing shows (each gets its colour on the sheet)."""
         return ()
 
-    def draw(self, thumb: Any, drawn: Any, sheet: Any) -> Any:
+    def draw(self, thumb: Image.Image, drawn: DrawnT, sheet: Sheet) -> Image.Image:
         """`thumb` (a Pillow image) with this kind's labels drawn on it (`sheet`: a
         `labels.drawing.Sheet`); the base draws nothing."""
         return thumb
+
+
+# A run's kinds of label where they meet (the registry, a run's tuple of them, the loops of every
+# stage): each kind is typed by its own parameters, and these are where they differ.
+AnyKind: TypeAlias = LabelKind[Any, Any, Any, Any, Any, Any]

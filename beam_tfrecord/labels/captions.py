@@ -7,18 +7,22 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TypedDict
 
-from beam_tfrecord.elements import ImageAnnotations, PlannedInput, RecordFields
+from beam_tfrecord.edges import Json, JsonObject, ParsedRecord, Tensor
+from beam_tfrecord.elements import ImageAnnotations, PlannedInput
 from beam_tfrecord.keys import key_of
 from beam_tfrecord.labels.base import (
+    AnyPlaced,
     Checked,
     Checks,
+    Encoder,
     FileReader,
     Grown,
     KindTally,
+    LabelCounts,
     LabelKind,
     PictureFit,
     Placed,
@@ -27,6 +31,7 @@ from beam_tfrecord.labels.base import (
     SectionInputs,
     TargetOptions,
     TfTarget,
+    TfTargetPair,
 )
 from beam_tfrecord.labels.geometry import PixelTransform
 
@@ -115,7 +120,7 @@ def captions_of(annotations: ImageAnnotations | None) -> tuple[str, ...]:
     return tuple(found) if found else ()
 
 
-def captions_value(captions: Sequence[str]) -> dict[str, Any]:
+def captions_value(captions: Sequence[str]) -> dict[str, Json]:
     """A picture's sentences as its `ImageAnnotations.values` (none: no value)."""
     return {"captions": list(captions)} if captions else {}
 
@@ -129,50 +134,52 @@ class _CaptionTarget(TfTarget):
     def __init__(self, context: ReadContext) -> None:
         self.key = key_of(context.layout, "caption")
 
-    def pair(self, record: dict[str, Any], image: Any, source_hw: Any, fit: PictureFit) -> Any:
+    def pair(
+        self, record: dict[str, Tensor], image: Tensor, source_hw: Tensor, fit: PictureFit
+    ) -> TfTargetPair:
         return image, record[self.key]
 
 
-class _CaptionChecks(Checks):
+class _CaptionChecks(Checks[None]):
     """A captions record's first caption stands for it on the contact sheet."""
 
     def record(
-        self, facts: Mapping[str, Any], shape: tuple[int, ...], where: str, errors: list[str]
-    ) -> Checked:
+        self, facts: ParsedRecord, shape: tuple[int, ...], where: str, errors: list[str]
+    ) -> Checked[None]:
         texts = [t.decode("utf-8", "replace") for t in facts["caption"]]
         return Checked(shown=texts[0] if texts else "(no caption)")
 
 
 @dataclass
-class CaptionTally(KindTally):
+class CaptionTally(KindTally[int]):
     """A captions run's records per caption count (0: a picture kept without one)."""
 
-    per_image: Counter = field(default_factory=Counter)
+    per_image: Counter[int] = field(default_factory=Counter)
 
-    def add(self, facts: Any, split: str, labels: Counter) -> None:
+    def add(self, facts: int, split: str, labels: LabelCounts) -> None:
         self.per_image[facts] += 1
 
 
-class CaptionsKind(LabelKind):
-    """The picture's sentences."""
+class CaptionsKind(LabelKind[None, tuple[str, ...], int, CaptionTally, CaptionSummary, None]):
+    """The picture's sentences: stored as they are, the tally counting how many a record holds."""
 
     name = "captions"
     keys_named = "Model Garden's image/caption"
 
-    def key_groups(self, setting: Any) -> tuple[str, ...]:
+    def key_groups(self, setting: None) -> tuple[str, ...]:
         return ("captions",)
 
-    def encoders(self) -> Mapping[str, Callable[[RecordFields], Any]]:
+    def encoders(self) -> Mapping[str, Encoder]:
         return {"caption": lambda fields: fields.labels["captions"]}
 
     def place(
         self,
         item: PlannedInput,
         transform: PixelTransform,
-        setting: Any,
-        placed: Mapping[str, Placed],
+        setting: None,
+        placed: Mapping[str, AnyPlaced],
         read: FileReader,
-    ) -> Placed:
+    ) -> Placed[tuple[str, ...], int]:
         captions = captions_of(item.annotations)
         return Placed(captions, len(captions))
 
@@ -185,14 +192,13 @@ class CaptionsKind(LabelKind):
     def tf_target(self, context: ReadContext, options: TargetOptions, channels: int | None) -> TfTarget:
         return _CaptionTarget(context)
 
-    def checks(self, class_names: tuple[str, ...] | None, section: Section | None) -> Checks:
+    def checks(self, class_names: tuple[str, ...] | None, section: CaptionSummary | None) -> Checks[None]:
         return _CaptionChecks()
 
     section_key = "captions"
     section_type = CaptionSummary
 
-    def section(self, facts: Any, tally: KindTally, inputs: SectionInputs) -> CaptionSummary:
-        assert isinstance(tally, CaptionTally)
+    def section(self, facts: JsonObject | None, tally: CaptionTally, inputs: SectionInputs) -> CaptionSummary:
         counts = tally.per_image
         records = sum(counts.values())
         stored = sum(k * n for k, n in counts.items())

@@ -28,23 +28,27 @@ from __future__ import annotations
 import dataclasses
 import io
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TypeAlias, TypedDict
 
 import numpy as np
 from PIL import Image
 
 from beam_tfrecord import reasons
-from beam_tfrecord.elements import ImageAnnotations, MaskRule, PlannedInput, RecordFields
+from beam_tfrecord.edges import Json, JsonObject, ParsedRecord, Tensor
+from beam_tfrecord.elements import ImageAnnotations, MaskRule, PlannedInput
 from beam_tfrecord.keys import RecordLayout, key_of
 from beam_tfrecord.labels.base import (
     Annotated,
+    AnyPlaced,
     Checked,
     Checks,
+    Encoder,
     FileReader,
     Grown,
     KindTally,
+    LabelCounts,
     LabelKind,
     PictureFit,
     Placed,
@@ -53,9 +57,10 @@ from beam_tfrecord.labels.base import (
     SectionInputs,
     TargetOptions,
     TfTarget,
+    TfTargetPair,
     tf_message,
 )
-from beam_tfrecord.labels.drawing import MASK_OPACITY, palette_colours
+from beam_tfrecord.labels.drawing import MASK_OPACITY, Sheet, palette_colours
 from beam_tfrecord.labels.geometry import PixelTransform, encode_mask_png, orient, resample
 from beam_tfrecord.reasons import Reject
 
@@ -65,6 +70,7 @@ __all__ = [
     "ClassMaskTally",
     "ClassPixels",
     "MaskFile",
+    "PixelCounts",
     "PlacedMask",
     "SegmentationSummary",
     "class_ids",
@@ -93,7 +99,7 @@ class MaskFile:
     size: int
     name: str
 
-    def value(self) -> list[Any]:
+    def value(self) -> list[Json]:
         """Its staged form, the picture's value of this kind."""
         return [self.path, self.size, self.name]
 
@@ -106,6 +112,8 @@ def mask_file(annotations: ImageAnnotations | None) -> MaskFile | None:
 
 # The most values a reject's detail names.
 _SHOWN = 8
+# (value, pixels) of every value a mask holds, ascending: what the tally counts of a record's mask.
+PixelCounts: TypeAlias = tuple[tuple[int, int], ...]
 
 
 @dataclass(frozen=True)
@@ -120,7 +128,7 @@ class PlacedMask:
     """
 
     png: bytes
-    pixels: tuple[tuple[int, int], ...]
+    pixels: PixelCounts
     changes: tuple[str, ...] = ()
 
 
@@ -251,7 +259,9 @@ class _MaskTarget(TfTarget):
         self.key = key_of(context.layout, "mask")
         self.options = options
 
-    def pair(self, record: dict[str, Any], image: Any, source_hw: Any, fit: PictureFit) -> Any:
+    def pair(
+        self, record: dict[str, Tensor], image: Tensor, source_hw: Tensor, fit: PictureFit
+    ) -> TfTargetPair:
         import tensorflow as tf
 
         mask = tf.io.decode_png(record[self.key], channels=1)
@@ -268,18 +278,18 @@ class _MaskTarget(TfTarget):
         return image, fitted
 
 
-class _MaskChecks(Checks):
+class _MaskChecks(Checks[bytes]):
     """A segmentation record's mask: one channel, the picture's size, every value a class id or
     the ignore value; its pixels counted against summary.json's (where every picture had a mask)."""
 
     def __init__(self, class_names: tuple[str, ...], section: SegmentationSummary | None) -> None:
         self.names = class_names
         self.section = section
-        self.pixels: Counter = Counter()
+        self.pixels: Counter[int] = Counter()
 
     def record(
-        self, facts: Mapping[str, Any], shape: tuple[int, ...], where: str, errors: list[str]
-    ) -> Checked:
+        self, facts: ParsedRecord, shape: tuple[int, ...], where: str, errors: list[str]
+    ) -> Checked[bytes]:
         import tensorflow as tf
 
         png = bytes(facts["mask"])
@@ -333,7 +343,7 @@ def draw_class_mask(
     return thumb
 
 
-def pixel_counts(ids: np.ndarray) -> tuple[tuple[int, int], ...]:
+def pixel_counts(ids: np.ndarray) -> PixelCounts:
     """(value, pixels) of every value present, ascending."""
     counts = np.bincount(ids.ravel(), minlength=256)
     return tuple((int(value), int(counts[value])) for value in np.flatnonzero(counts))
@@ -411,15 +421,15 @@ class SegmentationSummary(Section):
 
 
 @dataclass
-class ClassMaskTally(KindTally):
+class ClassMaskTally(KindTally[PixelCounts]):
     """A segmentation run's masks: pixels per value (class ids and the ignore value), records that
     hold each value, and records whose picture had no mask file (stored all ignore)."""
 
-    pixels: Counter = field(default_factory=Counter)
-    pictures: Counter = field(default_factory=Counter)
+    pixels: Counter[int] = field(default_factory=Counter)
+    pictures: Counter[int] = field(default_factory=Counter)
     missing: int = 0
 
-    def add(self, facts: Any, split: str, labels: Counter) -> None:
+    def add(self, facts: PixelCounts, split: str, labels: LabelCounts) -> None:
         if not facts:  # no mask file (`empty_mask`)
             self.missing += 1
             return
@@ -428,7 +438,7 @@ class ClassMaskTally(KindTally):
             self.pictures[value] += 1
 
 
-class ClassMaskKind(LabelKind):
+class ClassMaskKind(LabelKind[MaskRule, bytes, PixelCounts, ClassMaskTally, SegmentationSummary, bytes]):
     """A mask file per picture, read by the run's `MaskRule` and moved with the pixels (nearest
     neighbour, a pad's margins the ignore value)."""
 
@@ -436,13 +446,13 @@ class ClassMaskKind(LabelKind):
     keys_named = "DeepLab's and Model Garden's keys"
     names_classes = True
 
-    def key_groups(self, setting: Any) -> tuple[str, ...]:
+    def key_groups(self, setting: MaskRule | None) -> tuple[str, ...]:
         return ("class_mask",)
 
-    def encoders(self) -> Mapping[str, Callable[[RecordFields], Any]]:
+    def encoders(self) -> Mapping[str, Encoder]:
         return {"mask": lambda fields: fields.labels["class_mask"], "mask_format": lambda fields: "png"}
 
-    def read_setting(self, staged: Any) -> MaskRule:
+    def read_setting(self, staged: Json) -> MaskRule:
         return MaskRule.from_row(staged)
 
     def place(
@@ -450,9 +460,9 @@ class ClassMaskKind(LabelKind):
         item: PlannedInput,
         transform: PixelTransform,
         setting: MaskRule,
-        placed: Mapping[str, Placed],
+        placed: Mapping[str, AnyPlaced],
         read: FileReader,
-    ) -> Placed:
+    ) -> Placed[bytes, PixelCounts]:
         """The picture's class-id mask as its record stores it; a picture without a mask file gets
         one of the ignore value. Raises `Reject` for a mask file that cannot be read or is no mask
         of the run's rule (the picture itself was fine)."""
@@ -474,18 +484,21 @@ class ClassMaskKind(LabelKind):
     section_key = "segmentation"
     section_type = SegmentationSummary
 
-    def plan_facts(self, annotated: Annotated) -> dict[str, Any]:
+    def plan_facts(self, annotated: Annotated) -> JsonObject:
         """The rule that reads the run's mask files (its workers' setting), and the colour of each
         class id on the contact sheet."""
         rule = annotated.mask_rule
         assert rule is not None
         return {"rule": rule.to_row(), "palette": [list(colour) for colour in annotated.palette]}
 
-    def worker_setting(self, facts: Any, class_names: tuple[str, ...]) -> Any:
+    def worker_setting(self, facts: JsonObject | None, class_names: tuple[str, ...]) -> Json:
+        assert facts is not None  # a segmentation run's plan has them (`plan_facts`)
         return facts["rule"]
 
-    def section(self, facts: Any, tally: KindTally, inputs: SectionInputs) -> SegmentationSummary:
-        assert isinstance(tally, ClassMaskTally)
+    def section(
+        self, facts: JsonObject | None, tally: ClassMaskTally, inputs: SectionInputs
+    ) -> SegmentationSummary:
+        assert facts is not None
         ignore = facts["rule"]["ignore"]
         labelled = sum(n for value, n in tally.pixels.items() if value != ignore)
         per_class: dict[str, ClassPixels] = {
@@ -515,25 +528,26 @@ class ClassMaskKind(LabelKind):
     def tf_target(self, context: ReadContext, options: TargetOptions, channels: int | None) -> TfTarget:
         return _MaskTarget(context, options)
 
-    def numpy_fields(self, record: dict[str, Any], layout: RecordLayout) -> None:
+    def numpy_fields(self, record: ParsedRecord, layout: RecordLayout) -> None:
         """`mask` decoded to its class ids, `mask_png` the stored PNG's bytes."""
         record["mask_png"] = record["mask"]
         record["mask"] = decode_class_mask(record["mask_png"])
 
-    def checks(self, class_names: tuple[str, ...] | None, section: Section | None) -> Checks:
+    def checks(
+        self, class_names: tuple[str, ...] | None, section: SegmentationSummary | None
+    ) -> Checks[bytes]:
         found = section if isinstance(section, SegmentationSummary) else None
         return _MaskChecks(class_names or (), found)
 
-    def draw(self, thumb: Any, drawn: Any, sheet: Any) -> Any:
+    def draw(self, thumb: Image.Image, drawn: bytes | None, sheet: Sheet) -> Image.Image:
         """The class ids in the dataset's palette (summary.json's), the ignore value left clear."""
         section = sheet.sections.get(self.name)
         if drawn is None or not isinstance(section, SegmentationSummary):
             return thumb
         return draw_class_mask(thumb, drawn, section.palette, section.ignore)
 
-    def label_counts(self, tally: KindTally, class_names: tuple[str, ...]) -> Counter:
+    def label_counts(self, tally: ClassMaskTally, class_names: tuple[str, ...]) -> Counter[str | None]:
         """A class's records are those whose mask holds it."""
-        assert isinstance(tally, ClassMaskTally)
         return Counter({class_names[v]: n for v, n in tally.pictures.items() if v < len(class_names)})
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from PIL import Image, ImageFont
 
@@ -44,10 +43,11 @@ def mask_alpha(png: bytes, size: tuple[int, int]) -> Image.Image | None:
 @dataclass(frozen=True)
 class Sheet:
     """What every thumbnail of one contact sheet is drawn with: a colour per class name (the same
-    class, the same colour) and each kind's summary section (its palette, its skeletons)."""
+    class, the same colour) and each kind's summary section (its palette, its skeletons), by kind
+    name: each kind takes its own (`labels.base.Section`, which this module lies below)."""
 
     colours: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
-    sections: Mapping[str, Any] = field(default_factory=dict)
+    sections: Mapping[str, object] = field(default_factory=dict)
 
     def colour(self, name: str) -> tuple[int, int, int]:
         return self.colours.get(name, INK)

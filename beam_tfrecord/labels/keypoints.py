@@ -14,19 +14,23 @@ import dataclasses
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeAlias
 
 import numpy as np
 from PIL import Image, ImageDraw
 
-from beam_tfrecord.elements import PlannedInput, RecordFields, StoredObject
+from beam_tfrecord.edges import JsonObject, ParsedRecord
+from beam_tfrecord.elements import PlannedInput, StoredObject
 from beam_tfrecord.labels.base import (
     Annotated,
+    AnyPlaced,
     Checked,
     Checks,
+    Encoder,
     FileReader,
     Grown,
     KindTally,
+    LabelCounts,
     LabelKind,
     Placed,
     Section,
@@ -34,8 +38,24 @@ from beam_tfrecord.labels.base import (
 )
 from beam_tfrecord.labels.drawing import Sheet
 from beam_tfrecord.labels.geometry import PixelTransform
+from beam_tfrecord.labels.objects import ObjectLabels
 
-__all__ = ["KEYPOINTS", "KeypointSummary", "KeypointTally", "KeypointsKind", "draw_points", "point_counts"]
+__all__ = [
+    "KEYPOINTS",
+    "DrawnPoints",
+    "KeypointSummary",
+    "KeypointTally",
+    "KeypointsKind",
+    "PointCounts",
+    "draw_points",
+    "point_counts",
+]
+
+# A record's points: labelled, visible, and made unlabelled by the picture's edge or crop.
+PointCounts: TypeAlias = tuple[int, int, int]
+# What the contact sheet draws of a keypoints record: each object's (x, y, visibility) points,
+# and the objects' class names.
+DrawnPoints: TypeAlias = tuple[tuple[tuple[tuple[float, float, int], ...], ...], tuple[str, ...]]
 
 
 @dataclass
@@ -78,19 +98,19 @@ class KeypointSummary(Section):
         )
 
 
-def point_counts(objects: tuple[StoredObject, ...]) -> tuple[int, int, int]:
+def point_counts(objects: tuple[StoredObject, ...]) -> PointCounts:
     """A record's points: labelled, visible, and made unlabelled by the picture's edge or crop."""
     visibility = [v for o in objects for v in (o.keypoints or ())[2::3]]
     outside = sum(o.points_outside for o in objects)
     return sum(1 for v in visibility if v), sum(1 for v in visibility if v == 2), outside
 
 
-class _PointChecks(Checks):
+class _PointChecks(Checks[DrawnPoints]):
     """A keypoints record's points, per object, with its objects' class names, for the sheet."""
 
     def record(
-        self, facts: Mapping[str, Any], shape: tuple[int, ...], where: str, errors: list[str]
-    ) -> Checked:
+        self, facts: ParsedRecord, shape: tuple[int, ...], where: str, errors: list[str]
+    ) -> Checked[DrawnPoints]:
         objects = len(np.asarray(facts["object_label"]).reshape(-1))
         xs, ys, vs = (
             np.asarray(facts[k]).reshape(-1) for k in ("keypoint_x", "keypoint_y", "keypoint_visibility")
@@ -133,51 +153,55 @@ def draw_points(
 
 
 @dataclass
-class KeypointTally(KindTally):
+class KeypointTally(KindTally[PointCounts]):
     """A keypoints run's points: labelled, visible, made unlabelled by the edge or the crop."""
 
-    points: Counter = field(default_factory=Counter)
+    points: Counter[str] = field(default_factory=Counter)
 
-    def add(self, facts: Any, split: str, labels: Counter) -> None:
+    def add(self, facts: PointCounts, split: str, labels: LabelCounts) -> None:
         labelled, visible, outside = facts
         self.points.update(labelled=labelled, visible=visible, outside=outside)
 
 
-def _points(offset: int, cast: Callable[[float], Any] = float) -> Callable[[RecordFields], tuple[Any, ...]]:
+def _points(offset: int, cast: Callable[[float], float | int] = float) -> Encoder:
     """One of a point's three values (x, y, visibility) for every point of every object."""
     return lambda fields: tuple(
         cast(v) for o in fields.labels["objects"].objects for v in (o.keypoints or ())[offset::3]
     )
 
 
-class KeypointsKind(LabelKind):
-    """Points that move with their objects."""
+class KeypointsKind(LabelKind[None, None, PointCounts, KeypointTally, KeypointSummary, DrawnPoints]):
+    """Points that move with their objects: the objects store them, this kind counts them."""
 
     name = "keypoints"
 
-    def key_groups(self, setting: Any) -> tuple[str, ...]:
+    def key_groups(self, setting: None) -> tuple[str, ...]:
         return ("keypoints",)
 
-    def encoders(self) -> Mapping[str, Callable[[RecordFields], Any]]:
+    def encoders(self) -> Mapping[str, Encoder]:
         return {"keypoint_x": _points(0), "keypoint_y": _points(1), "keypoint_visibility": _points(2, int)}
 
     def place(
         self,
         item: PlannedInput,
         transform: PixelTransform,
-        setting: Any,
-        placed: Mapping[str, Placed],
+        setting: None,
+        placed: Mapping[str, AnyPlaced],
         read: FileReader,
-    ) -> Placed:
-        return Placed(facts=point_counts(placed["objects"].stored.objects))
+    ) -> Placed[None, PointCounts]:
+        objects = placed["objects"].stored  # placed before it: a keypoints run's kinds
+        assert isinstance(objects, ObjectLabels)
+        return Placed(facts=point_counts(objects.objects))
 
     def new_tally(self) -> KeypointTally:
         return KeypointTally()
 
-    def checks(self, class_names: tuple[str, ...] | None, section: Section | None) -> Checks:
+    def checks(
+        self, class_names: tuple[str, ...] | None, section: KeypointSummary | None
+    ) -> Checks[DrawnPoints]:
         return _PointChecks()
 
-    def draw(self, thumb: Any, drawn: Any, sheet: Any) -> Any:
+    def draw(self, thumb: Image.Image, drawn: DrawnPoints | None, sheet: Sheet) -> Image.Image:
         """Each object's points, joined by its class's skeleton (summary.json's)."""
         if drawn is None:
             return thumb
@@ -189,7 +213,7 @@ class KeypointsKind(LabelKind):
     section_key = "keypoints"
     section_type = KeypointSummary
 
-    def plan_facts(self, annotated: Annotated) -> dict[str, Any]:
+    def plan_facts(self, annotated: Annotated) -> JsonObject:
         """Each class's keypoint names and skeleton (0-based pairs)."""
         return {
             "names": {name: list(points) for name, points in annotated.keypoint_names.items()},
@@ -198,10 +222,11 @@ class KeypointsKind(LabelKind):
             },
         }
 
-    def section(self, facts: Any, tally: KindTally, inputs: SectionInputs) -> KeypointSummary | None:
+    def section(
+        self, facts: JsonObject | None, tally: KeypointTally, inputs: SectionInputs
+    ) -> KeypointSummary | None:
         if not facts or not facts["names"]:
             return None
-        assert isinstance(tally, KeypointTally)
         return KeypointSummary(
             names=facts["names"],
             skeletons=facts["skeletons"],

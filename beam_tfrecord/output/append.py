@@ -30,12 +30,13 @@ import posixpath
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import fault_injection, names, storage
 from beam_tfrecord.config_base import unshaping_keys
+from beam_tfrecord.edges import JsonObject
 from beam_tfrecord.elements import DuplicateGroup
 from beam_tfrecord.labels import kinds as label_kinds
 from beam_tfrecord.names import ShardFormat
@@ -239,7 +240,7 @@ def _base(input_spec: str | None) -> str | None:
     return split_input_spec(input_spec)[0].rstrip("/") + "/" if input_spec else None
 
 
-def _write_marker(output: str, data: dict[str, Any]) -> None:
+def _write_marker(output: str, data: JsonObject) -> None:
     """The merge's marker, never half written (readers and the rerun read it): on local disk
     written in the work folder and renamed over the old one (os.replace); a gs:// object is
     whole or absent by itself."""

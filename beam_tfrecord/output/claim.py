@@ -21,7 +21,7 @@ A claim found there is the live run's unless it is dead, which the next run deci
     zombie, or reused by a later process), or it is alive and the claim stands however long it
     went unrenewed (Ctrl-Z, a laptop asleep, a clock set forward: none of them is a death);
   - otherwise (another host): by storage's clock and the reader's own, never the writer's. A
-    claim storage wrote within one and a half heartbeats, by this machine's clock, is alive. Any
+    claim storage wrote within one and a half heartbeats, by this machine's clock, is alive. Every
     other is watched on this machine's monotonic clock for half its stale time plus a heartbeat:
     a live run renews it within a heartbeat, and one that cannot stops itself within half its
     stale time (below), so a claim unchanged that long is dead, however far any clock is off.
@@ -46,9 +46,10 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, Literal
+from typing import Literal
 
 from beam_tfrecord.config_base import ConfigError
+from beam_tfrecord.edges import Json
 from beam_tfrecord.names import SUMMARY_FILE
 from beam_tfrecord.output import job_state
 from beam_tfrecord.output.claim_record import (
@@ -61,7 +62,15 @@ from beam_tfrecord.output.claim_record import (
     timing_from_environment,
     utc,
 )
-from beam_tfrecord.output.claim_store import LOST, ClaimStore, Found, GcsStore, claim_path, store_for
+from beam_tfrecord.output.claim_store import (
+    LOST,
+    ClaimStore,
+    Found,
+    GcsStore,
+    Generation,
+    claim_path,
+    store_for,
+)
 from beam_tfrecord.write_failures import FENCED_MARKER
 
 __all__ = [
@@ -239,7 +248,7 @@ class Claim:
         output: str,
         store: ClaimStore,
         record: ClaimRecord,
-        generation: Any,
+        generation: Generation,
         timing: ClaimTiming,
         took_over: ClaimRecord | None,
         took_over_why: str | None,
@@ -257,7 +266,7 @@ class Claim:
             store.deadline_s = timing.every_s / 2
         self._generation = generation
         self._renewed_at = time.monotonic()  # the last renewal that landed, on this machine's clock
-        self._cancel: Callable[[], Any] | None = None  # cancels this run's remote job
+        self._cancel: Callable[[], object] | None = None  # cancels this run's remote job
         self._lock = threading.Lock()  # guards the fields; never held across a storage call
         self._write_lock = threading.Lock()  # one write to the claim at a time
         self.stored_at: float | None = None  # storage's time of the claim's first write
@@ -293,8 +302,9 @@ class Claim:
             self.stored_at = found.written_at
         return self
 
-    def renew(self, **changes: Any) -> bool:
-        """Rewrite the claim as renewed now (with `changes`: a job's facts); False once it is lost.
+    def renew(self, **changes: Json) -> bool:
+        """Rewrite the claim as renewed now (with `changes`: fields of its JSON record, a job's
+        facts); False once it is lost.
         One write at a time (a renewal, a job's facts, the hand-over: none undoes another), and
         none under the lock a release takes, so a release never waits on gs:// requests."""
         with self._write_lock:
@@ -317,7 +327,7 @@ class Claim:
                 self._renewed_at = time.monotonic()
                 return True
 
-    def set_job(self, job_id: str | None, cancel: Callable[[], Any] | None = None, **facts: str) -> None:
+    def set_job(self, job_id: str | None, cancel: Callable[[], object] | None = None, **facts: str) -> None:
         """Record the remote job (its id once the runner gives one; `facts`: where to ask about it,
         `job_state.job_facts`), so a refused run can name it and a later one ask its runner; and
         how to cancel it, should this run lose its claim. A failed write is a warning, never an

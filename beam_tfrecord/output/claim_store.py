@@ -15,19 +15,43 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import enum
 import fcntl
 import os
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Final, Literal, TypeAlias
 
 from beam_tfrecord import gcs, storage
+from beam_tfrecord.edges import CloudObject
 from beam_tfrecord.names import APPEND_DIR, CLAIM_FILE, SUMMARY_FILE
 from beam_tfrecord.output.claim_record import UNREADABLE, ClaimRecord, alive
 from beam_tfrecord.write_failures import writing
 
-__all__ = ["LOST", "ClaimStore", "Found", "GcsStore", "LocalStore", "claim_path", "store_for"]
+__all__ = [
+    "LOST",
+    "ClaimStore",
+    "Found",
+    "GcsStore",
+    "Generation",
+    "LocalStore",
+    "Replaced",
+    "Version",
+    "claim_path",
+    "store_for",
+]
 
-LOST = object()  # `replace`: the claim is no longer this run's
+
+class _Lost(enum.Enum):
+    LOST = "lost"
+
+
+LOST: Final = _Lost.LOST  # `replace`: the claim is no longer this run's
+# What a conditional write must match: the gs:// object's generation (0: absent); None locally.
+Generation: TypeAlias = int | None
+# What changes with every write: the gs:// generation, or a local file's (inode, mtime, size).
+Version: TypeAlias = int | tuple[int, int, int] | None
+# What `replace` gives: the new generation, or LOST.
+Replaced: TypeAlias = Generation | Literal[_Lost.LOST]
 
 
 def claim_path(output: str) -> str:
@@ -41,8 +65,8 @@ class Found:
     locally None), a version that changes with every write, and when storage last wrote it."""
 
     record: ClaimRecord
-    generation: Any
-    version: Any
+    generation: Generation
+    version: Version
     written_at: float
 
 
@@ -66,21 +90,21 @@ class ClaimStore:
     def read(self) -> Found | None:
         raise NotImplementedError
 
-    def create(self, record: ClaimRecord) -> tuple[bool, Any]:
+    def create(self, record: ClaimRecord) -> tuple[bool, Generation]:
         """(True, the new generation), or (False, None) when a claim is there already."""
         raise NotImplementedError
 
-    def replace(self, record: ClaimRecord, generation: Any, run_id: str) -> Any:
+    def replace(self, record: ClaimRecord, generation: Generation, run_id: str) -> Replaced:
         """Overwrite the claim of `run_id` at `generation`: the new generation, or LOST when it
         is no longer that run's."""
         raise NotImplementedError
 
-    def take_over(self, record: ClaimRecord, dead: Found) -> tuple[bool, Any]:
+    def take_over(self, record: ClaimRecord, dead: Found) -> tuple[bool, Generation]:
         """Replace the dead claim `dead` with `record`: (True, its generation), or (False, None)
         when the claim changed since it was read (another run took it first)."""
         raise NotImplementedError
 
-    def delete(self, generation: Any, run_id: str) -> None:
+    def delete(self, generation: Generation, run_id: str) -> None:
         raise NotImplementedError
 
     def summary_time(self) -> float | None:
@@ -158,7 +182,7 @@ class LocalStore(ClaimStore):
             return None
         return Found(record, None, (stat.st_ino, stat.st_mtime_ns, stat.st_size), stat.st_mtime)
 
-    def create(self, record: ClaimRecord) -> tuple[bool, Any]:
+    def create(self, record: ClaimRecord) -> tuple[bool, Generation]:
         # Written whole beside it, then linked into place: a link, like O_EXCL, fails when the
         # name exists, and no reader ever sees a half-written claim.
         self._make_folder()
@@ -210,7 +234,7 @@ class LocalStore(ClaimStore):
     def _beside(self, record: ClaimRecord) -> str:
         return f"{self.path}.{record.run_id}.{os.getpid()}"
 
-    def replace(self, record: ClaimRecord, generation: Any, run_id: str) -> Any:
+    def replace(self, record: ClaimRecord, generation: Generation, run_id: str) -> Replaced:
         current = self.read()
         if current is None or current.record.run_id != run_id:
             return LOST
@@ -220,7 +244,7 @@ class LocalStore(ClaimStore):
         os.replace(temporary, self.path)
         return None
 
-    def take_over(self, record: ClaimRecord, dead: Found) -> tuple[bool, Any]:
+    def take_over(self, record: ClaimRecord, dead: Found) -> tuple[bool, Generation]:
         """Move the dead claim aside (one rename wins), check that what moved is the dead one
         (another rerun may have taken it over first: then put theirs back), then create ours."""
         aside = f"{self.path}.dead-{record.run_id}"
@@ -236,7 +260,7 @@ class LocalStore(ClaimStore):
         os.remove(aside)
         return self.create(record)
 
-    def delete(self, generation: Any, run_id: str) -> None:
+    def delete(self, generation: Generation, run_id: str) -> None:
         current = self.read()
         if current is not None and current.record.run_id == run_id:
             with contextlib.suppress(FileNotFoundError):
@@ -271,10 +295,10 @@ class GcsStore(ClaimStore):
         # heartbeat would outlive the lease it keeps (Claim sets it from its timing).
         self.deadline_s: float | None = None
 
-    def _blob(self) -> Any:
+    def _blob(self) -> CloudObject:
         return gcs.thread_client().client.bucket(self.bucket).blob(self.name)
 
-    def _call(self, method: Callable[..., Any], *expected: int, **kwargs: Any) -> Any:
+    def _call(self, method: Callable[..., CloudObject], *expected: int, **kwargs: object) -> CloudObject:
         """`method` with the run's time limit and retry; an error whose status is one of
         `expected` is raised as it is, any other as the one-line StorageError."""
         settings = gcs.current_settings()
@@ -317,7 +341,7 @@ class GcsStore(ClaimStore):
             "output", f"{self.path} changed between every read of it: too many runs are writing it"
         )
 
-    def _upload(self, record: ClaimRecord, generation: int) -> int | None:
+    def _upload(self, record: ClaimRecord, generation: Generation) -> int | None:
         blob = self._blob()
         try:
             self._call(
@@ -337,11 +361,11 @@ class GcsStore(ClaimStore):
             return None
         return blob.generation
 
-    def create(self, record: ClaimRecord) -> tuple[bool, Any]:
+    def create(self, record: ClaimRecord) -> tuple[bool, Generation]:
         generation = self._upload(record, 0)
         return generation is not None, generation
 
-    def replace(self, record: ClaimRecord, generation: Any, run_id: str) -> Any:
+    def replace(self, record: ClaimRecord, generation: Generation, run_id: str) -> Replaced:
         new = self._upload(record, generation)
         if new is None:  # refused: lost, unless the object is this run's own earlier renewal,
             current = self.read()  # one that landed although its call failed (a timeout)
@@ -349,11 +373,11 @@ class GcsStore(ClaimStore):
                 new = self._upload(record, current.generation)
         return LOST if new is None else new
 
-    def take_over(self, record: ClaimRecord, dead: Found) -> tuple[bool, Any]:
+    def take_over(self, record: ClaimRecord, dead: Found) -> tuple[bool, Generation]:
         generation = self._upload(record, dead.generation)
         return generation is not None, generation
 
-    def delete(self, generation: Any, run_id: str) -> None:
+    def delete(self, generation: Generation, run_id: str) -> None:
         """Delete the claim at `generation`; refused because a renewal of the same run landed
         meanwhile, delete it at that one. Another run's claim is never deleted."""
         for _ in range(3):

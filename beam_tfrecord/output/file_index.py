@@ -3,9 +3,9 @@ the dataset, `[relpath, size, mtime, sha256, split]` (sha256 and split null for 
 only where they say something, `input` (which input the file was listed in: the position in
 summary.json's `history` of the first run that listed it; absent: the first run's), `group`
 (the file's split group, from `--group_pattern` or a manifest's `group` column, for a run that
-has groups) and `annotations` (a detection record's:
-the digest of the objects it was made from, plan.annotations.growing.annotations_digest; an
-append lists an old picture whose annotations have another digest now); sorted by relpath.
+has groups) and its objects digest (a detection record's: the digest of the objects it was made
+from, plan.annotations.growing.objects_digest_of; an append lists an old picture whose
+annotations have another digest now); sorted by relpath.
 
 Why: `--append` (output.append) tells new files from converted ones by the listing alone (path,
 size, modification time) against this index, and finds copies of old records by their sha256,
@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecord.edges import Json
 from beam_tfrecord.names import INDEX_FILE, PLAN_LISTING_FILE
 from beam_tfrecord.plan import bulk
 from beam_tfrecord.plan.listing import InputFile
@@ -53,17 +54,17 @@ class IndexEntry:
     split: str | None = None
     input: int = 0  # which input it was listed in (output.append.input_number); 0: the first run's
     group: str | None = None  # its split group (group pattern or manifest column), where it has one
-    annotations: str | None = None  # a detection record's objects' digest; None: none (or older)
+    objects_digest: str | None = None  # a detection record's; None: none (or an older index)
 
     def to_json(self) -> str:
-        row: list = [self.relpath, self.size, self.mtime, self.sha256, self.split]
-        more = self.annotations is not None
+        row: list[Json] = [self.relpath, self.size, self.mtime, self.sha256, self.split]
+        more = self.objects_digest is not None
         if self.input or self.group is not None or more:  # absent where they say nothing: compact
             row.append(self.input)
         if self.group is not None or more:
             row.append(self.group)
         if more:
-            row.append(self.annotations)
+            row.append(self.objects_digest)
         return _ENCODE(row)
 
     @classmethod
@@ -71,7 +72,7 @@ class IndexEntry:
         relpath, size, mtime, sha256, split, *more = json.loads(line)
         number = int(more[0]) if more else 0
         group = more[1] if len(more) > 1 else None
-        annotations = more[2] if len(more) > 2 else None  # an index written before: none
+        objects_digest = more[2] if len(more) > 2 else None  # an index written before: none
         # A few split names (and groups) for a million entries: one string each, not one per entry.
         return cls(
             relpath,
@@ -81,7 +82,7 @@ class IndexEntry:
             sys.intern(split) if split else None,
             number,
             sys.intern(group) if group is not None else None,
-            annotations,
+            objects_digest,
         )
 
     @property
@@ -117,16 +118,16 @@ def stage_listing(
     plan_dir: str,
     listing: Sequence[InputFile],
     groups: Mapping[str, str] | None = None,
-    digests: Mapping[str, str] | None = None,
+    objects_digests: Mapping[str, str] | None = None,
 ) -> None:
     """The run's listing (relpath, size, mtime, the file's split group where `groups` has one
-    and its annotations' digest where `digests` has one) beside its staged plan, for the
+    and its objects digest where `objects_digests` has one) beside its staged plan, for the
     metadata step."""
     groups = groups or {}
-    digests = digests or {}
+    objects_digests = objects_digests or {}
 
-    def row(f: InputFile) -> list:
-        group, digest = groups.get(f.relpath), digests.get(f.relpath)
+    def row(f: InputFile) -> list[Json]:
+        group, digest = groups.get(f.relpath), objects_digests.get(f.relpath)
         if digest is not None:
             return [f.relpath, f.size, f.mtime, group, digest]
         return [f.relpath, f.size, f.mtime] if group is None else [f.relpath, f.size, f.mtime, group]
@@ -139,7 +140,7 @@ def stage_listing(
 
 def index_entries(plan_dir: str, contents: Iterable[tuple[str, tuple[str, str]]]) -> list[IndexEntry] | None:
     """The staged listing joined with the records' `(sha256, (relpath, split))` content keys (an
-    annotations digest kept only where the file became a record); None for a plan staged by an
+    objects digest kept only where the file became a record); None for a plan staged by an
     older version (a resumed run): no index, never an empty one, which would make an `--append`
     take every file for new and convert it twice."""
     records = {relpath: (sha256, split) for sha256, (relpath, split) in contents}

@@ -31,7 +31,7 @@ __all__ = ["merged_summary"]
 
 
 def _sum_dicts(*dicts: Mapping[str, int]) -> dict[str, int]:
-    total: Counter = Counter()
+    total: Counter[str] = Counter()
     for d in dicts:
         total.update(d)
     return dict(sorted(total.items()))

@@ -6,7 +6,7 @@ Two runners can be asked, through their public APIs: a portable job service (Fli
 local job service: `JobService.GetState` over gRPC, at the address the run was given), and
 Dataflow (google-cloud-dataflow-client's `JobsV1Beta3Client`: `get_job` by id, or, for a job
 whose id the launcher never learned, `list_jobs` of the project's active jobs by its name, which
-Dataflow keeps unique among them). Any other runner, or one that does not answer in time, says
+Dataflow keeps unique among them). Every other runner, or one that does not answer in time, says
 nothing (None), and the claim's other rules decide.
 """
 
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any
 
 from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions, PortableOptions
 
+from beam_tfrecord.edges import CloudObject, ProtoMessage
 from beam_tfrecord.output.claim_record import ClaimRecord
 from beam_tfrecord.runners import is_dataflow, runner_name
 
@@ -59,7 +59,7 @@ def job_facts(options: PipelineOptions) -> dict[str, str]:
     return {key: value for key, value in facts.items() if value}
 
 
-def ask(record: ClaimRecord, dataflow_transport: Any = None) -> JobState | None:
+def ask(record: ClaimRecord, dataflow_transport: CloudObject = None) -> JobState | None:
     """The state of the job `record` names, from its runner; None when it cannot be asked."""
     try:
         if record.job_endpoint and record.job_id:
@@ -82,7 +82,7 @@ def _portable(endpoint: str, job_id: str) -> JobState:
     return JobState(state, f"the job service at {endpoint}", job_id)
 
 
-def _dataflow(record: ClaimRecord, transport: Any) -> JobState | None:
+def _dataflow(record: ClaimRecord, transport: CloudObject) -> JobState | None:
     from google.cloud import dataflow_v1beta3
 
     client = dataflow_v1beta3.JobsV1Beta3Client(**({"transport": transport} if transport else {}))
@@ -109,5 +109,5 @@ def _dataflow(record: ClaimRecord, transport: Any) -> JobState | None:
     return JobState(NOT_ACTIVE, f"{where}, which runs no active job named {record.job_name}")
 
 
-def _dataflow_state(state: Any) -> str:
+def _dataflow_state(state: ProtoMessage) -> str:
     return state.name.removeprefix("JOB_STATE_")

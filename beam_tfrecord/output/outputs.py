@@ -10,12 +10,12 @@ from __future__ import annotations
 import logging
 import os
 import posixpath
-from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import gcs, names, storage
 from beam_tfrecord.config_base import ConfigError
+from beam_tfrecord.edges import JsonObject
 from beam_tfrecord.names import METADATA_FILES, SUMMARY_FILE, TEMP_PREFIXES
 from beam_tfrecord.summary import Summary, SummaryError, read_summary
 
@@ -172,7 +172,7 @@ def _append_under_way(output: str, present: set[str], expected: set[str]) -> boo
     return marker is not None and present - expected <= set(marker["extra"])
 
 
-def append_marker(output: str) -> dict[str, Any] | None:
+def append_marker(output: str) -> JsonObject | None:
     """The marker an `--append` under way keeps beside the dataset (output.append writes it):
     the files summary.json does not list yet, and each side file's length before the merge;
     None when no append is under way."""

@@ -15,10 +15,10 @@ import posixpath
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from beam_tfrecord import reasons, tasks
 from beam_tfrecord.config_base import ConfigError
+from beam_tfrecord.edges import JsonObject
 from beam_tfrecord.elements import DroppedObjectLine, ImageAnnotations, RejectLine
 from beam_tfrecord.labels import Annotated, of_task
 from beam_tfrecord.plan import splitting
@@ -297,7 +297,7 @@ class AnnotatedRun:
 
     task: str
     annotations: AnnotationFacts
-    kinds: dict[str, Any]
+    kinds: JsonObject
     dropped: tuple[DroppedObjectLine, ...]
 
 

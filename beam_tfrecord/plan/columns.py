@@ -12,9 +12,11 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import TypeGuard
 
 from beam_tfrecord.config_base import ConfigError
+from beam_tfrecord.edges import Json
+from beam_tfrecord.elements import ColumnValue
 from beam_tfrecord.keys import COLUMN_TYPES, ColumnType, reserved_names
 
 __all__ = [
@@ -51,7 +53,7 @@ class ExtraColumn:
 
     @property
     def scalar_type(self) -> str:
-        """`int` for `int` and `int_list`: the kind of each value."""
+        """`int` for `int` and `int_list`: the type of each value."""
         return self.type.removesuffix("_list")
 
     def __str__(self) -> str:
@@ -62,33 +64,33 @@ def parse_extra_columns(text: str) -> tuple[ExtraColumn, ...]:
     """`caption,score:float,tags:str_list` -> ExtraColumns; ValueError naming what is wrong."""
     columns: list[ExtraColumn] = []
     for part in text.split(","):
-        name, _, kind = part.strip().partition(":")
-        name, kind = name.strip(), kind.strip() or "str"
+        name, _, column_type = part.strip().partition(":")
+        name, column_type = name.strip(), column_type.strip() or "str"
         if not NAME.match(name):
             raise ConfigError("extra_columns", f"{name!r} is not a lower-case name (a-z, 0-9, _)")
         if name in RESERVED_NAMES:
             raise ConfigError("extra_columns", f"{name!r} is a key the records already use")
-        if not _is_column_type(kind):
+        if not _is_column_type(column_type):
             raise ValueError(
-                "extra_columns", f"{name}:{kind}: the type must be one of {', '.join(COLUMN_TYPES)}"
+                "extra_columns", f"{name}:{column_type}: the type must be one of {', '.join(COLUMN_TYPES)}"
             )
         if any(c.name == name for c in columns):
             raise ConfigError("extra_columns", f"names {name} twice")
-        columns.append(ExtraColumn(name, kind))
+        columns.append(ExtraColumn(name, column_type))
     return tuple(columns)
 
 
-def _is_column_type(kind: str) -> TypeGuard[ColumnType]:
-    return kind in COLUMN_TYPES
+def _is_column_type(text: str) -> TypeGuard[ColumnType]:
+    return text in COLUMN_TYPES
 
 
-def parse_value(column: ExtraColumn, raw: Any) -> str | int | float | tuple[Any, ...]:
+def parse_value(column: ExtraColumn, raw: Json) -> ColumnValue:
     """A manifest value as its column's type. CSV gives strings (a list is `|`-separated);
     JSONL gives JSON values (a list is an array, or a `|`-separated string). Missing values are
     "" for `str` and empty lists; a missing number is a BadValue (a record must hold one)."""
     if column.is_list:
         if raw is None or raw == "":
-            items: list[Any] = []
+            items: list[Json] = []
         elif isinstance(raw, list):
             items = raw
         elif isinstance(raw, str):
@@ -103,17 +105,17 @@ def parse_value(column: ExtraColumn, raw: Any) -> str | int | float | tuple[Any,
     return _scalar(column, raw)
 
 
-def _scalar(column: ExtraColumn, raw: Any) -> str | int | float:
-    kind = column.scalar_type
-    if kind == "str":
+def _scalar(column: ExtraColumn, raw: Json) -> str | int | float:
+    scalar_type = column.scalar_type
+    if scalar_type == "str":
         if isinstance(raw, dict | list):
             raise BadValue(f"column {column.name}: {_show(raw)} is not a string")
         return raw if isinstance(raw, str) else json.dumps(raw)
     if isinstance(raw, bool | dict | list):
-        raise BadValue(f"column {column.name}: {_show(raw)} is not an {kind}")
+        raise BadValue(f"column {column.name}: {_show(raw)} is not an {scalar_type}")
     text = raw.strip() if isinstance(raw, str) else raw
     try:
-        if kind == "int":
+        if scalar_type == "int":
             if isinstance(text, float) and not text.is_integer():
                 raise ValueError
             value: int | float = int(text)
@@ -122,12 +124,12 @@ def _scalar(column: ExtraColumn, raw: Any) -> str | int | float:
             return value
         value = float(text)
     except (TypeError, ValueError, OverflowError):
-        article = "an" if kind == "int" else "a"
-        raise BadValue(f"column {column.name}: {_show(raw)} is not {article} {kind}") from None
+        article = "an" if scalar_type == "int" else "a"
+        raise BadValue(f"column {column.name}: {_show(raw)} is not {article} {scalar_type}") from None
     if not math.isfinite(value) or abs(value) > FLOAT32_MAX:
         raise BadValue(f"column {column.name}: {_show(raw)} is not a finite 32-bit float")
     return value
 
 
-def _show(raw: Any) -> str:
+def _show(raw: Json) -> str:
     return repr(raw) if isinstance(raw, str) else json.dumps(raw)

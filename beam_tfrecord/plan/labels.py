@@ -9,11 +9,12 @@ import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord.config_base import ConfigError
+from beam_tfrecord.edges import Json
 
 __all__ = [
     "LABEL_MODES",
@@ -84,7 +85,7 @@ class ManifestRow(NamedTuple):
 
     class_name: str | tuple[str, ...]
     group: str | None = None
-    values: Mapping[str, Any] = {}
+    values: Mapping[str, Json] = {}
 
 
 class Manifest:
@@ -145,7 +146,7 @@ class Manifest:
         return sorted(set(self.rows) - self._used)
 
 
-def _labels(raw: Any, multi_label: bool) -> str | tuple[str, ...]:
+def _labels(raw: Json, multi_label: bool) -> str | tuple[str, ...]:
     """A label cell: one class, or with `multi_label` the sorted distinct classes of a
     `|`-separated string or a JSON array ("" or () when there is none)."""
     if not multi_label:

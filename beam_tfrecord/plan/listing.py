@@ -222,7 +222,7 @@ def walk_local(root: str) -> Iterator[Entry]:
                 yield from _entry(entry.path)
 
 
-def _is_dir(entry: os.DirEntry) -> bool:
+def _is_dir(entry: os.DirEntry[str]) -> bool:
     try:
         return entry.is_dir()  # follows symlinks
     except OSError:

@@ -14,9 +14,9 @@ import heapq
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from beam_tfrecord import reasons, tasks
+from beam_tfrecord.edges import JsonObject
 from beam_tfrecord.elements import DroppedObjectLine, PlannedInput, RejectLine, ShardTask
 from beam_tfrecord.labels import of_task
 from beam_tfrecord.plan import annotating, bulk, dedupe, labelling, splitting
@@ -62,7 +62,7 @@ class Plan:
     task: str = tasks.DEFAULT  # the run's task (`tasks.TASKS`): its kinds of label
     annotations: AnnotationFacts | None = None  # an annotated run's
     # Each of the run's kinds of label's plan facts (`labels.LabelKind.plan_facts`), by kind name.
-    kinds: dict[str, Any] = field(default_factory=dict)
+    kinds: JsonObject = field(default_factory=dict)
     # Parts of labels left out while planning, one line each (dropped_objects.jsonl's).
     dropped: tuple[DroppedObjectLine, ...] = ()
 
@@ -237,8 +237,9 @@ def shard_tasks(plan: Plan, split_seed: int = 0) -> list[ShardTask]:
     return found
 
 
-def worker_settings(plan: Plan) -> dict[str, Any]:
-    """What each of the run's kinds of label needs on the workers, staged with every task."""
+def worker_settings(plan: Plan) -> JsonObject:
+    """What each of the run's kinds of label needs on the workers, staged with every
+    shard task."""
     names = tuple(plan.class_names or ())
     settings = {k.name: k.worker_setting(plan.kinds.get(k.name), names) for k in of_task(plan.task)}
     return {name: setting for name, setting in settings.items() if setting is not None}

@@ -16,7 +16,7 @@ class ShardSettings:
       num_shards: shards per split; None derives them from `shard_size_mb` and the parallelism.
       shard_size_mb: the target shard size when `num_shards` is None.
       parallelism: shard tasks the runner can run at once (beam_tfrecord.runners.parallelism).
-      round_robin: the runner deals tasks out in turn, once (the local runner), rather than
+      round_robin: the runner deals shard tasks out in turn, once (the local runner), rather than
         rebalancing as it goes (Dataflow).
     """
 
@@ -44,7 +44,7 @@ def shard_count(
     Enough that none is much over the target size; more if the runner can run more shard tasks
     at once (`parallelism`), but never so many that shards fall under a quarter of the target
     (a million-image split on a big Dataflow pool must not become thousands of tiny files);
-    rounded up to a multiple of the parallelism when the runner deals tasks out round-robin
+    rounded up to a multiple of the parallelism when the runner deals shard tasks out round-robin
     (the local runner), so every worker gets the same share; never more shards than inputs,
     and at least one, even when empty.
     """

@@ -107,7 +107,7 @@ class SourceConfig(Config):
         0,
         group="splits and shards",
         label="Split seed",
-        kind=int,
+        value_type=int,
         help="seed of the path hash that assigns splits",
     )
     stratify: bool = setting(
@@ -115,7 +115,7 @@ class SourceConfig(Config):
         details="every class gets each split's exact share (adding files may then move others)",
         group="splits and shards",
         label="Stratify splits",
-        kind=bool,
+        value_type=bool,
         help="give every class each split's exact share",
     )
     group_pattern: str | None = setting(
@@ -170,7 +170,7 @@ class SourceConfig(Config):
         "list of ids",
         group="input and labels",
         label="Multi-label",
-        kind=bool,
+        value_type=bool,
         help="a manifest label holds several classes (cat|outdoor, or a JSON array)",
     )
     dedupe: bool = setting(
@@ -180,7 +180,7 @@ class SourceConfig(Config):
         "`duplicate` rejects",
         group="splits and shards",
         label="Drop exact duplicates",
-        kind=bool,
+        value_type=bool,
         help="keep one copy of identical files (the smallest path; the others are duplicate rejects)",
     )
     classification_asked: bool = setting(

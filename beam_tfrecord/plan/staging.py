@@ -19,25 +19,25 @@ import json
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import tasks
+from beam_tfrecord.edges import JsonObject
 from beam_tfrecord.elements import DroppedObjectLine, PlannedInput, RejectLine, ShardTask
 from beam_tfrecord.names import (
     PLAN_DIR,
     PLAN_DROPPED_OBJECTS_FILE,
     PLAN_FACTS_FILE,
     PLAN_REJECTS_FILE,
-    PLAN_TASKS_DIR,
+    PLAN_SHARD_TASKS_DIR,
     PLAN_UNMATCHED_FILE,
     TEMP_PREFIX,
-    task_file_name,
+    shard_task_file_name,
 )
-from beam_tfrecord.plan import bulk
-from beam_tfrecord.plan.planner import AnnotationFacts, GroupFacts, Plan, shard_tasks
+from beam_tfrecord.plan import bulk, planner
+from beam_tfrecord.plan.planner import AnnotationFacts, GroupFacts, Plan
 from beam_tfrecord.plan.source_config import SourceConfig
 from beam_tfrecord.write_failures import writing
 
@@ -45,11 +45,11 @@ __all__ = [
     "PlanFacts",
     "PlannedAnnotations",
     "StagedPlan",
-    "list_task_files",
+    "list_shard_task_files",
     "load_facts",
     "load_planned_dropped",
     "load_planned_rejects",
-    "load_task",
+    "load_shard_task",
     "load_unmatched",
     "locate_plan",
     "new_run_id",
@@ -94,7 +94,7 @@ class PlanFacts:
     grouping: GroupFacts = field(default_factory=GroupFacts)
     task: str = tasks.DEFAULT
     annotations: PlannedAnnotations | None = None  # an annotated run's
-    kinds: dict[str, Any] = field(default_factory=dict)
+    kinds: JsonObject = field(default_factory=dict)
     split_folders: str = ""  # a classification run's splits' source, when its tree declares them
 
     @classmethod
@@ -124,13 +124,13 @@ class PlanFacts:
     def annotation_warnings(self) -> list[str]:
         return list(self.annotations.warnings) if self.annotations is not None else []
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         data = dataclasses.asdict(self)
         data["source"] = self.source.to_json() if self.source is not None else None
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> PlanFacts:
+    def from_json(cls, data: JsonObject) -> PlanFacts:
         source = data.get("source")
         found = data.get("annotations")
         return cls(
@@ -191,8 +191,8 @@ class StagedPlan:
         return FileSystems.join(self.temp_dir, PLAN_DIR)
 
     @property
-    def task_pattern(self) -> str:
-        return FileSystems.join(self.plan_dir, PLAN_TASKS_DIR, "*.json")
+    def shard_task_pattern(self) -> str:
+        return FileSystems.join(self.plan_dir, PLAN_SHARD_TASKS_DIR, "*.json")
 
 
 def new_run_id() -> str:
@@ -222,18 +222,19 @@ def stage_plan(
     output: str,
     source: SourceConfig | None = None,
     run_id: str | None = None,
-    tasks: Sequence[ShardTask] | None = None,
-    staged_task: Callable[[str], None] | None = None,
+    shard_tasks: Sequence[ShardTask] | None = None,
+    staged_shard_task: Callable[[str], None] | None = None,
     objects_staged: Callable[[PlannedInput, list[str]], None] | None = None,
 ) -> StagedPlan:
     """Write the plan's files under `output` (see the module docstring); returns where they are.
 
     `source` is the config the plan was made from: its split seed orders the shards' inputs, and
-    summary.json records it. `tasks` are its shard tasks when already made. `staged_task` is
-    given each task's text, in order, as it is written (the resume fingerprint hashes them);
+    summary.json records it. `shard_tasks` are its shard tasks when already made.
+    `staged_shard_task` is given each shard task's text, in order, as it is written (the resume
+    fingerprint hashes them);
     `objects_staged` each annotated input and its objects' texts (`ShardTask.to_json`)."""
-    with bulk.cycles_paused():  # a detection run's tasks hold an object per box: see plan.bulk
-        return _stage(plan, output, source, run_id, tasks, staged_task, objects_staged)
+    with bulk.cycles_paused():  # a detection run's shard tasks hold an object per box: plan.bulk
+        return _stage(plan, output, source, run_id, shard_tasks, staged_shard_task, objects_staged)
 
 
 def _stage(
@@ -241,19 +242,20 @@ def _stage(
     output: str,
     source: SourceConfig | None,
     run_id: str | None,
-    tasks: Sequence[ShardTask] | None,
-    staged_task: Callable[[str], None] | None,
+    shard_tasks: Sequence[ShardTask] | None,
+    staged_shard_task: Callable[[str], None] | None,
     objects_staged: Callable[[PlannedInput, list[str]], None] | None,
 ) -> StagedPlan:
     staged = locate_plan(plan, output, run_id)
     base = staged.plan_dir
-    if tasks is None:
-        tasks = shard_tasks(plan, source.split_seed if source is not None else 0)
-    for task in tasks:
-        text = task.to_json(objects_staged)
-        _write(FileSystems.join(base, PLAN_TASKS_DIR, task_file_name(task.split, task.index)), text.encode())
-        if staged_task is not None:
-            staged_task(text)
+    if shard_tasks is None:
+        shard_tasks = planner.shard_tasks(plan, source.split_seed if source is not None else 0)
+    for shard_task in shard_tasks:
+        text = shard_task.to_json(objects_staged)
+        name = shard_task_file_name(shard_task.split, shard_task.index)
+        _write(FileSystems.join(base, PLAN_SHARD_TASKS_DIR, name), text.encode())
+        if staged_shard_task is not None:
+            staged_shard_task(text)
     _write(
         FileSystems.join(base, PLAN_REJECTS_FILE), "".join(r.to_json() + "\n" for r in plan.rejects).encode()
     )
@@ -266,17 +268,17 @@ def _stage(
     return staged
 
 
-def list_task_files(plan_dir: str) -> list[str]:
+def list_shard_task_files(plan_dir: str) -> list[str]:
     """The staged shard tasks, in name order: a local runner deals them out round-robin in the
     order they arrive, and name order alternates equal-sized shards across its workers."""
-    (result,) = FileSystems.match([FileSystems.join(plan_dir, PLAN_TASKS_DIR, "*.json")])
+    (result,) = FileSystems.match([FileSystems.join(plan_dir, PLAN_SHARD_TASKS_DIR, "*.json")])
     return sorted(m.path for m in result.metadata_list)
 
 
-def load_task(path: str) -> ShardTask:
+def load_shard_task(path: str) -> ShardTask:
     """A staged shard task, read back in a worker. Its objects (a box and its values for every
     object of a detection run) form no cycles, so the collector is paused while they are made,
-    as while they were planned (plan.bulk): a task reads faster, most of all over an unfrozen heap
+    as while they were planned (plan.bulk): a shard task reads faster, most of all over an unfrozen heap
     (docs/performance.md#the-coco-launchers-choices-measured)."""
     text = _read(path).decode("utf-8")
     with bulk.cycles_paused():

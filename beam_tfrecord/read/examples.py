@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 
+from beam_tfrecord.edges import FeatureValue, ParsedRecord, ProtoMessage
 from beam_tfrecord.keys import record_keys
 from beam_tfrecord.labels import kinds as label_kinds
 from beam_tfrecord.labels.class_mask import decode_class_mask
@@ -52,12 +52,12 @@ KEYS = (
 SEGMENTATION_KEYS = ("mask", "mask_png")
 
 
-def _values(feature: Any) -> list[Any]:
-    kind = feature.WhichOneof("kind")
-    return list(getattr(feature, kind).value) if kind is not None else []
+def _values(feature: ProtoMessage) -> list[FeatureValue]:
+    list_field = feature.WhichOneof("kind")  # the Feature message's oneof, named so by its proto
+    return list(getattr(feature, list_field).value) if list_field is not None else []
 
 
-def record_to_dict(serialized: bytes, files: SplitFiles) -> dict[str, Any]:
+def record_to_dict(serialized: bytes, files: SplitFiles) -> ParsedRecord:
     """One serialized record as a dict of its fields by name (`KEYS`, then manifest columns):
     `image` the encoded bytes (as stored: decode with Pillow or torchvision), `label` an int (a
     list of ints, and `label_text` a list of names, in a multi-label run), text as str, a
@@ -67,7 +67,7 @@ def record_to_dict(serialized: bytes, files: SplitFiles) -> dict[str, Any]:
     xyxy, `labels` from 0, `masks` decoded. A segmentation record's `mask` is its class ids,
     decoded (`SEGMENTATION_KEYS`)."""
     stored = Example.FromString(serialized).features.feature
-    result: dict[str, Any] = {}
+    result: ParsedRecord = {}
     layout = files.layout
     for key in record_keys(layout):
         if key.key not in stored:
@@ -119,7 +119,7 @@ def iter_examples(
     split: str = "train",
     *,
     shard: tuple[int, int] = (0, 1),
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[ParsedRecord]:
     """Every record of `split` as a dict (see `record_to_dict`), in file order; no TensorFlow.
 
     `shard=(index, count)`: this worker's part, disjoint from the other `count - 1` workers'

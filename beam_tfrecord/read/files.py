@@ -17,7 +17,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import tasks
 from beam_tfrecord.keys import FeatureLayout, RecordLayout
-from beam_tfrecord.labels import LabelKind, ReadContext, Section
+from beam_tfrecord.labels import AnyKind, ReadContext, Section
 from beam_tfrecord.labels import kinds as label_kinds
 from beam_tfrecord.names import index_path, is_array_record
 from beam_tfrecord.output import outputs
@@ -92,7 +92,7 @@ class SplitFiles:
             return self.heights[0], self.widths[0]
         return None
 
-    def context(self, where: str, kind: LabelKind) -> ReadContext:
+    def context(self, where: str, kind: AnyKind) -> ReadContext:
         """What `kind`'s reader knows of this split (`where` names it in messages)."""
         names = tuple(self.class_names or ())
         return ReadContext(where, self.layout, names, self.sections.get(kind.name), self.stored_size)

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from typing import Any
 
-from beam_tfrecord.labels import LabelKind
+from beam_tfrecord.edges import ParsedRecord, TorchValue
+from beam_tfrecord.labels import AnyKind
 from beam_tfrecord.labels import kind as label_kind
 from beam_tfrecord.read.examples import decode_image, iter_examples
 from beam_tfrecord.read.files import split_files, worker_shard
@@ -60,7 +60,9 @@ def torch_position(rank: int = 0, world_size: int = 1) -> tuple[int, int, int, i
     return rank, world_size, worker, workers
 
 
-def detection_collate(batch: list[tuple[Any, Any]]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+def detection_collate(
+    batch: list[tuple[TorchValue, TorchValue]],
+) -> tuple[tuple[TorchValue, ...], tuple[TorchValue, ...]]:
     """A DataLoader's `collate_fn` for detection: (images, targets) as tuples, since each image
     has its own number of objects (torchvision's detection references collate so)."""
     images, targets = zip(*batch, strict=True)
@@ -98,7 +100,7 @@ class TorchImages(_Base):
         *,
         image_size: tuple[int, int] | None = None,
         channels: int = 3,
-        transform: Callable[[Any], Any] | None = None,
+        transform: Callable[..., TorchValue] | None = None,
     ) -> None:
         if _Base is object:
             raise ImportError(INSTALL_HINT)
@@ -110,7 +112,7 @@ class TorchImages(_Base):
         self.image_size, self.channels, self.transform = image_size, channels, transform
         self.rank, self.world_size = distributed_position()
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[TorchValue]:
         index, count = worker_shard(*torch_position(self.rank, self.world_size))
         for record in iter_examples(self.output, self.split, shard=(index, count)):
             yield _item(record, self.target, self.channels, self.image_size, self.transform)
@@ -131,7 +133,7 @@ class TorchImageArray(_MapBase):
         *,
         image_size: tuple[int, int] | None = None,
         channels: int = 3,
-        transform: Callable[[Any], Any] | None = None,
+        transform: Callable[..., TorchValue] | None = None,
     ) -> None:
         if _MapBase is object:
             raise ImportError(INSTALL_HINT)
@@ -144,18 +146,18 @@ class TorchImageArray(_MapBase):
     def __len__(self) -> int:
         return len(self.records)
 
-    def __getitem__(self, position: int) -> Any:
+    def __getitem__(self, position: int) -> TorchValue:
         record = self.records[position]
         return _item(record, self.target, self.channels, self.image_size, self.transform)
 
 
 def _item(
-    record: dict[str, Any],
-    kind: LabelKind,
+    record: ParsedRecord,
+    kind: AnyKind,
     channels: int,
     image_size: tuple[int, int] | None,
-    transform: Callable[..., Any] | None,
-) -> Any:
+    transform: Callable[..., TorchValue] | None,
+) -> TorchValue:
     """One record as the datasets give it: (image, label), image alone, (features, label), or
     a detection record's (image, torchvision target dict): the target is the run's first kind
     of label's (`labels.LabelKind.torch_target`)."""

@@ -12,11 +12,12 @@ from __future__ import annotations
 import bisect
 import struct
 from collections.abc import Callable
-from typing import Any
+from typing import BinaryIO
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecord.edges import ParsedRecord
 from beam_tfrecord.read.examples import record_to_dict
 from beam_tfrecord.read.files import SplitFiles, read_index, split_files
 from beam_tfrecord.write import array_record_files
@@ -25,7 +26,7 @@ from beam_tfrecord.write.tfrecord_files import FOOTER_BYTES, HEADER_BYTES, Frami
 __all__ = ["RecordArray", "record_parser"]
 
 
-def record_parser(output: str, split: str = "train") -> Callable[[bytes], dict[str, Any]]:
+def record_parser(output: str, split: str = "train") -> Callable[[bytes], ParsedRecord]:
     """bytes -> the record's dict (`record_to_dict`), for a reader of the shards of its own,
     such as Grain's `ArrayRecordDataSource` followed by `.map(record_parser(out))`."""
     files = split_files(output, split)
@@ -68,12 +69,14 @@ class RecordArray:
         self._starts = [0]
         for length in lengths:
             self._starts.append(self._starts[-1] + length)
-        self._readers: dict[int, Any] = {}
+        # Each shard's open file (TFRecord) or reader (ArrayRecord), opened on first use.
+        self._files: dict[int, BinaryIO] = {}
+        self._readers: dict[int, array_record_files.ShardReader] = {}
 
     def __len__(self) -> int:
         return self._starts[-1]
 
-    def __getitem__(self, position: int) -> dict[str, Any]:
+    def __getitem__(self, position: int) -> ParsedRecord:
         return record_to_dict(self.serialized(position), self.files)
 
     def serialized(self, position: int) -> bytes:
@@ -84,28 +87,24 @@ class RecordArray:
         shard = bisect.bisect_right(self._starts, position) - 1
         within = position - self._starts[shard]
         if self._offsets is None:
-            return self._reader(shard).read([within])[0]
+            if shard not in self._readers:
+                self._readers[shard] = array_record_files.open_reader(
+                    self.files.paths[shard], random_access=True
+                )
+            return self._readers[shard].read([within])[0]
         offset, size = self._offsets[shard][within]
-        return _framed_record(self._reader(shard), self.files.paths[shard], offset, size)
-
-    def _reader(self, shard: int) -> Any:
-        """The shard's open reader (ArrayRecord) or file (TFRecord), opened on first use."""
-        if shard not in self._readers:
+        if shard not in self._files:
             path = self.files.paths[shard]
-            self._readers[shard] = (
-                FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
-                if self._offsets is not None
-                else array_record_files.open_reader(path, random_access=True)
-            )
-        return self._readers[shard]
+            self._files[shard] = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+        return _framed_record(self._files[shard], self.files.paths[shard], offset, size)
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
-        state["_readers"] = {}
+        state["_files"], state["_readers"] = {}, {}
         return state
 
 
-def _framed_record(handle: Any, path: str, offset: int, size: int) -> bytes:
+def _framed_record(handle: BinaryIO, path: str, offset: int, size: int) -> bytes:
     """One TFRecord record read at its offset, CRCs checked."""
     handle.seek(offset)
     framed = handle.read(size)

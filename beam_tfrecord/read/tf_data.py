@@ -21,15 +21,16 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import tensorflow as tf
 
 from beam_tfrecord import gcs, names, storage
+from beam_tfrecord.edges import Tensor
 from beam_tfrecord.keys import key_of, record_keys
-from beam_tfrecord.labels import TargetOptions, TfTarget
+from beam_tfrecord.labels import TargetOptions, TfTarget, TfTargetPair
 from beam_tfrecord.labels import kind as label_kind
 from beam_tfrecord.labels import kinds as label_kinds
 from beam_tfrecord.labels.class_label import multi_hot
@@ -60,7 +61,7 @@ _DESCRIPTIVE = frozenset({"format", "channels", "filename", "sha256", "label_tex
 _LOGGER = logging.getLogger(__name__)
 
 
-def traced_as_written(fn: Callable[..., Any]) -> Callable[..., Any]:
+def traced_as_written(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     """`fn` for a tf.data map, traced without AutoGraph's rewrite: the readers branch on tensors
     only through `tf.cond` and `tf.switch_case`, so the rewrite finds nothing to change, yet it
     is most of what building a process's first dataset costs (docs/performance.md)."""
@@ -80,7 +81,7 @@ def record_dataset(path: str, compression: str = "") -> tf.data.Dataset:
 
 
 def _beam_records(path: str | tf.Tensor, compression: str) -> tf.data.Dataset:
-    def records(name: bytes) -> Any:
+    def records(name: bytes) -> Iterator[bytes]:
         return iter_range(RecordRange(name.decode("utf-8")), compression)
 
     return tf.data.Dataset.from_generator(
@@ -331,7 +332,7 @@ def load_dataset(
 
 def _parsed_records(
     files: SplitFiles,
-    spec: dict[str, Any],
+    spec: dict[str, Tensor],
     shuffle: bool,
     shuffle_buffer: int,
     seed: int | None,
@@ -403,7 +404,7 @@ class _Reading:
     decodes: bool
     scales: bool
 
-    def finish(self, record: dict[str, tf.Tensor]) -> Any:
+    def finish(self, record: dict[str, Tensor]) -> TfTargetPair | dict[str, Tensor]:
         files, schema = self.files, self.files.schema
         record = self.target.parsed(dict(record))
         layout = files.features
@@ -465,9 +466,9 @@ def _may_scale(files: SplitFiles, image_size: tuple[int, int], pad: bool) -> boo
     return (max if pad else min)(by_height, by_width) >= _RATIOS[1]
 
 
-def _tuple_spec(spec: dict[str, Any], files: SplitFiles) -> dict[str, Any]:
+def _tuple_spec(spec: dict[str, Tensor], files: SplitFiles) -> dict[str, Tensor]:
     """`spec` without the keys no tuple reads (the descriptive fields, the manifest columns): a
     key costs its parse whether it is used or not (docs/performance.md#reading-back)."""
-    columns = {name for name, _kind in files.layout.extra_columns}
+    columns = {name for name, _type in files.layout.extra_columns}
     unread = {key.key for key in record_keys(files.layout) if key.name in _DESCRIPTIVE | columns}
     return {key: feature for key, feature in spec.items() if key not in unread}

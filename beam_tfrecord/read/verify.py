@@ -16,12 +16,12 @@ import random
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import tensorflow as tf
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import gcs, names, storage
+from beam_tfrecord.edges import ByKind
 from beam_tfrecord.keys import RecordLayout, key_of, record_keys, table
 from beam_tfrecord.labels import Checks
 from beam_tfrecord.labels import kinds as label_kinds
@@ -48,7 +48,7 @@ class Sample:
     filename: str
     class_name: str | None
     encoded: bytes
-    labels: Mapping[str, Any] = field(default_factory=dict)
+    labels: ByKind = field(default_factory=dict)
 
 
 @dataclass
@@ -57,12 +57,12 @@ class OutputReport:
 
     summary: Summary | None  # None when the folder has none (an error says so)
     errors: list[str] = field(default_factory=list)
-    records: Counter = field(default_factory=Counter)  # split -> n
-    by_split_label: Counter = field(default_factory=Counter)  # (split, label) -> n
-    sizes: Counter = field(default_factory=Counter)  # (height, width) -> n
-    channels: Counter = field(default_factory=Counter)
+    records: Counter[str] = field(default_factory=Counter)  # split -> n
+    by_split_label: Counter[tuple[str, str | None]] = field(default_factory=Counter)  # (split, label) -> n
+    sizes: Counter[tuple[int, ...]] = field(default_factory=Counter)  # (height, width) -> n
+    channels: Counter[int] = field(default_factory=Counter)
     shard_lengths: dict[str, list[int]] = field(default_factory=dict)  # split -> per shard
-    shard_bytes: Counter = field(default_factory=Counter)  # split -> bytes
+    shard_bytes: Counter[str] = field(default_factory=Counter)  # split -> bytes
     samples: list[Sample] = field(default_factory=list)
     tfds_metadata: bool = False
 
@@ -192,7 +192,7 @@ def read_shard(
     split: str,
     report: OutputReport,
     sampler: _Sampler,
-    checks: Mapping[str, Checks],
+    checks: Mapping[str, Checks[object]],
 ) -> bool:
     """Read one shard in full into `report`; False (with an error recorded) if it cannot be."""
     summary = report.summary
@@ -217,7 +217,7 @@ def read_shard(
                 )
             labels: tuple[str | None, ...] = (None,)
             label: str | None = None
-            drawn: dict[str, Any] = {}
+            drawn: dict[str, object] = {}
             values = {k: v.numpy() for k, v in facts.items() if k not in _PICTURE_FACTS}
             where = f"{name} record {count} ({filename})"
             for kind_name, check in checks.items():
@@ -269,7 +269,7 @@ def check_index(path: str) -> list[str]:
     return []
 
 
-def check_counts(report: OutputReport, broken: set[str], checks: Mapping[str, Checks]) -> list[str]:
+def check_counts(report: OutputReport, broken: set[str], checks: Mapping[str, Checks[object]]) -> list[str]:
     """What was read against summary.json, for the splits whose every shard was read to its end."""
     summary, errors = report.summary, []
     assert summary is not None
@@ -389,7 +389,7 @@ def verify_output(output: str, sample: int = 32, seed: int = 0) -> OutputReport:
     return report
 
 
-def _stats(values: Counter) -> str:
+def _stats(values: Counter[int]) -> str:
     total = sum(values.values())
     if not total:
         return "-"

@@ -34,7 +34,7 @@ DESCRIPTOR = _POOL.FindFileByName("beam_tfrecord/write/example.proto")
 
 def _message(name: str) -> type[Message]:
     # Built at run time from descriptors: a type checker knows no fields of these classes, so a
-    # message is typed as protobuf's Message, whose fields the project reads as Any (the proto edge).
+    # message is typed as protobuf's Message, whose fields are untyped (edges.ProtoMessage).
     return message_factory.GetMessageClass(_POOL.FindMessageTypeByName(f"{PACKAGE}.{name}"))
 
 

@@ -109,7 +109,7 @@ class ConvertConfig(Config):
         default_doc="derived",
         group="splits and shards",
         label="Shards per split",
-        kind=int,
+        value_type=int,
         minimum=1,
         help="shards per split (default: from --shard_size_mb, at least one per worker)",
     )
@@ -118,7 +118,7 @@ class ConvertConfig(Config):
         shapes_records=False,
         group="splits and shards",
         label="Target shard size (MB)",
-        kind=float,
+        value_type=float,
         help="target shard size when --num_shards is not given",
     )
     read_threads: int = setting(
@@ -131,7 +131,7 @@ class ConvertConfig(Config):
         default_doc="local input: 2 in one in-process worker, 1 per worker process; gs:// input: 8",
         group="storage",
         label="Decode threads per shard writer",
-        kind=int,
+        value_type=int,
         minimum=1,
         help="threads that read and decode inside one shard task (default: 8 for gs:// input; "
         "locally 2 for one in-process worker, 1 per worker process)",

@@ -11,14 +11,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from operator import attrgetter
-from typing import Any
 
 import numpy as np
 from google.protobuf.message import Message
 
-from beam_tfrecord.elements import RecordFields
+from beam_tfrecord.edges import FeatureValue, Tensor
+from beam_tfrecord.elements import ColumnValue, RecordFields
 from beam_tfrecord.keys import SCHEMAS, FeatureLayout, RecordKey, RecordLayout, extra_key, key_of, record_keys
-from beam_tfrecord.labels import KINDS
+from beam_tfrecord.labels import KINDS, Encoder
 from beam_tfrecord.plan.columns import ExtraColumn
 from beam_tfrecord.write.messages import Example, Feature
 
@@ -31,6 +31,9 @@ __all__ = [
     "serialize",
 ]
 
+# How one key's value goes into its Feature message (appended, extended, or copied whole).
+Setter = Callable[[Message, FeatureValue], None]
+
 
 def layout_of(schema: str, fields: RecordFields) -> RecordLayout:
     """The layout one record's fields call for (what the writer writes is what a reader of that
@@ -38,7 +41,7 @@ def layout_of(schema: str, fields: RecordFields) -> RecordLayout:
     features = None
     if fields.features is not None:  # (`include_image` is False only in a feature run)
         features = (tuple(fields.features.shape), fields.feature_dtype, fields.include_image)
-    extras = tuple((name, kind) for name, kind, _ in fields.extras)
+    extras = tuple((name, column_type) for name, column_type, _ in fields.extras)
     labels = (fields.label is not None, isinstance(fields.label, tuple))
     return _layout(schema, *labels, extras, features, fields.groups)
 
@@ -66,7 +69,7 @@ def _features(fields: RecordFields) -> np.ndarray:
 
 # A field's value by its key name (keys.RecordKey.name): the image's and the features' here, each
 # kind of label's from its own `encoders` (`_encoder`); manifest columns aside.
-_FIELDS: dict[str, Callable[[RecordFields], Any]] = {
+_FIELDS: dict[str, Encoder] = {
     "image": attrgetter("encoded"),
     "format": attrgetter("format"),
     "height": attrgetter("height"),
@@ -80,7 +83,7 @@ _FIELDS: dict[str, Callable[[RecordFields], Any]] = {
 }
 
 
-def _encoder(name: str) -> Callable[[RecordFields], Any] | None:
+def _encoder(name: str) -> Encoder | None:
     """The named key's value from a record's fields: the image's and features' keys', or the one
     kind of label whose `encoders` name it (asked when a layout's writers are made, once)."""
     if name in _FIELDS:
@@ -107,7 +110,7 @@ def _floats(values: np.ndarray) -> Message:
     return Feature.FromString(feature)
 
 
-def _setter(key: RecordKey) -> Callable[[Message, Any], None]:
+def _setter(key: RecordKey) -> Setter:
     """How one key's value goes into its Feature: appended when it is one value, extended when it
     is a list (set even when empty, so a reader knows its kind)."""
     if key.dtype == "float32" and key.shape:  # the features: a packed FloatList from bytes
@@ -120,14 +123,14 @@ def _setter(key: RecordKey) -> Callable[[Message, Any], None]:
         return lambda feature, value: feature.bytes_list.value.append(
             value.encode("utf-8") if isinstance(value, str) else value
         )
-    kind = "int64_list" if key.dtype == "int64" else "float_list"
+    list_field = "int64_list" if key.dtype == "int64" else "float_list"
     if key.ragged or key.shape:
-        return lambda feature, values: getattr(feature, kind).value.extend(values)
-    return lambda feature, value: getattr(feature, kind).value.append(value)
+        return lambda feature, values: getattr(feature, list_field).value.extend(values)
+    return lambda feature, value: getattr(feature, list_field).value.append(value)
 
 
 @functools.lru_cache(maxsize=256)
-def _writers(layout: RecordLayout) -> tuple[tuple[str, Callable[[RecordFields], Any], Callable], ...]:
+def _writers(layout: RecordLayout) -> tuple[tuple[str, Encoder, Setter], ...]:
     """(stored key, how to get the value, how to set it) per key of the layout: worked out once per
     layout, not per record, so the table-driven writer costs about what hand-written code does
     (docs/performance.md#per-step-costs-behind-the-code)."""
@@ -140,8 +143,8 @@ def _writers(layout: RecordLayout) -> tuple[tuple[str, Callable[[RecordFields], 
     return tuple(writers)
 
 
-def _column(name: str) -> Callable[[RecordFields], Any]:
-    def value(fields: RecordFields) -> Any:
+def _column(name: str) -> Encoder:
+    def value(fields: RecordFields) -> ColumnValue:
         for column, _, found in fields.extras:
             if column == name:
                 return found
@@ -178,7 +181,7 @@ def parse_spec(
     features: FeatureLayout | None = None,
     extra_columns: Sequence[ExtraColumn] = (),
     multi_label: bool = False,
-) -> dict[str, Any]:
+) -> dict[str, Tensor]:
     """The `tf.io.parse_single_example` spec of a run's records (imports TensorFlow).
 
     Give the run's `RecordLayout`, or a schema name and the options that shape the records:
@@ -193,14 +196,14 @@ def parse_spec(
         columns = tuple((c.name, c.type) for c in extra_columns)
         layout = RecordLayout(schema, labeled, multi_label and labeled, columns, features)
     dtypes = {"bytes": tf.string, "int64": tf.int64, "float32": tf.float32}
-    spec: dict[str, Any] = {}
+    spec: dict[str, Tensor] = {}
     for key in record_keys(layout):
         dtype = dtypes[key.dtype]
         spec[key.key] = tf.io.RaggedFeature(dtype) if key.ragged else tf.io.FixedLenFeature(key.shape, dtype)
     return spec
 
 
-def restore_features(parsed: dict[str, Any], schema: str, features: FeatureLayout) -> Any:
+def restore_features(parsed: dict[str, Tensor], schema: str, features: FeatureLayout) -> Tensor:
     """The stored features of one parsed record as a float32 tensor of their shape."""
     import tensorflow as tf
 

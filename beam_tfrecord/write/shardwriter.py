@@ -1,7 +1,7 @@
 """The path-planned sink without Beam: records stream into one temporary file per planned shard,
 then every shard is renamed into place at once.
 
-Each shard task's records reach the writer in the bundle that read the task, in order (a fused
+Each shard task's records reach the writer in the bundle that read it, in order (a fused
 stage passes elements on as they are made), so a shard's file is written from start to end by
 one worker and no step ever groups image bytes: `WriteToTFRecord` with a fixed `num_shards`
 groups every record by shard key, which on the DirectRunner held several times the dataset in
@@ -21,7 +21,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
-from typing import Any
+from typing import BinaryIO
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
@@ -73,7 +73,7 @@ class ShardFiles:
         self.array_record_options = array_record_options
         self.on_close = on_close  # told of each shard once closed and indexed, with its bytes
         self._key: ShardKey | None = None
-        self._handle: Any = None  # a FileSystems handle (TFRecord) or a LocalShardWriter
+        self._handle: BinaryIO | LocalShardWriter | None = None  # a FileSystems handle (TFRecord)
         self._path = ""
         self._sizes: list[int] = []  # framed size of every record of the open shard
         self._closed: set[ShardKey] = set()
@@ -85,11 +85,13 @@ class ShardFiles:
             self._open(shard)
         with writing(self._path):
             fault_injection.fail_point("writing")
-            if isinstance(self._handle, LocalShardWriter):
-                self._handle.write(example)
+            handle = self._handle
+            if isinstance(handle, LocalShardWriter):
+                handle.write(example)
                 self._sizes.append(len(example))
             else:
-                self._sizes.append(write_record(self._handle, example))
+                assert handle is not None  # opened above
+                self._sizes.append(write_record(handle, example))
         fault_injection.pause_point("writing")
 
     def close(self) -> list[WrittenShard]:
@@ -129,9 +131,11 @@ class ShardFiles:
     def _close_current(self) -> None:
         if self._key is None:
             return
-        local = isinstance(self._handle, LocalShardWriter)
+        handle = self._handle
+        assert handle is not None  # a shard is open (`_key`)
+        local = isinstance(handle, LocalShardWriter)
         with writing(self._path):
-            closed = self._handle.close()
+            closed = handle.close()
         file_size = closed if local else None  # a LocalShardWriter knows its file's size
         key, indexed = self._key, self.shard_format.indexed
         if indexed:
@@ -216,7 +220,7 @@ def finalize_shards(
 
 def remove_tree(directory: str) -> None:
     """Delete a folder and everything in it; on GCS (no folders) every object under its prefix:
-    the staged plan and the temporary files of retried tasks."""
+    the staged plan and the temporary files of retried shard tasks."""
     (found,) = FileSystems.match([FileSystems.join(directory, "**")])
     leftovers = [m.path for m in found.metadata_list]
     if leftovers:

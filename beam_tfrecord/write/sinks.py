@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.transforms.window import GlobalWindows
+from apache_beam.utils.windowed_value import WindowedValue
 
 from beam_tfrecord import names
 from beam_tfrecord.elements import ConvertedRecord, FinalShard, RejectLine, WrittenShard
@@ -34,6 +34,8 @@ __all__ = [
     "FinalizeShardsFn",
     "MergeTallies",
     "PlannedShardSink",
+    "Sink",
+    "SinkOutputs",
     "TFRecordSplitsSink",
     "TallyFn",
     "WriteShardFilesFn",
@@ -122,9 +124,8 @@ class WriteShardFilesFn(RunStepFn):
         ledger = self._ledger.pop((shard.split, shard.index))
         self._tally.merge(ledger.tally)
         ledger.shard, ledger.bytes = shard, size
-        done = done_files.done_path(
-            self.staged.temp_dir, done_files.task_name(shard.split, shard.index), "written"
-        )
+        name = done_files.shard_task_name(shard.split, shard.index)
+        done = done_files.done_path(self.staged.temp_dir, name, "written")
         done_files.write_json(done, ledger.to_json())
 
     def teardown(self) -> None:
@@ -134,7 +135,7 @@ class WriteShardFilesFn(RunStepFn):
             self._files.abandon()
             self._files = None
 
-    def finish_bundle(self) -> Iterator[Any]:
+    def finish_bundle(self) -> Iterator[WindowedValue | TaggedOutput[str, WindowedValue]]:
         assert self._files is not None
         written, self._files = self._files.close(), None
         for shard in written:
@@ -153,7 +154,13 @@ class FinalizeShardsFn(RunStepFn):
         )
 
 
-class PlannedShardSink(beam.PTransform):
+# What a sink gives: the shards in place, and the records' counts (Tallies, merged downstream).
+SinkOutputs = tuple[beam.PCollection[FinalShard], beam.PCollection[Tally]]
+# ConvertedRecord -> SinkOutputs: what `make_sink` makes.
+Sink = beam.PTransform[beam.PCollection[ConvertedRecord], SinkOutputs]
+
+
+class PlannedShardSink(Sink):
     """ConvertedRecord -> FinalShard (main) and Tally ("tallies"): the default sink.
 
     Each shard task's records are written by the worker that read them (no bytes shuffled);
@@ -166,7 +173,7 @@ class PlannedShardSink(beam.PTransform):
         self,
         config: ConvertConfig,
         staged: StagedPlan,
-        resumed: beam.PCollection | None = None,
+        resumed: beam.PCollection[WrittenShard] | None = None,
         start: beam.PCollection[str] | None = None,
     ) -> None:
         super().__init__()
@@ -175,7 +182,7 @@ class PlannedShardSink(beam.PTransform):
         self.resumed = resumed
         self.start = start
 
-    def expand(self, records: beam.PCollection[ConvertedRecord]) -> tuple[beam.PCollection, beam.PCollection]:
+    def expand(self, records: beam.PCollection[ConvertedRecord]) -> SinkOutputs:
         written = records | "WriteShardFiles" >> beam.ParDo(
             WriteShardFilesFn(self.config, self.staged)
         ).with_outputs(TALLIES, main="written")
@@ -209,7 +216,7 @@ def index_final_shard(path: str, shard_format: ShardFormat) -> FinalShard:
     return FinalShard(match["split"], int(match["index"]), int(match["count"]), path, records)
 
 
-class TFRecordSplitsSink(beam.PTransform):
+class TFRecordSplitsSink(Sink):
     """ConvertedRecord -> FinalShard and Tally: one Beam `WriteToTFRecord` per split.
 
     With a fixed shard count WriteToTFRecord groups every record by shard key, so the runner's
@@ -224,7 +231,7 @@ class TFRecordSplitsSink(beam.PTransform):
         self.shard_counts = dict(staged.shard_counts)
         self.shard_format = config.shard_format
 
-    def expand(self, records: beam.PCollection[ConvertedRecord]) -> tuple[beam.PCollection, beam.PCollection]:
+    def expand(self, records: beam.PCollection[ConvertedRecord]) -> SinkOutputs:
         splits = list(self.shard_counts)
         by_split = records | "BySplit" >> beam.Partition(
             lambda r, _n: splits.index(r.split),  # type: ignore[arg-type]  # Beam's hint omits callables
@@ -258,9 +265,9 @@ class TFRecordSplitsSink(beam.PTransform):
 def make_sink(
     config: ConvertConfig,
     staged: StagedPlan,
-    resumed: beam.PCollection | None = None,
+    resumed: beam.PCollection[WrittenShard] | None = None,
     start: beam.PCollection[str] | None = None,
-) -> beam.PTransform:
+) -> Sink:
     """The sink object a config names: `paths` (default) or `beam` (which never resumes, and whose
     steps are Beam's: they use the gs:// settings of the worker process they run in). `start`:
     the pipeline's one element (the plan's folder) that starts its one-off steps, the paths

@@ -115,7 +115,7 @@ def _splits(
 def share_and_class_warnings(
     splits: Mapping[str, SplitSummary],
     class_names: Sequence[str],
-    records_of: Mapping[str, int],
+    records_of: Mapping[str, int] | Mapping[str | None, int],
     records: int,
     stratified: bool,
     declared: bool,
@@ -156,7 +156,7 @@ def copy_warnings(duplicate_records: int, cross_split_duplicates: int) -> list[s
 def _warnings(
     facts: PlanFacts,
     splits: Mapping[str, SplitSummary],
-    label_counts: Counter,
+    label_counts: Counter[str | None],
     records: int,
     stratified: bool,
     dupes: DuplicateCounts,
@@ -182,7 +182,7 @@ def _warnings(
 
 
 def _feature_summary(
-    options: FeatureConfig | None, shapes: Counter, warnings: list[str]
+    options: FeatureConfig | None, shapes: Counter[tuple[int, ...]], warnings: list[str]
 ) -> FeatureSummary | None:
     """What a reader needs to restore the features (shape, dtype, image kept or not) and how
     they were made; None for a run without a feature model."""
@@ -206,7 +206,7 @@ def _feature_summary(
 
 
 def _sections(
-    facts: PlanFacts, tally: Tally, planned_rejects: Sequence[RejectLine], label_counts: Counter
+    facts: PlanFacts, tally: Tally, planned_rejects: Sequence[RejectLine], label_counts: Counter[str | None]
 ) -> dict[str, Section]:
     """Each of the run's kinds of label's section, in the registry's order (summary.json's)."""
     found = facts.annotations
@@ -255,7 +255,7 @@ def build_summary(
     source = options.config(SourceConfig)
     stratified = bool(source and source.stratify)
     splits = _splits(facts, tally, shard_files, records, stratified)
-    label_counts: Counter = Counter()
+    label_counts: Counter[str | None] = Counter()
     for (_, label), n in tally.by_split_label.items():
         label_counts[label] += n
     kinds = of_task(facts.task)

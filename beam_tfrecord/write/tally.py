@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
+from beam_tfrecord.edges import Json, JsonObject
 from beam_tfrecord.elements import ConvertedRecord, RejectLine
-from beam_tfrecord.labels import KINDS, KindTally
+from beam_tfrecord.labels import KINDS, AnyTally, LabelCounts
 
 __all__ = ["DIGEST_MODULUS", "Tally", "without_pixels"]
 
@@ -35,39 +36,39 @@ COUNTERS = (
 )
 
 
-def _plain(key: Any) -> Any:
+def _plain(key: Json) -> Json:
     return list(key) if isinstance(key, tuple) else key
 
 
-def _key(key: Any) -> Any:
+def _key(key: Json) -> Json:
     """A counter key back from JSON: the pairs and shapes it holds are tuples again."""
     return tuple(key) if isinstance(key, list) else key
 
 
-_Counts = TypeVar("_Counts", bound=KindTally)
+_Counts = TypeVar("_Counts", bound=AnyTally)
 
 
 @dataclass
 class Tally:
     """Counts of every outcome, mergeable across workers (the accumulator of a CombineFn)."""
 
-    records: Counter = field(default_factory=Counter)  # split -> n
-    by_split_label: Counter = field(default_factory=Counter)  # (split, label) -> n
-    rejects: Counter = field(default_factory=Counter)  # reason -> n
-    source_formats: Counter = field(default_factory=Counter)
-    changes: Counter = field(default_factory=Counter)  # change reason code -> records
+    records: Counter[str] = field(default_factory=Counter)  # split -> n
+    by_split_label: LabelCounts = field(default_factory=Counter)  # (split, label) -> n
+    rejects: Counter[str] = field(default_factory=Counter)  # reason -> n
+    source_formats: Counter[str] = field(default_factory=Counter)
+    changes: Counter[str] = field(default_factory=Counter)  # change reason code -> records
     reencoded: int = 0
-    heights: Counter = field(default_factory=Counter)
-    widths: Counter = field(default_factory=Counter)
+    heights: Counter[int] = field(default_factory=Counter)
+    widths: Counter[int] = field(default_factory=Counter)
     # split -> sum of record sha256s: an order-independent digest that merges in O(1).
-    digests: Counter = field(default_factory=Counter)
-    feature_shapes: Counter = field(default_factory=Counter)  # shape tuple -> n (feature runs)
+    digests: Counter[str] = field(default_factory=Counter)
+    feature_shapes: Counter[tuple[int, ...]] = field(default_factory=Counter)  # shape -> n (feature runs)
     # Parts of records' labels the workers left out, per drop reason, and the annotated objects
     # that went with rejected images.
-    dropped: Counter = field(default_factory=Counter)
+    dropped: Counter[str] = field(default_factory=Counter)
     objects_rejected: int = 0
     # Each kind of label's own counts, by kind name.
-    kinds: dict[str, KindTally] = field(default_factory=dict)
+    kinds: dict[str, AnyTally] = field(default_factory=dict)
 
     def add(self, outcome: ConvertedRecord | RejectLine) -> Tally:
         if isinstance(outcome, RejectLine):
@@ -90,7 +91,7 @@ class Tally:
             self.feature_shapes[outcome.feature_shape] += 1
         return self
 
-    def kind(self, name: str) -> KindTally:
+    def kind(self, name: str) -> AnyTally:
         """The named kind's counts (empty until its first record)."""
         found = self.kinds.get(name)
         if found is None:
@@ -108,9 +109,9 @@ class Tally:
             self.add(outcome)
         return self
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The counts as JSON (a finished shard task's, kept for a rerun: output.resume)."""
-        data: dict[str, Any] = {
+        data: JsonObject = {
             name: [[_plain(k), n] for k, n in getattr(self, name).items()] for name in COUNTERS
         }
         data["digests"] = [[split, str(digest)] for split, digest in self.digests.items()]
@@ -119,7 +120,7 @@ class Tally:
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Tally:
+    def from_json(cls, data: JsonObject) -> Tally:
         tally = cls()
         for name in COUNTERS:
             getattr(tally, name).update({_key(k): n for k, n in data.get(name, ())})

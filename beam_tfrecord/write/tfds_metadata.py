@@ -21,11 +21,11 @@ import re
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import names, storage
+from beam_tfrecord.edges import TfdsConnector
 from beam_tfrecord.keys import RecordKey, RecordLayout, key_of, record_keys
 from beam_tfrecord.summary import Summary, TfdsMetadataSummary
 from beam_tfrecord.write import array_record_files
@@ -40,9 +40,9 @@ BACKGROUND = "background"
 
 def features_spec(
     layout: RecordLayout, class_names: Sequence[str] | None, channels: int | None
-) -> dict[str, Any]:
+) -> dict[str, TfdsConnector | dict[str, object]]:
     """The TFDS FeaturesDict (as nested dicts of connectors, one level per `/` of a key) of every
-    key of `layout` that TFDS can describe (see keys.TfdsKind).
+    key of `layout` that TFDS can describe (see keys.TfdsFeature).
 
     Images decode to `channels` (3 unless the run forced 1), as TFDS's Image needs a fixed count.
     A list key (a multi-label's ids and names, a list column) is a `Sequence` of its kind.
@@ -53,7 +53,7 @@ def features_spec(
     f = tfds.features
     numbers = {"int64": np.int64, "float32": np.float32}
 
-    def feature(key: RecordKey) -> Any:
+    def feature(key: RecordKey) -> TfdsConnector:
         if key.tfds == "image":
             return f.Image(shape=(None, None, channels or 3))
         if key.tfds == "text":
@@ -68,7 +68,7 @@ def features_spec(
             one = f.Scalar(dtype=numbers[key.dtype])
         return f.Sequence(one) if key.ragged else one
 
-    spec: dict[str, Any] = {}
+    spec: dict[str, TfdsConnector | dict[str, object]] = {}
     for key in record_keys(layout):
         if key.tfds == "none":
             continue

@@ -12,16 +12,22 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple, TypeAlias
+
+from PIL import Image
 
 from beam_tfrecord import names, reasons
-from beam_tfrecord.elements import DroppedObject, DroppedObjectLine, PlannedInput, RecordFields, StoredObject
+from beam_tfrecord.edges import ByKind, Json, JsonObject, ParsedRecord, TorchValue
+from beam_tfrecord.elements import DroppedObject, DroppedObjectLine, PlannedInput, StoredObject
 from beam_tfrecord.keys import RecordLayout
 from beam_tfrecord.labels.base import (
     Annotated,
+    AnyPlaced,
     Checks,
+    Encoder,
     FileReader,
     KindTally,
+    LabelCounts,
     LabelKind,
     Placed,
     ReadContext,
@@ -29,8 +35,9 @@ from beam_tfrecord.labels.base import (
     TargetOptions,
     TfTarget,
 )
+from beam_tfrecord.labels.drawing import Sheet
 from beam_tfrecord.labels.geometry import PixelTransform
-from beam_tfrecord.labels.objects.checks import ObjectChecks, draw_objects
+from beam_tfrecord.labels.objects.checks import ObjectChecks, ObjectMarks, draw_objects
 from beam_tfrecord.labels.objects.label_map import label_map
 from beam_tfrecord.labels.objects.placement import place_annotations, size_mismatch_detail
 from beam_tfrecord.labels.objects.reading import DETECTION_KEYS, detection_target
@@ -40,6 +47,7 @@ from beam_tfrecord.reasons import Reject
 __all__ = [
     "OBJECTS",
     "SIZE_BUCKETS",
+    "ObjectFacts",
     "ObjectLabels",
     "ObjectSetting",
     "ObjectTally",
@@ -59,6 +67,10 @@ def size_bucket(area: float) -> str:
         if area < limit:
             return name
     raise ValueError(f"no size bucket holds an area of {area}")  # NaN
+
+
+# What the tally counts of a record's objects: each stored object's class name and area.
+ObjectFacts: TypeAlias = tuple[tuple[str, float], ...]
 
 
 class ObjectLabels(NamedTuple):
@@ -83,20 +95,20 @@ class ObjectSetting:
         names = tuple(class_names)
         return cls(names, masks, {name: index + 1 for index, name in enumerate(names)})
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"class_names": list(self.class_names), "masks": self.masks}
 
 
 @dataclass
-class ObjectTally(KindTally):
+class ObjectTally(KindTally[ObjectFacts]):
     """A detection run's objects: stored per class, records per object count, stored per COCO size
     bucket. A record counts once in the run's records per label for each class it holds."""
 
-    per_class: Counter = field(default_factory=Counter)
-    per_image: Counter = field(default_factory=Counter)
-    sizes: Counter = field(default_factory=Counter)
+    per_class: Counter[str] = field(default_factory=Counter)
+    per_image: Counter[int] = field(default_factory=Counter)
+    sizes: Counter[str] = field(default_factory=Counter)
 
-    def add(self, facts: Any, split: str, labels: Counter) -> None:
+    def add(self, facts: ObjectFacts, split: str, labels: LabelCounts) -> None:
         names = [name for name, _ in facts]  # (lists and maps: Counter counts them in C)
         for name in set(names):
             labels[(split, name)] += 1
@@ -105,12 +117,14 @@ class ObjectTally(KindTally):
         self.sizes.update(map(size_bucket, [area for _, area in facts]))
 
 
-def _values(get: Callable[[StoredObject], Any]) -> Callable[[RecordFields], tuple[Any, ...]]:
+def _values(get: Callable[[StoredObject], object]) -> Encoder:
     """A key's values, one per stored object, in order."""
     return lambda fields: tuple(get(o) for o in fields.labels["objects"].objects)
 
 
-class ObjectsKind(LabelKind):
+class ObjectsKind(
+    LabelKind[ObjectSetting, ObjectLabels, ObjectFacts, ObjectTally, ObjectSummary, ObjectMarks]
+):
     """Boxes (and masks) that move with the picture: clipped, mapped through its EXIF turn and
     resize, cut by a crop (`placement`)."""
 
@@ -119,10 +133,12 @@ class ObjectsKind(LabelKind):
     digested = True
     names_classes = True
 
-    def key_groups(self, setting: ObjectSetting) -> tuple[str, ...]:
-        return ("objects", "object_masks") if setting.masks else ("objects",)
+    def key_groups(self, setting: ObjectSetting | None) -> tuple[str, ...]:
+        """The objects' keys, and their masks' where the run keeps them (None: a reader, which
+        has the section instead: `section_groups`)."""
+        return ("objects", "object_masks") if setting is not None and setting.masks else ("objects",)
 
-    def encoders(self) -> Mapping[str, Callable[[RecordFields], Any]]:
+    def encoders(self) -> Mapping[str, Encoder]:
         return {
             "source_id": lambda fields: fields.labels["objects"].source_id,
             "object_xmin": _values(lambda o: o.xmin),
@@ -139,7 +155,7 @@ class ObjectsKind(LabelKind):
             "object_mask": _values(lambda o: o.mask_png or b""),
         }
 
-    def read_setting(self, staged: Any) -> ObjectSetting:
+    def read_setting(self, staged: Json) -> ObjectSetting:
         staged = staged or {}
         return ObjectSetting.of(staged.get("class_names", ()), bool(staged.get("masks")))
 
@@ -148,9 +164,9 @@ class ObjectsKind(LabelKind):
         item: PlannedInput,
         transform: PixelTransform,
         setting: ObjectSetting,
-        placed: Mapping[str, Placed],
+        placed: Mapping[str, AnyPlaced],
         read: FileReader,
-    ) -> Placed:
+    ) -> Placed[ObjectLabels, ObjectFacts]:
         """The picture's objects placed in its stored image, with their ids, and the change reasons
         they make. A picture whose declared size fits neither its stored nor its upright picture is
         a reject: the annotations are for another picture, and a negative would teach the model
@@ -184,7 +200,7 @@ class ObjectsKind(LabelKind):
     section_key = "objects"
     section_type = ObjectSummary
 
-    def plan_facts(self, annotated: Annotated) -> dict[str, Any]:
+    def plan_facts(self, annotated: Annotated) -> JsonObject:
         """Whether objects keep their masks, how many the source holds, those dropped while
         planning per reason (their lines are staged beside the facts) and those of entries that
         name no listed picture."""
@@ -195,15 +211,16 @@ class ObjectsKind(LabelKind):
             "dropped_per_reason": dict(sorted(Counter(d.reason for d in annotated.dropped).items())),
         }
 
-    def worker_setting(self, facts: Any, class_names: tuple[str, ...]) -> dict[str, Any]:
+    def worker_setting(self, facts: JsonObject | None, class_names: tuple[str, ...]) -> JsonObject:
+        assert facts is not None  # a detection run's plan has them (`plan_facts`)
         return ObjectSetting.of(class_names, bool(facts["masks"])).to_json()
 
-    def section(self, facts: Any, tally: KindTally, inputs: SectionInputs) -> ObjectSummary:
-        assert isinstance(tally, ObjectTally)
+    def section(self, facts: JsonObject | None, tally: ObjectTally, inputs: SectionInputs) -> ObjectSummary:
+        assert facts is not None
         sizes = {name: tally.sizes[name] for name, _ in SIZE_BUCKETS}
         return object_summary(facts, tally.per_class, tally.per_image, sizes, inputs)
 
-    def section_groups(self, section: Any) -> tuple[str, ...]:
+    def section_groups(self, section: ObjectSummary) -> tuple[str, ...]:
         return ("objects", "object_masks") if section.masks else ("objects",)
 
     joined_files = (names.DROPPED_OBJECTS_FILE,)
@@ -228,33 +245,35 @@ class ObjectsKind(LabelKind):
 
         return ObjectTargets(context, options, channels)
 
-    def numpy_fields(self, record: dict[str, Any], layout: RecordLayout) -> None:
+    def numpy_fields(self, record: ParsedRecord, layout: RecordLayout) -> None:
         """The objects as NumPy arrays (`DETECTION_KEYS`): boxes in pixel xyxy, labels from 0,
         masks decoded, keypoints."""
         target = detection_target(record, labels_from=0)
         record.update({key: target[key] for key in DETECTION_KEYS if key in target})
 
-    def torch_target(self, record: dict[str, Any], image_size: tuple[int, int] | None) -> Any:
+    def torch_target(self, record: ParsedRecord, image_size: tuple[int, int] | None) -> TorchValue:
         """torchvision's detection target dict: labels from 1 (its class 0 is the background)."""
         import torch
 
         arrays = detection_target(record, image_size=image_size, labels_from=1)
         return {name: torch.from_numpy(value) for name, value in arrays.items()}
 
-    def checks(self, class_names: tuple[str, ...] | None, section: Any) -> Checks:
+    def checks(
+        self, class_names: tuple[str, ...] | None, section: ObjectSummary | None
+    ) -> Checks[ObjectMarks]:
         return ObjectChecks(class_names or (), section if isinstance(section, ObjectSummary) else None)
 
-    def drawn_classes(self, drawn: Any) -> tuple[str, ...]:
+    def drawn_classes(self, drawn: ObjectMarks | None) -> tuple[str, ...]:
         return tuple(drawn.names) if drawn is not None else ()
 
-    def draw(self, thumb: Any, drawn: Any, sheet: Any) -> Any:
+    def draw(self, thumb: Image.Image, drawn: ObjectMarks | None, sheet: Sheet) -> Image.Image:
         return draw_objects(thumb, drawn, sheet) if drawn is not None else thumb
 
     def grown_files(self, class_names: tuple[str, ...]) -> dict[str, str]:
         return {names.LABEL_MAP_FILE: label_map(class_names)}
 
     def side_files(
-        self, class_names: tuple[str, ...], facts: Mapping[str, Any], dropped: tuple[DroppedObjectLine, ...]
+        self, class_names: tuple[str, ...], facts: ByKind, dropped: tuple[DroppedObjectLine, ...]
     ) -> dict[str, str]:
         """The Object Detection API's label_map.pbtxt (a keypoints run's classes with their
         points), and dropped_objects.jsonl: every object in no record, one line each."""

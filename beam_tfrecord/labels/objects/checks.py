@@ -6,12 +6,12 @@ on the thumbnail in their class's colour."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 from PIL import Image, ImageDraw
 
+from beam_tfrecord.edges import ParsedRecord
 from beam_tfrecord.labels.base import Checked, Checks
 from beam_tfrecord.labels.drawing import BACKGROUND, TAG_HEIGHT, Sheet, font, mask_alpha
 from beam_tfrecord.labels.objects.summary import ObjectSummary
@@ -30,17 +30,17 @@ class ObjectMarks(NamedTuple):
     masks: tuple[bytes, ...] = ()
 
 
-class ObjectChecks(Checks):
+class ObjectChecks(Checks[ObjectMarks]):
     """A detection run's records, and their objects per class against the objects section."""
 
     def __init__(self, class_names: tuple[str, ...], section: ObjectSummary | None) -> None:
         self.names = class_names
         self.section = section
-        self.per_class: Counter = Counter()
+        self.per_class: Counter[str] = Counter()
 
     def record(
-        self, facts: Mapping[str, Any], shape: tuple[int, ...], where: str, errors: list[str]
-    ) -> Checked:
+        self, facts: ParsedRecord, shape: tuple[int, ...], where: str, errors: list[str]
+    ) -> Checked[ObjectMarks]:
         import tensorflow as tf
 
         names = self.names

@@ -12,10 +12,12 @@ Keras's own `keras.utils.bounding_boxes.convert_format`.
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TypeAlias
 
 import numpy as np
+
+from beam_tfrecord.edges import ParsedRecord, Tensor
 
 __all__ = [
     "BOX_FORMATS",
@@ -57,6 +59,10 @@ PAD_BOX = -1.0
 BOX_ORDER = ("xmin", "ymin", "xmax", "ymax")
 
 
+# A column of box coordinates: a NumPy array, or a tensor (`load_dataset`), or a number (a size).
+Column: TypeAlias = np.ndarray | Tensor | float
+
+
 def check_box_format(bounding_box_format: str) -> str:
     """The format's name in lower case (Keras accepts any case); ValueError naming the choices."""
     name = bounding_box_format.lower()
@@ -68,8 +74,8 @@ def check_box_format(bounding_box_format: str) -> str:
 
 
 def box_columns(
-    x1: Any, y1: Any, x2: Any, y2: Any, bounding_box_format: str, height: Any, width: Any
-) -> list[Any]:
+    x1: Column, y1: Column, x2: Column, y2: Column, bounding_box_format: str, height: Column, width: Column
+) -> list[Column]:
     """The four columns of `bounding_box_format` from pixel corners (left, top, right, bottom) in
     an image of `height` x `width`. Operators only, so NumPy arrays and tf tensors both work;
     stack the result on the last axis."""
@@ -89,7 +95,7 @@ def box_columns(
     return [(y1 + y2) / 2, (x1 + x2) / 2, y2 - y1, x2 - x1]  # center_yxhw
 
 
-def pixel_corners(record: Mapping[str, Any], height: float, width: float) -> np.ndarray:
+def pixel_corners(record: ParsedRecord, height: float, width: float) -> np.ndarray:
     """float32 [N, 4] left, top, right, bottom in pixels of a `height` x `width` image, from an
     `iter_examples` dict's stored fractions (`object_xmin`, ...)."""
     columns = [np.asarray(record.get(f"object_{k}", ()), dtype=np.float64) for k in BOX_ORDER]
@@ -124,7 +130,7 @@ def resize_masks(masks: np.ndarray, image_size: tuple[int, int]) -> np.ndarray:
 
 
 def detection_target(
-    record: Mapping[str, Any],
+    record: ParsedRecord,
     *,
     image_size: tuple[int, int] | None = None,
     labels_from: int = 0,
@@ -164,7 +170,7 @@ def detection_target(
     return target
 
 
-def keypoint_array(record: Mapping[str, Any], objects: int, height: float, width: float) -> np.ndarray:
+def keypoint_array(record: ParsedRecord, objects: int, height: float, width: float) -> np.ndarray:
     """float32 [N, K, 3]: each object's points in pixels of a `height` x `width` image, and their
     visibility (the stored x and y are fractions, K points an object, object after object)."""
     xs = np.asarray(record["keypoint_x"], dtype=np.float32)

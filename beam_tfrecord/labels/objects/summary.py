@@ -13,9 +13,10 @@ import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from beam_tfrecord import reasons
+from beam_tfrecord.edges import Json
 from beam_tfrecord.labels.base import Grown, Section, SectionInputs
 
 __all__ = [
@@ -48,7 +49,7 @@ class ObjectsPerImage(TypedDict, total=False):
     histogram: dict[str, int]
 
 
-def per_image(counts: Counter) -> ObjectsPerImage:
+def per_image(counts: Counter[int]) -> ObjectsPerImage:
     """Mean, max and a histogram of objects per record, from records per object count."""
     records = sum(counts.values())
     histogram = {}
@@ -159,9 +160,9 @@ def _added(a: ClassObjects, b: ClassObjects) -> ClassObjects:
 
 
 def object_summary(
-    facts: Mapping[str, Any],
-    per_class: Counter,
-    per_record: Counter,
+    facts: Mapping[str, Json],
+    per_class: Counter[str],
+    per_record: Counter[int],
     sizes: Mapping[str, int],
     inputs: SectionInputs,
 ) -> ObjectSummary:

@@ -6,12 +6,11 @@ padded to `max_objects` where asked. TensorFlow: imported only by the reader tha
 
 from __future__ import annotations
 
-from typing import Any
-
 import tensorflow as tf
 
+from beam_tfrecord.edges import Tensor
 from beam_tfrecord.keys import table
-from beam_tfrecord.labels.base import PictureFit, ReadContext, TargetOptions, TfTarget
+from beam_tfrecord.labels.base import PictureFit, ReadContext, TargetOptions, TfTarget, TfTargetPair
 from beam_tfrecord.labels.objects.reading import PAD_BOX, PAD_LABEL, box_columns
 
 __all__ = ["ObjectTargets"]
@@ -19,6 +18,8 @@ __all__ = ["ObjectTargets"]
 _GROUPS = table("tfds").groups
 _KEY = {k.name: k.key for k in (*_GROUPS["objects"], *_GROUPS["object_masks"], *_GROUPS["keypoints"])}
 _HEIGHT, _WIDTH = (next(k.key for k in table("tfds").image if k.name == name) for name in ("height", "width"))
+# (scale_y, offset_y, scale_x, offset_x): a stored box's fractions to the pixels handed out.
+Frame = tuple[Tensor, Tensor, Tensor, Tensor]
 
 
 class ObjectTargets(TfTarget):
@@ -36,7 +37,9 @@ class ObjectTargets(TfTarget):
         self.stored_size = context.stored_size
         self.channels = channels
 
-    def pair(self, record: dict[str, Any], image: Any, source_hw: Any, fit: PictureFit) -> Any:
+    def pair(
+        self, record: dict[str, Tensor], image: Tensor, source_hw: Tensor, fit: PictureFit
+    ) -> TfTargetPair:
         frame = fit.frame(source_hw)
         if self.options.image_size is None and self.stored_size is not None:
             # One stored size: say so, so ragged_batch keeps the images dense.
@@ -44,8 +47,8 @@ class ObjectTargets(TfTarget):
         return image, self._targets(record, frame, image, fit)
 
     def _targets(
-        self, record: dict[str, Any], frame: tuple[Any, Any, Any, Any], image: Any, fit: PictureFit
-    ) -> dict[str, Any]:
+        self, record: dict[str, Tensor], frame: Frame, image: Tensor, fit: PictureFit
+    ) -> dict[str, Tensor]:
         scale_y, top, scale_x, left = frame
         out_hw = tf.shape(image)[:2]
         height, width = tf.cast(out_hw[0], tf.float32), tf.cast(out_hw[1], tf.float32)
@@ -67,7 +70,7 @@ class ObjectTargets(TfTarget):
         return targets
 
 
-def _points(record: dict[str, Any], frame: tuple[Any, Any, Any, Any], width: Any, height: Any) -> Any:
+def _points(record: dict[str, Tensor], frame: Frame, width: Tensor, height: Tensor) -> Tensor:
     """float32 [N, K, 3]: each object's points in pixels of the image handed out (moved as its
     boxes are by the resize, crop or pad), and their visibility; a point the crop leaves outside,
     or one not labelled, is (0, 0, 0)."""
@@ -82,11 +85,11 @@ def _points(record: dict[str, Any], frame: tuple[Any, Any, Any, Any], width: Any
     return tf.reshape(points, [objects, -1, 3])
 
 
-def _decode_masks(pngs: Any, record: dict[str, Any]) -> Any:
+def _decode_masks(pngs: Tensor, record: dict[str, Tensor]) -> Tensor:
     """uint8 [N, stored height, stored width] from the mask PNGs (Model Garden decodes them so)."""
     height, width = record[_HEIGHT], record[_WIDTH]
 
-    def decode_all() -> Any:
+    def decode_all() -> Tensor:
         return tf.map_fn(
             lambda png: tf.io.decode_png(png, channels=1)[..., 0],
             pngs,
@@ -96,13 +99,13 @@ def _decode_masks(pngs: Any, record: dict[str, Any]) -> Any:
     return tf.cond(tf.size(pngs) > 0, decode_all, lambda: tf.zeros([0, height, width], tf.uint8))
 
 
-def _fit_masks(masks: Any, options: TargetOptions, fit: PictureFit) -> Any:
+def _fit_masks(masks: Tensor, options: TargetOptions, fit: PictureFit) -> Tensor:
     """[N, height, width] masks through the picture's own resize, crop or pad, nearest neighbour."""
     image_size = options.image_size
     if image_size is None:
         return masks
 
-    def moved() -> Any:
+    def moved() -> Tensor:
         return tf.transpose(fit.fit(tf.transpose(masks, [1, 2, 0]), 0, method="nearest"), [2, 0, 1])
 
     fitted = tf.cond(
@@ -112,7 +115,7 @@ def _fit_masks(masks: Any, options: TargetOptions, fit: PictureFit) -> Any:
     return fitted
 
 
-def _pad(targets: dict[str, Any], size: int) -> dict[str, Any]:
+def _pad(targets: dict[str, Tensor], size: int) -> dict[str, Tensor]:
     """Targets padded to `size` objects: boxes of -1, labels -1, empty masks."""
     count = tf.shape(targets["labels"])[0]
     check = tf.debugging.assert_less_equal(

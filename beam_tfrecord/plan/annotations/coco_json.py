@@ -19,11 +19,12 @@ import re
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, TypeGuard
+from typing import BinaryIO, TypeGuard
 
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import reasons
+from beam_tfrecord.edges import Json, JsonObject
 from beam_tfrecord.elements import Mask, Polygon, RunLengths
 from beam_tfrecord.plan.annotations import rle as rle_lib
 from beam_tfrecord.plan.annotations.catalog import describe_error, line_of
@@ -63,7 +64,7 @@ class _Raw:
     """One annotation between parsing and matching: no dict kept, its values checked."""
 
     ref: ImageId  # the annotation's id, or `[index]` when it has none
-    category: Any
+    category: Json
     box: tuple[float, float, float, float] | None
     area: float | None
     crowd: bool
@@ -108,7 +109,7 @@ class _Floats:
     def __init__(self) -> None:
         self.known: dict[float, float] = {}
 
-    def shared(self, values: list[Any]) -> tuple[float, ...]:
+    def shared(self, values: list[Json]) -> tuple[float, ...]:
         floats = list(map(float, values))
         known = self.known
         keep = known.setdefault if len(known) < self.LIMIT else known.get
@@ -178,7 +179,7 @@ class _Stream:
         self.position += 1
         return found
 
-    def value(self) -> Any:
+    def value(self) -> Json:
         """The next value. One that fails to decode, or a number that ends the chunk (it may go
         on in the next), is decoded again with the next chunk appended, until the file ends."""
         while True:
@@ -195,7 +196,7 @@ class _Stream:
             self.position = end
             return value
 
-    def _whole(self, value: Any, end: int) -> bool:
+    def _whole(self, value: Json, end: int) -> bool:
         """Whether a value decoded up to `end` of the text at hand is all of it: one that ends
         with the text, or a number that ends two characters or less before it, may go on in the
         next chunk (`1|.5`, `1.5e|+3`, `12|3`)."""
@@ -216,7 +217,7 @@ class _Stream:
             if self.expect(",}") == "}":
                 return
 
-    def elements(self) -> Iterator[Any]:
+    def elements(self) -> Iterator[Json]:
         """An array's values, one at a time. The usual case, a value and the comma after it in
         the text at hand, is walked here without `value` and `expect`, whose calls cost a COCO
         file's annotation as much as decoding it; anything else goes through them."""
@@ -250,14 +251,14 @@ class _Stream:
             raise _Broken(f"has more after its top-level object, at {self._where()}")
 
 
-def _number(value: Any) -> bool:
+def _number(value: Json) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 _NUMBER_TYPES = frozenset({int, float})
 
 
-def _numbers(values: list[Any]) -> bool:
+def _numbers(values: list[Json]) -> bool:
     """Every value an int or float (a bool is neither) and finite, checked in C: the set of their
     types and one sum (NaN or an infinity makes it non-finite). A value-by-value check took more
     than half of a COCO file's parse (docs/performance.md#the-coco-launchers-choices-measured)."""
@@ -269,13 +270,13 @@ def _numbers(values: list[Any]) -> bool:
         return False
 
 
-def is_image_id(value: Any) -> TypeGuard[ImageId]:
+def is_image_id(value: Json) -> TypeGuard[ImageId]:
     return (isinstance(value, int) and not isinstance(value, bool)) or (
         isinstance(value, str) and value != ""
     )
 
 
-def _size(value: Any) -> int | None:
+def _size(value: Json) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
@@ -330,7 +331,7 @@ def _parse_file(
     return result
 
 
-def _parse_image(entry: Any, index: int, result: CocoFile) -> CocoImage | None:
+def _parse_image(entry: Json, index: int, result: CocoFile) -> CocoImage | None:
     where = f"{result.display}#images[{index}]"
     if not isinstance(entry, dict):
         result.bad_entries.append(
@@ -353,7 +354,7 @@ def _parse_image(entry: Any, index: int, result: CocoFile) -> CocoImage | None:
     return CocoImage(image_id, name, _size(entry.get("width")), _size(entry.get("height")))
 
 
-def _parse_categories(value: Any) -> tuple[dict[ImageId, str], dict[ImageId, str]]:
+def _parse_categories(value: Json) -> tuple[dict[ImageId, str], dict[ImageId, str]]:
     """Category id -> name, and id -> supercategory where one is given."""
     if not isinstance(value, list):
         raise _Broken("'categories' is not a list")
@@ -374,7 +375,7 @@ def _parse_categories(value: Any) -> tuple[dict[ImageId, str], dict[ImageId, str
 
 
 def _parse_keypoint_names(
-    value: list[Any],
+    value: list[Json],
 ) -> tuple[dict[ImageId, tuple[str, ...]], dict[ImageId, tuple[tuple[int, int], ...]]]:
     """Category id -> its keypoint names, and -> its skeleton as 0-based pairs (COCO writes them
     from 1), for the categories that carry them (`_parse_categories` checked the entries)."""
@@ -403,7 +404,7 @@ def _parse_keypoint_names(
     return names, skeletons
 
 
-def _not_instances(entry: dict) -> str | None:
+def _not_instances(entry: JsonObject) -> str | None:
     """What a COCO file of another task holds, from one annotation without a box: captions,
     keypoints only, or panoptic segments (None: an instances annotation)."""
     if "bbox" in entry or "segmentation" in entry:
@@ -418,7 +419,9 @@ def _not_instances(entry: dict) -> str | None:
     return None
 
 
-def _parse_annotation(entry: Any, index: int, result: CocoFile, masks: bool, keypoints: bool = False) -> None:
+def _parse_annotation(
+    entry: Json, index: int, result: CocoFile, masks: bool, keypoints: bool = False
+) -> None:
     is_object = isinstance(entry, dict)
     if (
         is_object
@@ -489,7 +492,7 @@ def _parse_annotation(entry: Any, index: int, result: CocoFile, masks: bool, key
     )
 
 
-def _keypoints(value: Any) -> tuple[float, ...] | str | None:
+def _keypoints(value: Json) -> tuple[float, ...] | str | None:
     """An annotation's `keypoints` as floats (x, y, v triples), or why they are left out."""
     if value is None or value == []:
         return None
@@ -500,7 +503,7 @@ def _keypoints(value: Any) -> tuple[float, ...] | str | None:
     return tuple(map(float, value))
 
 
-def _has_labelled_points(value: Any) -> bool:
+def _has_labelled_points(value: Json) -> bool:
     return isinstance(value, list) and len(value) % 3 == 0 and any(v in (1, 2) for v in value[2::3])
 
 
@@ -513,7 +516,7 @@ def _points_extent(points: tuple[float, ...]) -> tuple[float, float, float, floa
     return None
 
 
-def _mask(segmentation: Any, floats: _Floats) -> tuple[Mask, tuple[str, str] | None]:
+def _mask(segmentation: Json, floats: _Floats) -> tuple[Mask, tuple[str, str] | None]:
     """COCO's `segmentation` -> polygons or run lengths, or why it is left out."""
     if segmentation is None or segmentation == []:
         return None, None
@@ -567,7 +570,7 @@ def _extent(mask: Mask) -> tuple[float, float, float, float] | None:
     return None
 
 
-def short(value: Any) -> str:
+def short(value: Json) -> str:
     text = json.dumps(value)
     return text if len(text) <= 60 else text[:57] + "..."
 

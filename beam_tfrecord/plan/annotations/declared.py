@@ -20,11 +20,11 @@ import posixpath
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import yaml
 
 from beam_tfrecord import storage
+from beam_tfrecord.edges import JsonObject
 from beam_tfrecord.plan.annotations.catalog import Catalog, read_one, stem
 from beam_tfrecord.plan.annotations.locate import Located, join, relative_to
 from beam_tfrecord.plan.annotations.results import DeclaredSplits
@@ -191,7 +191,7 @@ def yolo_splits(located: Located, catalog: Catalog, given: str | None) -> Declar
     return _declared(f"{yaml_path} ({', '.join(keys)})", claims)
 
 
-def _yaml(path: str) -> dict[str, Any]:
+def _yaml(path: str) -> JsonObject:
     try:
         document = yaml.safe_load(read_one(path).decode("utf-8-sig"))
     except Exception:  # the names reader has said what is wrong with it

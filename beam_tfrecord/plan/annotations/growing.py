@@ -14,7 +14,7 @@ and the declared split that run would give it; then only the new pictures' share
 - Old pictures whose annotations changed since they were converted (a re-export that edits
   their boxes, a label file written for a picture that had none) keep their records as they
   are; `changed_annotations` finds them, by the digest the file index keeps of each record's
-  objects (`annotations_digest`), so the append lists them rather than staying silent.
+  objects (`objects_digest_of`), so the append lists them rather than staying silent.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from beam_tfrecord.plan.listing import InputFile
 
 __all__ = [
     "ClassIdConflict",
-    "annotations_digest",
     "changed_annotations",
     "check_new_matches",
     "entry_key",
@@ -41,6 +40,7 @@ __all__ = [
     "grown_class_names",
     "names_one_of",
     "objects_digest",
+    "objects_digest_of",
 ]
 
 
@@ -48,9 +48,9 @@ class ClassIdConflict(ValueError):
     """The annotations give an old class id to another class than the dataset's."""
 
 
-def annotations_digest(annotations: ImageAnnotations | None) -> str:
-    """A short digest (16 hex digits of SHA-256) of a picture's objects as the plan stages them
-    (None or none: a picture without objects), the same in every run and process: each object's
+def objects_digest_of(annotations: ImageAnnotations | None) -> str:
+    """A picture's objects digest: 16 hex digits of the SHA-256 of its objects as the plan stages
+    them (None or none: a picture without objects), the same in every run and process: each object's
     JSON text (`object_text`: its box, class, flags and mask; not where the source keeps it, since
     a re-export renumbers COCO's annotation ids), sorted (a re-export that only reorders them
     changes nothing), one per line."""
@@ -59,7 +59,7 @@ def annotations_digest(annotations: ImageAnnotations | None) -> str:
 
 
 def objects_digest(texts: Iterable[str]) -> str:
-    """`annotations_digest` from the objects' texts, where staging has made them already."""
+    """`objects_digest_of` from the objects' texts, where staging has made them already."""
     return hashlib.sha256("\n".join(sorted(texts)).encode("utf-8")).hexdigest()[:16]
 
 
@@ -73,7 +73,7 @@ def changed_annotations(
     return sorted(
         (relpath, split)
         for relpath, (digest, split) in converted.items()
-        if annotations_digest(found.images.get(relpath)) != digest
+        if objects_digest_of(found.images.get(relpath)) != digest
     )
 
 

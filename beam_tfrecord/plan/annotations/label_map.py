@@ -72,7 +72,7 @@ def _item_message() -> type:
         frequency.value.add(name=value, number=number)
     item = proto.message_type.add(name="StringIntLabelMapItem")
     optional, repeated = field.LABEL_OPTIONAL, field.LABEL_REPEATED
-    for name, number, kind, label, type_name in (
+    for name, number, field_type, label, type_name in (
         ("name", 1, field.TYPE_STRING, optional, None),
         ("id", 2, field.TYPE_INT32, optional, None),
         ("display_name", 3, field.TYPE_STRING, optional, None),
@@ -82,7 +82,7 @@ def _item_message() -> type:
         ("frequency", 7, field.TYPE_ENUM, optional, ".beam_tfrecord.label_map.LVISFrequency"),
         ("instance_count", 8, field.TYPE_INT32, optional, None),
     ):
-        item.field.add(name=name, number=number, type=kind, label=label, type_name=type_name)
+        item.field.add(name=name, number=number, type=field_type, label=label, type_name=type_name)
     whole = proto.message_type.add(name="StringIntLabelMap")
     whole.field.add(
         name="item",

@@ -29,7 +29,7 @@ from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ObjectNote
 from beam_tfrecord.plan.sources.base import CERTAIN, Listing, LoadRequest, SourceError, SourceFormat
 
-__all__ = ["ObjectFiles", "load_objects", "score_objects", "sidecar_kind"]
+__all__ = ["ObjectFiles", "describe_sidecar", "load_objects", "score_objects"]
 
 
 class ObjectFiles:
@@ -181,12 +181,12 @@ def _sources(fmt: SourceFormat, listed: Catalog, result: AnnotationSet) -> dict[
     title = fmt.title
     return {
         relpath: result.sources.get(relpath)
-        or f"{sidecar_kind(relpath)}, not an image (not read by this {title} run)"
+        or f"{describe_sidecar(relpath)}, not an image (not read by this {title} run)"
         for relpath in listed.annotation_files
     }
 
 
-def sidecar_kind(relpath: str) -> str:
+def describe_sidecar(relpath: str) -> str:
     """What a file kept beside a dataset's pictures is, by its name and place."""
     name = posixpath.basename(relpath).lower()
     parts = relpath.split("/")

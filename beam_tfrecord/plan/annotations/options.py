@@ -80,7 +80,7 @@ class AnnotationConfig(Config):
         "without one gets its filled box)",
         group="annotations",
         label="Instance masks",
-        kind=bool,
+        value_type=bool,
         help="store a PNG mask per object (COCO polygons and RLE, YOLO segmentation)",
     )
     unannotated: UnannotatedName = setting(
@@ -110,7 +110,7 @@ class AnnotationConfig(Config):
         "pipeline (exit 2). A run where no picture matches any annotation always stops",
         group="annotations",
         label="Allow unmatched annotations",
-        kind=bool,
+        value_type=bool,
         help="go on when most pictures have no annotation or most annotations name no picture (a warning)",
     )
     # Not an option: the command sets it off when --splits is given.
@@ -141,7 +141,7 @@ class AnnotationConfig(Config):
         "above the last class id",
         group="annotations",
         label="Ignore value",
-        kind=int,
+        value_type=int,
         minimum=0,
         record_default=False,
         help="segmentation: the mask value meaning not labelled (and a pad's margins)",
@@ -153,7 +153,7 @@ class AnnotationConfig(Config):
         "label ids",
         group="annotations",
         label="Cityscapes train ids",
-        kind=bool,
+        value_type=bool,
         record_default=False,
         help="segmentation, Cityscapes: the 19 training classes instead of the 34 label ids",
     )

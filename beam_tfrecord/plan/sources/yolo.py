@@ -1,7 +1,7 @@
 """YOLO: one `.txt` per image, a line per object, coordinates as fractions of the image's size.
 
 A line is `class cx cy w h` (a box by its centre) or `class x1 y1 x2 y2 x3 y3 ...` (a polygon of
-three points or more: Ultralytics' segmentation labels; its box is the polygon's extent). Any
+three points or more: Ultralytics' segmentation labels; its box is the polygon's extent). Every
 other count of values (6, say: a prediction with its confidence) makes the file malformed.
 
 An image's file is in the `labels/` tree that mirrors `images/` (Ultralytics' rule: the last
@@ -28,11 +28,12 @@ import math
 import posixpath
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Literal, NamedTuple, overload
+from typing import ClassVar, Literal, NamedTuple, overload
 
 import yaml
 
 from beam_tfrecord import reasons, storage
+from beam_tfrecord.edges import Json
 from beam_tfrecord.elements import ImageAnnotations, ObjectBox, Polygon
 from beam_tfrecord.plan.annotations import declared
 from beam_tfrecord.plan.annotations.catalog import (
@@ -193,7 +194,7 @@ def _names_from(data: bytes, display: str, optional: bool = False) -> dict[int, 
     return checked
 
 
-def _checked(names: dict[int, Any], display: str) -> dict[int, str]:
+def _checked(names: dict[int, Json], display: str) -> dict[int, str]:
     """Names as stripped strings, none blank, none twice, in index order."""
     checked: dict[int, str] = {}
     for index in sorted(names):
