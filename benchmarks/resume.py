@@ -44,8 +44,8 @@ def digests(out: str) -> dict[str, str]:
 
 
 def kill_at_fraction(data: str, out: str, fraction: float) -> tuple[float, int, int]:
-    """Start a run and SIGKILL its process group once `fraction` of its tasks are done; returns
-    (seconds it ran, tasks done, tasks planned)."""
+    """Start a run and SIGKILL its process group once `fraction` of its shard tasks are done; returns
+    (seconds it ran, shard tasks done, shard tasks planned)."""
     started = time.perf_counter()
     child = subprocess.Popen(
         command(data, out),
@@ -54,15 +54,15 @@ def kill_at_fraction(data: str, out: str, fraction: float) -> tuple[float, int, 
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    tasks = done = 0
+    shard_tasks = done = 0
     while child.poll() is None:
         plans = glob.glob(os.path.join(out, ".temp-beam-tfrecord-*", "plan", "shards", "*.json"))
-        tasks = len(plans) or tasks
+        shard_tasks = len(plans) or shard_tasks
         done = len(glob.glob(os.path.join(out, ".temp-beam-tfrecord-*", "done", "*.written.json")))
-        if tasks and done >= fraction * tasks:
+        if shard_tasks and done >= fraction * shard_tasks:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
-            return time.perf_counter() - started, done, tasks
+            return time.perf_counter() - started, done, shard_tasks
         time.sleep(0.02)
     raise SystemExit("the run ended before the kill: use more images")
 
@@ -87,9 +87,9 @@ def main() -> None:
             full.append(wall)
             expected = digests(out)
             out = os.path.join(scratch, "killed")
-            seconds, done, tasks = kill_at_fraction(data, out, args.kill_at)
+            seconds, done, shard_tasks = kill_at_fraction(data, out, args.kill_at)
             killed_after.append(seconds)
-            done_share.append(done / tasks)
+            done_share.append(done / shard_tasks)
             wall, _, code = measure(command(data, out))
             assert code == 0 and digests(out) == expected, "the resumed run differs from the full run"
             rerun.append(wall)

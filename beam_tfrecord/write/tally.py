@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 from beam_tfrecord.edges import Json, JsonObject
 from beam_tfrecord.elements import ConvertedRecord, RejectLine
@@ -43,9 +42,6 @@ def _plain(key: Json) -> Json:
 def _key(key: Json) -> Json:
     """A counter key back from JSON: the pairs and shapes it holds are tuples again."""
     return tuple(key) if isinstance(key, list) else key
-
-
-_Counts = TypeVar("_Counts", bound=AnyTally)
 
 
 @dataclass
@@ -96,12 +92,6 @@ class Tally:
         found = self.kinds.get(name)
         if found is None:
             found = self.kinds[name] = KINDS[name].new_tally()
-        return found
-
-    def kind_as(self, name: str, tally_class: type[_Counts]) -> _Counts:
-        """The named kind's counts as its own tally class, whose fields its summary section reads."""
-        found = self.kind(name)
-        assert isinstance(found, tally_class)  # made by the kind's own new_tally
         return found
 
     def add_all(self, outcomes: Iterable[ConvertedRecord | RejectLine]) -> Tally:
