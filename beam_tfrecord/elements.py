@@ -20,10 +20,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from types import MappingProxyType
 from typing import NamedTuple, TypeAlias
 
 import numpy as np
 
+from beam_tfrecord import tasks
 from beam_tfrecord.edges import ByKind, Json, JsonObject
 
 __all__ = [
@@ -176,6 +178,11 @@ class MaskRule:
         return cls(row["classes"], row["ignore"], colours("palette"), colours("palette_ignore"), remap)
 
 
+# The values of a picture that has none of the kinds' beyond its objects: one shared, empty,
+# read-only mapping, not a dict for every picture of a large plan.
+_NO_VALUES: Mapping[str, Json] = MappingProxyType({})
+
+
 @dataclass(frozen=True, slots=True)
 class ImageAnnotations:
     """Everything a source says about one image.
@@ -202,7 +209,7 @@ class ImageAnnotations:
     height: int | None = None
     split: str | None = None
     notes: tuple[str, ...] = ()
-    values: Mapping[str, Json] = field(default_factory=dict)
+    values: Mapping[str, Json] = field(default_factory=lambda: _NO_VALUES)  # shared, never written to
 
     def to_row(self) -> JsonObject:
         """The staged form (shard task files): compact, every object as one list (`object_row`),
@@ -240,7 +247,7 @@ class ImageAnnotations:
         width, height = row.get("size", (None, None))
         objects = tuple(_object_from_row(o, ref) for o, ref in zip(row["o"], row["r"], strict=True))
         notes = tuple(row.get("notes", ()))
-        values = row.get("v", {})
+        values = row.get("v", _NO_VALUES)
         return cls(objects, row["id"], bool(row.get("n")), width, height, row.get("split"), notes, values)
 
 
@@ -412,7 +419,7 @@ class ShardTask:
     index: int
     count: int
     inputs: tuple[PlannedInput, ...]
-    kinds: tuple[str, ...] = ("class",)
+    kinds: tuple[str, ...] = tasks.task(tasks.DEFAULT).kinds  # a classification run's
     settings: Mapping[str, Json] = field(default_factory=dict)
 
     def to_json(self, objects_staged: Callable[[PlannedInput, list[str]], None] | None = None) -> str:

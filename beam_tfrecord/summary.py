@@ -28,6 +28,7 @@ from typing import NotRequired, TypedDict, TypeVar
 
 from apache_beam.io.filesystems import FileSystems
 
+from beam_tfrecord import tasks
 from beam_tfrecord.config_base import Config, ConfigError, declared
 from beam_tfrecord.edges import Json, JsonObject
 from beam_tfrecord.keys import ColumnType, FeatureLayout, RecordLayout
@@ -311,8 +312,9 @@ class Summary:
 
     @property
     def kinds(self) -> tuple[str, ...]:
-        """The run's kinds of label: those with a section, in the registry's order, else the class."""
-        return tuple(self.sections) or ("class",)
+        """The run's kinds of label: those with a section, in the registry's order, else the
+        default task's (a classification run's class)."""
+        return tuple(self.sections) or tasks.task(tasks.DEFAULT).kinds
 
     def record_layout(self) -> RecordLayout:
         """Which keys the run's records hold (see beam_tfrecord.keys)."""

@@ -7,8 +7,12 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from PIL import Image, ImageFont
+from PIL import Image
+
+if TYPE_CHECKING:
+    from PIL import ImageFont
 
 __all__ = [
     "BACKGROUND",
@@ -27,6 +31,10 @@ TAG_HEIGHT = 13  # a class name's tag, in pixels (11 px text)
 
 
 def font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    """Pillow's built-in font at `size` (imported here: a worker that draws nothing never loads
+    FreeType)."""
+    from PIL import ImageFont
+
     return ImageFont.load_default(size=size)
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TypeAlias
 
 import numpy as np
-from PIL import Image, ImageDraw
+from PIL import Image
 
 from beam_tfrecord.edges import JsonObject, ParsedRecord
 from beam_tfrecord.elements import PlannedInput, StoredObject
@@ -136,6 +136,8 @@ def draw_points(
     if not points:
         return thumb
     thumb = thumb.convert("RGB")
+    from PIL import ImageDraw  # only inspect draws: no worker loads it
+
     draw = ImageDraw.Draw(thumb)
     shown = list(names) + [""] * (len(points) - len(names))
     for found, name in zip(points, shown, strict=False):

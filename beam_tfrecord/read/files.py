@@ -60,7 +60,7 @@ class SplitFiles:
     multi_label: bool = False  # label keys hold lists of class ids and names
     # The run's kinds of label (`labels.KINDS`' names), the key groups their records hold beside
     # the image's and the class's, and each kind's summary section (what its readers need).
-    kinds: tuple[str, ...] = ("class",)
+    kinds: tuple[str, ...] = tasks.task(tasks.DEFAULT).kinds
     groups: tuple[str, ...] = ()
     sections: Mapping[str, Section] = field(default_factory=dict)
     file_format: str = "tfrecord"  # or "array_record": random access, read through its package

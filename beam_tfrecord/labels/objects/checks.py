@@ -9,7 +9,7 @@ from collections import Counter
 from typing import NamedTuple
 
 import numpy as np
-from PIL import Image, ImageDraw
+from PIL import Image
 
 from beam_tfrecord.edges import ParsedRecord
 from beam_tfrecord.labels.base import Checked, Checks
@@ -100,6 +100,8 @@ def draw_objects(thumb: Image.Image, marks: ObjectMarks, sheet: Sheet) -> Image.
         alpha = mask_alpha(png, thumb.size)
         if alpha is not None:
             thumb.paste(Image.new("RGB", thumb.size, sheet.colour(name)), (0, 0), alpha)
+    from PIL import ImageDraw  # only inspect draws: no worker loads it
+
     draw, face = ImageDraw.Draw(thumb), font(11)
     for (xmin, ymin, xmax, ymax), name in zip(marks.boxes, names, strict=True):
         colour = sheet.colour(name)
