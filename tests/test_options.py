@@ -121,3 +121,34 @@ def test_an_argument_that_is_not_utf8_is_one_line(pets_tree, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "caf\\xe9 is not valid UTF-8" in err and len(err.strip().splitlines()) == 1
     assert not os.path.exists(output)
+
+
+@pytest.mark.parametrize(
+    ("given", "field", "says"),
+    [
+        (
+            {"task": "detection", "ignore_value": 3},
+            "ignore_value",
+            "reads masks: it needs --task segmentation",
+        ),
+        ({"task": "keypoints", "train_ids": True}, "train_ids", "reads masks: it needs --task segmentation"),
+        ({"task": "segmentation", "masks": True}, "masks", "stores a mask per object (detection)"),
+        ({"task": "segmentation", "label_map": "m.pbtxt"}, "label_map", "numbers objects' classes"),
+    ],
+)
+def test_an_option_of_one_kind_of_label_is_refused_where_the_task_has_no_use_for_it(given, field, says):
+    """Each kind of label says which annotation options are its own and where they mean nothing."""
+    from beam_tfrecord.config_base import ConfigError
+    from beam_tfrecord.plan.annotations.options import AnnotationConfig
+
+    with pytest.raises(ConfigError) as error:
+        AnnotationConfig(**given)
+    assert error.value.name == field and says in error.value.problem
+
+
+def test_the_options_of_a_kind_of_label_are_taken_where_the_task_has_it():
+    from beam_tfrecord.plan.annotations.options import AnnotationConfig
+
+    assert AnnotationConfig(task="segmentation", ignore_value=3, train_ids=True).ignore_value == 3
+    assert AnnotationConfig(task="keypoints", masks=True).masks
+    assert AnnotationConfig(task="captions", masks=True).masks  # as before: nothing refuses it there

@@ -391,11 +391,19 @@ class LabelKind(Generic[SettingT, StoredT, FactsT, TallyT, SectionT, DrawnT]):
     name: ClassVar[str] = ""
     # Its labels name the run's classes (labels.txt lists them): a captions run has none.
     names_classes: ClassVar[bool] = False
+    # The annotation options (`AnnotationConfig` fields) only this kind reads: `refusal` says
+    # where one of them, given, has no use.
+    options: ClassVar[tuple[str, ...]] = ()
     # The tools whose keys its records hold, for a message that refuses another schema.
     keys_named: ClassVar[str] = ""
     # The file index keeps a digest of each picture's labels of this kind, from which an append
     # tells an old picture whose annotations changed since (the objects').
     digested: ClassVar[bool] = False
+
+    def refusal(self, option: str, run: set[str]) -> str | None:
+        """Why one of its `options`, given, has no use in a run of the kinds named in `run` (the
+        text after the option's name); None: it has one."""
+        return None
 
     # --- the record's keys ---------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ from typing import TypeAlias, TypedDict
 import numpy as np
 from PIL import Image
 
-from beam_tfrecord import reasons
+from beam_tfrecord import reasons, tasks
 from beam_tfrecord.edges import Json, JsonObject, ParsedRecord, Tensor
 from beam_tfrecord.elements import ImageAnnotations, MaskRule, PlannedInput
 from beam_tfrecord.keys import RecordLayout, key_of
@@ -443,6 +443,7 @@ class ClassMaskKind(LabelKind[MaskRule, bytes, PixelCounts, ClassMaskTally, Segm
     neighbour, a pad's margins the ignore value)."""
 
     name = "class_mask"
+    options = ("ignore_value", "train_ids")
     keys_named = "DeepLab's and Model Garden's keys"
     names_classes = True
 
@@ -451,6 +452,13 @@ class ClassMaskKind(LabelKind[MaskRule, bytes, PixelCounts, ClassMaskTally, Segm
 
     def encoders(self) -> Mapping[str, Encoder]:
         return {"mask": lambda fields: fields.labels["class_mask"], "mask_format": lambda fields: "png"}
+
+    def refusal(self, option: str, run: set[str]) -> str | None:
+        """Its options read masks: a run of another task has none."""
+        if self.name in run:
+            return None
+        needs = next(t.name for t in tasks.TASKS.values() if self.name in t.kinds)
+        return f"reads masks: it needs --task {needs}"
 
     def read_setting(self, staged: Json) -> MaskRule:
         return MaskRule.from_row(staged)

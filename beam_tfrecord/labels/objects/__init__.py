@@ -35,6 +35,7 @@ from beam_tfrecord.labels.base import (
     TargetOptions,
     TfTarget,
 )
+from beam_tfrecord.labels.class_mask import CLASS_MASK
 from beam_tfrecord.labels.drawing import Sheet
 from beam_tfrecord.labels.geometry import PixelTransform
 from beam_tfrecord.labels.objects.checks import ObjectChecks, ObjectMarks, draw_objects
@@ -129,6 +130,7 @@ class ObjectsKind(
     resize, cut by a crop (`placement`)."""
 
     name = "objects"
+    options = ("masks", "label_map")
     keys_named = "the Object Detection API's keys"
     digested = True
     names_classes = True
@@ -154,6 +156,14 @@ class ObjectsKind(
             "object_view": _values(lambda o: o.pose),
             "object_mask": _values(lambda o: o.mask_png or b""),
         }
+
+    def refusal(self, option: str, run: set[str]) -> str | None:
+        """A run that stores one class mask per picture has no objects to mask or number."""
+        if CLASS_MASK.name not in run:
+            return None
+        if option == "masks":
+            return "stores a mask per object (detection); segmentation stores one per picture"
+        return "numbers objects' classes (detection); give class_names instead"
 
     def read_setting(self, staged: Json) -> ObjectSetting:
         staged = staged or {}

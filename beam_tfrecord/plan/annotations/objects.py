@@ -103,7 +103,7 @@ def load_objects(fmt: SourceFormat, files: ObjectFiles, request: LoadRequest) ->
     listed = partition(request.files)
     outside = files.outside_pictures(listed)
     listed.images = {r: f for r, f in listed.images.items() if r not in outside}
-    located = files.locate(input_base(request.files), listed, paths, request.task == "keypoints")
+    located = files.locate(input_base(request.files), listed, paths, request.keypoints)
     result = located.back(files.read(located, request))
     result = files.declared(result, located, paths)
     if request.label_map:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
 from beam_tfrecord import tasks
 from beam_tfrecord.config_base import Config, ConfigError, check_choice, documented, setting
+from beam_tfrecord.labels import KINDS, of_task
 from beam_tfrecord.plan.annotations.paths import AnnotationPath, parse_annotation_paths
 from beam_tfrecord.plan.sources import registry
 from beam_tfrecord.plan.sources.base import SourceError
@@ -27,8 +29,10 @@ def _either(names: Sequence[str], last: str = "or") -> str:
     return f"{', '.join(names[:-1])} {last} {names[-1]}" if len(names) > 1 else "".join(names)
 
 
-# The formats a value of `--annotations` given alone stands for detection with.
-_DETECTION_FORMATS = tuple(name for name in ANNOTATION_FORMATS if registry.task_of(name) == "detection")
+# The formats of the first task that reads annotations (detection), which a run given neither
+# `--task` nor `--annotations` is told of.
+_FIRST_TASK = next(name for name in tasks.TASK_NAMES if registry.reading(name))
+_DETECTION_FORMATS = tuple(name for name in ANNOTATION_FORMATS if registry.task_of(name) == _FIRST_TASK)
 
 
 @documented
@@ -184,16 +188,13 @@ class AnnotationConfig(Config):
             raise ConfigError(
                 "ignore_value", f"must be 0 to 255 (masks are stored as 8-bit PNGs), not {self.ignore_value}"
             )
-        segmentation_only = {"ignore_value": self.ignore_value != 255, "train_ids": self.train_ids}
-        for name, given in segmentation_only.items():
-            if given and self.task != "segmentation":
-                raise ConfigError(name, "reads masks: it needs --task segmentation")
-        if self.task == "segmentation" and self.masks:
-            raise ConfigError(
-                "masks", "stores a mask per object (detection); segmentation stores one per picture"
-            )
-        if self.task == "segmentation" and self.label_map:
-            raise ConfigError("label_map", "numbers objects' classes (detection); give class_names instead")
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        run = {kind.name for kind in of_task(task)}
+        for kind in KINDS.values():  # an option of one kind of label, given where it has no use
+            for name in kind.options:
+                refused = kind.refusal(name, run) if getattr(self, name) != defaults[name] else None
+                if refused:
+                    raise ConfigError(name, refused)
         try:
             self.paths()
         except SourceError as error:

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import ClassVar
 
+from beam_tfrecord import tasks
+from beam_tfrecord.labels.keypoints import KEYPOINTS
 from beam_tfrecord.plan.annotations.catalog import Catalog, partition
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet, SourceError
@@ -61,6 +63,11 @@ class LoadRequest:
     ignore_value: int = 255
     train_ids: bool = False
     declared_splits: bool = True
+
+    @property
+    def keypoints(self) -> bool:
+        """The task's objects keep their points (its kinds of label include the keypoints)."""
+        return KEYPOINTS.name in tasks.task(self.task).kinds
 
 
 @dataclass

@@ -376,7 +376,7 @@ def _annotations(
             keypoints = own + (0.0,) * (3 * points.count - len(own))
         if change is not None:
             changed.append(ObjectNote(relpath, change[0], f"{ref}: {change[1]}"))
-        assert raw.box is not None  # only a dropped annotation has none (coco_json._parse_annotation)
+        assert raw.box is not None  # only an annotation dropped while parsing has none
         xmin, ymin, xmax, ymax = raw.box
         objects.append(
             ObjectBox(
@@ -424,7 +424,7 @@ class _Instances(ObjectFiles):
 
     def read(self, located: Located, request: LoadRequest) -> AnnotationSet:
         listed, paths = located.catalog, located.paths
-        keypoints = request.task == "keypoints"
+        keypoints = request.keypoints
         if not paths:
             found = discover(listed, keypoints)
             if not found:

@@ -579,7 +579,7 @@ class _Labels(ObjectFiles):
         listed = located.catalog
         names = located.paths[0] if located.paths else None
         try:
-            return read_labels(listed, names, request.masks, request.task == "keypoints")
+            return read_labels(listed, names, request.masks, request.keypoints)
         except NamesNotFound:
             if names is not None or any(is_label_file(r) for r in listed.annotation_files):
                 raise
