@@ -22,6 +22,7 @@ __all__ = [
     "Sheet",
     "font",
     "mask_alpha",
+    "palette_colours",
 ]
 
 BACKGROUND = (255, 255, 255)

@@ -67,11 +67,6 @@ class OutputReport:
     tfds_metadata: bool = False
 
 
-def read_text(path: str) -> str:
-    with FileSystems.open(path) as handle:
-        return handle.read().decode("utf-8")
-
-
 def list_shards(output: str) -> dict[str, list[tuple[str, int]]]:
     """split -> sorted (file name, size) of every file named like a shard directly under `output`."""
     (result,) = FileSystems.match([FileSystems.join(output, "*")])
@@ -303,7 +298,7 @@ def check_tfds_info(output: str, report: OutputReport, broken: set[str]) -> list
         return []
     report.tfds_metadata = True
     errors = []
-    for split in json.loads(read_text(path)).get("splits", []):
+    for split in json.loads(storage.read_text(path)).get("splits", []):
         name = split["name"]
         lengths = [int(n) for n in split.get("shardLengths", [])]
         if name not in broken and lengths != report.shard_lengths.get(name, []):
@@ -342,13 +337,13 @@ def check_side_files(output: str, summary: Summary) -> list[str]:
     if class_names is not None:
         if not FileSystems.exists(labels_path):
             errors.append(f"{LABELS_FILE} is missing")
-        elif read_text(labels_path).splitlines() != list(class_names):
+        elif storage.read_text(labels_path).splitlines() != list(class_names):
             errors.append(f"{LABELS_FILE} does not list summary.json's class names")
     rejects_path = FileSystems.join(output, REJECTS_FILE)
     if not FileSystems.exists(rejects_path):
         errors.append(f"{REJECTS_FILE} is missing")
     else:
-        lines = len(read_text(rejects_path).splitlines())
+        lines = len(storage.read_text(rejects_path).splitlines())
         expected = summary.rejects + summary.skipped
         if lines != expected:
             errors.append(

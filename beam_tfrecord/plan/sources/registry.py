@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from beam_tfrecord import tasks
 from beam_tfrecord.plan.annotations.catalog import partition
+from beam_tfrecord.plan.annotations.matching import MatchCounts
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet
 from beam_tfrecord.plan.listing import InputFile
@@ -139,10 +140,11 @@ def annotated_layout(files: Sequence[InputFile]) -> str | None:
 
 
 def load(fmt: SourceFormat, request: LoadRequest) -> AnnotationSet:
-    """`fmt`'s annotations for `request`; a format of per-picture objects files gets the hint of
-    the other such formats' files under the input, which a run that matched nothing shows."""
+    """`fmt`'s annotations for `request`; a format of per-picture objects files that matched no
+    picture gets the hint of the other such formats' files under the input, which the run's
+    refusal shows (looked for only then: the listing is not partitioned a second time)."""
     found = fmt.load(request)
-    if not fmt.reads("detection"):
+    if not fmt.reads("detection") or MatchCounts.of(found).matched:
         return found
     hint = found_instead(partition(request.files).annotation_files, fmt.name)
     return dataclasses.replace(found, found_instead=hint)
