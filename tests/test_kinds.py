@@ -19,7 +19,7 @@ from imagegen import jpeg, write_tree
 import beam_tfrecord
 from beam_tfrecord import keys, labels, tasks
 from beam_tfrecord.elements import ImageAnnotations, PlannedInput, RecordFields
-from beam_tfrecord.keys import RecordKey
+from beam_tfrecord.keys import RecordKey, RecordLayout
 from beam_tfrecord.labels import (
     Checked,
     Checks,
@@ -108,7 +108,7 @@ class TagsKind(LabelKind):
         stored = sum(k * n for k, n in tally.per_picture.items())
         return TagSummary(stored, sum(n for k, n in tally.per_picture.items() if k))
 
-    def holds_lists(self, context: ReadContext) -> bool:
+    def holds_lists(self, layout: RecordLayout) -> bool:
         return True
 
     def tf_target(self, context: ReadContext, options: TargetOptions, channels: int | None) -> TfTarget:

@@ -496,7 +496,7 @@ class LabelKind(Generic[SettingT, StoredT, FactsT, TallyT, SectionT, DrawnT]):
     # transforms do, not the image alone.
     transforms_target: ClassVar[bool] = False
 
-    def holds_lists(self, context: ReadContext) -> bool:
+    def holds_lists(self, layout: RecordLayout) -> bool:
         """Its keys hold lists (a dict of every key then batches as RaggedTensors)."""
         return False
 

@@ -13,7 +13,7 @@ from typing import TypedDict
 
 from beam_tfrecord.edges import Json, JsonObject, ParsedRecord, Tensor
 from beam_tfrecord.elements import ImageAnnotations, PlannedInput
-from beam_tfrecord.keys import key_of
+from beam_tfrecord.keys import RecordLayout, key_of
 from beam_tfrecord.labels.base import (
     AnyPlaced,
     Checked,
@@ -186,7 +186,7 @@ class CaptionsKind(LabelKind[None, tuple[str, ...], int, CaptionTally, CaptionSu
     def new_tally(self) -> CaptionTally:
         return CaptionTally()
 
-    def holds_lists(self, context: ReadContext) -> bool:
+    def holds_lists(self, layout: RecordLayout) -> bool:
         return True
 
     def tf_target(self, context: ReadContext, options: TargetOptions, channels: int | None) -> TfTarget:

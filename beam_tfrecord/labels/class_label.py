@@ -15,7 +15,7 @@ import numpy as np
 
 from beam_tfrecord.edges import ParsedRecord, Tensor, TorchValue
 from beam_tfrecord.elements import PlannedInput
-from beam_tfrecord.keys import key_of
+from beam_tfrecord.keys import RecordLayout, key_of
 from beam_tfrecord.labels.base import (
     AnyPlaced,
     Checked,
@@ -138,8 +138,8 @@ class ClassKind(LabelKind[None, None, ClassFacts, ClassTally, Section, None]):
     def new_tally(self) -> ClassTally:
         return ClassTally()
 
-    def holds_lists(self, context: ReadContext) -> bool:
-        return context.layout.multi_label
+    def holds_lists(self, layout: RecordLayout) -> bool:
+        return layout.multi_label
 
     def tf_target(self, context: ReadContext, options: TargetOptions, channels: int | None) -> TfTarget:
         return _ClassTarget(context)

@@ -316,8 +316,8 @@ def load_dataset(
     dataset = parsed.map(
         traced_as_written(reading.finish), num_parallel_calls=AUTOTUNE, deterministic=deterministic
     )
-    context = files.context(output_dir, kind)
-    lists = any(k.holds_lists(context) for k in label_kinds(files.kinds)) or any(
+    layout = files.layout
+    lists = any(k.holds_lists(layout) for k in label_kinds(files.kinds)) or any(
         c.is_list for c in files.extra_columns
     )
     ragged = (features and lists) or (decodes and target.ragged)

@@ -238,7 +238,7 @@ class ObjectsKind(
     held_as = "objects"
     transforms_target = True
 
-    def holds_lists(self, context: ReadContext) -> bool:
+    def holds_lists(self, layout: RecordLayout) -> bool:
         return True
 
     def tf_target(self, context: ReadContext, options: TargetOptions, channels: int | None) -> TfTarget:
