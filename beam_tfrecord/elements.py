@@ -38,6 +38,7 @@ __all__ = [
     "Extras",
     "FinalShard",
     "ImageAnnotations",
+    "Mask",
     "MaskRule",
     "ObjectBox",
     "PendingRecord",
@@ -50,6 +51,8 @@ __all__ = [
     "ShardTask",
     "StoredObject",
     "WrittenShard",
+    "mask_from_row",
+    "mask_row",
     "object_row",
     "object_text",
 ]
@@ -251,16 +254,30 @@ class ImageAnnotations:
         return cls(objects, row["id"], bool(row.get("n")), width, height, row.get("split"), notes, values)
 
 
+def mask_row(mask: Mask) -> JsonObject | None:
+    """An instance's outlines or run lengths as the plan stages them (JSON-ready); None: none."""
+    if isinstance(mask, RunLengths):
+        return {"rle": [mask.height, mask.width, list(mask.counts)]}
+    if mask:
+        return {"poly": [list(polygon.points) for polygon in mask]}
+    return None
+
+
+def mask_from_row(row: Json) -> Mask:
+    """`mask_row`'s value back as the mask it stages."""
+    if row and "rle" in row:
+        height, width, counts = row["rle"]
+        return RunLengths(height, width, tuple(counts))
+    if row:
+        return tuple(Polygon(tuple(points)) for points in row["poly"])
+    return None
+
+
 def object_row(item: ObjectBox) -> list[Json]:
     """An object as the plan stages it (JSON-ready): everything but its `source_ref`."""
-    mask: JsonObject | None = None
-    if isinstance(item.mask, RunLengths):
-        mask = {"rle": [item.mask.height, item.mask.width, list(item.mask.counts)]}
-    elif item.mask:
-        mask = {"poly": [list(polygon.points) for polygon in item.mask]}
     row = [
         item.xmin, item.ymin, item.xmax, item.ymax, item.class_name, item.area,
-        int(item.is_crowd), int(item.difficult), int(item.truncated), item.pose, mask,
+        int(item.is_crowd), int(item.difficult), int(item.truncated), item.pose, mask_row(item.mask),
     ]  # fmt: skip
     if item.keypoints is not None:  # only a keypoints run's rows have a twelfth value
         row.append(list(item.keypoints))
@@ -281,12 +298,7 @@ def object_text(item: ObjectBox) -> str:
 
 def _object_from_row(row: Sequence[Json], ref: str) -> ObjectBox:
     xmin, ymin, xmax, ymax, label, area, crowd, difficult, truncated, pose, mask, *more = row
-    found: Mask = None
-    if mask and "rle" in mask:
-        height, width, counts = mask["rle"]
-        found = RunLengths(height, width, tuple(counts))
-    elif mask:
-        found = tuple(Polygon(tuple(points)) for points in mask["poly"])
+    found = mask_from_row(mask)
     points = tuple(more[0]) if more else None
     return ObjectBox(
         xmin,

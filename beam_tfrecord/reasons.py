@@ -292,6 +292,12 @@ MASK_INVALID = _reason("mask_invalid", "drop", "its mask's run lengths do not co
 MASK_SIZE_MISMATCH = _reason(
     "mask_size_mismatch", "drop", "its mask's run lengths are for another size than the picture's"
 )
+NOT_DRAWN = _reason(
+    "not_drawn",
+    "drop",
+    "a shape with no area to fill (a box without an outline, a line, a point) in a class mask drawn "
+    "from shapes, or a line in a detection run",
+)
 IMAGE_REJECTED = _reason("image_rejected", "drop", "its image is a reject line (counted, not listed)")
 NO_IMAGE = _reason("no_image", "drop", "its annotation entry names no listed image (counted, not listed)")
 

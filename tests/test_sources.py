@@ -91,7 +91,13 @@ def test_the_annotations_choices_and_help_are_the_registrys():
     )
     for task in registry.annotation_tasks():
         assert f"{', '.join(f.name for f in registry.reading(task))} ({task})" in spec.help
-    assert [f.name for f in registry.reading("segmentation")] == ["voc", "cityscapes", "ade20k", "folders"]
+    assert [f.name for f in registry.reading("segmentation")] == [
+        "voc",
+        "yolo",
+        "cityscapes",
+        "ade20k",
+        "folders",
+    ]
     assert registry.task_of("pairs") == "captions" and registry.task_of("yolo") == "detection"
 
 

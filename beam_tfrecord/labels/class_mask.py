@@ -37,7 +37,15 @@ from PIL import Image
 
 from beam_tfrecord import reasons, tasks
 from beam_tfrecord.edges import Json, JsonObject, ParsedRecord, Tensor
-from beam_tfrecord.elements import ImageAnnotations, MaskRule, PlannedInput
+from beam_tfrecord.elements import (
+    ImageAnnotations,
+    MaskRule,
+    PlannedInput,
+    Polygon,
+    RunLengths,
+    mask_from_row,
+    mask_row,
+)
 from beam_tfrecord.keys import RecordLayout, key_of
 from beam_tfrecord.labels.base import (
     Annotated,
@@ -61,7 +69,7 @@ from beam_tfrecord.labels.base import (
     tf_message,
 )
 from beam_tfrecord.labels.drawing import MASK_OPACITY, Sheet, palette_colours
-from beam_tfrecord.labels.geometry import PixelTransform, encode_mask_png, orient, resample
+from beam_tfrecord.labels.geometry import PixelTransform, encode_mask_png, orient, rasterize_mask, resample
 from beam_tfrecord.reasons import Reject
 
 __all__ = [
@@ -69,6 +77,7 @@ __all__ = [
     "ClassMaskKind",
     "ClassMaskTally",
     "ClassPixels",
+    "DrawnShapes",
     "MaskFile",
     "PixelCounts",
     "PlacedMask",
@@ -76,10 +85,13 @@ __all__ = [
     "class_ids",
     "decode_class_mask",
     "draw_class_mask",
+    "drawn_shapes",
     "empty_mask",
     "mask_file",
     "pixel_counts",
     "place_class_mask",
+    "place_drawn",
+    "placed_ids",
 ]
 
 
@@ -105,10 +117,52 @@ class MaskFile:
 
 
 def mask_file(annotations: ImageAnnotations | None) -> MaskFile | None:
-    """The picture's mask file (None: it has none)."""
+    """The picture's mask file (None: it has none, or its mask is drawn from shapes)."""
     found = annotations.values.get("class_mask") if annotations is not None else None
-    return MaskFile(*found) if found is not None else None
+    return MaskFile(*found) if isinstance(found, list) else None
 
+
+@dataclass(frozen=True, slots=True)
+class DrawnShapes:
+    """A picture's class mask drawn from outlines and run lengths (polygons of a labelling tool's
+    export, YOLO's segmentation lines) rather than read from a mask file: each shape's pixels
+    take its value, in order, so a later shape covers an earlier one (the format decides the
+    order: CVAT's `z_order`, labelme2voc's file order, Ultralytics' largest first). Pixels no
+    shape covers are class 0 (background). The coordinates are the picture's
+    `ImageAnnotations` frame: pixels of its declared size, or fractions when `normalized`.
+
+    Args:
+      shapes: (value, shape) pairs: a class id, or the run's ignore value (`__ignore__`).
+    """
+
+    shapes: tuple[tuple[int, Polygons | RunLengths], ...]
+
+    def value(self) -> JsonObject:
+        """Its staged form, the picture's value of this kind."""
+        return {"shapes": [[value, mask_row(shape)] for value, shape in self.shapes]}
+
+    def painted(self, width: int, height: int, normalized: bool) -> np.ndarray:
+        """The class ids of a `width` x `height` picture (uint8), every shape drawn in turn."""
+        ids = np.zeros((height, width), dtype=np.uint8)
+        for value, shape in self.shapes:
+            ids[np.asarray(rasterize_mask(shape, width, height, normalized)) > 0] = value
+        return ids
+
+
+def drawn_shapes(annotations: ImageAnnotations | None) -> DrawnShapes | None:
+    """The picture's shapes to draw (None: its mask is a file, or it has none)."""
+    found = annotations.values.get("class_mask") if annotations is not None else None
+    if not isinstance(found, dict):
+        return None
+    shapes = []
+    for value, row in found["shapes"]:
+        shape = mask_from_row(row)
+        assert shape is not None
+        shapes.append((int(value), shape))
+    return DrawnShapes(tuple(shapes))
+
+
+Polygons: TypeAlias = tuple[Polygon, ...]
 
 # The most values a reject's detail names.
 _SHOWN = 8
@@ -218,6 +272,25 @@ def place_class_mask(data: bytes, rule: MaskRule, transform: PixelTransform, nam
     """The mask file as its record stores it: read (`class_ids`), moved as the picture was, and
     encoded; raises `Reject` for a mask the picture cannot be stored with."""
     ids, changes = class_ids(data, rule, name)
+    return placed_ids(ids, rule, transform, name, changes)
+
+
+def place_drawn(
+    shapes: DrawnShapes, annotations: ImageAnnotations, rule: MaskRule, transform: PixelTransform
+) -> PlacedMask:
+    """Shapes drawn into class ids at the size the source declares (the stored picture's when
+    it declares none), then placed as a mask file of that size would be."""
+    width = annotations.width or transform.stored_width
+    height = annotations.height or transform.stored_height
+    ids = shapes.painted(width, height, annotations.normalized)
+    return placed_ids(ids, rule, transform, f"the shapes of {annotations.source_id}", ())
+
+
+def placed_ids(
+    ids: np.ndarray, rule: MaskRule, transform: PixelTransform, name: str, changes: tuple[str, ...]
+) -> PlacedMask:
+    """Class ids in the stored picture's frame or the upright one (told by their size), moved as
+    the picture was and encoded; raises `Reject` when their size fits neither frame."""
     height, width = ids.shape
     stored = (transform.stored_width, transform.stored_height)
     mask = Image.fromarray(ids, mode="L")
@@ -475,7 +548,10 @@ class ClassMaskKind(LabelKind[MaskRule, bytes, PixelCounts, ClassMaskTally, Segm
         one of the ignore value. Raises `Reject` for a mask file that cannot be read or is no mask
         of the run's rule (the picture itself was fine)."""
         found = mask_file(item.annotations)
-        if found is None:
+        shapes = drawn_shapes(item.annotations)
+        if shapes is not None and item.annotations is not None:
+            mask = place_drawn(shapes, item.annotations, setting, transform)
+        elif found is None:
             mask = empty_mask(setting, transform.width, transform.height)
         else:
             try:

@@ -57,6 +57,7 @@ from beam_tfrecord.plan.annotations.locate import (
 from beam_tfrecord.plan.annotations.objects import ObjectFiles, load_objects, score_objects
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ImageProblem, ObjectNote, UnmatchedEntry
+from beam_tfrecord.plan.annotations.shapes import class_masks_of
 from beam_tfrecord.plan.listing import InputFile
 from beam_tfrecord.plan.sources.base import Listing, LoadRequest, SourceError, SourceFormat
 
@@ -602,31 +603,79 @@ class _Labels(ObjectFiles):
 _LABEL_FILES = _Labels()
 
 
+def _largest_first(found: AnnotationSet) -> AnnotationSet:
+    """Each picture's polygons largest first, so a smaller one lying on a larger one stays
+    visible: the order Ultralytics' `polygons2masks_overlap` draws them in (by area, a stable
+    sort: equal areas keep their lines' order)."""
+    images = {
+        relpath: dataclasses.replace(annotations, objects=tuple(sorted(annotations.objects, key=_minus_area)))
+        for relpath, annotations in found.images.items()
+    }
+    return dataclasses.replace(found, images=images)
+
+
+def _minus_area(item: ObjectBox) -> float:
+    """A polygon's area (the shoelace formula, in the label's fractions), negated."""
+    if not isinstance(item.mask, tuple):
+        return 0.0
+    area = 0.0
+    for polygon in item.mask:
+        xs, ys = polygon.points[0::2], polygon.points[1::2]
+        area += abs(
+            sum(
+                x0 * y1 - x1 * y0
+                for x0, y0, x1, y1 in zip(xs, ys, xs[1:] + xs[:1], ys[1:] + ys[:1], strict=True)
+            )
+        )
+    return -area / 2
+
+
 class Yolo(SourceFormat):
     name = "yolo"
     title = "YOLO"
-    tasks = ("detection", "keypoints")
+    tasks = ("detection", "segmentation", "keypoints")
     help = "Ultralytics' YOLO labels: a .txt per picture in labels/, class names in data.yaml"
     looked_for: ClassVar[Mapping[str, str]] = {
         "detection": "labels/ mirroring images/ (Ultralytics' rule, beside --input too), a .txt beside "
         "each picture",
+        "segmentation": "YOLO segmentation labels/ mirroring images/ (polygon lines, Ultralytics' rule)",
         "keypoints": "labels/ mirroring images/ (Ultralytics' rule, beside --input too), a .txt beside "
         "each picture",
     }
-    searched_as: ClassVar[Mapping[str, str]] = {"detection": "YOLO labels/", "keypoints": "YOLO labels/"}
+    searched_as: ClassVar[Mapping[str, str]] = {
+        "detection": "YOLO labels/",
+        "segmentation": "YOLO labels/",
+        "keypoints": "YOLO labels/",
+    }
     layout_as = "YOLO labels/*.txt"
     instead_as = "labels/*.txt (YOLO)"
-    options = ("path", "masks", "label_map", "allow_unmatched_annotations", "declared_splits")
+    options = (
+        "path",
+        "masks",
+        "label_map",
+        "ignore_value",
+        "allow_unmatched_annotations",
+        "declared_splits",
+    )
     suffixes = (".txt",)
 
     def claims(self, relpath: str, task: str) -> bool:
         return task in self.tasks and is_label_file(relpath)
 
     def score(self, task: str, listing: Listing) -> float:
+        """Its label files' count; for segmentation only where the run asked for it (a
+        classification run's guard names YOLO's labels for `--annotations yolo`, as ever)."""
+        if task == "segmentation" and not listing.outside:
+            return 0.0
         return score_objects(self, _LABEL_FILES, task, listing)
 
     def load(self, request: LoadRequest) -> AnnotationSet:
-        return load_objects(self, _LABEL_FILES, request)
+        """Objects; for segmentation, each picture's polygons as class masks drawn largest first
+        (Ultralytics' overlap rule), class id 0 the background and YOLO's class i id i + 1."""
+        if request.task != "segmentation":
+            return load_objects(self, _LABEL_FILES, request)
+        objects = dataclasses.replace(request, task="detection", masks=True, class_names=None)
+        return class_masks_of(_largest_first(load_objects(self, _LABEL_FILES, objects)), request)
 
 
 FORMAT = Yolo()
