@@ -255,6 +255,9 @@ MASKS_EMPTY = _reason("masks_empty", "change", "an object's mask has no pixel le
 MASKS_DROPPED = _reason(
     "masks_dropped", "change", "an object's mask was malformed and left out (its box is kept)"
 )
+BOXES_UNROTATED = _reason(
+    "boxes_unrotated", "change", "a rotated box was stored as the axis-aligned box that holds it"
+)
 CLASS_MASK_FROM_COLOURS = _reason(
     "class_mask_from_colours",
     "change",
@@ -296,7 +299,10 @@ NOT_DRAWN = _reason(
     "not_drawn",
     "drop",
     "a shape with no area to fill (a box without an outline, a line, a point) in a class mask drawn "
-    "from shapes, or a line in a detection run",
+    "from shapes, or a line or a point in a detection run",
+)
+UNSUPPORTED_SHAPE = _reason(
+    "unsupported_shape", "drop", "a kind of shape the format's reader does not keep (the detail names it)"
 )
 IMAGE_REJECTED = _reason("image_rejected", "drop", "its image is a reject line (counted, not listed)")
 NO_IMAGE = _reason("no_image", "drop", "its annotation entry names no listed image (counted, not listed)")
@@ -325,6 +331,12 @@ MASK_MALFORMED = _reason(
     "object_note",
     "its source mask is malformed and left out, its box kept",
     MASKS_DROPPED,
+)
+ROTATED_BOX = _reason(
+    "rotated_box",
+    "object_note",
+    "a rotated box: stored as the axis-aligned box that holds it, its corners as its mask",
+    BOXES_UNROTATED,
 )
 KEYPOINTS_MALFORMED = _reason(
     "keypoints_malformed",

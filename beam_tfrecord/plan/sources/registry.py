@@ -20,7 +20,7 @@ from beam_tfrecord.plan.annotations.matching import MatchCounts
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet
 from beam_tfrecord.plan.listing import InputFile
-from beam_tfrecord.plan.sources import ade20k, cityscapes, coco, folders, pairs, voc, yolo
+from beam_tfrecord.plan.sources import ade20k, cityscapes, coco, folders, label_studio, pairs, voc, yolo
 from beam_tfrecord.plan.sources.base import CERTAIN, Listing, LoadRequest, SourceError, SourceFormat
 
 __all__ = [
@@ -40,6 +40,7 @@ FORMATS: tuple[SourceFormat, ...] = (
     coco.FORMAT,
     voc.FORMAT,
     yolo.FORMAT,
+    label_studio.FORMAT,
     cityscapes.FORMAT,
     ade20k.FORMAT,
     folders.FORMAT,
@@ -128,7 +129,13 @@ def annotated_layout(files: Sequence[InputFile]) -> str | None:
     # The few files whose extension an annotation or captions file has, picked by suffix alone
     # (a class-folder tree of a million JPEGs pays one `endswith` each).
     suffixes = tuple(dict.fromkeys(suffix for fmt in FORMATS for suffix in fmt.suffixes))
-    texts = [f.relpath for f in files if f.relpath.lower().endswith(suffixes)]
+    picked = [f for f in files if f.relpath.lower().endswith(suffixes)]
+    texts = [f.relpath for f in picked]
+    # A format whose files are told by their content (a JSON export), certain from those few.
+    annotated = Listing(picked, outside=False)
+    for fmt in reading("detection"):
+        if fmt.score("detection", annotated) == CERTAIN:
+            return f"{fmt.title} annotations ({fmt.looked_for['detection']}): pass --annotations {fmt.name}"
     counts = _counts(texts)
     pictures = len(files) - len(texts)
     if any(named(name).evident(count, pictures) for name, count in counts.items()):
