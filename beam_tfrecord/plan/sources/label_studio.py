@@ -179,7 +179,11 @@ def _exports(files: Iterable[InputFile]) -> list[InputFile]:
                 or _EXPORT_NAME.match(posixpath.basename(f.relpath))
             )
         ),
-        key=lambda f: (not _EXPORT_NAME.match(posixpath.basename(f.relpath)), f.relpath.count("/"), f.relpath),
+        key=lambda f: (
+            not _EXPORT_NAME.match(posixpath.basename(f.relpath)),
+            f.relpath.count("/"),
+            f.relpath,
+        ),
     )
     return sorted((f for f in candidates[:_MOST_SNIFFED] if _sniff(f)), key=lambda f: f.relpath)
 
@@ -229,7 +233,9 @@ def _tasks(entries: Sequence[Json], shown: str) -> tuple[list[_Task], list[Unmat
             data = entry.get("data")
             image = _picture_of(data) if isinstance(data, dict) else None
             if image is None:
-                bad.append(UnmatchedEntry(where, "", reasons.BAD_ENTRY.code, "the task's data names no picture"))
+                bad.append(
+                    UnmatchedEntry(where, "", reasons.BAD_ENTRY.code, "the task's data names no picture")
+                )
                 continue
             kept = [
                 a
@@ -297,9 +303,13 @@ def _labels_of(value: Mapping[str, Json]) -> tuple[str, ...] | None:
 
 
 def _size(value: Mapping[str, Json]) -> tuple[float | None, float | None]:
-    width, height = value.get("original_width"), value.get("original_height")
-    ok = all(isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in (width, height))
-    return (float(width), float(height)) if ok else (None, None)
+    found = []
+    for key in ("original_width", "original_height"):
+        size = value.get(key)
+        if not isinstance(size, int | float) or isinstance(size, bool) or not size > 0:
+            return None, None
+        found.append(float(size))
+    return found[0], found[1]
 
 
 def _is_shape(value: Mapping[str, Json]) -> bool:
@@ -376,9 +386,7 @@ def _number(value: Mapping[str, Json], key: str) -> float:
     return float(found)
 
 
-def _objects(
-    region: _Region, masks: bool, outlines: bool
-) -> tuple[list[ObjectBox], str | None]:
+def _objects(region: _Region, masks: bool, outlines: bool) -> tuple[list[ObjectBox], str | None]:
     """A region's objects (one per label) and the object note it makes (None: none). Raises
     _Dropped for a region that is none. `outlines`: a segmentation run's, where a box without
     an outline is kept as one (to be dropped `not_drawn` with the others)."""
@@ -400,7 +408,9 @@ def _objects(
     elif "points" in value:
         points = value.get("points")
         if not isinstance(points, list) or not all(
-            isinstance(p, list) and len(p) == 2 and all(isinstance(c, int | float) and math.isfinite(c) for c in p)
+            isinstance(p, list)
+            and len(p) == 2
+            and all(isinstance(c, int | float) and math.isfinite(c) for c in p)
             for p in points
         ):
             raise _Dropped(reasons.BAD_OBJECT.code, "its points are not [x, y] pairs of numbers")
@@ -421,9 +431,13 @@ def _objects(
         if rotation % 360:
             # Clockwise about the top-left corner, in the picture's pixels (y down).
             cos, sin = math.cos(math.radians(rotation)), math.sin(math.radians(rotation))
-            corners = ((x, y), (x + w * cos, y + w * sin), (x + w * cos - h * sin, y + w * sin + h * cos))
-            corners += ((x - h * sin, y + h * cos),)
-            xs, ys = [c[0] for c in corners], [c[1] for c in corners]
+            corners = [
+                (x, y),
+                (x + w * cos, y + w * sin),
+                (x + w * cos - h * sin, y + w * sin + h * cos),
+                (x - h * sin, y + h * cos),
+            ]
+            xs, ys = tuple(c[0] for c in corners), tuple(c[1] for c in corners)
             box = (min(xs), min(ys), max(xs), max(ys))
             if not outlines:  # a box: no outline to draw in a class mask, rotated or not
                 mask = (Polygon(tuple(c for corner in corners for c in corner)),)
@@ -544,11 +558,19 @@ def _read(listed: Catalog, sources: Sequence[tuple[str, str]]) -> _Read:
             objects = len(task.regions)
             if not found:
                 read.unmatched.append(
-                    UnmatchedEntry(task.where, task.image, reasons.MISSING_IMAGE.code, "no listed file has this name", objects)
+                    UnmatchedEntry(
+                        task.where,
+                        task.image,
+                        reasons.MISSING_IMAGE.code,
+                        "no listed file has this name",
+                        objects,
+                    )
                 )
             elif len(found) > 1:
                 detail = f"matches {len(found)} listed files: {', '.join(found[:5])}"
-                read.unmatched.append(UnmatchedEntry(task.where, task.image, reasons.AMBIGUOUS_IMAGE.code, detail, objects))
+                read.unmatched.append(
+                    UnmatchedEntry(task.where, task.image, reasons.AMBIGUOUS_IMAGE.code, detail, objects)
+                )
                 for relpath in found:
                     read.ambiguous[relpath].append(f"{task.where} ({task.image!r})")
             else:
@@ -556,21 +578,23 @@ def _read(listed: Catalog, sources: Sequence[tuple[str, str]]) -> _Read:
     return read
 
 
-def _annotations(
-    listed: Catalog, read: _Read, masks: bool, outlines: bool
-) -> AnnotationSet:
+def _annotations(listed: Catalog, read: _Read, masks: bool, outlines: bool) -> AnnotationSet:
     images: dict[str, ImageAnnotations] = {}
     problems: list[ImageProblem] = []
     dropped: list[ObjectNote] = []
     changed: list[ObjectNote] = []
     unannotated: list[str] = []
-    names: set[str] = {label for task in read.tasks for region in task.regions for label in region.labels}
+    names = {
+        label for task in read.tasks for region in task.regions if _kept(region) for label in region.labels
+    }
     for relpath in listed.images:
         tasks = read.claims.get(relpath, [])
         if len(tasks) > 1:
             where = " and ".join(task.where for task in tasks)
             count = sum(len(task.regions) for task in tasks)
-            problems.append(ImageProblem(relpath, reasons.CONFLICTING_ANNOTATIONS.code, f"annotated by {where}", count))
+            problems.append(
+                ImageProblem(relpath, reasons.CONFLICTING_ANNOTATIONS.code, f"annotated by {where}", count)
+            )
         elif tasks and tasks[0].annotated:
             images[relpath] = _picture(relpath, tasks[0], masks, outlines, dropped, changed)
         elif relpath in read.ambiguous and not tasks:
@@ -579,7 +603,7 @@ def _annotations(
         else:
             unannotated.append(relpath)
             images[relpath] = ImageAnnotations((), stem(relpath))
-    warnings = ()
+    warnings: tuple[str, ...] = ()
     if read.several:
         warnings = (
             f"{read.several} tasks have several annotations: each keeps one, the ground truth or else "
@@ -599,11 +623,29 @@ def _annotations(
     )
 
 
+def _kept(region: _Region) -> bool:
+    """A region of a kind that becomes an object (a box, a polygon, a brush; not a point nor an
+    ellipse): its labels are class names."""
+    value = region.value
+    return (
+        "rle" in value
+        or "points" in value
+        or ("width" in value and "height" in value and "radiusX" not in value)
+    )
+
+
 def _picture(
-    relpath: str, task: _Task, masks: bool, outlines: bool, dropped: list[ObjectNote], changed: list[ObjectNote]
+    relpath: str,
+    task: _Task,
+    masks: bool,
+    outlines: bool,
+    dropped: list[ObjectNote],
+    changed: list[ObjectNote],
 ) -> ImageAnnotations:
     objects: list[ObjectBox] = []
-    sizes = [(int(r.width), int(r.height)) for r in task.regions if r.width is not None and r.height is not None]
+    sizes = [
+        (int(r.width), int(r.height)) for r in task.regions if r.width is not None and r.height is not None
+    ]
     for region in task.regions:
         try:
             found, note = _objects(region, masks, outlines)
@@ -612,7 +654,9 @@ def _picture(
             dropped.append(ObjectNote(relpath, reason, f"{region.ref}: {detail}"))
             continue
         if note is not None:
-            detail = f"{region.ref}: rotated {region.value.get('rotation')} degrees, kept as the box that holds it"
+            detail = (
+                f"{region.ref}: rotated {region.value.get('rotation')} degrees, kept as the box that holds it"
+            )
             changed.append(ObjectNote(relpath, note, detail))
         objects += found
     width, height = sizes[0] if sizes else (None, None)
@@ -648,12 +692,16 @@ class _Export(ObjectFiles):
         if located.paths:
             path = located.paths[0].path
             if storage.is_folder(path):
-                raise SourceError(f"{path} is a folder; name the export's JSON file", field="annotations_path", file=path)
+                raise SourceError(
+                    f"{path} is a folder; name the export's JSON file", field="annotations_path", file=path
+                )
             sources = [(path, path)]
         else:
             sources = [(f.path, f.relpath) for f in _exports(listed.annotation_files.values())]
         result = _annotations(listed, _read(listed, sources), request.masks, self.outlines)
-        kinds = {shown: "Label Studio export, read" for _, shown in sources if shown in listed.annotation_files}
+        kinds = {
+            shown: "Label Studio export, read" for _, shown in sources if shown in listed.annotation_files
+        }
         return dataclasses.replace(result, sources=kinds)
 
 
@@ -713,7 +761,11 @@ class LabelStudio(SourceFormat):
         if listing.paths:
             path = listing.paths[0].path
             head = InputFile(path, path, 0)
-            return CERTAIN if len(listing.paths) == 1 and path.lower().endswith(".json") and _sniff(head) else 0.0
+            return (
+                CERTAIN
+                if len(listing.paths) == 1 and path.lower().endswith(".json") and _sniff(head)
+                else 0.0
+            )
         if _exports(listing.files):
             return CERTAIN
         if listing.outside and listing.files and _beside(input_base(listing.files))[1]:
