@@ -38,6 +38,7 @@ import annotationgen
 import captiongen
 import imagegen
 import keypointgen
+import labelstudiogen
 import pytest
 import segmentationgen
 from test_sample_detection import PREFIX as SAMPLE_PREFIX
@@ -249,6 +250,8 @@ def make_inputs(text: str, folder: Path, weights: Path) -> None:
         keypointgen.coco2017_keypoints(folder / "coco2017")
     if "--input pose" in text:
         keypointgen.ultralytics_pose(folder / "pose")
+    if "--input label-studio" in text:
+        labelstudiogen.project(folder / "label-studio")
     if "--input flickr8k" in text:
         captiongen.flickr8k(folder / "flickr8k")
     if "--input coco2017" in text and "--task captions" in text:
