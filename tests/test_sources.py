@@ -87,13 +87,14 @@ def test_the_annotations_choices_and_help_are_the_registrys():
     assert (
         spec.choices
         == registry.names()
-        == ("coco", "voc", "yolo", "cityscapes", "ade20k", "folders", "pairs")
+        == ("coco", "voc", "yolo", "label_studio", "cityscapes", "ade20k", "folders", "pairs")
     )
     for task in registry.annotation_tasks():
         assert f"{', '.join(f.name for f in registry.reading(task))} ({task})" in spec.help
     assert [f.name for f in registry.reading("segmentation")] == [
         "voc",
         "yolo",
+        "label_studio",
         "cityscapes",
         "ade20k",
         "folders",

@@ -1,41 +1,19 @@
 """Label Studio: one JSON export of a project -> each listed picture's objects (detection) or the
 class mask its shapes draw (segmentation); its choices are each picture's image-level classes
-(`image_classes`).
+(`image_classes`). docs/label-studio.md is the user's account; in short:
 
-Two exports are read, told apart by their entries:
-
-- the full export (`JSON`): a list of tasks, `{"id", "data": {"image": ...}, "annotations":
-  [{"result": [...], "was_cancelled", "ground_truth", "created_at", ...}], "predictions": [...]}`,
-  each result `{"id", "type", "from_name", "to_name", "original_width", "original_height",
-  "image_rotation", "value": {...}}`;
-- `JSON-MIN`: a list of flat records, one per annotation, `{"image", "id", <control name>:
-  [values], "annotator", "annotation_id", "created_at", ...}`, each value the result's `value`
-  with `original_width` and `original_height` beside it.
-
-Geometry (as Label Studio's own COCO and YOLO exports read it): `x`, `y`, `width`, `height` and
-`points` are percent of `original_width` and `original_height`, stored here in pixels with that
-size declared (the worker checks it against the picture, upright or as stored).
-`rectanglelabels` are boxes; one with a `rotation` (degrees, clockwise about its top-left corner)
-is kept as the axis-aligned box that holds it, its corners as its mask (the object note
-`rotated_box`). `polygonlabels` are outlines (their extent is the box), `brushlabels` Label
-Studio's own run lengths of an RGBA picture (`_decode_brush`: the painted pixels are those whose
-alpha is not 0, as its COCO export takes them), kept as the object's mask. A region with several
-labels is one object per label (as the YOLO export writes it). Class names are sorted, so an
-export that grows keeps its ids (the label config, which orders Label Studio's own exports, is not
-in the export).
-
-Which annotation: predictions are never annotations; cancelled ones (`was_cancelled`, `skipped`)
-are left out; of several, the one marked `ground_truth`, else the newest (`created_at`; the first
-listed on a tie): one annotator's objects, never two annotators' objects summed on one picture.
-A task with none left is not annotated.
-
-Pictures: `data.image` (`/data/upload/3/1a2b3c4d-x.jpg`, `/data/local-files/?d=images/x.jpg`, an
-`s3`, `gs` or `https` URL) is matched to a listed file by its path, else by its file name, else by
-its name without the upload's 8-hex-digit prefix. A name that matches several listed files is an
-`ambiguous_image` entry, and those files are `ambiguous_annotation` rejects, never negatives.
-
-Where the export is: the one JSON file named with `annotations_path`, else every `.json` under the
-input whose content is a Label Studio export, else those in the input's parent or grandparent.
+- the full export (a list of tasks: `id`, `data.image`, `annotations[].result[]`) and JSON-MIN (a
+  flat record per annotation: `image`, `id`, each control's values under its name) are both read;
+- `x`, `y`, `width`, `height` and `points` are percent of `original_width`/`original_height`,
+  stored in pixels with that size declared; a `rotation` (degrees, clockwise about the top-left
+  corner) is kept as the axis-aligned box that holds it, its corners as its mask (`rotated_box`);
+  a brush is Label Studio's rle-pack of an RGBA picture (`decode_brush`: alpha not 0 is painted);
+- one annotation a task: never a prediction nor a cancelled one; the `ground_truth`, else the
+  newest (`created_at`); class names sorted; a region with several labels one object per label;
+- a task's picture is matched by its path, else its file name, else that name without an
+  upload's `1a2b3c4d-` prefix; a name that matches several files is `ambiguous_image`;
+- the export is the JSON named with `annotations_path`, else a `.json` under the input whose
+  content is an export, else one in the input's parent or grandparent.
 """
 
 from __future__ import annotations
@@ -70,6 +48,7 @@ from beam_tfrecord.plan.annotations.locate import (
 from beam_tfrecord.plan.annotations.objects import ObjectFiles, load_objects
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ImageProblem, ObjectNote, UnmatchedEntry
+from beam_tfrecord.plan.annotations.rle import extent
 from beam_tfrecord.plan.annotations.shapes import class_masks_of
 from beam_tfrecord.plan.listing import InputFile
 from beam_tfrecord.plan.sources.base import CERTAIN, Listing, LoadRequest, SourceError, SourceFormat
@@ -94,8 +73,6 @@ _MIN_KEYS = frozenset(
 )
 _LABEL_KEYS = ("rectanglelabels", "polygonlabels", "brushlabels", "keypointlabels", "ellipselabels", "labels")
 _PICTURE = re.compile(r"\.(jpe?g|png|gif|bmp|webp|tiff?|heic|avif)$", re.IGNORECASE)
-TITLE = "Label Studio"
-NUMBERED_BY = ""
 
 
 @dataclass(frozen=True)
@@ -198,9 +175,6 @@ def _beside(base: str) -> tuple[str, dict[str, InputFile]]:
     return "", {}
 
 
-# Reading an export.
-
-
 def _read_export(path: str, shown: str) -> list[Json]:
     """An export's entries; SourceError naming the file for one that is not an export."""
     try:
@@ -252,7 +226,8 @@ def _tasks(entries: Sequence[Json], shown: str) -> tuple[list[_Task], list[Unmat
         return tasks, bad, several
     records: dict[Json, list[tuple[int, Mapping[str, Json]]]] = defaultdict(list)
     for index, entry in enumerate(entries):
-        records[entry.get("id", f"#{index}")].append((index, entry))
+        task_id = entry.get("id")
+        records[task_id if isinstance(task_id, int | str) else f"#{index}"].append((index, entry))
     for task_id, group in records.items():
         where = f"{shown}#task {task_id}"
         image = _picture_of(group[0][1])
@@ -372,9 +347,6 @@ def _min_values(record: Mapping[str, Json], where: str, image: str) -> tuple[lis
     return regions, tuple(dict.fromkeys(choices))
 
 
-# Geometry.
-
-
 class _Dropped(Exception):
     """A region left out: (reason, detail)."""
 
@@ -399,12 +371,11 @@ def _objects(region: _Region, masks: bool, outlines: bool) -> tuple[list[ObjectB
     note = None
     mask: tuple[Polygon, ...] | RunLengths | None = None
     if "rle" in value:
-        painted = decode_brush(value.get("rle"), int(width), int(height))
-        columns, rows = np.flatnonzero(painted.any(axis=0)), np.flatnonzero(painted.any(axis=1))
-        if not columns.size:
+        mask = _run_lengths(decode_brush(value.get("rle"), int(width), int(height)))
+        painted = extent(mask)
+        if painted is None:
             raise _Dropped(reasons.ZERO_AREA.code, "a brush stroke with no painted pixel")
-        box = (float(columns[0]), float(rows[0]), float(columns[-1] + 1), float(rows[-1] + 1))
-        mask = _run_lengths(painted)
+        box = painted
     elif "points" in value:
         points = value.get("points")
         if not isinstance(points, list) or not all(
@@ -509,9 +480,6 @@ def _run_lengths(painted: np.ndarray) -> RunLengths:
     return RunLengths(height, width, tuple(int(c) for c in counts))
 
 
-# Matching a task's picture to a listed file.
-
-
 def _names(reference: str) -> list[str]:
     """The names a task's picture may be listed under, tried in order: its path, its file name,
     its file name without the upload prefix."""
@@ -555,25 +523,21 @@ def _read(listed: Catalog, sources: Sequence[tuple[str, str]]) -> _Read:
         read.tasks += tasks
         for task in tasks:
             found = _match(listed, task.image)
-            objects = len(task.regions)
-            if not found:
-                read.unmatched.append(
-                    UnmatchedEntry(
-                        task.where,
-                        task.image,
-                        reasons.MISSING_IMAGE.code,
-                        "no listed file has this name",
-                        objects,
+            if len(found) != 1:
+                reason, detail = (
+                    (
+                        reasons.AMBIGUOUS_IMAGE.code,
+                        f"matches {len(found)} listed files: {', '.join(found[:5])}",
                     )
+                    if found
+                    else (reasons.MISSING_IMAGE.code, "no listed file has this name")
                 )
-            elif len(found) > 1:
-                detail = f"matches {len(found)} listed files: {', '.join(found[:5])}"
                 read.unmatched.append(
-                    UnmatchedEntry(task.where, task.image, reasons.AMBIGUOUS_IMAGE.code, detail, objects)
+                    UnmatchedEntry(task.where, task.image, reason, detail, len(task.regions))
                 )
                 for relpath in found:
                     read.ambiguous[relpath].append(f"{task.where} ({task.image!r})")
-            else:
+            if len(found) == 1:
                 read.claims[found[0]].append(task)
     return read
 
@@ -619,7 +583,6 @@ def _annotations(listed: Catalog, read: _Read, masks: bool, outlines: bool) -> A
         dropped=tuple(dropped),
         changed=tuple(changed),
         warnings=warnings,
-        numbered_by=NUMBERED_BY,
     )
 
 
@@ -733,7 +696,7 @@ def image_classes(
 
 class LabelStudio(SourceFormat):
     name = "label_studio"
-    title = TITLE
+    title = "Label Studio"
     tasks = ("detection", "segmentation")
     help = "Label Studio's JSON export (full or JSON-MIN): boxes, polygons and brushes in percent"
     looked_for: ClassVar[Mapping[str, str]] = {
