@@ -36,8 +36,9 @@ import numpy as np
 from PIL import Image
 
 from beam_tfrecord import reasons, tasks
-from beam_tfrecord.edges import Json, JsonObject, ParsedRecord, Tensor
+from beam_tfrecord.edges import ByKind, Json, JsonObject, ParsedRecord, Tensor
 from beam_tfrecord.elements import (
+    DroppedObjectLine,
     ImageAnnotations,
     MaskRule,
     PlannedInput,
@@ -70,6 +71,7 @@ from beam_tfrecord.labels.base import (
 )
 from beam_tfrecord.labels.drawing import MASK_OPACITY, Sheet, palette_colours
 from beam_tfrecord.labels.geometry import PixelTransform, encode_mask_png, orient, rasterize_mask, resample
+from beam_tfrecord.names import DROPPED_OBJECTS_FILE
 from beam_tfrecord.reasons import Reject
 
 __all__ = [
@@ -605,6 +607,15 @@ class ClassMaskKind(LabelKind[MaskRule, bytes, PixelCounts, ClassMaskTally, Segm
             found_at=inputs.found_at,
             palette=facts["palette"],
         )
+
+    def side_files(
+        self, class_names: tuple[str, ...], facts: ByKind, dropped: tuple[DroppedObjectLine, ...]
+    ) -> dict[str, str]:
+        """dropped_objects.jsonl where shapes were left out of masks drawn from shapes (a box,
+        a line: `not_drawn`), one line each; a run of mask files writes none."""
+        if not dropped:
+            return {}
+        return {DROPPED_OBJECTS_FILE: "".join(line.to_json() + "\n" for line in sorted(dropped))}
 
     target_needs_image = True
     held_as = "masks"
