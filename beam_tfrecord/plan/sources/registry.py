@@ -84,7 +84,8 @@ def task_of(name: str) -> str:
     """The task a format given without `--task` stands for: its first in `tasks.TASKS` order
     (detection for COCO, VOC and YOLO, as before tasks were named)."""
     fmt = named(name)
-    return next(task for task in tasks.TASK_NAMES if fmt.reads(task))
+    read = [task for task in tasks.TASK_NAMES if fmt.reads(task)]
+    return next((task for task in read if not tasks.task(task).listed_labels), read[0])
 
 
 def find(task: str, files: Sequence[InputFile], paths: Sequence[AnnotationPath] = ()) -> SourceFormat:
