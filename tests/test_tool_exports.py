@@ -12,7 +12,7 @@ from conftest import convert
 from gcsemulator import EMULATOR_ENV, Emulator
 from outputcheck import summary
 from PIL import Image
-from test_yolo_segmentation import ultralytics_tree
+from yoloseggen import ultralytics_tree
 
 from beam_tfrecord.read.examples import iter_examples
 from beam_tfrecord.read.random_access import RecordArray
