@@ -540,7 +540,8 @@ class _Matches:
 def _match(listed: Catalog, exports: Sequence[_Export]) -> _Matches:
     """`<image name>` -> a listed picture: `images/<subset>/<name>` (a project export),
     `images/<name>`, `<name>` under the file's folder, else a unique listed path ending with the
-    name (the folder named by its subset first)."""
+    name (in a folder named by its subset, for a project's: two tasks' pictures may share a
+    name)."""
     found = _Matches()
     for export in exports:
         for image in export.images:
@@ -557,8 +558,8 @@ def _match(listed: Catalog, exports: Sequence[_Export]) -> _Matches:
                 found.claims[hit].append((export, image))
                 continue
             near = [r for r in listed.matches(image.name) if r.startswith(base)]
-            if len(near) > 1 and image.subset:
-                near = [r for r in near if image.subset in r.split("/")[:-1]] or near
+            if image.subset:  # a project's: under its subset's folder (its name is the task's own)
+                near = [r for r in near if image.subset in r.split("/")[:-1]]
             if len(near) == 1:
                 found.claims[near[0]].append((export, image))
             elif not near:
