@@ -273,7 +273,7 @@ def test_tags_are_each_picture_s_classes(tmp_path):
 def test_a_broken_or_unsafe_file_given_stops_the_run_naming_it(tmp_path, xml, says):
     shapes_export(tmp_path / "task")
     (tmp_path / "bad.xml").write_bytes(xml)
-    with pytest.raises(ValueError, match="bad.xml") as raised:
+    with pytest.raises(ValueError, match=r"bad\.xml") as raised:
         load_annotations("cvat", list_inputs(str(tmp_path / "task")), str(tmp_path / "bad.xml"))
     assert says in str(raised.value)
 
