@@ -1,37 +1,19 @@
 """CVAT for images 1.1: one `annotations.xml` for a whole task or project export -> each listed
 picture's objects (detection), class masks (segmentation), points (keypoints) and tags.
 
-The export, as CVAT writes it: `annotations.xml` (root `<annotations><version>1.1</version>
-<meta>...`) beside `images/`. A task export lists each picture as `<image id name width height>`
-with `name` its path as uploaded (subfolders kept) under `images/`; a project export adds
-`subset` and `task_id` to each `<image>`, and its pictures are under `images/<subset>/`. Every
-`annotations.xml` under the input is read, each against the pictures under its own folder; from
-the images folder (or one subset's), the file is found in a parent.
+The export: `annotations.xml` (`<annotations><version>1.1</version><meta>...`) beside
+`images/<name>` (a task's, `name` as uploaded) or `images/<subset>/<name>` (a project's). Each
+annotations.xml under the input is read against the pictures under its folder; from the images
+folder (or a subset's), it is found in a parent.
 
-Shapes, each a child of its `<image>`:
-
-- `box` (`xtl ytl xbr ybr`, pixels): an object; a rotated one (`rotation`, degrees clockwise) is
-  boxed by its turned corners, which are its outline;
-- `polygon` (`points="x,y;x,y"`): an object boxed by its points, its outline its mask;
-- `ellipse` (`cx cy rx ry rotation`): an object; its mask the outline of CVAT's own raster (its
-  COCO export fills `cv2.ellipse` with the centre and axes rounded), to within a boundary pixel;
-- `mask` (`rle left top width height`): an object; CVAT's run lengths alternate 0s and 1s,
-  starting with 0s, row by row over its `width x height` box, kept as COCO run lengths over the
-  picture (its size from `<image>`), boxed by its pixels as CVAT's COCO export boxes it;
-- `points` and `skeleton` (`<points label>` children, one per sublabel of the skeleton's label in
-  the meta): a keypoints run's objects, `occluded` points hidden (v 1), `outside` ones not
-  labelled (v 0); boxed by a `box` of the same `group_id` where there is one, else by their points;
-- `polyline`: no area: dropped `not_drawn`; `cuboid`: dropped `other_shape`;
-- `tag`: an image-level class, which no objects run stores: `image_classes` gives them.
-
-Each picture's shapes are taken in `z_order` order (file order on a tie): a class mask is drawn
-lower first, as CVAT shows them. `occluded` and `z_order` are kept in each object's reference
-(`annotations.xml#image 3, polygon 2 (z_order 1, occluded)`): no record field holds them.
-
-Class names: the meta's labels (`<meta><task><labels>`, `<meta><project><labels>` or
-`<meta><job><labels>`) in their order, those no shape uses included; a skeleton's sublabels
-(`<parent>`) are its points' names, not classes. `<image subset>` (a project's Train,
-Validation, Test) declares each picture's split.
+Shapes, each a child of its `<image>`: `box`, `polygon`, `ellipse` and `mask` are objects (a
+mask's run lengths alternate 0s and 1s from 0s, row by row over its `left top width height` box,
+and become COCO run lengths over the picture); `points` and `skeleton` a keypoints run's; a
+`polyline` has no area (`not_drawn`), a `cuboid` is not read (`other_shape`); `tag`s are image
+classes (`image_classes`). Each picture's shapes are taken in `z_order` order (file order on a
+tie); `z_order` and `occluded` are kept in each object's reference. Class names: the meta's
+labels in their order, a skeleton's sublabels (`<parent>`) its points' names. `<image subset>`
+declares a project's splits. docs/cvat.md says what is kept and dropped, and why.
 
 The XML is untrusted: `defusedxml` parses it, refusing any entity declaration.
 """
@@ -44,7 +26,7 @@ import math
 import posixpath
 import re
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 from xml.etree.ElementTree import Element, ParseError
@@ -96,7 +78,7 @@ _HIDDEN, _VISIBLE = 1.0, 2.0
 @dataclass(frozen=True)
 class _Meta:
     """The meta's labels: the class names in order, each skeleton's point names (its sublabels)
-    and its edges (0-based pairs), and the project's subsets."""
+    and its edges (0-based pairs)."""
 
     class_names: tuple[str, ...]
     point_names: Mapping[str, tuple[str, ...]]
@@ -168,16 +150,12 @@ def _parse(data: bytes, display: str, folder: str) -> _Export:
                         file=display,
                     )
                 continue
-            if event != "end":
-                continue
-            if element.tag == "meta":
-                meta = _meta(element)
-                root.remove(element)
-            elif element.tag == "image":
-                images.append(_image(element))
-                root.remove(element)
-            elif element.tag == "track":
-                tracks += 1
+            if event == "end" and element.tag in ("meta", "image", "track"):
+                if element.tag == "meta":
+                    meta = _meta(element)
+                elif element.tag == "image":
+                    images.append(_image(element))
+                tracks += element.tag == "track"
                 root.remove(element)
     except defusedxml.DefusedXmlException as error:
         raise SourceError(
@@ -191,13 +169,9 @@ def _parse(data: bytes, display: str, folder: str) -> _Export:
         raise SourceError(
             f"{display} is not valid XML: {reason} at line {line} column {column}", file=display
         ) from None
-    except ValueError as error:
-        if isinstance(error, SourceError):
-            raise
-        raise SourceError(f"{display}: {error}", file=display) from None
     if meta is None:
         raise SourceError(
-            f"{display}: no <meta> with the labels: not a CVAT for images 1.1 file", file=display
+            f"{display}: no <meta> that lists <labels>: not a CVAT for images 1.1 file", file=display
         )
     if tracks and not images:
         raise SourceError(
@@ -208,11 +182,11 @@ def _parse(data: bytes, display: str, folder: str) -> _Export:
     return _Export(display, folder, meta, images)
 
 
-def _meta(element: Element) -> _Meta:
+def _meta(element: Element) -> _Meta | None:
     owner = next((o for o in (element.find(n) for n in ("task", "project", "job")) if o is not None), None)
     labels = owner.find("labels") if owner is not None else None
     if labels is None:
-        raise ValueError("its <meta> lists no <labels>: not a CVAT for images 1.1 file")
+        return None
     names: list[str] = []
     kinds: dict[str, str] = {}
     svgs: dict[str, str] = {}
@@ -238,27 +212,19 @@ def _edges(svg: str, names: tuple[str, ...]) -> tuple[tuple[int, int], ...]:
     `data-node-id` and `data-label-name`, each `<line>` an edge `data-node-from`, `data-node-to`),
     as 0-based pairs of the points' order."""
     index = {name: i for i, name in enumerate(names)}
-    nodes: dict[str, int] = {}
-    for circle in _SVG_NODE.findall(svg):
-        attrs = dict(_SVG_ATTRIBUTE.findall(circle))
-        name = attrs.get("data-label-name")
-        if name in index and "data-node-id" in attrs:
-            nodes[attrs["data-node-id"]] = index[name]
-    edges = []
-    for line in _SVG_EDGE.findall(svg):
-        attrs = dict(_SVG_ATTRIBUTE.findall(line))
-        ends = (nodes.get(attrs.get("data-node-from", "")), nodes.get(attrs.get("data-node-to", "")))
-        if ends[0] is not None and ends[1] is not None:
-            edges.append((ends[0], ends[1]))
-    return tuple(edges)
+    circles = [dict(_SVG_ATTRIBUTE.findall(circle)) for circle in _SVG_NODE.findall(svg)]
+    nodes = {
+        c.get("data-node-id"): index[c["data-label-name"]]
+        for c in circles
+        if c.get("data-label-name") in index
+    }
+    lines = [dict(_SVG_ATTRIBUTE.findall(line)) for line in _SVG_EDGE.findall(svg)]
+    ends = [(nodes.get(line.get("data-node-from")), nodes.get(line.get("data-node-to"))) for line in lines]
+    return tuple((a, b) for a, b in ends if a is not None and b is not None)
 
 
-def _int_or_none(text: str | None) -> int | None:
-    try:
-        value = int(float(text or ""))
-    except ValueError:
-        return None
-    return value if value > 0 else None
+def _size(text: str | None) -> int | None:
+    return int(text) if text and text.isdigit() and int(text) > 0 else None
 
 
 def _image(element: Element) -> _Image:
@@ -269,35 +235,21 @@ def _image(element: Element) -> _Image:
             shapes.append(_shape(child, number))
         elif child.tag == "tag" and child.get("label"):
             tags.append(child.get("label", ""))
+    size = _size(element.get("width")), _size(element.get("height"))
     return _Image(
-        element.get("id", ""),
-        element.get("name", ""),
-        element.get("subset", ""),
-        _int_or_none(element.get("width")),
-        _int_or_none(element.get("height")),
-        shapes,
-        tags,
+        element.get("id", ""), element.get("name", ""), element.get("subset", ""), *size, shapes, tags
     )
+
+
+def _whole(text: str | None) -> int:
+    return int(text) if text and text.lstrip("-").isdigit() else 0
 
 
 def _shape(element: Element, number: int) -> _Shape:
-    def whole(name: str) -> int:
-        try:
-            return int(element.get(name, "0") or 0)
-        except ValueError:
-            return 0
-
     elements = [_shape(child, n) for n, child in enumerate(element, start=1) if child.tag in _SHAPES]
-    return _Shape(
-        element.tag,
-        element.get("label", ""),
-        number,
-        whole("z_order"),
-        element.get("occluded") == "1",
-        whole("group_id"),
-        dict(element.attrib),
-        elements,
-    )
+    get = element.get
+    flags = _whole(get("z_order")), get("occluded") == "1", _whole(get("group_id"))
+    return _Shape(element.tag, get("label", ""), number, *flags, dict(element.attrib), elements)
 
 
 # Shapes -> objects.
@@ -341,10 +293,11 @@ def _turned(x0: float, y0: float, x1: float, y1: float, degrees: float) -> list[
     angle = math.radians(degrees)
     cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
     cos, sin = math.cos(angle), math.sin(angle)
-    corners: list[float] = []
-    for x, y in ((x0, y0), (x1, y0), (x1, y1), (x0, y1)):
-        corners += (cx + cos * (x - cx) - sin * (y - cy), cy + sin * (x - cx) + cos * (y - cy))
-    return corners
+    turn = (
+        (cx + cos * (x - cx) - sin * (y - cy), cy + sin * (x - cx) + cos * (y - cy))
+        for x, y in ((x0, y0), (x1, y0), (x1, y1), (x0, y1))
+    )
+    return [value for corner in turn for value in corner]
 
 
 def _ellipse(shape: _Shape) -> list[float]:
@@ -387,29 +340,13 @@ def _run_lengths(shape: _Shape, width: int | None, height: int | None) -> tuple[
     rows, columns = np.nonzero(values)
     if not len(rows):
         raise _Bad(reasons.ZERO_AREA.code, "its mask has no pixel")
-    band = np.zeros((height, w), np.uint8)  # the mask's columns over the picture's height
-    band[top : top + h] = values
-    flat = band.T.reshape(-1)
+    full = np.zeros((height, width), np.uint8)
+    full[top : top + h, left : left + w] = values
+    flat = full.T.reshape(-1)  # COCO's order: down each column
     edges = np.flatnonzero(flat[1:] != flat[:-1]) + 1
-    runs = np.diff(np.concatenate(([0], edges, [flat.size]))).tolist()
-    if flat[0]:
-        runs.insert(0, 0)
-    runs[0] += left * height  # the columns left of the mask: 0s
-    if len(runs) % 2:  # ends with 0s: the columns right of it join them
-        runs[-1] += (width - left - w) * height
-    elif width - left - w:
-        runs.append((width - left - w) * height)
-    box = (
-        left + int(columns.min()),
-        top + int(rows.min()),
-        left + int(columns.max()) + 1,
-        top + int(rows.max()) + 1,
-    )
-    return RunLengths(height, width, tuple(runs)), box
-
-
-def _a(kind: str) -> str:
-    return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+    runs = [0] * int(flat[0]) + np.diff(np.concatenate(([0], edges, [flat.size]))).tolist()
+    box = (left + columns.min(), top + rows.min(), left + columns.max() + 1, top + rows.max() + 1)
+    return RunLengths(height, width, tuple(runs)), tuple(int(v) for v in box)
 
 
 def _ref(display: str, image: _Image, shape: _Shape) -> str:
@@ -464,17 +401,13 @@ def _keypoints_of(shape: _Shape, meta: _Meta) -> list[float]:
     return found
 
 
-@dataclass
-class _Found:
-    """A picture's objects and what was left out of it, as (reason, detail)."""
-
-    objects: list[ObjectBox] = field(default_factory=list)
-    dropped: list[tuple[str, str]] = field(default_factory=list)
-
-
-def _objects(export: _Export, image: _Image, request: LoadRequest, segmentation: bool) -> _Found:
-    """A picture's shapes as the run's objects, in z_order (file order on a tie)."""
-    found = _Found()
+def _objects(
+    export: _Export, image: _Image, request: LoadRequest, segmentation: bool
+) -> tuple[list[ObjectBox], list[tuple[str, str]]]:
+    """A picture's shapes as the run's objects, in z_order (file order on a tie), and what was
+    left out, as (reason, detail)."""
+    objects: list[ObjectBox] = []
+    dropped: list[tuple[str, str]] = []
     shapes = sorted(image.shapes, key=lambda s: s.z_order)
     keypoints = request.keypoints
     grouped: dict[int, list[_Shape]] = defaultdict(list)
@@ -493,8 +426,8 @@ def _objects(export: _Export, image: _Image, request: LoadRequest, segmentation:
                 if shape.kind not in ("points", "skeleton"):
                     if shape.kind == "box" and len(grouped.get(shape.group, ())) == 1:
                         continue  # the box of its group's points
-                    raise _Bad(reasons.OTHER_SHAPE.code, f"{_a(shape.kind)} has no points")
-                found.objects.append(_points_object(shape, export.meta, ref, grouped))
+                    raise _Bad(reasons.OTHER_SHAPE.code, f"its {shape.kind} has no points")
+                objects.append(_points_object(shape, export.meta, ref, grouped))
                 continue
             if shape.kind in ("points", "skeleton"):
                 raise _Bad(
@@ -503,13 +436,13 @@ def _objects(export: _Export, image: _Image, request: LoadRequest, segmentation:
             if segmentation and shape.kind == "box":
                 # A box is not drawn into a class mask (its outline is not the object's): the
                 # drawing step drops it `not_drawn`.
-                found.objects.append(_outline_object(shape, image, ref, masks=False))
+                objects.append(_outline_object(shape, image, ref, masks=False))
                 continue
-            found.objects.append(_outline_object(shape, image, ref, request.masks or segmentation))
+            objects.append(_outline_object(shape, image, ref, request.masks or segmentation))
         except _Bad as bad:
             reason, detail = bad.args
-            found.dropped.append((reason, f"{ref}: {shape.label!r}: {detail}"))
-    return found
+            dropped.append((reason, f"{ref}: {shape.label!r}: {detail}"))
+    return objects, dropped
 
 
 def _points_object(shape: _Shape, meta: _Meta, ref: str, grouped: Mapping[int, list[_Shape]]) -> ObjectBox:
@@ -622,7 +555,11 @@ def _find_beside(base: str) -> str | None:
 
 
 class _Xml(ObjectFiles):
-    """CVAT's one annotations.xml per export, under the input or in a folder above it."""
+    """CVAT's one annotations.xml per export, under the input or in a folder above it; read for
+    a class mask (`segmentation`), every outline is kept and boxes are left to be dropped."""
+
+    def __init__(self, segmentation: bool = False) -> None:
+        self.segmentation = segmentation
 
     def given(self, path: str, task: str) -> bool:
         return path.endswith(".xml")
@@ -642,7 +579,7 @@ class _Xml(ObjectFiles):
         return Located(rerooted(listed, prefix, beside), prefix, root, (join(root, XML_NAME),))
 
     def read(self, located: Located, request: LoadRequest) -> AnnotationSet:
-        return _read(located, request, segmentation=False)
+        return _read(located, request, self.segmentation)
 
     def declared(
         self, result: AnnotationSet, located: Located, paths: tuple[AnnotationPath, ...]
@@ -657,13 +594,6 @@ class _Xml(ObjectFiles):
         return dataclasses.replace(
             result, images=images, declared=declared.DeclaredSplits(source, names, claims)
         )
-
-
-class _SegmentationXml(_Xml):
-    """The same files, read for a class mask: every outline kept, boxes left to be dropped."""
-
-    def read(self, located: Located, request: LoadRequest) -> AnnotationSet:
-        return _read(located, request, segmentation=True)
 
 
 def _read(located: Located, request: LoadRequest, segmentation: bool) -> AnnotationSet:
@@ -685,12 +615,12 @@ def _read(located: Located, request: LoadRequest, segmentation: bool) -> Annotat
             )
         elif entries:
             export, image = entries[0]
-            found = _objects(export, image, request, segmentation)
-            dropped += [ObjectNote(relpath, reason, detail) for reason, detail in found.dropped]
+            objects, left_out = _objects(export, image, request, segmentation)
+            dropped += [ObjectNote(relpath, reason, detail) for reason, detail in left_out]
             tags += len(image.tags)
             split = declared.split_name(image.subset) if image.subset else None
             images[relpath] = ImageAnnotations(
-                tuple(found.objects), image.name, width=image.width, height=image.height, split=split
+                tuple(objects), image.name, width=image.width, height=image.height, split=split
             )
         elif relpath in matches.ambiguous:
             detail = f"{' and '.join(matches.ambiguous[relpath])} could be this file or another listed one"
@@ -736,26 +666,21 @@ def _with_points(result: AnnotationSet, exports: Sequence[_Export]) -> Annotatio
     for name, count in most.items():
         names.setdefault(name, tuple(str(i) for i in range(count)))
         skeletons.setdefault(name, ())
-    count = max((len(n) for n in names.values()), default=0)
-    images = {
-        relpath: dataclasses.replace(
-            found,
-            objects=tuple(
-                item._replace(
-                    keypoints=(item.keypoints or ()) + (0.0,) * (3 * count - len(item.keypoints or ()))
-                )
-                for item in found.objects
-            ),
-        )
-        for relpath, found in result.images.items()
-    }
+    count = 3 * max((len(n) for n in names.values()), default=0)
+    images = {}
+    for relpath, found in result.images.items():
+        padded = [
+            o._replace(keypoints=(*(o.keypoints or ()), *[0.0] * (count - len(o.keypoints or ()))))
+            for o in found.objects
+        ]
+        images[relpath] = dataclasses.replace(found, objects=tuple(padded))
     return dataclasses.replace(
         result, images=images, task="keypoints", keypoint_names=names, skeletons=skeletons
     )
 
 
 _XML_FILES = _Xml()
-_SEGMENTATION_FILES = _SegmentationXml()
+_SEGMENTATION_FILES = _Xml(segmentation=True)
 
 
 def image_classes(request: LoadRequest) -> dict[str, tuple[str, ...]]:
@@ -770,15 +695,6 @@ def image_classes(request: LoadRequest) -> dict[str, tuple[str, ...]]:
         for relpath, entries in matches.claims.items()
         if len(entries) == 1 and entries[0][1].tags
     }
-
-
-def _beside_or_under(listing: Listing) -> Iterator[bytes]:
-    """The heads of the annotations.xml files the layout search looks at."""
-    for relpath, file in listing.catalog.annotation_files.items():
-        if posixpath.basename(relpath) == XML_NAME:
-            yield read_one(file.path)[:_HEAD_BYTES]
-    if listing.files and _find_beside(input_base(listing.files)) is not None:
-        yield b"<annotations><version>"
 
 
 class Cvat(SourceFormat):
@@ -811,7 +727,14 @@ class Cvat(SourceFormat):
             if not path.lower().endswith(".xml") or not storage.is_file(path):
                 return 0.0
             return CERTAIN if is_cvat_xml(read_one(path)[:_HEAD_BYTES]) else 0.0
-        return CERTAIN if any(is_cvat_xml(head) for head in _beside_or_under(listing)) else 0.0
+        heads = (
+            read_one(f.path)[:_HEAD_BYTES]
+            for r, f in listing.catalog.annotation_files.items()
+            if posixpath.basename(r) == XML_NAME
+        )
+        if any(is_cvat_xml(head) for head in heads):
+            return CERTAIN
+        return CERTAIN if listing.files and _find_beside(input_base(listing.files)) else 0.0
 
     def load(self, request: LoadRequest) -> AnnotationSet:
         """Objects; for segmentation, each picture's outlines as class masks drawn in z_order,
