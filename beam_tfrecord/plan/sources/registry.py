@@ -20,7 +20,7 @@ from beam_tfrecord.plan.annotations.matching import MatchCounts
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet
 from beam_tfrecord.plan.listing import InputFile
-from beam_tfrecord.plan.sources import ade20k, cityscapes, coco, folders, pairs, voc, yolo
+from beam_tfrecord.plan.sources import ade20k, cityscapes, coco, cvat, folders, pairs, voc, yolo
 from beam_tfrecord.plan.sources.base import CERTAIN, Listing, LoadRequest, SourceError, SourceFormat
 
 __all__ = [
@@ -36,8 +36,11 @@ __all__ = [
     "task_of",
 ]
 
+# CVAT before VOC: both keep `.xml` files, and a CVAT export's one annotations.xml is counted as
+# CVAT's (by its name), never as a VOC XML, by the guard of a classification run and the hints.
 FORMATS: tuple[SourceFormat, ...] = (
     coco.FORMAT,
+    cvat.FORMAT,
     voc.FORMAT,
     yolo.FORMAT,
     cityscapes.FORMAT,
