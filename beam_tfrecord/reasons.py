@@ -299,10 +299,13 @@ NOT_DRAWN = _reason(
     "not_drawn",
     "drop",
     "a shape with no area to fill (a box without an outline, a line, a point) in a class mask drawn "
-    "from shapes, or a line or a point in a detection run",
+    "from shapes, or a line in a detection run",
 )
-UNSUPPORTED_SHAPE = _reason(
-    "unsupported_shape", "drop", "a kind of shape the format's reader does not keep (the detail names it)"
+OTHER_SHAPE = _reason(
+    "other_shape",
+    "drop",
+    "a shape of a kind the run's task does not store (points in a detection or segmentation run, a box "
+    "or an outline in a keypoints run, a cuboid), where the format keeps every kind of shape in one file",
 )
 IMAGE_REJECTED = _reason("image_rejected", "drop", "its image is a reject line (counted, not listed)")
 NO_IMAGE = _reason("no_image", "drop", "its annotation entry names no listed image (counted, not listed)")

@@ -29,6 +29,9 @@ class Task:
       docs: its page under docs/.
       negatives: a picture no annotation names is worth keeping as it is (a detection negative,
         which teaches the model its background), not one to leave out (`--unannotated drop`).
+      listed_labels: its labels come from the listing (folders, file names, a manifest) unless
+        `--annotations` names a format that reads it (CVAT's tags); a format given alone never
+        stands for it.
     """
 
     name: str
@@ -36,6 +39,7 @@ class Task:
     kinds: tuple[str, ...]
     docs: str
     negatives: bool = False
+    listed_labels: bool = False
 
 
 TASKS: dict[str, Task] = {
@@ -46,6 +50,7 @@ TASKS: dict[str, Task] = {
             help="one class per picture, from its folder, its name or a manifest",
             kinds=("class",),
             docs="usage.md",
+            listed_labels=True,
         ),
         Task(
             name="detection",

@@ -118,7 +118,7 @@ def test_every_picture_is_a_record_or_a_reject_and_every_shape_is_counted(conver
     )
     assert unmatched["task 5"]["reason"] == "missing_image"
     dropped = lines(out, "dropped_objects.jsonl")
-    assert [(d["path"], d["reason"]) for d in dropped] == [("images/a.jpg", "not_drawn")]
+    assert [(d["path"], d["reason"]) for d in dropped] == [("images/a.jpg", "other_shape")]
     assert "#result k1" in dropped[0]["detail"]
 
 
@@ -137,7 +137,12 @@ def test_segmentation_draws_polygons_and_brushes_in_result_order_and_model_garde
     np.testing.assert_array_equal(found["images/a.jpg"]["mask"], expected)
     np.testing.assert_array_equal(found["images/b.jpg"]["mask"], np.where(gen.brush_mask(), 1, 0))
     dropped = {(d["path"], d["reason"]) for d in lines(out, "dropped_objects.jsonl")}
-    assert dropped == {("images/a.jpg", "not_drawn"), ("images/b.jpg", "not_drawn")}  # a box, a point, a box
+    # a's box (no outline) and point, b's rotated box
+    assert dropped == {
+        ("images/a.jpg", "not_drawn"),
+        ("images/a.jpg", "other_shape"),
+        ("images/b.jpg", "not_drawn"),
+    }
     decoder = segmentation_input.Decoder()
     for shard in out.glob("*.tfrecord"):
         for raw in tf.data.TFRecordDataset(str(shard)):

@@ -41,6 +41,7 @@ import keypointgen
 import labelstudiogen
 import pytest
 import segmentationgen
+import yoloseggen
 from test_sample_detection import PREFIX as SAMPLE_PREFIX
 from test_sample_detection import readme_commands as sample_commands
 
@@ -285,6 +286,8 @@ def make_inputs(text: str, folder: Path, weights: Path) -> None:
         segmentationgen.camvid(folder)
     if "--input kaggle" in text:
         segmentationgen.kaggle_binary(folder / "kaggle")
+    if "--input coco8-seg" in text:
+        yoloseggen.ultralytics_tree(folder / "coco8-seg")
     if any(path in text for path in REWRITES):
         (folder / "models").mkdir()
         (folder / "models" / weights.name).symlink_to(weights)

@@ -87,11 +87,12 @@ def test_the_annotations_choices_and_help_are_the_registrys():
     assert (
         spec.choices
         == registry.names()
-        == ("coco", "voc", "yolo", "label_studio", "cityscapes", "ade20k", "folders", "pairs")
+        == ("coco", "cvat", "voc", "yolo", "label_studio", "cityscapes", "ade20k", "folders", "pairs")
     )
     for task in registry.annotation_tasks():
         assert f"{', '.join(f.name for f in registry.reading(task))} ({task})" in spec.help
     assert [f.name for f in registry.reading("segmentation")] == [
+        "cvat",
         "voc",
         "yolo",
         "label_studio",
@@ -189,3 +190,64 @@ def test_the_shared_steps_import_no_format():
                 allowed.add("beam_tfrecord.plan.sources.registry")
             wrong += [f"{path.name}: {name}" for name in sorted(names - allowed)]
     assert wrong == []
+
+
+class Tags(SourceFormat):
+    """A toy format of image-level classes (as CVAT's tags): `x.tags.txt` beside `x.jpg`, a tag a
+    line; it reads detection too (a format given alone stands for that)."""
+
+    name = "tags"
+    title = "Tags"
+    tasks = ("classification", "detection")
+    help = "a name.tags.txt beside each picture"
+    looked_for = {"classification": "a .tags.txt beside each picture", "detection": "nowhere"}  # noqa: RUF012
+    suffixes = (".txt",)
+
+    def score(self, task: str, listing: Listing) -> float:
+        return 0.0
+
+    def load(self, request: LoadRequest) -> AnnotationSet:
+        listed = partition(request.files)
+        images = {}
+        for relpath in listed.images:
+            tags = listed.annotation_files.get(stem(relpath) + ".tags.txt")
+            found = pathlib.Path(tags.path).read_text().split() if tags is not None else []
+            images[relpath] = ImageAnnotations((), stem(relpath), values={"class": found} if found else {})
+        return AnnotationSet(
+            self.name,
+            ("bird", "cat", "dog"),
+            images,
+            unannotated=frozenset(r for r, found in images.items() if not found.values),
+            sources={r: "a tags file, read" for r in listed.annotation_files},
+            found_at="Tags under --input",
+        )
+
+
+def test_a_format_s_image_level_classes_label_a_classification_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(registry, "FORMATS", (*registry.FORMATS, Tags()))
+    write_tree(
+        tmp_path / "data" / "folder",
+        {
+            "a.jpg": jpeg(20, 20, seed=1),
+            "a.tags.txt": b"dog\n",
+            "b.jpg": jpeg(20, 20, seed=2),
+            "b.tags.txt": b"cat\n",
+            "c.jpg": jpeg(20, 20, seed=3),  # no tag: unlabeled, never the folder's name
+            "d.jpg": jpeg(20, 20, seed=4),
+            "d.tags.txt": b"cat\ndog\n",
+        },
+    )
+    source = SourceConfig(
+        str(tmp_path / "data"), annotations=AnnotationConfig(task="classification", format="tags")
+    )
+    plan = make_plan(list_inputs(str(tmp_path / "data")), source)
+    assert plan.class_names == ["bird", "cat", "dog"]
+    assert {item.relpath: (item.label, item.label_text) for item in plan.inputs} == {
+        "folder/a.jpg": (2, "dog"),
+        "folder/b.jpg": (1, "cat"),
+    }
+    by_reason = {r.path: r.reason for r in plan.rejects if r.reason != "skipped"}
+    assert by_reason == {"folder/c.jpg": "unlabeled", "folder/d.jpg": "bad_annotation"}
+    # Given alone, the format stands for its other task; `--task classification` alone, the folders.
+    assert registry.task_of("tags") == "detection"
+    assert SourceConfig("data", annotations=AnnotationConfig(task="classification")).annotations is None

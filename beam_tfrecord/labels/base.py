@@ -42,7 +42,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, Protocol, Self, TypeAlias, TypeVar, cast
 
 from beam_tfrecord.edges import ByKind, Json, JsonObject, ParsedRecord, Tensor, TorchValue
-from beam_tfrecord.elements import DroppedObject, DroppedObjectLine, MaskRule, PlannedInput, RecordFields
+from beam_tfrecord.elements import (
+    DroppedObject,
+    DroppedObjectLine,
+    ImageAnnotations,
+    MaskRule,
+    PlannedInput,
+    RecordFields,
+)
 from beam_tfrecord.keys import RecordLayout
 from beam_tfrecord.labels.geometry import PixelTransform
 
@@ -391,6 +398,16 @@ class LabelKind(Generic[SettingT, StoredT, FactsT, TallyT, SectionT, DrawnT]):
     name: ClassVar[str] = ""
     # Its labels name the run's classes (labels.txt lists them): a captions run has none.
     names_classes: ClassVar[bool] = False
+    # Its labels are the picture's own label (`PlannedInput.label`): an annotated run's picture
+    # that its annotations give none is `unlabeled` (`picture_label`).
+    labels_picture: ClassVar[bool] = False
+
+    def picture_label(self, annotations: ImageAnnotations | None) -> tuple[str, ...]:
+        """The class names an annotation format gives the picture itself (CVAT's tags, Label
+        Studio's choices: `ImageAnnotations.values[name]`), in order; () for none."""
+        found = annotations.values.get(self.name) if annotations is not None else None
+        return tuple(str(name) for name in found) if isinstance(found, list) else ()
+
     # The annotation options (`AnnotationConfig` fields) only this kind reads: `refusal` says
     # where one of them, given, has no use.
     options: ClassVar[tuple[str, ...]] = ()

@@ -118,6 +118,7 @@ class ClassKind(LabelKind[None, None, ClassFacts, ClassTally, Section, None]):
 
     name = "class"
     names_classes = True
+    labels_picture = True
 
     def encoders(self) -> Mapping[str, Encoder]:
         return {

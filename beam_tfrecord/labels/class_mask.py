@@ -611,8 +611,8 @@ class ClassMaskKind(LabelKind[MaskRule, bytes, PixelCounts, ClassMaskTally, Segm
     def side_files(
         self, class_names: tuple[str, ...], facts: ByKind, dropped: tuple[DroppedObjectLine, ...]
     ) -> dict[str, str]:
-        """dropped_objects.jsonl where shapes were left out of the masks drawn from them (a box
-        without an outline, a line, a point), one line each; mask files leave none."""
+        """dropped_objects.jsonl where shapes were left out of masks drawn from shapes (a box,
+        a line: `not_drawn`), one line each; a run of mask files writes none."""
         if not dropped:
             return {}
         return {DROPPED_OBJECTS_FILE: "".join(line.to_json() + "\n" for line in sorted(dropped))}

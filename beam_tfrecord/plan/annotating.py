@@ -21,6 +21,7 @@ from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.edges import JsonObject
 from beam_tfrecord.elements import DroppedObjectLine, ImageAnnotations, RejectLine
 from beam_tfrecord.labels import Annotated, of_task
+from beam_tfrecord.plan import labels as labels_lib
 from beam_tfrecord.plan import splitting
 from beam_tfrecord.plan.annotations import growing as growing_lib
 from beam_tfrecord.plan.annotations.declared import DeclaredSplits
@@ -201,6 +202,7 @@ def annotated_files(
     (an append's: the dataset's, then the classes its annotations add)."""
     annotated = loaded.found
     labeled = _annotated_files(files, annotated, source, rejects)
+    labeled = _picture_labels(labeled, annotated, source, rejects)
     named = any(kind.names_classes for kind in of_task(task_of(source)))
     class_names = list(annotated.class_names) if named else None
     if known_class_names is not None:
@@ -238,6 +240,30 @@ def _annotated_files(
         else:
             labeled.append((file, None))
     return labeled
+
+
+def _picture_labels(
+    labeled: Labeled, annotated: AnnotationSet, source: SourceConfig, rejects: list[RejectLine]
+) -> Labeled:
+    """A run whose kind of label is the picture's own (a class from CVAT's tags): each candidate
+    with its class, or an `unlabeled` reject where its annotations give none; one class a
+    picture (a picture given several is a `bad_annotation` reject naming them)."""
+    kinds = [kind for kind in of_task(task_of(source)) if kind.labels_picture]
+    if not kinds:
+        return labeled
+    kept: Labeled = []
+    for file, _ in labeled:
+        found = kinds[0].picture_label(annotated.images.get(file.relpath))
+        if not found:
+            detail = f"no {annotated.format} annotation gives this picture a class"
+            rejects.append(RejectLine(file.relpath, reasons.UNLABELED.code, detail))
+        elif len(set(found)) > 1:
+            named = ", ".join(dict.fromkeys(found))
+            detail = f"its annotations give it {len(set(found))} classes ({named}): a record holds one"
+            rejects.append(RejectLine(file.relpath, reasons.BAD_ANNOTATION.code, detail))
+        else:
+            kept.append((file, labels_lib.ManifestRow(found[0])))
+    return kept
 
 
 def _grown_classes(old: Sequence[str], annotated: AnnotationSet, source: SourceConfig) -> tuple[str, ...]:

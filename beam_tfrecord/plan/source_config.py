@@ -231,7 +231,12 @@ class SourceConfig(Config):
         object.__setattr__(self, "splits", dict(self.splits))
         if self.class_names is not None:
             object.__setattr__(self, "class_names", tuple(self.class_names))
-        if self.annotations is not None and self.annotations.task == tasks.DEFAULT:
+        asked = self.annotations
+        if (
+            asked is not None
+            and asked.format is None
+            and tasks.task(asked.task or tasks.DEFAULT).listed_labels
+        ):
             object.__setattr__(self, "annotations", None)  # `--task classification`: the default
             object.__setattr__(self, "classification_asked", True)
         if self.annotations is not None:

@@ -173,7 +173,8 @@ class AnnotationConfig(Config):
                 raise ConfigError("annotations", f"is needed: {_either(_DETECTION_FORMATS)} (or give --task)")
             task = registry.task_of(self.format)
             object.__setattr__(self, "task", task)
-        if not registry.reading(task):  # classification: SourceConfig then holds no annotation options
+        # Classification without a format that reads it: SourceConfig then holds no annotation options.
+        if not registry.reading(task) or (self.format is None and tasks.task(task).listed_labels):
             if self.format is not None:
                 raise ConfigError(
                     "task",

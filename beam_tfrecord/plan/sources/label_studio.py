@@ -392,7 +392,7 @@ def _objects(region: _Region, masks: bool, outlines: bool) -> tuple[list[ObjectB
         box = (min(xs), min(ys), max(xs), max(ys))
         mask = (Polygon(flat),)
     elif "radiusX" in value:
-        raise _Dropped(reasons.UNSUPPORTED_SHAPE.code, "an ellipse")
+        raise _Dropped(reasons.OTHER_SHAPE.code, "an ellipse, which is not read")
     elif "width" in value and "height" in value:
         x, y = _number(value, "x") / 100 * width, _number(value, "y") / 100 * height
         w, h = _number(value, "width") / 100 * width, _number(value, "height") / 100 * height
@@ -416,7 +416,9 @@ def _objects(region: _Region, masks: bool, outlines: bool) -> tuple[list[ObjectB
         else:
             box = (x, y, x + w, y + h)
     else:
-        raise _Dropped(reasons.NOT_DRAWN.code, "a point, which has no box")
+        raise _Dropped(
+            reasons.OTHER_SHAPE.code, "a key point, which a detection or segmentation run does not store"
+        )
     if not box[2] > box[0] or not box[3] > box[1]:
         raise _Dropped(reasons.ZERO_AREA.code, "its box has no area")
     if not (masks or outlines):

@@ -20,7 +20,7 @@ from beam_tfrecord.plan.annotations.matching import MatchCounts
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet
 from beam_tfrecord.plan.listing import InputFile
-from beam_tfrecord.plan.sources import ade20k, cityscapes, coco, folders, label_studio, pairs, voc, yolo
+from beam_tfrecord.plan.sources import ade20k, cityscapes, coco, cvat, folders, label_studio, pairs, voc, yolo
 from beam_tfrecord.plan.sources.base import CERTAIN, Listing, LoadRequest, SourceError, SourceFormat
 
 __all__ = [
@@ -36,8 +36,11 @@ __all__ = [
     "task_of",
 ]
 
+# CVAT before VOC: both keep `.xml` files, and a CVAT export's one annotations.xml is counted as
+# CVAT's (by its name), never as a VOC XML, by the guard of a classification run and the hints.
 FORMATS: tuple[SourceFormat, ...] = (
     coco.FORMAT,
+    cvat.FORMAT,
     voc.FORMAT,
     yolo.FORMAT,
     label_studio.FORMAT,
@@ -85,7 +88,8 @@ def task_of(name: str) -> str:
     """The task a format given without `--task` stands for: its first in `tasks.TASKS` order
     (detection for COCO, VOC and YOLO, as before tasks were named)."""
     fmt = named(name)
-    return next(task for task in tasks.TASK_NAMES if fmt.reads(task))
+    read = [task for task in tasks.TASK_NAMES if fmt.reads(task)]
+    return next((task for task in read if not tasks.task(task).listed_labels), read[0])
 
 
 def find(task: str, files: Sequence[InputFile], paths: Sequence[AnnotationPath] = ()) -> SourceFormat:

@@ -80,6 +80,10 @@ class _Rejected(Exception):
     """An XML that cannot annotate its image: (reason, detail)."""
 
 
+class _NotVoc(_Rejected):
+    """An XML whose root is not VOC's `<annotation>` (another tool's file): no VOC entry."""
+
+
 class _ParsedXml:
     """One VOC XML: its image's annotations and the objects left out, as (reason, detail)."""
 
@@ -106,7 +110,7 @@ def _parse_xml(data: bytes, display: str) -> _ParsedXml:
             f"{display} is not valid XML: {reason} at line {line} column {column}",
         ) from None
     if root.tag != "annotation":
-        raise _Rejected(
+        raise _NotVoc(
             reasons.BAD_ANNOTATION.code, f"{display}: its root element is <{root.tag}>, not <annotation>"
         )
     filename = (root.findtext("filename") or "").strip()
@@ -310,6 +314,8 @@ def _orphans(listed: Catalog, external: Sequence[InputFile], used: set[str]) -> 
     for file in orphans:
         result = parsed_orphans[file.path]
         display = _display(file, listed)
+        if isinstance(result, _NotVoc):
+            continue  # another format's XML: its `skipped` line says what it is, and the hint names it
         if isinstance(result, _Rejected):
             detail = f"no listed image has its stem, and it cannot be read: {result.args[1]}"
             unmatched.append(UnmatchedEntry(display, "", reasons.MISSING_IMAGE.code, detail))

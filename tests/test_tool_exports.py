@@ -1,0 +1,92 @@
+"""What the house makes generic, run once for each labelling tool's export: an append equals a
+run over every picture, ArrayRecord holds the TFRecord run's records, a tree in a bucket gives
+the local tree's records, and inspect passes the output and draws its contact sheet."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+
+import pytest
+from conftest import convert
+from gcsemulator import EMULATOR_ENV, Emulator
+from outputcheck import summary
+from PIL import Image
+from yoloseggen import ultralytics_tree
+
+from beam_tfrecord.read.examples import iter_examples
+from beam_tfrecord.read.random_access import RecordArray
+from pipelines import inspect
+
+
+def _yolo_segmentation(root):
+    ultralytics_tree(root)
+    later = ["images/val/c.jpg", "labels/val/c.txt"]
+    return ("--task", "segmentation", "--annotations", "yolo"), later
+
+
+# name -> builder(root) -> (the command's options, the relpaths a first run leaves out)
+EXPORTS = {"yolo_segmentation": _yolo_segmentation}
+
+
+def records(output) -> list[tuple]:
+    """(split, filename, sha256, every value as bytes) of every record, sorted."""
+    found = []
+    for split in summary(output)["splits"]:
+        for record in iter_examples(str(output), split):
+            values = tuple(sorted((k, repr(v)) for k, v in record.items()))
+            found.append((split, record["filename"], values))
+    return sorted(found)
+
+
+@pytest.fixture(scope="module")
+def emulator():
+    with Emulator() as emu, pytest.MonkeyPatch.context() as patch:
+        patch.setenv(EMULATOR_ENV, emu.url)
+        yield emu
+
+
+@pytest.mark.parametrize("export", sorted(EXPORTS))
+def test_an_append_equals_a_run_over_every_picture(tmp_path, export):
+    args, later = EXPORTS[export](tmp_path / "data")
+    first = tmp_path / "first"
+    shutil.copytree(tmp_path / "data", first)
+    for relpath in later:
+        (first / relpath).unlink()
+    grown, whole = tmp_path / "grown", tmp_path / "whole"
+    assert convert(first, grown, *args) == 0
+    assert convert(tmp_path / "data", grown, *args, "--append") == 0
+    assert convert(tmp_path / "data", whole, *args) == 0
+    assert records(grown) == records(whole)
+    assert summary(grown)["records"] == summary(whole)["records"]
+
+
+@pytest.mark.parametrize("export", sorted(EXPORTS))
+def test_array_record_holds_the_same_records_and_inspect_draws_them(tmp_path, export, monkeypatch):
+    args, _ = EXPORTS[export](tmp_path / "data")
+    tfrecord, array = tmp_path / "tfrecord", tmp_path / "array_record"
+    assert convert(tmp_path / "data", tfrecord, *args) == 0
+    assert convert(tmp_path / "data", array, *args, "--file_format", "array_record") == 0
+    assert records(array) == records(tfrecord)
+    for split, counts in summary(array)["splits"].items():
+        assert len(RecordArray(str(array), split)) == counts["records"]
+    monkeypatch.chdir(tmp_path)
+    assert inspect.run([str(tfrecord), "--pictures", str(tmp_path / "pictures")]) == 0
+    with Image.open(tmp_path / "pictures" / "contact_sheet.png") as sheet:
+        assert sheet.width > 200 and sheet.height > 100
+
+
+@pytest.mark.parametrize("export", sorted(EXPORTS))
+def test_a_tree_in_a_bucket_gives_the_local_tree_s_records(tmp_path, export, emulator):
+    args, _ = EXPORTS[export](tmp_path / "data")
+    bucket = f"test-{uuid.uuid4().hex[:12]}"
+    emulator.client().create_bucket(bucket)
+    tree = {
+        str(path.relative_to(tmp_path / "data")): path.read_bytes()
+        for path in (tmp_path / "data").rglob("*")
+        if path.is_file()
+    }
+    emulator.upload_tree(bucket, "data", tree)
+    assert convert(tmp_path / "data", tmp_path / "local", *args) == 0
+    assert convert(f"gs://{bucket}/data", tmp_path / "remote", *args) == 0
+    assert records(tmp_path / "remote") == records(tmp_path / "local")
