@@ -6,6 +6,7 @@
     class_mask  class_mask: a class id per pixel, from a mask file per picture
     captions    captions: the sentences that describe the picture
     keypoints   keypoints: each object's points, beside its box
+    panoptic    panoptic: each pixel's category and instance, from a PNG of segment ids per picture
 
 The registry's order is the order a run's kinds write their summary sections in. This layer sits
 between the shared contracts (elements, keys, reasons, ...) and the stages: a kind imports only
@@ -46,6 +47,7 @@ from beam_tfrecord.labels.class_label import CLASS
 from beam_tfrecord.labels.class_mask import CLASS_MASK
 from beam_tfrecord.labels.keypoints import KEYPOINTS
 from beam_tfrecord.labels.objects import OBJECTS
+from beam_tfrecord.labels.panoptic import PANOPTIC
 
 __all__ = [
     "CLASSIFIED",
@@ -76,7 +78,7 @@ __all__ = [
     "of_task",
 ]
 
-KINDS: dict[str, AnyKind] = {k.name: k for k in (CLASS, OBJECTS, CLASS_MASK, CAPTIONS, KEYPOINTS)}
+KINDS: dict[str, AnyKind] = {k.name: k for k in (CLASS, OBJECTS, CLASS_MASK, CAPTIONS, KEYPOINTS, PANOPTIC)}
 
 
 def kind(name: str) -> AnyKind:
