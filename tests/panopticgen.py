@@ -75,7 +75,11 @@ def _rect(x0: float, y0: float, x1: float, y1: float) -> list[float]:
 PICTURES = {
     139: {
         "stuff": [(187, 0, 16), (184, 30, 44)],
-        "things": [(1, _rect(4, 6, 20, 40), 0), (3, [30, 10, 50, 12, 44, 34], 0), (1, _rect(52, 2, 60, 20), 1)],
+        "things": [
+            (1, _rect(4, 6, 20, 40), 0),
+            (3, [30, 10, 50, 12, 44, 34], 0),
+            (1, _rect(52, 2, 60, 20), 1),
+        ],
     },
     285: {
         "stuff": [(92, 0, 48)],
@@ -135,7 +139,13 @@ def coco_panoptic(root: pathlib.Path, split: str = "train2017", crowded: bool = 
             ys, xs = np.nonzero(pixels)
             bbox = [int(xs.min()), int(ys.min()), int(xs.max() - xs.min() + 1), int(ys.max() - ys.min() + 1)]
             entries.append(
-                {"id": segment_id, "category_id": category, "iscrowd": crowd, "bbox": bbox, "area": int(pixels.sum())}
+                {
+                    "id": segment_id,
+                    "category_id": category,
+                    "iscrowd": crowd,
+                    "bbox": bbox,
+                    "area": int(pixels.sum()),
+                }
             )
             if polygon is not None and image_id != CROWDED_ID:
                 xs_p, ys_p = polygon[0::2], polygon[1::2]
@@ -163,7 +173,9 @@ def coco_panoptic(root: pathlib.Path, split: str = "train2017", crowded: bool = 
     instances_doc = {
         "images": [i for i in images if i["id"] != CROWDED_ID],
         "annotations": instances,
-        "categories": [{k: c[k] for k in ("id", "name", "supercategory")} for c in CATEGORIES if c["isthing"]],
+        "categories": [
+            {k: c[k] for k in ("id", "name", "supercategory")} for c in CATEGORIES if c["isthing"]
+        ],
     }
     (root / "annotations" / f"instances_{split}.json").write_text(json.dumps(instances_doc))
     return truth

@@ -63,7 +63,6 @@ def _model_garden(root: pathlib.Path, monkeypatch) -> tuple[dict[str, dict[str, 
     is widened first, which is what NumPy 1 did by value-based casting. A picture it cannot
     convert (a 256th segment's id under NumPy 2) is returned with its error."""
     from absl import flags
-
     from official.vision.data import create_coco_tf_record as mg
     from official.vision.data import tfrecord_lib
 
@@ -98,7 +97,11 @@ def _model_garden(root: pathlib.Path, monkeypatch) -> tuple[dict[str, dict[str, 
     return found, failed
 
 
-MASK_KEYS = ("image/panoptic/category_mask", "image/panoptic/instance_mask", "image/segmentation/class/encoded")
+MASK_KEYS = (
+    "image/panoptic/category_mask",
+    "image/panoptic/instance_mask",
+    "image/segmentation/class/encoded",
+)
 
 
 def test_records_equal_model_gardens_converter_pixel_for_pixel(panoptic, monkeypatch):
@@ -111,7 +114,9 @@ def test_records_equal_model_gardens_converter_pixel_for_pixel(panoptic, monkeyp
     for name, them in theirs.items():
         us = ours[name]
         for key in MASK_KEYS:
-            np.testing.assert_array_equal(_decoded(us[key][0]), _decoded(them[key][0]), err_msg=f"{name} {key}")
+            np.testing.assert_array_equal(
+                _decoded(us[key][0]), _decoded(them[key][0]), err_msg=f"{name} {key}"
+            )
         assert us["image/source_id"] == them["image/source_id"]
         count = len(them.get("image/object/bbox/xmin", []))
         assert len(us["image/object/bbox/xmin"]) == count, name
@@ -119,7 +124,12 @@ def test_records_equal_model_gardens_converter_pixel_for_pixel(panoptic, monkeyp
             continue
         assert us["image/object/class/text"] == them["image/object/class/text"]
         assert us["image/object/is_crowd"] == them["image/object/is_crowd"]
-        for side, scale in (("xmin", gen.WIDTH), ("xmax", gen.WIDTH), ("ymin", gen.HEIGHT), ("ymax", gen.HEIGHT)):
+        for side, scale in (
+            ("xmin", gen.WIDTH),
+            ("xmax", gen.WIDTH),
+            ("ymin", gen.HEIGHT),
+            ("ymax", gen.HEIGHT),
+        ):
             key = f"image/object/bbox/{side}"
             np.testing.assert_allclose(np.array(us[key]) * scale, np.array(them[key]) * scale, atol=1.0)
         for mine, model_garden in zip(us["image/object/mask"], them["image/object/mask"], strict=True):
@@ -148,7 +158,7 @@ def test_more_than_255_segments_keep_their_ids_in_a_16_bit_png(panoptic):
 
 
 def test_every_input_ends_as_a_record_or_a_reject_and_pngs_are_no_pictures(panoptic):
-    base, truth, out = panoptic
+    _, truth, out = panoptic
     found = summary(out)
     assert found["records"] == len(truth) and found["consistent"]
     lines = rejects(out)
@@ -199,7 +209,9 @@ def test_readers_hand_out_the_masks(panoptic):
             assert target[key].dtype == tf.int32
         seen += 1
         if int(tf.reduce_max(target["instance_mask"])) > 255:
-            np.testing.assert_array_equal(target["instance_mask"].numpy()[..., 0], by_name[name]["instance_mask"])
+            np.testing.assert_array_equal(
+                target["instance_mask"].numpy()[..., 0], by_name[name]["instance_mask"]
+            )
     assert seen == len(truth)
 
 

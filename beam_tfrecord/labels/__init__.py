@@ -2,13 +2,15 @@
 (`tasks.Task.kinds`), and every stage loops over a run's kinds instead of naming one.
 
     class       class_label: one class (or several) per picture, from its folder, name or a manifest
+    panoptic    panoptic: each pixel's category and instance, from a PNG of segment ids per picture
     objects     objects/: boxes with their classes and flags, and instance masks
     class_mask  class_mask: a class id per pixel, from a mask file per picture
     captions    captions: the sentences that describe the picture
     keypoints   keypoints: each object's points, beside its box
-    panoptic    panoptic: each pixel's category and instance, from a PNG of segment ids per picture
 
-The registry's order is the order a run's kinds write their summary sections in. This layer sits
+The registry's order is the order a run's kinds write their summary sections in, and a task's
+kinds are in its order (a reader tells the task from its sections, and the first kind gives
+`load_dataset`'s target: a panoptic run's masks before its things' boxes). This layer sits
 between the shared contracts (elements, keys, reasons, ...) and the stages: a kind imports only
 the shared modules and this folder, and every stage may import it.
 """
@@ -78,7 +80,7 @@ __all__ = [
     "of_task",
 ]
 
-KINDS: dict[str, AnyKind] = {k.name: k for k in (CLASS, OBJECTS, CLASS_MASK, CAPTIONS, KEYPOINTS, PANOPTIC)}
+KINDS: dict[str, AnyKind] = {k.name: k for k in (CLASS, PANOPTIC, OBJECTS, CLASS_MASK, CAPTIONS, KEYPOINTS)}
 
 
 def kind(name: str) -> AnyKind:

@@ -59,6 +59,7 @@ from beam_tfrecord.labels.base import (
 )
 from beam_tfrecord.labels.drawing import MASK_OPACITY, Sheet
 from beam_tfrecord.labels.geometry import PixelTransform, encode_mask_png, orient, resample
+from beam_tfrecord.labels.objects.reading import decode_masks, detection_target
 from beam_tfrecord.reasons import Reject
 
 __all__ = [
@@ -336,7 +337,8 @@ class PanopticSummary(Section):
 
 @dataclass
 class PanopticTally(KindTally[PanopticFacts]):
-    """Segments and pixels per (category id, name, thing), void pixels, records with 16-bit masks."""
+    """Segments and pixels per (category id, name, thing), void pixels, records with 16-bit masks.
+    The records per class are the objects kind's (the records that hold each thing)."""
 
     segments: Counter[tuple[int, str, bool]] = field(default_factory=Counter)
     pixels: Counter[tuple[int, str, bool]] = field(default_factory=Counter)
@@ -349,8 +351,6 @@ class PanopticTally(KindTally[PanopticFacts]):
             key = (category_id, name, thing)
             self.segments[key] += segments
             self.pixels[key] += pixels
-            if not thing:  # a thing's records are counted by its objects
-                labels[(split, name)] += 1
         self.void += void
         self.wide += int(wide)
 
@@ -423,10 +423,8 @@ class _PanopticChecks(Checks[Drawn]):
             errors.append(f"{where}: its semantic and category masks disagree on the void pixels")
         values, counts = np.unique(category, return_counts=True)
         self.pixels.update({int(v): int(n) for v, n in zip(values, counts, strict=True) if v})
-        names = {n["id"]: name for name, n in self.section.per_category.items()} if self.section else {}
-        classes = tuple(names.get(int(v), str(int(v))) for v in values if v)
         drawn = (bytes(facts["category_mask"]), bytes(facts["instance_mask"]))
-        return Checked(classes, "|".join(classes), drawn)
+        return Checked(drawn=drawn)  # the records per class are the objects' (things), as the tally's
 
     def against_summary(self) -> list[str]:
         if self.section is None:
@@ -530,20 +528,20 @@ class PanopticKind(LabelKind[None, PanopticLabels, PanopticFacts, PanopticTally,
 
     def numpy_fields(self, record: ParsedRecord, layout: RecordLayout) -> None:
         """Each mask decoded to int32 [height, width] (its PNG kept as `NAME_png`), and the thing
-        objects' masks under the objects' own name (`object_mask`), which the objects kind decodes
-        to `masks` beside their boxes."""
+        objects' masks as the objects kind gives its own: `object_mask` (PNGs) and `masks` (uint8
+        [N, height, width] of 0 and 1), beside their boxes."""
         for name in MASKS:
             record[f"{name}_png"] = record[name]
             record[name] = decode_ids(record[name])
-        if "segment_mask" in record:  # the objects kind, after this one, decodes them
-            record["object_mask"] = record.pop("segment_mask")
+        pngs = list(record.pop("segment_mask", None) or [])
+        record["object_mask"] = pngs  # the objects' own name, so their target takes them
+        height, width = record[MASKS[0]].shape
+        record["masks"] = decode_masks(pngs, height, width)
 
     def torch_target(self, record: ParsedRecord, image_size: tuple[int, int] | None) -> TorchValue:
         """The three masks as int64 tensors [height, width], and the things' boxes, labels (from 1)
         and masks as torchvision's detection target gives them."""
         import torch
-
-        from beam_tfrecord.labels.objects.reading import detection_target
 
         target = {name: torch.from_numpy(record[name].astype(np.int64)) for name in MASKS}
         arrays = detection_target(record, image_size=image_size, labels_from=1)

@@ -149,11 +149,11 @@ def load_panoptic(request: LoadRequest, name: str = "coco") -> AnnotationSet:
         files = [_file(listed.annotation_files[r].path, r) for r in under] or _beside(base)
     jsons = {f.path for f in files}
     sources: dict[str, str] = {}
-    for relpath, found in list(listed.images.items()):  # the PNGs are labels, never pictures
-        if any(found.path.startswith(f.pngs + "/") for f in files):
+    for relpath, listed_file in list(listed.images.items()):  # the PNGs are labels, never pictures
+        if any(listed_file.path.startswith(f.pngs + "/") for f in files):
             sources[relpath] = "a COCO panoptic PNG (segment ids), read with its picture"
-    for relpath, found in listed.annotation_files.items():
-        if found.path in jsons:
+    for relpath, listed_file in listed.annotation_files.items():
+        if listed_file.path in jsons:
             sources[relpath] = "COCO panoptic file, read"
         elif posixpath.basename(relpath).lower() == CATEGORIES_NAME:
             sources[relpath] = "COCO panoptic categories, read"
@@ -203,18 +203,18 @@ def load_panoptic(request: LoadRequest, name: str = "coco") -> AnnotationSet:
             where = f"{file.shown}#image {image.get('id')}"
             entry = entries.pop(image.get("id"), None)
             segments = entry.get("segments_info") or [] if entry is not None else []
-            found = catalog.matches(str(image.get("file_name", "")))
-            if len(found) != 1:
+            matched = catalog.matches(str(image.get("file_name", "")))
+            if len(matched) != 1:
                 code, detail = (
                     (reasons.MISSING_IMAGE.code, "no listed file has this name")
-                    if not found
-                    else (reasons.AMBIGUOUS_IMAGE.code, f"matches {len(found)} listed files")
+                    if not matched
+                    else (reasons.AMBIGUOUS_IMAGE.code, f"matches {len(matched)} listed files")
                 )
                 unmatched.append(
                     UnmatchedEntry(where, str(image.get("file_name", "")), code, detail, len(segments))
                 )
                 continue
-            relpath = found[0]
+            relpath = matched[0]
             if entry is None:
                 continue  # unannotated, below
             png = pngs.get(str(entry.get("file_name", "")))
