@@ -232,3 +232,26 @@ def test_inspect_checks_and_draws_the_segments(panoptic, tmp_path):
 
     report = verify_output(str(out))
     assert report.errors == []
+
+
+def test_a_panoptic_tree_without_options_is_refused_naming_the_task(panoptic, tmp_path, capsys):
+    """No silent misread: never a classification run whose classes are its folders."""
+    tree = tmp_path / "coco"
+    gen.coco_panoptic(tree, crowded=False)
+    (tree / "annotations" / "instances_train2017.json").unlink()
+    assert convert(tree, tmp_path / "out") == 2
+    assert "pass --task panoptic" in capsys.readouterr().err
+
+
+def test_the_contact_sheet_draws_each_segment(panoptic):
+    _, _, out = panoptic
+    from beam_tfrecord.labels.panoptic import draw_segments
+
+    record = next(r for r in iter_examples(str(out), "train") if r["filename"].endswith("139.jpg"))
+    thumb = Image.new("RGB", (gen.WIDTH, gen.HEIGHT), (0, 0, 0))
+    drawn = np.asarray(draw_segments(thumb, (record["category_mask_png"], record["instance_mask_png"])))
+    void = record["category_mask"] == 0
+    assert (drawn[void] == 0).all() and (drawn[~void] > 0).any(axis=-1).all()
+    first, second = sorted(set(np.unique(record["instance_mask"])) - {0})[:2]  # a person and a car
+    person, car = record["instance_mask"] == first, record["instance_mask"] == second
+    assert not (drawn[person][0] == drawn[car][0]).all()
