@@ -38,6 +38,7 @@ import annotationgen
 import captiongen
 import imagegen
 import keypointgen
+import panopticgen
 import pytest
 import segmentationgen
 from test_sample_detection import PREFIX as SAMPLE_PREFIX
@@ -253,6 +254,8 @@ def make_inputs(text: str, folder: Path, weights: Path) -> None:
         captiongen.flickr8k(folder / "flickr8k")
     if "--input coco2017" in text and "--task captions" in text:
         captiongen.coco2017(folder / "coco2017")
+    elif "--input coco2017" in text and "--task panoptic" in text:
+        panopticgen.coco_panoptic(folder / "coco2017", crowded=False)
     elif "--input coco2017" in text and "--task keypoints" not in text:
         files, per_split = {}, {}
         for split, folder_name in (("train", "train2017"), ("val", "val2017")):

@@ -137,19 +137,19 @@ def _pngs(folder: str, catalog: Catalog) -> dict[str, InputFile]:
     return {posixpath.basename(f.path): f for f in listed_under(folder, (".png",))}
 
 
-def load_panoptic(request: LoadRequest, name: str = "coco") -> AnnotationSet:
-    """Every listed picture's segments from the panoptic files found (or given). Raises
-    SourceError for a file that is not a COCO panoptic file or whose categories disagree."""
-    listed = partition(request.files)
-    base = input_base(request.files)
+def _located(request: LoadRequest, listed: Catalog) -> list[_Json]:
+    """The panoptic files given, else those under the input, else those beside it."""
     if request.paths:
-        files = [_Json(p.path, p.path, p.path.removesuffix(".json"), p.split) for p in request.paths]
-    else:
-        under = sorted(r for r in listed.annotation_files if is_panoptic_file(r))
-        files = [_file(listed.annotation_files[r].path, r) for r in under] or _beside(base)
+        return [_Json(p.path, p.path, p.path.removesuffix(".json"), p.split) for p in request.paths]
+    under = sorted(r for r in listed.annotation_files if is_panoptic_file(r))
+    return [_file(listed.annotation_files[r].path, r) for r in under] or _beside(input_base(request.files))
+
+
+def _sources(listed: Catalog, files: Sequence[_Json]) -> dict[str, str]:
+    """The listed files that are no pictures: the PNGs (labels), the JSON files."""
     jsons = {f.path for f in files}
     sources: dict[str, str] = {}
-    for relpath, listed_file in list(listed.images.items()):  # the PNGs are labels, never pictures
+    for relpath, listed_file in listed.images.items():
         if any(listed_file.path.startswith(f.pngs + "/") for f in files):
             sources[relpath] = "a COCO panoptic PNG (segment ids), read with its picture"
     for relpath, listed_file in listed.annotation_files.items():
@@ -159,8 +159,13 @@ def load_panoptic(request: LoadRequest, name: str = "coco") -> AnnotationSet:
             sources[relpath] = "COCO panoptic categories, read"
         else:  # an instances file beside: the things are the panoptic segments
             sources[relpath] = "not a panoptic file: a panoptic run reads panoptic_*.json"
-    catalog = Catalog({r: f for r, f in listed.images.items() if r not in sources}, listed.annotation_files)
-    beside = [f.path for f in listed.annotation_files.values()]
+    return sources
+
+
+def _parsed(
+    files: Sequence[_Json], beside: Sequence[str]
+) -> tuple[list[tuple[_Json, dict[str, Json]]], dict[int, tuple[str, bool]]]:
+    """Each file's document, and the categories: id -> (name, isthing)."""
     categories: dict[int, tuple[str, bool]] = {}
     parsed = []
     for file in files:
@@ -176,17 +181,26 @@ def load_panoptic(request: LoadRequest, name: str = "coco") -> AnnotationSet:
             )
         here = [posixpath.join(posixpath.dirname(file.path), CATEGORIES_NAME), *beside]
         for category in _categories(document, file.shown, here):
-            key, found = (
-                int(str(category.get("id"))),
-                (str(category.get("name")), bool(category.get("isthing"))),
-            )
-            if categories.setdefault(key, found) != found:
+            key = int(str(category.get("id")))
+            named = (str(category.get("name")), bool(category.get("isthing")))
+            if categories.setdefault(key, named) != named:
                 raise SourceError(
-                    f"category id {key} is {categories[key]} and {found} in {file.shown}",
+                    f"category id {key} is {categories[key]} and {named} in {file.shown}",
                     field="annotations_path",
                     file=file.shown,
                 )
         parsed.append((file, document))
+    return parsed, categories
+
+
+def load_panoptic(request: LoadRequest, name: str = "coco") -> AnnotationSet:
+    """Every listed picture's segments from the panoptic files found (or given). Raises
+    SourceError for a file that is not a COCO panoptic file or whose categories disagree."""
+    listed = partition(request.files)
+    files = _located(request, listed)
+    sources = _sources(listed, files)
+    catalog = Catalog({r: f for r, f in listed.images.items() if r not in sources}, listed.annotation_files)
+    parsed, categories = _parsed(files, [f.path for f in listed.annotation_files.values()])
     ordered = sorted(categories)
     stuff = [c for c in ordered if not categories[c][1]]
     offset = min(stuff) - 2 if stuff else 0

@@ -566,6 +566,7 @@ class Coco(SourceFormat):
     searched_as: ClassVar[Mapping[str, str]] = {
         "detection": "COCO instances files",
         "keypoints": "COCO files",
+        "panoptic": "COCO panoptic files (panoptic_*.json)",
     }
     layout_as = "COCO instances files"
     instead_as = "COCO instances files"
