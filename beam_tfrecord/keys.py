@@ -103,8 +103,9 @@ class KeyTable:
     # keys, as its CenterNet reads them), a segmentation run's `class_mask` (the picture's
     # class-id mask, a single-channel PNG, and its format, as DeepLab's converters and TF Model
     # Garden's segmentation decoder name them), a captions run's `captions` (every caption of
-    # the picture: Model Garden's create_coco_tf_record key). A schema without a group holds
-    # one label per image.
+    # the picture: Model Garden's create_coco_tf_record key), a panoptic run's `panoptic` (Model
+    # Garden's create_coco_tf_record --include_panoptic_masks keys, and its things' masks under
+    # the objects' mask key). A schema without a group holds one label per image.
     groups: Mapping[str, tuple[RecordKey, ...]] = field(default_factory=dict)
     # The groups whose keys no manifest column may take (a detection run's); a segmentation,
     # keypoints or captions run takes no manifest, so its keys stay free for another run's column.
@@ -172,6 +173,12 @@ TABLES: dict[str, KeyTable] = {
                 RecordKey("mask_format", "image/segmentation/class/format", **_TEXT),
             ),
             "captions": (RecordKey("caption", "image/caption", **_TEXT, ragged=True),),
+            "panoptic": (
+                RecordKey("category_mask", "image/panoptic/category_mask", "bytes", tfds="class_mask"),
+                RecordKey("instance_mask", "image/panoptic/instance_mask", "bytes", tfds="class_mask"),
+                RecordKey("semantic_mask", "image/segmentation/class/encoded", "bytes", tfds="class_mask"),
+                RecordKey("segment_mask", "image/object/mask", "bytes", ragged=True, tfds="mask"),
+            ),
         },
     ),
     "simple": KeyTable(

@@ -202,6 +202,17 @@ CLASS_MASK_UNKNOWN_VALUE = _reason(
     "reject",
     "its mask holds values that are neither a class id nor the ignore value (the detail names them)",
 )
+# A panoptic run's PNG of segment ids (the picture's own bytes are fine).
+PANOPTIC_UNREADABLE = _reason(
+    "panoptic_unreadable",
+    "reject",
+    "its panoptic PNG (segment ids as colours) is missing, cannot be read or decoded, or is not RGB",
+)
+PANOPTIC_SIZE_MISMATCH = _reason(
+    "panoptic_size_mismatch",
+    "reject",
+    "its panoptic PNG's size fits neither the stored nor the upright picture",
+)
 FEATURE_FAILED = _reason("feature_failed", "reject", "the feature model cannot be fed the image")
 INFERENCE_FAILED = _reason(
     "inference_failed",
@@ -262,6 +273,12 @@ CLASS_MASK_FROM_COLOURS = _reason(
     "class_mask_from_colours",
     "change",
     "its mask file held colours (an RGB PNG), mapped to class ids through the dataset's palette",
+)
+PANOPTIC_WIDE_IDS = _reason(
+    "panoptic_wide_ids",
+    "change",
+    "its panoptic masks hold a value past 255 (more than 255 segments, or a category id past 255): "
+    "they are 16-bit PNGs, where Model Garden's converter wraps the values to 8 bits",
 )
 KEYPOINTS_DROPPED = _reason(
     "keypoints_dropped", "change", "an object's keypoints were malformed and left out (its box is kept)"

@@ -73,6 +73,13 @@ TASKS: dict[str, Task] = {
             docs="keypoints.md",
         ),
         Task(
+            name="panoptic",
+            help="each pixel's category and instance, and the things as objects, from COCO panoptic "
+            "files (panoptic_*.json with its PNG folder)",
+            kinds=("panoptic", "objects"),
+            docs="panoptic.md",
+        ),
+        Task(
             name="captions",
             help="the sentences that describe each picture, from COCO captions files or image, caption "
             "pairs (CSV, TSV, JSONL, Flickr8k's captions.txt)",

@@ -39,6 +39,7 @@ import captiongen
 import imagegen
 import keypointgen
 import labelstudiogen
+import panopticgen
 import pytest
 import segmentationgen
 import yoloseggen
@@ -257,6 +258,8 @@ def make_inputs(text: str, folder: Path, weights: Path) -> None:
         captiongen.flickr8k(folder / "flickr8k")
     if "--input coco2017" in text and "--task captions" in text:
         captiongen.coco2017(folder / "coco2017")
+    elif "--input coco2017" in text and "--task panoptic" in text:
+        panopticgen.coco_panoptic(folder / "coco2017", crowded=False)
     elif "--input coco2017" in text and "--task keypoints" not in text:
         files, per_split = {}, {}
         for split, folder_name in (("train", "train2017"), ("val", "val2017")):

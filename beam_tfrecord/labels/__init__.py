@@ -2,12 +2,15 @@
 (`tasks.Task.kinds`), and every stage loops over a run's kinds instead of naming one.
 
     class       class_label: one class (or several) per picture, from its folder, name or a manifest
+    panoptic    panoptic: each pixel's category and instance, from a PNG of segment ids per picture
     objects     objects/: boxes with their classes and flags, and instance masks
     class_mask  class_mask: a class id per pixel, from a mask file per picture
     captions    captions: the sentences that describe the picture
     keypoints   keypoints: each object's points, beside its box
 
-The registry's order is the order a run's kinds write their summary sections in. This layer sits
+The registry's order is the order a run's kinds write their summary sections in, and a task's
+kinds are in its order (a reader tells the task from its sections, and the first kind gives
+`load_dataset`'s target: a panoptic run's masks before its things' boxes). This layer sits
 between the shared contracts (elements, keys, reasons, ...) and the stages: a kind imports only
 the shared modules and this folder, and every stage may import it.
 """
@@ -46,6 +49,7 @@ from beam_tfrecord.labels.class_label import CLASS
 from beam_tfrecord.labels.class_mask import CLASS_MASK
 from beam_tfrecord.labels.keypoints import KEYPOINTS
 from beam_tfrecord.labels.objects import OBJECTS
+from beam_tfrecord.labels.panoptic import PANOPTIC
 
 __all__ = [
     "CLASSIFIED",
@@ -76,7 +80,7 @@ __all__ = [
     "of_task",
 ]
 
-KINDS: dict[str, AnyKind] = {k.name: k for k in (CLASS, OBJECTS, CLASS_MASK, CAPTIONS, KEYPOINTS)}
+KINDS: dict[str, AnyKind] = {k.name: k for k in (CLASS, PANOPTIC, OBJECTS, CLASS_MASK, CAPTIONS, KEYPOINTS)}
 
 
 def kind(name: str) -> AnyKind:

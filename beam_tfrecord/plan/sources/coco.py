@@ -1,6 +1,7 @@
 """COCO: instances files (`instances_*.json`) -> each listed image's objects (detection);
 keypoints files (`person_keypoints_*.json`) -> its objects with their points (keypoints);
-captions files (`captions_*.json`) -> its sentences (captions).
+captions files (`captions_*.json`) -> its sentences (captions); panoptic files
+(`panoptic_*.json` with their PNG folders) -> its segments (panoptic: plan.annotations.coco_panoptic).
 
 Where the files are: every `instances_*.json` (and Roboflow's `_annotations.coco.json`) under the
 input, else every `.json` in an `annotations/` folder, else those in the input's parent or
@@ -51,6 +52,12 @@ from beam_tfrecord.plan.annotations.coco_json import (
     is_image_id,
     read_file,
     short,
+)
+from beam_tfrecord.plan.annotations.coco_panoptic import (
+    LOOKED_FOR,
+    is_panoptic_file,
+    load_panoptic,
+    score_panoptic,
 )
 from beam_tfrecord.plan.annotations.locate import (
     Located,
@@ -548,16 +555,18 @@ _CAPTION_FILES = _Captions()
 class Coco(SourceFormat):
     name = "coco"
     title = "COCO"
-    tasks = ("detection", "keypoints", "captions")
-    help = "COCO's JSON files: instances_*.json, person_keypoints_*.json, captions_*.json"
+    tasks = ("detection", "keypoints", "panoptic", "captions")
+    help = "COCO's JSON files: instances_*.json, person_keypoints_*.json, panoptic_*.json, captions_*.json"
     looked_for: ClassVar[Mapping[str, str]] = {
         "detection": "instances_*.json or _annotations.coco.json under --input, or beside it",
         "keypoints": "instances_*.json or _annotations.coco.json under --input, or beside it",
         "captions": "captions_*.json under --input or beside it (or its annotations/ folder)",
+        "panoptic": LOOKED_FOR,
     }
     searched_as: ClassVar[Mapping[str, str]] = {
         "detection": "COCO instances files",
         "keypoints": "COCO files",
+        "panoptic": "COCO panoptic files (panoptic_*.json)",
     }
     layout_as = "COCO instances files"
     instead_as = "COCO instances files"
@@ -568,6 +577,8 @@ class Coco(SourceFormat):
         name = posixpath.basename(relpath).lower()
         if task == "captions":
             return bool(_CAPTIONS.match(name))
+        if task == "panoptic":
+            return is_panoptic_file(name)
         return name.endswith(".json") and (
             name.startswith(("instances_", "person_keypoints_")) or name == ROBOFLOW_NAME
         )
@@ -575,11 +586,15 @@ class Coco(SourceFormat):
     def score(self, task: str, listing: Listing) -> float:
         if task == "captions":
             return CERTAIN if captions.find_files(_CAPTION_FILES, listing.files, listing.paths) else 0.0
+        if task == "panoptic":
+            return score_panoptic(listing)
         return score_objects(self, _INSTANCE_FILES, task, listing)
 
     def load(self, request: LoadRequest) -> AnnotationSet:
         if request.task == "captions":
             return load_captions(self, _CAPTION_FILES, request)
+        if request.task == "panoptic":
+            return load_panoptic(request, self.name)
         return load_objects(self, _INSTANCE_FILES, request)
 
 

@@ -124,7 +124,7 @@ def annotated_layout(files: Sequence[InputFile]) -> str | None:
     """What a tree that a classification run would take its folders for holds instead, and the
     option to pass, in words (None: no known layout of another task): a segmentation layout whose
     masks the listing holds (VOC's SegmentationClass/, Cityscapes' gtFine/, ...), COCO instances
-    files, YOLO labels, VOC XMLs beside as many pictures, or a captions file."""
+    files, YOLO labels, VOC XMLs beside as many pictures, a panoptic layout, or a captions file."""
     listing = Listing(files, outside=False)
     for fmt in reading("segmentation"):
         if fmt.score("segmentation", listing):
@@ -145,6 +145,9 @@ def annotated_layout(files: Sequence[InputFile]) -> str | None:
     if any(named(name).evident(count, pictures) for name, count in counts.items()):
         name = max(counts, key=lambda name: counts[name])
         return f"{counts[name]} {named(name).layout_as}: pass --annotations {name}"
+    for fmt in reading("panoptic"):
+        if fmt.score("panoptic", listing):
+            return f"a {fmt.title} panoptic layout ({fmt.looked_for['panoptic']}): pass --task panoptic"
     if any(fmt.claims(relpath, "captions") for fmt in reading("captions") for relpath in texts):
         return _CAPTIONS_FILE
     return None
