@@ -150,6 +150,7 @@ def test_run_length_string_codec_against_a_known_encoding_and_pycocotools():
         assert rle.encode_counts(counts) == encoded["counts"].decode()
         runs = RunLengths(height, width, counts)
         assert np.array_equal(rle.to_mask(runs), pixels)
+        assert rle.from_mask(pixels) == runs  # the labelling tools' masks, made COCO's
         x, y, w, h = coco_mask.toBbox(encoded)
         assert rle.extent(runs) == ((x, y, x + w, y + h) if pixels.any() else None)
     with pytest.raises(rle.BadRunLengths):

@@ -18,7 +18,7 @@ import numpy as np
 
 from beam_tfrecord.elements import RunLengths
 
-__all__ = ["BadRunLengths", "decode_counts", "encode_counts", "extent", "to_mask"]
+__all__ = ["BadRunLengths", "decode_counts", "encode_counts", "extent", "from_mask", "to_mask"]
 
 
 class BadRunLengths(ValueError):
@@ -97,3 +97,15 @@ def to_mask(rle: RunLengths) -> np.ndarray:
     values = np.arange(len(rle.counts), dtype=np.uint8) % 2
     flat = np.repeat(values, np.asarray(rle.counts, dtype=np.int64))
     return flat.reshape(rle.width, rle.height).T.copy()
+
+
+def from_mask(mask: np.ndarray) -> RunLengths:
+    """A (height, width) mask (nonzero: in) as COCO's uncompressed run lengths: column-major,
+    from a run of 0 (an empty first run where the first pixel is in); `to_mask`'s inverse."""
+    height, width = mask.shape
+    flat = (mask != 0).flatten(order="F").astype(np.int8)
+    changes = np.flatnonzero(np.diff(flat)) + 1
+    counts = np.diff(np.concatenate(([0], changes, [flat.size]))).tolist()
+    if flat.size and flat[0]:
+        counts = [0, *counts]
+    return RunLengths(height, width, tuple(int(c) for c in counts))

@@ -52,6 +52,7 @@ from beam_tfrecord.plan.annotations.locate import (
 from beam_tfrecord.plan.annotations.objects import ObjectFiles, load_objects
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ImageProblem, ObjectNote, UnmatchedEntry
+from beam_tfrecord.plan.annotations.rle import from_mask
 from beam_tfrecord.plan.annotations.shapes import class_masks_of
 from beam_tfrecord.plan.sources.base import CERTAIN, Listing, LoadRequest, SourceError, SourceFormat
 
@@ -342,11 +343,8 @@ def _run_lengths(shape: _Shape, width: int | None, height: int | None) -> tuple[
         raise _Bad(reasons.ZERO_AREA.code, "its mask has no pixel")
     full = np.zeros((height, width), np.uint8)
     full[top : top + h, left : left + w] = values
-    flat = full.T.reshape(-1)  # COCO's order: down each column
-    edges = np.flatnonzero(flat[1:] != flat[:-1]) + 1
-    runs = [0] * int(flat[0]) + np.diff(np.concatenate(([0], edges, [flat.size]))).tolist()
     box = (left + columns.min(), top + rows.min(), left + columns.max() + 1, top + rows.max() + 1)
-    return RunLengths(height, width, tuple(runs)), tuple(int(v) for v in box)
+    return from_mask(full), tuple(int(v) for v in box)
 
 
 def _ref(display: str, image: _Image, shape: _Shape) -> str:

@@ -48,7 +48,7 @@ from beam_tfrecord.plan.annotations.locate import (
 from beam_tfrecord.plan.annotations.objects import ObjectFiles, load_objects
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ImageProblem, ObjectNote, UnmatchedEntry
-from beam_tfrecord.plan.annotations.rle import extent
+from beam_tfrecord.plan.annotations.rle import extent, from_mask
 from beam_tfrecord.plan.annotations.shapes import class_masks_of
 from beam_tfrecord.plan.listing import InputFile
 from beam_tfrecord.plan.sources.base import CERTAIN, Listing, LoadRequest, SourceError, SourceFormat
@@ -371,7 +371,7 @@ def _objects(region: _Region, masks: bool, outlines: bool) -> tuple[list[ObjectB
     note = None
     mask: tuple[Polygon, ...] | RunLengths | None = None
     if "rle" in value:
-        mask = _run_lengths(decode_brush(value.get("rle"), int(width), int(height)))
+        mask = from_mask(decode_brush(value.get("rle"), int(width), int(height)))
         painted = extent(mask)
         if painted is None:
             raise _Dropped(reasons.ZERO_AREA.code, "a brush stroke with no painted pixel")
@@ -468,18 +468,6 @@ def decode_brush(rle: Json, width: int, height: int) -> np.ndarray:
                 index += 1
     painted: np.ndarray = out[3::4].reshape(height, width) != 0
     return painted
-
-
-def _run_lengths(painted: np.ndarray) -> RunLengths:
-    """A boolean picture as COCO's uncompressed run lengths (column-major, from a run of 0)."""
-    height, width = painted.shape
-    flat = painted.flatten(order="F").astype(np.int8)
-    changes = np.flatnonzero(np.diff(flat)) + 1
-    bounds = np.concatenate(([0], changes, [flat.size]))
-    counts = np.diff(bounds).tolist()
-    if flat.size and flat[0]:
-        counts = [0, *counts]
-    return RunLengths(height, width, tuple(int(c) for c in counts))
 
 
 def _names(reference: str) -> list[str]:
