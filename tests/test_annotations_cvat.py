@@ -261,6 +261,26 @@ def test_tags_are_each_picture_s_classes(tmp_path):
     assert found == {"images/a.jpg": ("daytime",)}
 
 
+def test_tags_label_a_classification_run(tmp_path):
+    labels = [g.Label("car"), g.Label("night"), g.Label("day")]
+    entries = [
+        g.Entry("a.jpg", W, H, [g.box("car", 2, 3, 20, 30)], tags=["day"]),
+        g.Entry("sub/b.jpg", W, H, [], tags=["night"]),
+        g.Entry("c.jpg", W, H, [g.box("car", 2, 3, 20, 30)]),  # no tag: unlabeled, never "images"
+    ]
+    g.write_export(tmp_path / "task", entries, labels)
+    out = tmp_path / "out"
+    assert convert(tmp_path / "task", out, "--task", "classification", "--annotations", "cvat") == 0
+    assert (out / "labels.txt").read_text().split() == ["night", "day"]  # the meta's order, tags alone
+    found = {}
+    for split in summary(out)["splits"]:
+        for record in iter_examples(str(out), split):
+            found[record["filename"]] = (int(record["label"]), record["label_text"])
+    assert found == {"images/a.jpg": (1, "day"), "images/sub/b.jpg": (0, "night")}
+    unlabeled = [r["path"] for r in rejects(out) if r["reason"] == "unlabeled"]
+    assert unlabeled == ["images/c.jpg"]
+
+
 @pytest.mark.parametrize(
     ("xml", "says"),
     [

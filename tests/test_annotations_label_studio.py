@@ -11,6 +11,7 @@ import labelstudiogen as gen
 import numpy as np
 import pytest
 from conftest import convert
+from imagegen import jpeg, write_tree
 from outputcheck import rejects, summary
 from pycocotools import mask as coco_mask
 
@@ -219,3 +220,33 @@ def test_an_export_is_told_by_its_content():
     assert not label_studio.is_export(b'{"images": [], "annotations": []}')  # COCO
     assert not label_studio.is_export(b'[{"file_name": "a.jpg"}]')
     assert not label_studio.is_export(b"[]")
+
+
+@pytest.mark.parametrize("layout", ["full", "min"])
+def test_choices_label_a_classification_run(tmp_path, layout):
+    size = (40, 30)
+    tasks = [
+        gen.task(1, "/data/upload/1/1a2b3c4d-a.jpg", [gen.annotation(1, [gen.choices("c1", ["outdoor"])])]),
+        gen.task(
+            2, "/data/local-files/?d=images/b.jpg", [gen.annotation(2, [gen.choices("c2", ["indoor"])])]
+        ),
+        gen.task(
+            3,
+            "/data/upload/1/0f0f0f0f-c.jpg",
+            [gen.annotation(3, [gen.rectangle("r", size, 1, 1, 9, 9, "cat")])],
+        ),
+    ]
+    document = tasks if layout == "full" else gen.json_min(tasks)
+    files = {f"images/{name}.jpg": jpeg(*size, seed=i) for i, name in enumerate("abc")}
+    files["export.json"] = json.dumps(document).encode()
+    write_tree(tmp_path / "project", files)
+    out = tmp_path / "out"
+    args = ("--task", "classification", "--annotations", "label_studio")
+    assert convert(tmp_path / "project", out, *args) == 0
+    assert (out / "labels.txt").read_text().split() == ["indoor", "outdoor"]
+    found = {}
+    for split in summary(out)["splits"]:
+        for record in iter_examples(str(out), split):
+            found[record["filename"]] = record["label_text"]
+    assert found == {"images/a.jpg": "outdoor", "images/b.jpg": "indoor"}
+    assert [r["path"] for r in rejects(out) if r["reason"] == "unlabeled"] == ["images/c.jpg"]

@@ -50,7 +50,9 @@ from beam_tfrecord.plan.annotations.locate import (
     under,
 )
 from beam_tfrecord.plan.annotations.objects import ObjectFiles, load_objects
+from beam_tfrecord.plan.annotations.outlines import ellipse_outline, turned_box
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
+from beam_tfrecord.plan.annotations.picture_classes import picture_classes_of
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ImageProblem, ObjectNote, UnmatchedEntry
 from beam_tfrecord.plan.annotations.rle import from_mask
 from beam_tfrecord.plan.annotations.shapes import class_masks_of
@@ -289,18 +291,6 @@ def _boxed(values: Sequence[float]) -> tuple[float, float, float, float]:
     return min(xs), min(ys), max(xs), max(ys)
 
 
-def _turned(x0: float, y0: float, x1: float, y1: float, degrees: float) -> list[float]:
-    """A box's corners turned `degrees` clockwise (y down) about its centre, as CVAT turns them."""
-    angle = math.radians(degrees)
-    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-    cos, sin = math.cos(angle), math.sin(angle)
-    turn = (
-        (cx + cos * (x - cx) - sin * (y - cy), cy + sin * (x - cx) + cos * (y - cy))
-        for x, y in ((x0, y0), (x1, y0), (x1, y1), (x0, y1))
-    )
-    return [value for corner in turn for value in corner]
-
-
 def _ellipse(shape: _Shape) -> list[float]:
     """An ellipse's outline, for the raster CVAT's COCO export makes of it (`cv2.ellipse` filled,
     centre and axes rounded to whole pixels): each pixel whose centre lies within half a pixel of
@@ -308,16 +298,10 @@ def _ellipse(shape: _Shape) -> list[float]:
     within its boundary."""
     cx, cy = round(_number(shape, "cx")), round(_number(shape, "cy"))
     rx, ry = round(_number(shape, "rx")), round(_number(shape, "ry"))
-    rotation = math.radians(float(shape.attrib.get("rotation", "0") or 0))
     if rx < 0 or ry < 0:
         raise _Bad(reasons.ZERO_AREA.code, f"axes {rx},{ry} are negative")
-    cos, sin = math.cos(rotation), math.sin(rotation)
-    outline: list[float] = []
-    for k in range(_ELLIPSE_SIDES):
-        t = 2 * math.pi * k / _ELLIPSE_SIDES
-        x, y = (rx + 0.5) * math.cos(t), (ry + 0.5) * math.sin(t)
-        outline += (cx + 0.5 + x * cos - y * sin, cy + 0.5 + x * sin + y * cos)
-    return outline
+    rotation = float(shape.attrib.get("rotation", "0") or 0)
+    return ellipse_outline(cx + 0.5, cy + 0.5, rx + 0.5, ry + 0.5, rotation)
 
 
 def _run_lengths(shape: _Shape, width: int | None, height: int | None) -> tuple[RunLengths, tuple[int, ...]]:
@@ -359,7 +343,7 @@ def _outline_object(shape: _Shape, image: _Image, ref: str, masks: bool) -> Obje
         x0, y0, x1, y1 = (_number(shape, n) for n in ("xtl", "ytl", "xbr", "ybr"))
         rotation = float(shape.attrib.get("rotation", "0") or 0)
         if rotation % 360:
-            corners = _turned(x0, y0, x1, y1, rotation)
+            corners = turned_box(x0, y0, x1, y1, rotation)
             x0, y0, x1, y1 = _boxed(corners)
             mask = (Polygon(tuple(corners)),)
     elif shape.kind == "polygon":
@@ -698,14 +682,14 @@ def image_classes(request: LoadRequest) -> dict[str, tuple[str, ...]]:
 class Cvat(SourceFormat):
     name = "cvat"
     title = "CVAT for images"
-    tasks = ("detection", "segmentation", "keypoints")
+    tasks = ("classification", "detection", "segmentation", "keypoints")
     help = "CVAT for images 1.1: one annotations.xml beside images/ (a task or a project export)"
     looked_for: ClassVar[Mapping[str, str]] = {
         task: "CVAT's annotations.xml under --input or in a folder above it"
-        for task in ("detection", "segmentation", "keypoints")
+        for task in ("classification", "detection", "segmentation", "keypoints")
     }
     searched_as: ClassVar[Mapping[str, str]] = {
-        task: "CVAT annotations.xml" for task in ("detection", "segmentation", "keypoints")
+        task: "CVAT annotations.xml" for task in ("classification", "detection", "segmentation", "keypoints")
     }
     layout_as = "CVAT for images annotations.xml"
     instead_as = "annotations.xml (CVAT for images)"
@@ -736,7 +720,13 @@ class Cvat(SourceFormat):
 
     def load(self, request: LoadRequest) -> AnnotationSet:
         """Objects; for segmentation, each picture's outlines as class masks drawn in z_order,
-        class id 0 the background and the meta's labels 1, 2, ... in their order."""
+        class id 0 the background and the meta's labels 1, 2, ... in their order; for
+        classification, each picture's tags."""
+        if request.task == "classification":
+            objects = dataclasses.replace(request, task="detection", class_names=None)
+            return picture_classes_of(
+                load_objects(self, _XML_FILES, objects), image_classes(request), request
+            )
         if request.task != "segmentation":
             return load_objects(self, _XML_FILES, request)
         objects = dataclasses.replace(request, task="detection", masks=True, class_names=None)

@@ -46,9 +46,12 @@ from beam_tfrecord.plan.annotations.locate import (
     under,
 )
 from beam_tfrecord.plan.annotations.objects import ObjectFiles, load_objects
+from beam_tfrecord.plan.annotations.outlines import extent, turned_box
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
+from beam_tfrecord.plan.annotations.picture_classes import picture_classes_of
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ImageProblem, ObjectNote, UnmatchedEntry
-from beam_tfrecord.plan.annotations.rle import extent, from_mask
+from beam_tfrecord.plan.annotations.rle import extent as rle_extent
+from beam_tfrecord.plan.annotations.rle import from_mask
 from beam_tfrecord.plan.annotations.shapes import class_masks_of
 from beam_tfrecord.plan.listing import InputFile
 from beam_tfrecord.plan.sources.base import CERTAIN, Listing, LoadRequest, SourceError, SourceFormat
@@ -372,7 +375,7 @@ def _objects(region: _Region, masks: bool, outlines: bool) -> tuple[list[ObjectB
     mask: tuple[Polygon, ...] | RunLengths | None = None
     if "rle" in value:
         mask = from_mask(decode_brush(value.get("rle"), int(width), int(height)))
-        painted = extent(mask)
+        painted = rle_extent(mask)
         if painted is None:
             raise _Dropped(reasons.ZERO_AREA.code, "a brush stroke with no painted pixel")
         box = painted
@@ -401,17 +404,10 @@ def _objects(region: _Region, masks: bool, outlines: bool) -> tuple[list[ObjectB
             raise _Dropped(reasons.BAD_OBJECT.code, f"its rotation is {rotation!r}, not a number")
         if rotation % 360:
             # Clockwise about the top-left corner, in the picture's pixels (y down).
-            cos, sin = math.cos(math.radians(rotation)), math.sin(math.radians(rotation))
-            corners = [
-                (x, y),
-                (x + w * cos, y + w * sin),
-                (x + w * cos - h * sin, y + w * sin + h * cos),
-                (x - h * sin, y + h * cos),
-            ]
-            xs, ys = tuple(c[0] for c in corners), tuple(c[1] for c in corners)
-            box = (min(xs), min(ys), max(xs), max(ys))
+            corners = turned_box(x, y, x + w, y + h, rotation, about=(x, y))
+            box = extent(corners)
             if not outlines:  # a box: no outline to draw in a class mask, rotated or not
-                mask = (Polygon(tuple(c for corner in corners for c in corner)),)
+                mask = (Polygon(tuple(corners)),)
                 note = reasons.ROTATED_BOX.code
         else:
             box = (x, y, x + w, y + h)
@@ -687,13 +683,15 @@ def image_classes(
 class LabelStudio(SourceFormat):
     name = "label_studio"
     title = "Label Studio"
-    tasks = ("detection", "segmentation")
+    tasks = ("classification", "detection", "segmentation")
     help = "Label Studio's JSON export (full or JSON-MIN): boxes, polygons and brushes in percent"
     looked_for: ClassVar[Mapping[str, str]] = {
+        "classification": "a Label Studio JSON export (full or JSON-MIN) with choices",
         "detection": "a Label Studio JSON export (full or JSON-MIN) under --input or beside it",
         "segmentation": "a Label Studio JSON export (full or JSON-MIN) with polygons or brushes",
     }
     searched_as: ClassVar[Mapping[str, str]] = {
+        "classification": "a Label Studio JSON export",
         "detection": "a Label Studio JSON export",
         "segmentation": "a Label Studio JSON export",
     }
@@ -728,7 +726,11 @@ class LabelStudio(SourceFormat):
     def load(self, request: LoadRequest) -> AnnotationSet:
         """Objects; for segmentation, each picture's polygons and brushes as class masks drawn in
         result order (a later region over an earlier one), 0 the background, the sorted class
-        names from 1."""
+        names from 1; for classification, each picture's choices."""
+        if request.task == "classification":
+            objects = dataclasses.replace(request, task="detection", class_names=None)
+            found = load_objects(self, _EXPORT, objects)
+            return picture_classes_of(found, image_classes(request.files, request.paths), request)
         if request.task != "segmentation":
             return load_objects(self, _EXPORT, request)
         objects = dataclasses.replace(request, task="detection", masks=True, class_names=None)
