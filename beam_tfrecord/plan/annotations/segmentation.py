@@ -12,6 +12,11 @@ How mask values become class ids is one `MaskRule` for the run (`labels.class_ma
 the ignore value (255 by default), the dataset's palette for masks saved as colours, and for a
 plain pair whose masks hold only 0 and 255 (Kaggle's binary masks) the documented rule that 255 is
 class 1, decided from the first masks read here, never per picture.
+
+The class names are given, else a names file of the dataset's (a `class_names.txt`, or a dataset
+YAML's `names:` or `classes:`) at its root, beside the masks or up to two folders above them,
+else the layout's own table; a set that names none is binary (above) or takes its mask ids as
+names, up to the largest a sample spread over the set holds, and says so in one warning.
 """
 
 from __future__ import annotations
