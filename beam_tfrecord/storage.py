@@ -54,6 +54,7 @@ __all__ = [
     "normalize",
     "parents",
     "read_bytes",
+    "read_head",
     "read_json",
     "read_json_or_none",
     "read_text",
@@ -242,6 +243,17 @@ def _read_local(path: str, limit: int | None) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(descriptor)
+
+
+def read_head(path: str, size: int) -> bytes:
+    """The file's first `size` bytes as stored (fewer for a shorter file): what a file holds, told
+    from its start, without reading a large one whole (a gs:// object is read by range)."""
+    if _SEPARATOR not in path:
+        return _read_local(path, size)[:size]
+    from apache_beam.io.filesystem import CompressionTypes
+
+    with _filesystems().open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+        return bytes(handle.read(size))
 
 
 def read_text(path: str) -> str:

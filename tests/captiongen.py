@@ -76,3 +76,25 @@ def flickr8k_token(root: pathlib.Path, pictures: int = 3) -> dict[str, list[str]
     files["Flickr8k_text/Flickr8k.token.txt"] = ("\n".join(lines) + "\n").encode()
     write_tree(root, files)
     return expected
+
+
+def pairs_file(path: pathlib.Path, captions: dict[str, list[str]], style: str) -> None:
+    """`captions` (picture relpath -> its captions) written as a file of pairs the way the
+    datasets keep them, each picture by its file name:
+    - `csv`: `name.jpg,caption` lines without a header (commas unquoted in captions, as
+      Flickr8k's captions.txt writes them under its header);
+    - `csv_header`: the same under Flickr8k's header `image,caption`;
+    - `tabs`: `name.jpg<TAB>caption` lines;
+    - `token`: Flickr30k's `results_20130124.token` lines, `name.jpg#N<TAB>caption`."""
+    lines = ["image,caption"] if style == "csv_header" else []
+    for relpath, texts in captions.items():
+        name = relpath.rsplit("/", 1)[-1]
+        for index, text in enumerate(texts):
+            if style == "token":
+                lines.append(f"{name}#{index}\t{text}")
+            elif style == "tabs":
+                lines.append(f"{name}\t{text}")
+            else:
+                lines.append(f"{name},{text}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -787,3 +787,66 @@ def rgb_coloured_voc(root: pathlib.Path, count: int = 3) -> SegTree:
         _png(Image.fromarray(VOC_PALETTE[mask]), root / "SegmentationClass" / f"{stem}.png")
         images[f"JPEGImages/{stem}.jpg"] = mask
     return SegTree(root, images, VOC_CLASSES, VOC_VOID, {})
+
+
+# COCO's 80 detection classes, in its category order, after "unlabeled" at 0: the class map of
+# COCO128 with semantic masks (masks/<split>/*.png whose values are these ids).
+COCO_SEMANTIC_CLASSES = (
+    "unlabeled", "person", "bicycle", "car", "motorcycle", "airplane", "bus", "train", "truck", "boat",
+    "traffic light", "fire hydrant", "stop sign", "parking meter", "bench", "bird", "cat", "dog",
+    "horse", "sheep", "cow", "elephant", "bear", "zebra", "giraffe", "backpack", "umbrella",
+    "handbag", "tie", "suitcase", "frisbee", "skis", "snowboard", "sports ball", "kite",
+    "baseball bat", "baseball glove", "skateboard", "surfboard", "tennis racket", "bottle",
+    "wine glass", "cup", "fork", "knife", "spoon", "bowl", "banana", "apple", "sandwich", "orange",
+    "broccoli", "carrot", "hot dog", "pizza", "donut", "cake", "chair", "couch", "potted plant",
+    "bed", "dining table", "toilet", "tv", "laptop", "mouse", "remote", "keyboard", "cell phone",
+    "microwave", "oven", "toaster", "sink", "refrigerator", "book", "clock", "vase", "scissors",
+    "teddy bear", "hair drier", "toothbrush",
+)  # fmt: skip
+_COCO128_STEMS = ("000000000009", "000000000025", "000000000030", "000000000034", "000000000036")
+
+
+def coco128_semantic(root: pathlib.Path, names: str = "classes", where: str = "root") -> SegTree:
+    """COCO128 with semantic masks: coco128-seg/images/train2017/*.jpg, masks/train2017/*.png (mode
+    L, each pixel its class id, 0 unlabeled) and the dataset YAML that names the classes:
+    `classes` (an index map, at the dataset root: two folders above the masks, as the set keeps
+    it), `names_list` (Ultralytics' `names:` list, in masks/), or `names_map` (`names:` as an index
+    map, beside the masks in masks/train2017/)."""
+    base = root / "coco128-seg"
+    images = {}
+    for index, stem in enumerate(_COCO128_STEMS):
+        size = _size(index + 5)
+        classes = [1 + (index * 7 + j * 13) % 80 for j in range(2)]
+        mask = _draw(size, _layout(np.random.default_rng(13000 + index), size, classes))
+        _jpeg(_picture(mask, 14000 + index), base / "images" / "train2017" / f"{stem}.jpg")
+        _png(Image.fromarray(mask), base / "masks" / "train2017" / f"{stem}.png")
+        images[f"images/train2017/{stem}.jpg"] = mask
+    key = "classes" if names == "classes" else "names"
+    if names == "names_list":
+        listed = [f"  - {name}" for name in COCO_SEMANTIC_CLASSES]
+    else:
+        listed = [f"  {i}: {name}" for i, name in enumerate(COCO_SEMANTIC_CLASSES)]
+    head = ["path: ../datasets/coco128-seg", "train: images/train2017", "val: images/train2017", ""]
+    folder = {"root": base, "masks": base / "masks", "beside": base / "masks" / "train2017"}[where]
+    _lines(folder / "coco128-seg.yaml", [*head, f"{key}:", *listed])
+    return SegTree(base, images, COCO_SEMANTIC_CLASSES, None, {})
+
+
+def unnamed_ids(root: pathlib.Path, count: int = 6, largest: int = 5) -> SegTree:
+    """A pair of folders whose masks hold class ids 0..4 and `largest` (mode L, 255 the border of some
+    objects) and no names anywhere: images/<stem>.png and masks/<stem>.png, as a set exported
+    from a labelling tool without its class list. The last mask holds `largest`."""
+    root.mkdir(parents=True, exist_ok=True)
+    images = {}
+    for index in range(count):
+        stem = f"frame_{index:04d}"
+        size = _size(index + 3)
+        classes = [1 + (index + j) % 4 for j in range(2)]
+        if index == count - 1:
+            classes[-1] = largest
+        border = 1 if index % 2 else 0
+        mask = _draw(size, _layout(np.random.default_rng(15000 + index), size, classes), border=border)
+        _png(_picture(mask, 16000 + index), root / "images" / f"{stem}.png")
+        _png(Image.fromarray(mask), root / "masks" / f"{stem}.png")
+        images[f"images/{stem}.png"] = mask
+    return SegTree(root, images, tuple(str(i) for i in range(largest + 1)), VOC_VOID, {})

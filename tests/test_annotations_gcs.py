@@ -93,3 +93,43 @@ def test_a_label_map_reads_from_a_bucket(emulator, bucket):
         load_annotations(
             "yolo", list_inputs(f"gs://{bucket}/YOLO"), label_map=f"gs://{bucket}/maps/none.pbtxt"
         )
+
+
+def test_a_captions_file_of_pairs_and_a_masks_dataset_yaml_are_read_from_a_bucket(emulator, bucket, tmp_path):
+    """A headerless `name.jpg,caption` file named by a gs:// annotations_path is told from its
+    first bytes (read by range) and read as pairs; COCO128's semantic masks given by their
+    images folder find `coco128-seg.yaml` two folders above the masks, outside the input."""
+    import captiongen
+    import segmentationgen
+    from conftest import convert
+    from outputcheck import summary
+
+    from beam_tfrecord.read.examples import iter_examples
+
+    expected = captiongen.flickr8k(tmp_path / "flickr")
+    (tmp_path / "flickr" / "captions.txt").unlink()
+    captiongen.pairs_file(tmp_path / "caps.csv", expected, "csv")
+    tree = segmentationgen.coco128_semantic(tmp_path / "seg")
+    files = {
+        f"flickr/{p.relative_to(tmp_path / 'flickr')}": p.read_bytes()
+        for p in (tmp_path / "flickr").rglob("*.jpg")
+    }
+    files["elsewhere/caps.csv"] = (tmp_path / "caps.csv").read_bytes()
+    files |= {
+        f"coco128-seg/{p.relative_to(tree.root)}": p.read_bytes() for p in tree.root.rglob("*") if p.is_file()
+    }
+    emulator.upload_tree(bucket, "", files)
+
+    from beam_tfrecord import storage
+
+    head = storage.read_head(f"gs://{bucket}/elsewhere/caps.csv", 40)
+    assert head == (tmp_path / "caps.csv").read_bytes()[:40]
+    out = tmp_path / "captions"
+    args = ("--task", "captions", "--annotations_path", f"gs://{bucket}/elsewhere/caps.csv")
+    assert convert(f"gs://{bucket}/flickr/Images", out, *args) == 0
+    stored = {r["filename"]: r["caption"] for s in summary(out)["splits"] for r in iter_examples(str(out), s)}
+    assert stored == {k.removeprefix("Images/"): v for k, v in expected.items()}
+
+    out = tmp_path / "masks"
+    assert convert(f"gs://{bucket}/coco128-seg/images", out, "--task", "segmentation") == 0
+    assert (out / "labels.txt").read_text().splitlines() == list(tree.class_names)

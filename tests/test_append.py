@@ -623,3 +623,22 @@ def test_an_append_left_to_its_job_is_merged_by_the_next_append_run(tmp_path, ap
     records, summary = appended
     assert _records(out) == records and _comparable(out) == summary
     assert not (out / names.CLAIM_FILE).exists() and not (out / names.APPEND_DIR).exists()
+
+
+def test_classes_without_a_record_are_one_warning_line_before_and_after_an_append(tmp_path):
+    """A run given 40 class names whose pictures hold two of them warns once, listing a few of
+    the 38 and counting the rest; an append recounts that line, never keeps the old one beside."""
+    images, out = tmp_path / "in", tmp_path / "out"
+    _first(images)
+    names = ["cat", "dog", *(f"unseen{i:02d}" for i in range(38))]
+    given = ("--class_names", ",".join(names))
+    assert convert(images, out, *SPLITS, *given) == 0
+    expected = (
+        "classes with no valid image (38 of 40): " + ", ".join(repr(n) for n in names[2:12]) + " and 28 more"
+    )
+    warnings = complete_summary(str(out)).warnings
+    assert [w for w in warnings if "no valid image" in w] == [expected]
+    write_tree(images, {"cat/new.jpg": jpeg(31, 24, seed=77)})
+    assert convert(images, out, *SPLITS, *given, "--append") == 0
+    warnings = complete_summary(str(out)).warnings
+    assert [w for w in warnings if "no valid image" in w] == [expected]

@@ -155,3 +155,43 @@ def test_a_caption_that_opens_a_quote_keeps_to_its_own_line(tmp_path):
     assert convert(tmp_path / "data", out, "--task", "captions") == 0
     found = stored(out)
     assert found["photos/p1.jpg"] == ["a cat"] and found["photos/p2.jpg"] == ["a bird"]
+
+
+@pytest.mark.parametrize(
+    ("name", "style"),
+    [
+        ("captions.csv", "csv"),
+        ("captions.csv", "csv_header"),
+        ("captions.txt", "tabs"),
+        ("annotations.json", "csv"),  # the content decides, not the extension
+        ("results_20130124.token", "token"),
+    ],
+)
+def test_a_file_of_pairs_named_with_annotations_path_is_read_as_pairs_without_annotations(
+    tmp_path, name, style
+):
+    """`name.jpg, caption` lines, with or without a header, or `name<TAB>caption`, or Flickr's
+    `name.jpg#N<TAB>caption`, given with annotations_path: read as pairs, never refused as "not
+    JSON", and no --annotations needed."""
+    expected = captiongen.flickr8k(tmp_path / "flickr")
+    (tmp_path / "flickr" / "captions.txt").unlink()
+    given = tmp_path / "elsewhere" / name
+    captiongen.pairs_file(given, expected, style)
+    out = tmp_path / "out"
+    args = ("--task", "captions", "--annotations_path", str(given))
+    assert convert(tmp_path / "flickr" / "Images", out, *args) == 0
+    assert stored(out) == {k.removeprefix("Images/"): v for k, v in expected.items()}
+    assert summary(out)["captions"]["pictures_without_caption"] == 0
+    assert summary(out)["captions"]["kind"] == "pairs"
+
+
+def test_a_coco_captions_file_on_one_line_or_pretty_printed_is_still_coco_s(tmp_path):
+    expected = captiongen.coco2017(tmp_path / "coco2017")
+    given = tmp_path / "coco2017" / "annotations" / "captions_val2017.json"
+    given.write_text(json.dumps(json.loads(given.read_text()), indent=2))
+    out = tmp_path / "out"
+    args = ("--task", "captions", "--annotations_path", str(given))
+    assert convert(tmp_path / "coco2017" / "val2017", out, *args) == 0
+    assert stored(out) == {
+        k.removeprefix("val2017/"): v for k, v in expected.items() if k.startswith("val2017/")
+    }

@@ -255,7 +255,9 @@ def make_inputs(text: str, folder: Path, weights: Path) -> None:
     if "--input label-studio" in text:
         labelstudiogen.project(folder / "label-studio")
     if "--input flickr8k" in text:
-        captiongen.flickr8k(folder / "flickr8k")
+        expected = captiongen.flickr8k(folder / "flickr8k")
+        if "my_captions.csv" in text:  # a file of pairs without a header, named with annotations_path
+            captiongen.pairs_file(folder / "my_captions.csv", expected, "csv")
     if "--input coco2017" in text and "--task captions" in text:
         captiongen.coco2017(folder / "coco2017")
     elif "--input coco2017" in text and "--task panoptic" in text:

@@ -375,3 +375,87 @@ def test_a_devkit_with_the_augmented_masks_reads_them_with_their_train_list(tmp_
     assert convert(tree.root, out, "--task", "segmentation") == 0
     assert extra in stored_masks(out) and splits_of(out)[extra] == "train"
     assert "SegmentationClassAug" in summary(out)["segmentation"]["found_at"]
+
+
+@pytest.mark.parametrize(
+    ("names", "where"), [("classes", "root"), ("names_list", "masks"), ("names_map", "beside")]
+)
+@pytest.mark.parametrize("given", ["root", "images"])
+def test_class_names_come_from_the_dataset_yaml_beside_or_above_the_masks(tmp_path, names, where, given):
+    """COCO128 with semantic masks keeps its 81 names in a dataset YAML (`classes: {0: unlabeled,
+    1: person, ...}`) two folders above the masks; `names:` (a list or a map) beside them or one
+    folder up is read alike, from the dataset root or its images folder. The 70-odd classes no
+    picture holds are one warning line, not one each."""
+    tree = gen.coco128_semantic(tmp_path / "data", names, where)
+    out = tmp_path / "out"
+    source = tree.root if given == "root" else tree.root / "images"
+    assert convert(source, out, "--task", "segmentation") == 0
+    assert labels(out) == list(tree.class_names)
+    masks = stored_masks(out)
+    assert len(masks) == len(tree.images)
+    for relpath, expected in tree.images.items():
+        name = relpath if given == "root" else relpath.removeprefix("images/")
+        np.testing.assert_array_equal(masks[name], expected, err_msg=relpath)
+    found = summary(out)
+    assert "coco128-seg.yaml" in found["segmentation"]["found_at"]
+    empty = [w for w in found["warnings"] if "no valid image" in w]
+    assert len(empty) == 1 and empty[0].startswith("classes with no valid image (")
+    assert "more" in empty[0]
+
+
+def test_a_set_that_names_no_classes_takes_its_ids_as_names_and_says_so_once(tmp_path, caplog):
+    """Masks of ids 0..5 (255 the border) and no names anywhere: the names are "0" to "5", the
+    largest id read, so labels.txt's length is num_classes; one warning line says so, in the
+    summary too."""
+    tree = gen.unnamed_ids(tmp_path / "data")
+    out = tmp_path / "out"
+    with caplog.at_level("WARNING"):
+        assert convert(tree.root, out, "--task", "segmentation") == 0
+    assert labels(out) == ["0", "1", "2", "3", "4", "5"]
+    masks = stored_masks(out)
+    for relpath, expected in tree.images.items():
+        np.testing.assert_array_equal(masks[relpath], expected, err_msg=relpath)
+    said = [w for w in summary(out)["warnings"] if "names no classes" in w]
+    assert len(said) == 1 and "0 to 5" in said[0] and "num_classes 6" in said[0]
+    assert [r.getMessage() for r in caplog.records if "names no classes" in r.getMessage()] == said
+    assert not any("no valid image" in w for w in summary(out)["warnings"])
+
+
+def test_an_id_past_the_sampled_ones_is_a_reject_that_names_it(tmp_path, monkeypatch):
+    """The plan reads a sample of the masks: a mask holding an id larger than any sampled one is
+    a class_mask_unknown_value reject naming the value, never a silent class."""
+    from beam_tfrecord.plan.annotations import segmentation
+
+    monkeypatch.setattr(segmentation, "IDS_SAMPLE", 4)  # 6 masks: the 3rd and the 6th are not read
+    tree = gen.unnamed_ids(tmp_path / "data", largest=9)
+    out = tmp_path / "out"
+    assert convert(tree.root, out, "--task", "segmentation") == 0
+    assert labels(out) == [str(i) for i in range(5)]
+    reasons = {r["path"]: r for r in rejects(out) if r["reason"] != "skipped"}
+    assert list(reasons) == ["images/frame_0005.png"]
+    assert reasons["images/frame_0005.png"]["reason"] == "class_mask_unknown_value"
+    assert "9" in reasons["images/frame_0005.png"]["detail"]
+    assert summary(out)["consistent"]
+
+
+def test_the_records_of_a_set_without_names_parse_with_model_garden_s_decoder(tmp_path):
+    import tensorflow as tf
+    from official.vision.dataloaders import segmentation_input
+
+    tree = gen.unnamed_ids(tmp_path / "data")
+    out = tmp_path / "out"
+    assert convert(tree.root, out, "--task", "segmentation") == 0
+    decoder = segmentation_input.Decoder()
+    names = [
+        record["filename"] for split in summary(out)["splits"] for record in iter_examples(str(out), split)
+    ]
+    masks = []
+    for shard in sorted(out.glob("*.tfrecord")):
+        for raw in tf.data.TFRecordDataset(str(shard)):
+            parsed = decoder.decode(raw)
+            masks.append(
+                tf.io.decode_png(parsed["image/segmentation/class/encoded"], channels=1).numpy()[..., 0]
+            )
+    assert len(masks) == len(names) == len(tree.images)
+    for name, mask in zip(names, masks, strict=True):
+        np.testing.assert_array_equal(mask, tree.images[name])

@@ -47,7 +47,7 @@ def _size_range(a: SizeRange | None, b: SizeRange | None, na: int, nb: int) -> S
 def _recounted(text: str) -> bool:
     """A warning `_warnings` makes again from the grown dataset's counts."""
     return (
-        text.startswith(("split ", "class ", "every input was rejected"))
+        text.startswith(("split ", "class ", "classes ", "every input was rejected"))
         or "records have the same" in text
         or "objects were annotated," in text
         or "pictures are in none of the declared splits" in text

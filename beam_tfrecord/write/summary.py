@@ -53,6 +53,9 @@ __all__ = [
 
 # A hash split further than this from its fraction gets a warning that names stratify.
 SHARE_WARNING = 0.01
+# The classes without a record a warning names (one line for them all: a set of 200 classes
+# whose sample holds 20 would print 180 lines).
+CLASSES_SHOWN = 10
 
 
 def recorded_again(options: OptionsSummary) -> OptionsSummary:
@@ -132,9 +135,14 @@ def share_and_class_warnings(
                 f"hash splits are off by up to ±{split.expected_deviation:.1%} at this size "
                 "(and never move a file when files are added); stratify gives exact shares"
             )
-    for label in class_names:
-        if not records_of.get(label) and not is_unused(label):  # a label map's missing id
-            warnings.append(f"class {label!r} has no valid image")
+    empty = [label for label in class_names if not records_of.get(label) and not is_unused(label)]
+    if len(empty) == 1:  # (is_unused: a label map's missing id, no class)
+        warnings.append(f"class {empty[0]!r} has no valid image")
+    elif empty:
+        shown = ", ".join(map(repr, empty[:CLASSES_SHOWN]))
+        more = f" and {len(empty) - CLASSES_SHOWN} more" if len(empty) > CLASSES_SHOWN else ""
+        counted = sum(1 for label in class_names if not is_unused(label))
+        warnings.append(f"classes with no valid image ({len(empty)} of {counted}): {shown}{more}")
     return warnings
 
 

@@ -8,6 +8,10 @@ names no listed picture, or several, is a line of annotations_without_image.json
 cannot be read is one too, naming its file and line number. A picture no caption names is
 unannotated (kept with no caption and counted, or dropped by `--unannotated drop`). Flickr8k's
 split lists beside a captions file (`Flickr_8k.trainImages.txt`, `dev`, `test`) declare splits.
+
+A file named with `annotations_path` is read by the format whose content it holds (`holds`: a
+COCO JSON document, or lines of image, caption pairs), whatever its name says, so a run needs no
+`--annotations` to read a `.csv` of pairs.
 """
 
 from __future__ import annotations
@@ -27,9 +31,17 @@ from beam_tfrecord.plan.annotations.locate import input_base, join
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet, UnmatchedEntry
 from beam_tfrecord.plan.listing import InputFile, list_inputs
-from beam_tfrecord.plan.sources.base import LoadRequest, SourceError, SourceFormat
+from beam_tfrecord.plan.sources.base import CERTAIN, Listing, LoadRequest, SourceError, SourceFormat
 
-__all__ = ["Caption", "CaptionFiles", "bad_line", "find_files", "load_captions", "read_text"]
+__all__ = [
+    "Caption",
+    "CaptionFiles",
+    "bad_line",
+    "find_files",
+    "load_captions",
+    "read_text",
+    "score_files",
+]
 
 # Flickr8k's split lists, beside its token file: the pictures of each split, a name a line.
 FLICKR_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
@@ -45,6 +57,10 @@ class Caption:
     where: str
     text: str
 
+
+# How much of a given captions file is read to tell what it holds (a line of pairs is short; a
+# COCO document's first line may be all of it).
+HEAD_BYTES = 64 * 1024
 
 # Text files a captions dataset keeps beside its pictures: never pictures in a captions run.
 TEXT_EXTENSIONS = (".csv", ".tsv", ".jsonl")
@@ -72,6 +88,29 @@ class CaptionFiles:
     def split_of(self, shown: str) -> str | None:
         """The split a captions file's name declares (None: none)."""
         return None
+
+    def holds(self, head: str) -> bool:
+        """Whether a file named with annotations_path, by its first characters (`head`), holds
+        the format's captions."""
+        return True
+
+
+def score_files(captions: CaptionFiles, listing: Listing) -> float:
+    """A captions format's score in the layout search: the files named with annotations_path
+    are its when their content is its (`holds`); else any of its files under the input or
+    beside it makes it certain."""
+    found = find_files(captions, listing.files, listing.paths)
+    if listing.paths:
+        return CERTAIN if all(captions.holds(_head(f.path)) for f in found) else 0.0
+    return CERTAIN if found else 0.0
+
+
+def _head(path: str) -> str:
+    """A file's first characters as text ("" for one that cannot be read: the load names it)."""
+    try:
+        return storage.read_head(path, HEAD_BYTES).decode("utf-8-sig", "replace")
+    except Exception:  # any storage error: the format's load reads it again and says why
+        return ""
 
 
 def _partition(files: Sequence[InputFile]) -> Catalog:

@@ -12,11 +12,17 @@ How mask values become class ids is one `MaskRule` for the run (`labels.class_ma
 the ignore value (255 by default), the dataset's palette for masks saved as colours, and for a
 plain pair whose masks hold only 0 and 255 (Kaggle's binary masks) the documented rule that 255 is
 class 1, decided from the first masks read here, never per picture.
+
+The class names are given, else a names file of the dataset's (a `class_names.txt`, or a dataset
+YAML's `names:` or `classes:`) at its root, beside the masks or up to two folders above them,
+else the layout's own table; a set that names none is binary (above) or takes its mask ids as
+names, up to the largest a sample spread over the set holds, and says so in one warning.
 """
 
 from __future__ import annotations
 
 import io
+import logging
 import posixpath
 import re
 from collections import defaultdict
@@ -30,10 +36,12 @@ from PIL import Image
 from beam_tfrecord import reasons, storage
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import ImageAnnotations, MaskRule
-from beam_tfrecord.labels.class_mask import MaskFile, mask_file
-from beam_tfrecord.plan.annotations.catalog import ANNOTATION_EXTENSIONS, read_one, stem
+from beam_tfrecord.labels.class_mask import MaskFile, class_ids, mask_file
+from beam_tfrecord.labels.objects.label_map import unused_name
+from beam_tfrecord.plan.annotations.catalog import ANNOTATION_EXTENSIONS, read_many, read_one, stem
 from beam_tfrecord.plan.annotations.declared import DeclaredSplits, split_name
 from beam_tfrecord.plan.annotations.locate import input_base, join, relative_to
+from beam_tfrecord.plan.annotations.names_files import YAML_EXTENSIONS, names_from, read_names
 from beam_tfrecord.plan.annotations.results import AnnotationSet, UnmatchedEntry
 from beam_tfrecord.plan.annotations.segmentation_classes import voc_palette
 from beam_tfrecord.plan.listing import InputFile, list_inputs, skip_reason
@@ -60,8 +68,21 @@ __all__ = [
 
 MASK_EXTENSIONS = (".png", ".bmp", ".gif", ".tif", ".tiff", ".jpg", ".jpeg", ".webp", ".pgm", ".ppm")
 NAMES_FILES = ("class_names.txt", "labels.txt", "classes.txt")
+# A dataset YAML's keys for its classes: Ultralytics' `names` (a list or index map), or the
+# `classes` index map of semantic mask sets (COCO128's); how its refusals start.
+YAML_NAMES_KEYS = ("names", "classes")
+NAMES_WHAT = "class names"
+# A dataset YAML's usual names, looked for in a gs:// folder outside the input (with the
+# folder's own name: `coco128-seg.yaml`).
+DATASET_YAMLS = ("data.yaml", "dataset.yaml", "classes.yaml")
+# How many folders above the masks a names file is looked for in.
+NAMES_LEVELS = 2
 # How many masks a plain pair's launcher reads to tell binary 0/255 masks apart.
 BINARY_SAMPLE = 16
+# How many masks, spread over the set, a set without class names reads for its largest id.
+IDS_SAMPLE = 64
+MAX_CLASS_ID = 255
+_LOGGER = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -210,6 +231,30 @@ class _Folders:
         self.outside = outside  # folders outside the input are listed too
         self._index: dict[str, dict[str, list[InputFile]]] = {}
         self._dirs: set[str] | None = None
+        self._yamls: dict[str, list[str]] | None = None
+
+    def yamls(self, folder: str) -> list[str]:
+        """The YAML files directly in a folder: the listing's where the input holds the folder;
+        else a local folder's, or on gs:// (where a folder's listing walks every object under
+        it) those named as datasets name theirs."""
+        folder = folder.rstrip("/")
+        if not storage.is_absolute(folder):
+            return []
+        under = relative_to(folder, self.base)
+        if under is not None:
+            if self._yamls is None:
+                self._yamls = defaultdict(list)
+                for file in self.files:
+                    if file.problem is None and file.relpath.lower().endswith(YAML_EXTENSIONS):
+                        self._yamls[posixpath.dirname(file.relpath)].append(file.path)
+            return sorted(self._yamls.get(under, ()))
+        if storage.is_remote(folder):
+            names = [*DATASET_YAMLS, f"{posixpath.basename(folder)}.yaml"]
+            return [path for path in (join(folder, name) for name in names) if storage.is_file(path)]
+        try:
+            return sorted(m.path for ext in YAML_EXTENSIONS for m in storage.match(join(folder, "*" + ext)))
+        except OSError:  # not a folder, or not readable: no names there
+            return []
 
     def _has_dir(self, under: str) -> bool:
         """Whether the listing holds a folder (a relpath), without scanning it for each name asked."""
@@ -352,8 +397,12 @@ def load_segmentation(fmt: SourceFormat, layout: MaskLayout, request: LoadReques
     if not found.masks:  # nothing to read: the planner's match check says so in one line
         return _nothing_found(fmt, files, pictures, found, folders)
     class_names, names_from = _class_names(layout, root, settings, found, folders)
-    if not class_names:  # a plain pair that names no classes: binary masks, or refused
-        class_names, names_from = _binary_names(found)
+    warnings: tuple[str, ...] = ()
+    if not class_names:  # a set that names no classes: binary masks, or its ids as names
+        class_names, names_from, warning = _unnamed(found, settings.ignore)
+        if warning:
+            _LOGGER.warning("%s", warning)
+            warnings = (warning,)
     rule, rule_text = layout.rule(class_names, settings, found)
     images: dict[str, ImageAnnotations] = {}
     for file in pictures:
@@ -382,6 +431,7 @@ def load_segmentation(fmt: SourceFormat, layout: MaskLayout, request: LoadReques
         looked_for=fmt.looked_for[request.task],
         task="segmentation",
         palette=layout.palette(class_names, settings.train_ids),
+        warnings=warnings,
     )
 
 
@@ -442,19 +492,44 @@ def _root(found: Found, base: str) -> str:
 def _class_names(
     layout: MaskLayout, root: str, settings: SegmentationSettings, found: Found, folders: _Folders
 ) -> tuple[tuple[str, ...], str]:
-    """The class names by id and where they came from, in words: given, a names file beside the
-    masks, else the dataset's own (`MaskLayout.class_names`)."""
+    """The class names by id and where they came from, in words: given, a names file or a dataset
+    YAML (`names:` or `classes:`) at the dataset root, beside the masks or up to two folders above
+    them, else the dataset's own (`MaskLayout.class_names`)."""
     if settings.class_names:
         return tuple(settings.class_names), "class names from class_names"
-    for folder in dict.fromkeys(
-        [root, *sorted({posixpath.dirname(f) for f in found.mask_folders}), folders.base]
-    ):
+    for folder in _names_folders(root, found, folders.base):
         for name in NAMES_FILES:
             path = join(folder, name)
             names = _names_file(path)
             if names:
                 return names, f"class names from {relative_to(path, root) or path}"
+        for path in folders.yamls(folder):
+            shown = relative_to(path, root) or path
+            data = read_names(path, shown, NAMES_WHAT)
+            by_id = names_from(data, shown, NAMES_WHAT, optional=True, keys=YAML_NAMES_KEYS)
+            if by_id is not None:
+                return _by_id(by_id, settings.ignore), f"class names from {shown}"
     return layout.class_names(root, settings, found)
+
+
+def _names_folders(root: str, found: Found, base: str) -> list[str]:
+    """Where a names file is looked for, in order: the dataset root; the masks' own folders (the
+    masks folders and those of the first masks read), then those one and two folders up; the
+    input."""
+    near = {posixpath.dirname(found.masks[r][0].path) for r in sorted(found.masks)[:BINARY_SAMPLE]}
+    level = sorted(near | {f.rstrip("/") for f in found.mask_folders})
+    order = [root]
+    for _ in range(NAMES_LEVELS + 1):
+        order += level
+        level = sorted({up for f in level if storage.is_absolute(up := posixpath.dirname(f))})
+    return list(dict.fromkeys([*order, base]))
+
+
+def _by_id(names: dict[int, str], ignore: int) -> tuple[str, ...]:
+    """A YAML's names by mask value: an id it skips holds a placeholder (the masks' values are
+    the ids, never renumbered); a name at the ignore value names it, not a class."""
+    names = {i: n for i, n in names.items() if i != ignore}
+    return tuple(names.get(i, unused_name(i)) for i in range(max(names) + 1)) if names else ()
 
 
 def _names_file(path: str) -> tuple[str, ...]:
@@ -473,17 +548,36 @@ def _names_file(path: str) -> tuple[str, ...]:
 BINARY_NAMES = ("background", "foreground")
 
 
-def _binary_names(found: Found) -> tuple[tuple[str, ...], str]:
-    """A plain pair without class names: binary masks (the first masks read hold only 0 and 255,
-    or 0 and 1) are background and foreground; any other values need the names given."""
+def _unnamed(found: Found, ignore: int) -> tuple[tuple[str, ...], str, str]:
+    """A set that names no classes: binary masks (the first masks read hold only 0 and 255, or 0
+    and 1) are background and foreground; other masks' values are their own names, "0" to the
+    largest id of a sample of the masks spread over the set, with the warning that says so (a
+    mask holding a larger id is a named reject)."""
     values = sampled_values(found)
     if values and (values <= {0, 255} or values <= {0, 1}):
-        return BINARY_NAMES, "class names background and foreground (binary masks)"
-    shown = ", ".join(map(str, sorted(values)[:12])) if values else "none read"
-    raise SourceError(
-        f"class_names: the masks hold class ids ({shown} in the first {BINARY_SAMPLE} read) and the "
-        "dataset names no classes: give class_names, or a class_names.txt beside the masks"
+        return BINARY_NAMES, "class names background and foreground (binary masks)", ""
+    ids, colours, read = _spread_values(found)
+    ids.discard(ignore)
+    if not ids:
+        what = "colours, not class ids" if colours else "no class id"
+        raise SourceError(
+            f"class_names: the {read} masks read hold {what} and the dataset names no classes: give "
+            "class_names, or a class_names.txt or a dataset YAML (names:) beside the masks"
+        )
+    largest = max(ids)
+    if largest > MAX_CLASS_ID:
+        raise SourceError(
+            f"class_names: the masks hold ids up to {largest}, more than a mask of 8 bits stores, "
+            "and the dataset names no classes"
+        )
+    words = f"class names the mask ids 0 to {largest} (the dataset names none)"
+    warning = (
+        f"the dataset names no classes: the class names are the mask ids 0 to {largest}, the largest "
+        f"id in {read} of its masks (num_classes {largest + 1}); a mask holding a larger id is a "
+        f"{reasons.CLASS_MASK_UNKNOWN_VALUE.code} reject: give class_names, or a class_names.txt or "
+        "a dataset YAML (names:) beside the masks"
     )
+    return tuple(str(i) for i in range(largest + 1)), words, warning
 
 
 def checked_rule(rule: MaskRule, class_names: tuple[str, ...]) -> MaskRule:
@@ -507,6 +601,31 @@ def sampled_values(found: Found) -> set[int]:
             continue
         values |= {int(v) for v in np.unique(array)}
     return values
+
+
+def _spread_values(found: Found) -> tuple[set[int], int, int]:
+    """The class ids that IDS_SAMPLE masks spread evenly over the set (sorted by path: the same
+    masks every run) hold, how many of them hold colours rather than ids, and how many were read."""
+    ordered = sorted(found.masks)
+    step = max(1, len(ordered) / IDS_SAMPLE)
+    chosen = list(dict.fromkeys(ordered[int(i * step)] for i in range(min(IDS_SAMPLE, len(ordered)))))
+    values: set[int] = set()
+    colours = read = 0
+    for _, data, _ in read_many([found.masks[r][0].path for r in chosen]):
+        if data is None:
+            continue
+        try:
+            ids, _ = class_ids(data, MaskRule(MAX_CLASS_ID + 1, None), "")
+        except reasons.Reject as reject:  # colours, or ids past 255 (a 16-bit mask)
+            colours += reject.registered == reasons.CLASS_MASK_COLOURS
+            if reject.registered == reasons.CLASS_MASK_UNKNOWN_VALUE:
+                values.add(MAX_CLASS_ID + 1)
+            continue
+        except Exception:  # a mask the worker names as unreadable
+            continue
+        read += 1
+        values |= {int(v) for v in np.unique(ids)}
+    return values, colours, read
 
 
 def _sources(

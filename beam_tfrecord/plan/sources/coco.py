@@ -72,7 +72,7 @@ from beam_tfrecord.plan.annotations.objects import ObjectFiles, load_objects, sc
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ImageProblem, ObjectNote, UnmatchedEntry
 from beam_tfrecord.plan.listing import InputFile
-from beam_tfrecord.plan.sources.base import CERTAIN, Listing, LoadRequest, SourceError, SourceFormat
+from beam_tfrecord.plan.sources.base import Listing, LoadRequest, SourceError, SourceFormat
 
 __all__ = ["FORMAT", "KEYPOINTS_NAME", "Coco", "discover", "read_instances"]
 
@@ -504,12 +504,29 @@ class _Captions(CaptionFiles):
         match = re.match(r"^captions_([a-z]+)", posixpath.basename(shown), re.IGNORECASE)
         return declared.split_name(match.group(1)) if match else None
 
+    def holds(self, head: str) -> bool:
+        """A JSON document (an object), not JSON lines: its first line is not an object by itself
+        unless it is the whole document (a COCO file on one line holds `annotations`)."""
+        text = head.lstrip()
+        if not text.startswith("{"):
+            return False
+        first = text.split("\n", 1)[0]
+        try:
+            document = json.loads(first)
+        except json.JSONDecodeError:  # an object that goes on past its first line (or the head)
+            return True
+        return isinstance(document, dict) and ("annotations" in document or "images" in document)
+
     def read(self, source: InputFile, shown: str) -> Iterator[Caption | UnmatchedEntry]:
         """A COCO captions file's captions, each naming its picture's `file_name`."""
         try:
             document = json.loads(read_text(source, shown))
         except json.JSONDecodeError as error:
-            raise SourceError(f"{shown} is not JSON: {error}", field="annotations_path", file=shown) from None
+            raise SourceError(
+                f"{shown} is not JSON: {error} (a file of image, caption lines is --annotations pairs')",
+                field="annotations_path",
+                file=shown,
+            ) from None
         if not isinstance(document, dict) or not isinstance(document.get("annotations"), list):
             raise SourceError(
                 f"{shown} is not a COCO captions file (no annotations list)",
@@ -585,7 +602,7 @@ class Coco(SourceFormat):
 
     def score(self, task: str, listing: Listing) -> float:
         if task == "captions":
-            return CERTAIN if captions.find_files(_CAPTION_FILES, listing.files, listing.paths) else 0.0
+            return captions.score_files(_CAPTION_FILES, listing)
         if task == "panoptic":
             return score_panoptic(listing)
         return score_objects(self, _INSTANCE_FILES, task, listing)

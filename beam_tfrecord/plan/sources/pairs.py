@@ -19,7 +19,7 @@ from beam_tfrecord.plan.annotations import captions
 from beam_tfrecord.plan.annotations.captions import Caption, CaptionFiles, bad_line, load_captions, read_text
 from beam_tfrecord.plan.annotations.results import AnnotationSet, UnmatchedEntry
 from beam_tfrecord.plan.listing import InputFile
-from beam_tfrecord.plan.sources.base import CERTAIN, Listing, LoadRequest, SourceError, SourceFormat
+from beam_tfrecord.plan.sources.base import Listing, LoadRequest, SourceError, SourceFormat
 
 __all__ = ["FORMAT", "Pairs"]
 
@@ -120,6 +120,16 @@ class _Files(CaptionFiles):
     def read(self, source: InputFile, shown: str) -> Iterator[Caption | UnmatchedEntry]:
         return _read(source, shown)
 
+    def holds(self, head: str) -> bool:
+        """Lines of text, or JSON lines (an object a line): whatever the file's extension."""
+        text = head.lstrip()
+        if not text.startswith(("{", "[")):
+            return True
+        try:
+            return isinstance(json.loads(text.split("\n", 1)[0]), dict)
+        except json.JSONDecodeError:
+            return False
+
 
 _FILES = _Files()
 
@@ -140,7 +150,7 @@ class Pairs(SourceFormat):
         return task == "captions" and _FILES.wanted(relpath)
 
     def score(self, task: str, listing: Listing) -> float:
-        return CERTAIN if captions.find_files(_FILES, listing.files, listing.paths) else 0.0
+        return captions.score_files(_FILES, listing)
 
     def load(self, request: LoadRequest) -> AnnotationSet:
         return load_captions(self, _FILES, request)

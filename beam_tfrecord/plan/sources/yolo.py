@@ -28,18 +28,16 @@ import math
 import posixpath
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import ClassVar, Literal, NamedTuple, overload
+from typing import ClassVar, NamedTuple
 
 import yaml
 
 from beam_tfrecord import reasons, storage
-from beam_tfrecord.edges import Json
 from beam_tfrecord.elements import ImageAnnotations, ObjectBox, Polygon
 from beam_tfrecord.plan.annotations import declared
 from beam_tfrecord.plan.annotations.catalog import (
     MAX_IMAGE_ANNOTATION_BYTES,
     Catalog,
-    describe_error,
     read_many,
     read_one,
     stem,
@@ -54,6 +52,7 @@ from beam_tfrecord.plan.annotations.locate import (
     rerooted,
     under,
 )
+from beam_tfrecord.plan.annotations.names_files import YAML_EXTENSIONS, names_from, read_names
 from beam_tfrecord.plan.annotations.objects import ObjectFiles, load_objects, score_objects
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ImageProblem, ObjectNote, UnmatchedEntry
@@ -63,10 +62,8 @@ from beam_tfrecord.plan.sources.base import Listing, LoadRequest, SourceError, S
 
 __all__ = ["FORMAT", "NamesNotFound", "Yolo", "class_names", "is_label_file", "read_labels"]
 
-YAML_EXTENSIONS = (".yaml", ".yml")
 CLASSES_TXT = "classes.txt"
-# A names file of 100,000 classes is about 2 MB; a larger file is a mistake or hostile.
-MAX_NAMES_BYTES = 4 * 2**20
+WHAT = "YOLO class names"  # how a names file's refusal starts
 LABELS_DIR = "labels"
 NAMES_NOT_FOUND = "YOLO class names not found"
 NAMES_READ = "YOLO class names, read"
@@ -87,15 +84,15 @@ def class_names(listed: Catalog, names_path: AnnotationPath | None = None) -> tu
     """Class index -> name, and the file they came from (its relpath, or its path when it is not
     under the input). ValueError naming the file (and line) when none is found or it is malformed."""
     if names_path is not None:
-        data = _read_names(names_path.path, names_path.path)
-        return _names_from(data, names_path.path), names_path.path
+        data = read_names(names_path.path, names_path.path, WHAT)
+        return names_from(data, names_path.path, WHAT), names_path.path
     files = listed.annotation_files
     yamls = sorted((r for r in files if r.lower().endswith(YAML_EXTENSIONS)), key=_depth_first)
     found: list[tuple[str, dict[int, str]]] = []
     for relpath in yamls:
         if found and _depth_first(relpath)[0] > _depth_first(found[0][0])[0]:
             break
-        names = _names_from(_read_names(files[relpath].path, relpath), relpath, optional=True)
+        names = names_from(read_names(files[relpath].path, relpath, WHAT), relpath, WHAT, optional=True)
         if names is not None:
             found.append((relpath, names))
     if len({tuple(names.items()) for _, names in found}) > 1:
@@ -108,113 +105,15 @@ def class_names(listed: Catalog, names_path: AnnotationPath | None = None) -> tu
         return found[0][1], found[0][0]
     texts = sorted((r for r in files if posixpath.basename(r).lower() == CLASSES_TXT), key=_depth_first)
     if texts:
-        return _names_from(_read_names(files[texts[0]].path, texts[0]), texts[0]), texts[0]
+        return names_from(read_names(files[texts[0]].path, texts[0], WHAT), texts[0], WHAT), texts[0]
     raise NamesNotFound(
         f"{NAMES_NOT_FOUND}: no YAML file with 'names' (data.yaml) and no classes.txt under the "
         "input; name one with annotations_path"
     )
 
 
-def _read_names(path: str, display: str) -> bytes:
-    """A names file's bytes, refused past MAX_NAMES_BYTES (untrusted YAML is slow to parse)."""
-    try:
-        data = read_one(path)
-    except Exception as error:
-        raise SourceError(
-            f"YOLO class names: {display} cannot be read: {describe_error(error)}", file=display
-        ) from None
-    if len(data) > MAX_NAMES_BYTES:
-        size = f"{len(data) / 2**20:.0f} MiB"
-        raise SourceError(f"YOLO class names: {display} is {size}, too large for a names file", file=display)
-    return data
-
-
 def _depth_first(relpath: str) -> tuple[int, str]:
     return relpath.count("/"), relpath
-
-
-@overload
-def _names_from(data: bytes, display: str, optional: Literal[False] = False) -> dict[int, str]: ...
-@overload
-def _names_from(data: bytes, display: str, optional: bool) -> dict[int, str] | None: ...
-def _names_from(data: bytes, display: str, optional: bool = False) -> dict[int, str] | None:
-    """A names file's bytes -> class index -> name (None for a YAML without `names` when
-    `optional`)."""
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise SourceError(f"YOLO class names: {display} is not UTF-8 text", file=display) from None
-    if not display.lower().endswith(YAML_EXTENSIONS):
-        lines = text.splitlines()
-        while lines and not lines[-1].strip():
-            lines.pop()
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                raise SourceError(f"YOLO class names: {display} line {number} is blank", file=display)
-        return _checked({index: line.strip() for index, line in enumerate(lines)}, display)
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise SourceError(
-            f"YOLO class names: {display} is not valid YAML: {problem}{where}", file=display
-        ) from None
-    if not isinstance(document, dict) or "names" not in document:
-        if optional:
-            return None
-        raise SourceError(f"YOLO class names: {display} has no 'names'", file=display)
-    raw = document["names"]
-    if isinstance(raw, list):
-        names = dict(enumerate(raw))
-    elif isinstance(raw, dict):
-        names = {}
-        for key, value in raw.items():
-            try:
-                index = int(key)
-            except (TypeError, ValueError):
-                raise SourceError(
-                    f"YOLO class names: {display} names class {key!r}, not an index", file=display
-                ) from None
-            if index < 0 or isinstance(key, bool | float):
-                raise SourceError(
-                    f"YOLO class names: {display} names class {key!r}, not an index", file=display
-                )
-            names[index] = value
-    else:
-        raise SourceError(
-            f"YOLO class names: {display}'s 'names' is neither a list nor a mapping", file=display
-        )
-    checked = _checked(names, display)
-    count = document.get("nc")
-    if count is not None and count != len(checked):
-        raise SourceError(
-            f"YOLO class names: {display} says nc: {count} but names {len(checked)} classes", file=display
-        )
-    return checked
-
-
-def _checked(names: dict[int, Json], display: str) -> dict[int, str]:
-    """Names as stripped strings, none blank, none twice, in index order."""
-    checked: dict[int, str] = {}
-    for index in sorted(names):
-        value = names[index]
-        if not isinstance(value, str | int | float) or isinstance(value, bool):
-            # Never str() a list or mapping: YAML aliases can nest one into billions of items.
-            what = type(value).__name__
-            raise SourceError(
-                f"YOLO class names: {display} gives class {index} a {what}, not a name", file=display
-            )
-        name = str(value).strip()
-        if not name:
-            raise SourceError(f"YOLO class names: {display} gives class {index} no name", file=display)
-        if name in checked.values():
-            raise SourceError(f"YOLO class names: {display} names {name!r} twice", file=display)
-        checked[index] = name
-    if not checked:
-        raise SourceError(f"YOLO class names: {display} names no class", file=display)
-    return checked
 
 
 def _label_file(relpath: str) -> str:
@@ -247,7 +146,7 @@ def pose_shape(
         raise SourceError(
             f"YOLO pose labels need kpt_shape, which a data.yaml declares; {shown} is not one", file=shown
         )
-    document = yaml.safe_load(_read_names(path, shown).decode("utf-8-sig"))
+    document = yaml.safe_load(read_names(path, shown, WHAT).decode("utf-8-sig"))
     shape = document.get("kpt_shape") if isinstance(document, dict) else None
     if not (
         isinstance(shape, list)
