@@ -25,8 +25,41 @@ def _yolo_segmentation(root):
     return ("--task", "segmentation", "--annotations", "yolo"), later
 
 
+def _cvat(task: str, *extra: str):
+    def build(root):
+        import cvatgen
+
+        shapes = [cvatgen.polygon("car", [4, 4, 30, 6, 20, 25]), cvatgen.box("road", 1, 1, 10, 8)]
+        entries = [cvatgen.Entry(f"{name}.jpg", 40, 30, shapes) for name in "abcd"]
+        cvatgen.write_export(root, entries, [cvatgen.Label("car"), cvatgen.Label("road")])
+        return ("--annotations", "cvat", "--task", task, *extra), ["images/d.jpg"]
+
+    return build
+
+
+def _label_studio(root):
+    import labelstudiogen
+
+    labelstudiogen.project(root, "full")
+    return ("--annotations", "label_studio", "--masks"), ["images/b.jpg"]
+
+
+def _panoptic(root):
+    import panopticgen
+
+    panopticgen.coco_panoptic(root, crowded=False)
+    pictures = sorted(path.name for path in (root / "train2017").iterdir())
+    return ("--task", "panoptic"), [f"train2017/{pictures[-1]}"]
+
+
 # name -> builder(root) -> (the command's options, the relpaths a first run leaves out)
-EXPORTS = {"yolo_segmentation": _yolo_segmentation}
+EXPORTS = {
+    "yolo_segmentation": _yolo_segmentation,
+    "cvat_detection": _cvat("detection", "--masks"),
+    "cvat_segmentation": _cvat("segmentation"),
+    "label_studio": _label_studio,
+    "panoptic": _panoptic,
+}
 
 
 def records(output) -> list[tuple]:
@@ -90,3 +123,31 @@ def test_a_tree_in_a_bucket_gives_the_local_tree_s_records(tmp_path, export, emu
     assert convert(tmp_path / "data", tmp_path / "local", *args) == 0
     assert convert(f"gs://{bucket}/data", tmp_path / "remote", *args) == 0
     assert records(tmp_path / "remote") == records(tmp_path / "local")
+
+
+def _cvat_task(root):
+    import cvatgen
+
+    entries = [
+        cvatgen.Entry("sub/a.jpg", 40, 30, [cvatgen.box("car", 2, 3, 20, 25)]),
+        cvatgen.Entry("other/b.jpg", 40, 30, [cvatgen.box("car", 5, 5, 30, 20)]),
+    ]
+    cvatgen.write_export(root, entries, [cvatgen.Label("car")])
+    return "cvat"
+
+
+def _label_studio_project(root):
+    import labelstudiogen
+
+    labelstudiogen.project(root, "full")
+    return "label_studio"
+
+
+@pytest.mark.parametrize("build", [_cvat_task, _label_studio_project])
+def test_an_images_folder_whose_export_is_above_it_is_never_classes_of_its_folders(tmp_path, capsys, build):
+    name = build(tmp_path / "export")
+    assert convert(tmp_path / "export" / "images", tmp_path / "out") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"pass --annotations {name}" in err[0], err
+    assert not (tmp_path / "out" / "summary.json").exists()
+    assert convert(tmp_path / "export" / "images", tmp_path / "out", "--annotations", name) == 0

@@ -46,7 +46,13 @@ from beam_tfrecord.plan.annotations.locate import (
     parents,
     relative_to,
 )
-from beam_tfrecord.plan.annotations.results import AnnotationSet, DeclaredSplits, ImageProblem, UnmatchedEntry
+from beam_tfrecord.plan.annotations.results import (
+    AnnotationSet,
+    DeclaredSplits,
+    ImageProblem,
+    ObjectNote,
+    UnmatchedEntry,
+)
 from beam_tfrecord.plan.listing import InputFile
 from beam_tfrecord.plan.sources.base import CERTAIN, Listing, LoadRequest, SourceError
 
@@ -207,6 +213,7 @@ def load_panoptic(request: LoadRequest, name: str = "coco") -> AnnotationSet:
     images: dict[str, ImageAnnotations] = {}
     problems: list[ImageProblem] = []
     unmatched: list[UnmatchedEntry] = []
+    dropped: list[ObjectNote] = []
     split_of: dict[str, str] = {}
     for file, document in parsed:
         pngs = _pngs(file.pngs, catalog)
@@ -242,7 +249,8 @@ def load_panoptic(request: LoadRequest, name: str = "coco") -> AnnotationSet:
                     )
                 )
                 continue
-            picture, objects = _picture(entry, segments, categories, offset, file, png)
+            picture, objects, left_out = _picture(entry, segments, categories, offset, file, png)
+            dropped += [ObjectNote(relpath, reason, detail) for reason, detail in left_out]
             images[relpath] = ImageAnnotations(
                 objects,
                 str(image.get("id")),
@@ -275,6 +283,7 @@ def load_panoptic(request: LoadRequest, name: str = "coco") -> AnnotationSet:
         sources=sources,
         problems=tuple(sorted(problems)),
         unmatched=tuple(unmatched),
+        dropped=tuple(dropped),
         found_at=", ".join(f.shown for f in files) or "no panoptic_*.json found",
         looked_for="" if files else LOOKED_FOR,
         task="panoptic",
@@ -294,11 +303,19 @@ def _picture(
     offset: int,
     file: _Json,
     png: InputFile,
-) -> tuple[PanopticPicture, tuple[ObjectBox, ...]]:
-    """An entry's segments (those of a category the file lists) and its things as objects."""
+) -> tuple[PanopticPicture, tuple[ObjectBox, ...], list[tuple[str, str]]]:
+    """An entry's segments (those of a category the file lists) and its things as objects, and
+    the segments left out, each as (reason, detail)."""
     kept = []
-    for raw in segments:
-        if not isinstance(raw, dict) or int(str(raw.get("category_id"))) not in categories:
+    left_out: list[tuple[str, str]] = []
+    for number, raw in enumerate(segments):
+        where = f"{file.shown}#image {entry.get('image_id')} segment {number}"
+        if not isinstance(raw, dict):
+            left_out.append((reasons.BAD_OBJECT.code, f"{where}: not an object"))
+            continue
+        if int(str(raw.get("category_id"))) not in categories:
+            detail = f"{where}: category {raw.get('category_id')} is not in the file's categories"
+            left_out.append((reasons.UNKNOWN_CATEGORY.code, detail))
             continue
         category_id = int(str(raw["category_id"]))
         name, thing = categories[category_id]
@@ -328,4 +345,4 @@ def _picture(
                 source_ref=picture.object_ref(segment),
             )
         )
-    return picture, tuple(objects)
+    return picture, tuple(objects), left_out

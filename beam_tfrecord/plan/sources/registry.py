@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from beam_tfrecord import tasks
 from beam_tfrecord.plan.annotations.catalog import partition
+from beam_tfrecord.plan.annotations.locate import input_base, join, listed_under, parents
 from beam_tfrecord.plan.annotations.matching import MatchCounts
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet
@@ -150,6 +151,29 @@ def annotated_layout(files: Sequence[InputFile]) -> str | None:
             return f"a {fmt.title} panoptic layout ({fmt.looked_for['panoptic']}): pass --task panoptic"
     if any(fmt.claims(relpath, "captions") for fmt in reading("captions") for relpath in texts):
         return _CAPTIONS_FILE
+    return _above_input(files, suffixes)
+
+
+def _above_input(files: Sequence[InputFile], suffixes: tuple[str, ...]) -> str | None:
+    """An export kept above `--input`, as a run pointed at its images folder sees it (CVAT's
+    annotations.xml beside images/, a Label Studio export beside its pictures' folder): the
+    annotation files of the input's two parent folders, theirs alone (never the tree under
+    them), named by a format or told by their content."""
+    if not files:
+        return None
+    near: list[InputFile] = []
+    for folder in parents(input_base(files))[:2]:
+        for suffix in suffixes:
+            near += [f for f in listed_under(join(folder, "*" + suffix)) if "/" not in f.relpath]
+    if not near:
+        return None
+    beside = Listing(near, outside=False)
+    for fmt in reading("detection"):
+        named_by = [f.path for f in near if fmt.claims(f.relpath, "detection")]
+        if named_by or fmt.score("detection", beside) == CERTAIN:
+            shown = named_by[0] if named_by else near[0].path
+            above = f"pictures whose {fmt.title} annotations are above it ({shown})"
+            return f"{above}: pass --annotations {fmt.name}"
     return None
 
 
