@@ -69,7 +69,9 @@ def label_file(shapes, image_path: str, width: int, height: int, image: bytes | 
 # --- what LabelMe's own scripts make of a shape (the references) ---
 
 
-def shape_to_mask(height: int, width: int, item: dict, line_width: int = 10, point_size: int = 5) -> np.ndarray:
+def shape_to_mask(
+    height: int, width: int, item: dict, line_width: int = 10, point_size: int = 5
+) -> np.ndarray:
     """labelme.utils.shape_to_mask: the shape drawn with PIL (what labelme2voc.py and
     labelme2coco.py's areas and boxes are made from)."""
     mask = Image.fromarray(np.zeros((height, width), dtype=np.uint8))
@@ -170,9 +172,7 @@ def flat(root, embed: tuple[str, ...] = ("a",)) -> Tree:
         picture = jpeg(W, H, seed=index) if name != "b" else png(W, H, seed=index)
         filename = f"{name}.jpg" if name != "b" else f"{name}.png"
         files[filename] = picture
-        files[f"{name}.json"] = label_file(
-            shapes, filename, W, H, image=picture if name in embed else None
-        )
+        files[f"{name}.json"] = label_file(shapes, filename, W, H, image=picture if name in embed else None)
         tree.shapes[filename] = shapes
     write_tree(tree.root, files)
     return tree
