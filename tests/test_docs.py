@@ -39,6 +39,7 @@ import captiongen
 import imagegen
 import keypointgen
 import labelstudiogen
+import labelmegen
 import panopticgen
 import pytest
 import segmentationgen
@@ -291,6 +292,8 @@ def make_inputs(text: str, folder: Path, weights: Path) -> None:
         segmentationgen.kaggle_binary(folder / "kaggle")
     if "--input coco8-seg" in text:
         yoloseggen.ultralytics_tree(folder / "coco8-seg")
+    if "--input shots" in text:  # LabelMe's JSON files in annotations/ beside images/
+        labelmegen.sibling(folder / "shots")
     if any(path in text for path in REWRITES):
         (folder / "models").mkdir()
         (folder / "models" / weights.name).symlink_to(weights)
