@@ -677,7 +677,7 @@ class LabelMe(SourceFormat):
     }
     layout_as = "LabelMe JSON files"
     instead_as = "JSON files (LabelMe)"
-    options = ("path", "masks", "ignore_value", "allow_unmatched_annotations", "class_names")
+    options = ("path", "masks", "ignore_value", "allow_unmatched_annotations")
     suffixes = (".json",)
 
     def claims(self, relpath: str, task: str) -> bool:
