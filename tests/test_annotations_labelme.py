@@ -225,3 +225,39 @@ def test_points_are_keypoints_of_the_object_of_their_group(tmp_path):
     np.testing.assert_allclose(points[1], [[50, 9, 2], [0, 0, 0]], atol=1e-4)
     (dropped,) = jsonl(out / "dropped_objects.jsonl")
     assert dropped["reason"] == "unattached_point" and "a.json#shape 6" in dropped["detail"]
+
+
+def test_labels_txt_beside_the_annotations_folder_orders_the_classes_from_the_images_folder(tmp_path):
+    tree = gen.sibling(tmp_path / "data", windows=False)
+    (tree.root / "labels.txt").write_text("__ignore__\n_background_\ndog\ncat\n")
+    out = tmp_path / "out"
+    where = tree.root / "images"
+    assert convert(where, out, "--annotations", "labelme", "--task", "segmentation") == 0
+    assert (out / "labels.txt").read_text().split() == ["_background_", "dog", "cat"]
+    dropped = jsonl(out / "dropped_objects.jsonl")
+    # The ball is in no class of labels.txt (labelme2voc would fail on it; labelme2coco skips it).
+    assert ("a.jpg", "unknown_category") in {(d["path"], d["reason"]) for d in dropped}
+    masks = {r["filename"]: r["mask"] for r in iter_examples(str(out))}
+    polygon = tree.shapes["a.jpg"][1]
+    np.testing.assert_array_equal(
+        masks["a.jpg"] == 1, gen.coco_raster([gen.coco_polygon(polygon)], tree.height, tree.width)
+    )
+
+
+def test_a_json_that_does_not_parse_rejects_its_picture_and_another_tool_s_json_is_skipped(tmp_path):
+    write_tree(
+        tmp_path / "data",
+        {
+            "a.jpg": jpeg(64, 48, seed=1),
+            "a.json": b'{"version": "5.5.0", "shapes": [',
+            "b.jpg": jpeg(64, 48, seed=2),
+            "b.json": gen.label_file([gen.shape("cat", [(1, 1), (9, 9)], "rectangle")], "b.jpg", 64, 48),
+            "meta.json": b'{"author": "someone"}',
+        },
+    )
+    out = tmp_path / "out"
+    assert convert(tmp_path / "data", out, "--annotations", "labelme") == 0
+    found = {r["path"]: (r["reason"], r["detail"]) for r in rejects(out)}
+    assert found["a.jpg"][0] == "bad_annotation" and "a.json is not valid JSON" in found["a.jpg"][1]
+    assert found["meta.json"][0] == "skipped" and "without LabelMe's 'shapes'" in found["meta.json"][1]
+    assert summary(out)["records"] == 1

@@ -582,18 +582,19 @@ def _find_labels(located: Located, base: str) -> str:
     )
     if not folders:
         return ""
-    folder: str | None = folders[0]
-    above = [located.root or base, *parents(located.root or base)]
-    for _ in range(3):
-        if folder is not None:
-            listed = located.catalog.annotation_files.get(join(folder, LABELS_TXT) if folder else LABELS_TXT)
-            if listed is not None:
-                return listed.path
-            folder = posixpath.dirname(folder) if folder else None
-        else:
-            above.pop(0)
-            if above and storage.is_file(join(above[0], LABELS_TXT), if_remote=True):
-                return join(above[0], LABELS_TXT)
+    root = located.root or base
+    nearest = join(root, folders[0]) if folders[0] else root
+    for folder in [nearest, *parents(nearest)][:3]:
+        under_root = relative_to(folder, root)
+        listed = None
+        if under_root is not None:
+            listed = located.catalog.annotation_files.get(
+                join(under_root, LABELS_TXT) if under_root else LABELS_TXT
+            )
+        if listed is not None:
+            return listed.path
+        if storage.is_file(join(folder, LABELS_TXT), if_remote=True):
+            return join(folder, LABELS_TXT)
     return ""
 
 
