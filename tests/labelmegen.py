@@ -153,6 +153,7 @@ def scene() -> dict[str, list[dict]]:
             shape("ball", [(50, 12), (50, 20)], "circle"),
             shape("leash", [(1, 1), (30, 30)], "line"),
             shape("path", [(2, 2), (10, 3), (20, 9)], "linestrip"),
+            shape("nose", [(12, 8)], "point"),
         ],
         "b": [
             # One dog in two parts joined by group_id (an occluded object), and a mask shape.

@@ -105,8 +105,13 @@ def test_lines_are_dropped_with_a_reason_and_every_shape_is_counted(tmp_path):
     out = tmp_path / "out"
     assert convert(tree.root, out, "--annotations", "labelme") == 0
     dropped = jsonl(out / "dropped_objects.jsonl")
-    assert sorted((d["path"], d["reason"]) for d in dropped) == [("a.jpg", "not_drawn")] * 2
-    assert {d["detail"].split(":")[0] for d in dropped} == {"a.json#shape 4", "a.json#shape 5"}
+    found = sorted((d["detail"].split(":")[0], d["reason"]) for d in dropped if d["path"] == "a.jpg")
+    assert found == [
+        ("a.json#shape 4", "not_drawn"),  # a line
+        ("a.json#shape 5", "not_drawn"),  # a linestrip
+        ("a.json#shape 6", "other_shape"),  # a point, in a detection run
+    ]
+    assert len(dropped) == 3
     assert summary(out)["inputs"] == 3 and all(r["reason"] == "skipped" for r in rejects(out))
 
 

@@ -38,8 +38,8 @@ import annotationgen
 import captiongen
 import imagegen
 import keypointgen
-import labelstudiogen
 import labelmegen
+import labelstudiogen
 import panopticgen
 import pytest
 import segmentationgen

@@ -8,9 +8,10 @@ pixels, a `shape_type`, a `group_id` and (a `mask` shape) a base64 PNG of its bo
   than a pixel from the line); `mask` a box with its pixels as run lengths over the picture.
 - Shapes of one `label` and one `group_id` are one object: its outlines (or pixels) the union,
   its box their extent (labelme2coco.py's instances).
-- `line`, `linestrip`, `point` and `points` have no area: dropped `not_drawn`; in a keypoints
-  run a `point` is a keypoint of the one object its `group_id` joins it to (its `label` the
-  keypoint's name, every class the run's sorted point names), else dropped `unattached_point`.
+- `line` and `linestrip` have no area: dropped `not_drawn`. In a keypoints run a `point` is a
+  keypoint of the one object its `group_id` joins it to (its `label` the keypoint's name, every
+  class the run's sorted point names), else dropped `unattached_point`; in another run, and
+  6.x's `points` in any, it is dropped `other_shape`.
 - A segmentation run draws every shape, in file order (later covers earlier), as
   labelme2voc.py does: rectangles and circles filled too, `_background_` id 0 and `__ignore__`
   the ignore value (plan.annotations.shapes).
@@ -299,6 +300,9 @@ def _objects(parsed: _File, task: str) -> tuple[list[ObjectBox], list[Points], l
         if shape.kind in _LINE_SHAPES:
             if shape.kind == "point" and task == "keypoints":
                 points.append(shape)
+            elif shape.kind in ("point", "points"):
+                detail = f"{shape.ref}: a {shape.kind} shape, no object of a {task} run"
+                dropped.append((reasons.OTHER_SHAPE.code, detail))
             else:
                 dropped.append((reasons.NOT_DRAWN.code, f"{shape.ref}: a {shape.kind} has no area"))
             continue
