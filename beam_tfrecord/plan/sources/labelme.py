@@ -597,7 +597,7 @@ def _find_labels(located: Located, base: str) -> str:
             )
         if listed is not None:
             return listed.path
-        if storage.is_file(join(folder, LABELS_TXT), if_remote=True):
+        if storage.is_file(join(folder, LABELS_TXT)):
             return join(folder, LABELS_TXT)
     return ""
 
