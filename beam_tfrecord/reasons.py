@@ -324,6 +324,11 @@ OTHER_SHAPE = _reason(
     "a shape of a kind the run's task does not store (points in a detection or segmentation run, a box "
     "or an outline in a keypoints run, a cuboid), where the format keeps every kind of shape in one file",
 )
+UNATTACHED_POINT = _reason(
+    "unattached_point",
+    "drop",
+    "a labelled point that no group joins to exactly one box or outline, or a second point of its name there",
+)
 IMAGE_REJECTED = _reason("image_rejected", "drop", "its image is a reject line (counted, not listed)")
 NO_IMAGE = _reason("no_image", "drop", "its annotation entry names no listed image (counted, not listed)")
 

@@ -47,14 +47,16 @@ TASKS: dict[str, Task] = {
     for task in (
         Task(
             name="classification",
-            help="one class per picture, from its folder, its name or a manifest",
+            help="one class per picture, from its folder, its name or a manifest (or CVAT's tags, "
+            "Label Studio's choices)",
             kinds=("class",),
             docs="usage.md",
             listed_labels=True,
         ),
         Task(
             name="detection",
-            help="boxes (and instance masks) per picture, from COCO, Pascal VOC or YOLO annotations",
+            help="boxes (and instance masks) per picture, from COCO, Pascal VOC, YOLO, CVAT, LabelMe or "
+            "Label Studio annotations",
             kinds=("objects",),
             docs="detection.md",
             negatives=True,
@@ -62,7 +64,7 @@ TASKS: dict[str, Task] = {
         Task(
             name="segmentation",
             help="a class id per pixel, from a mask PNG per picture (Pascal VOC, Cityscapes, ADE20K "
-            "or a pair of folders)",
+            "or a pair of folders) or drawn from polygons (YOLO, CVAT, LabelMe, Label Studio)",
             kinds=("class_mask",),
             docs="segmentation.md",
         ),

@@ -38,6 +38,7 @@ import annotationgen
 import captiongen
 import imagegen
 import keypointgen
+import labelmegen
 import labelstudiogen
 import panopticgen
 import pytest
@@ -293,6 +294,8 @@ def make_inputs(text: str, folder: Path, weights: Path) -> None:
         segmentationgen.kaggle_binary(folder / "kaggle")
     if "--input coco8-seg" in text:
         yoloseggen.ultralytics_tree(folder / "coco8-seg")
+    if "--input shots" in text:  # LabelMe's JSON files in annotations/ beside images/
+        labelmegen.sibling(folder / "shots")
     if any(path in text for path in REWRITES):
         (folder / "models").mkdir()
         (folder / "models" / weights.name).symlink_to(weights)

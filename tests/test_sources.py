@@ -87,7 +87,18 @@ def test_the_annotations_choices_and_help_are_the_registrys():
     assert (
         spec.choices
         == registry.names()
-        == ("coco", "cvat", "voc", "yolo", "label_studio", "cityscapes", "ade20k", "folders", "pairs")
+        == (
+            "coco",
+            "cvat",
+            "voc",
+            "yolo",
+            "label_studio",
+            "labelme",
+            "cityscapes",
+            "ade20k",
+            "folders",
+            "pairs",
+        )
     )
     for task in registry.annotation_tasks():
         assert f"{', '.join(f.name for f in registry.reading(task))} ({task})" in spec.help
@@ -96,6 +107,7 @@ def test_the_annotations_choices_and_help_are_the_registrys():
         "voc",
         "yolo",
         "label_studio",
+        "labelme",
         "cityscapes",
         "ade20k",
         "folders",

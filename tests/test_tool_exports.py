@@ -10,6 +10,7 @@ import uuid
 import pytest
 from conftest import convert
 from gcsemulator import EMULATOR_ENV, Emulator
+from labelmegen import flat, sibling
 from outputcheck import summary
 from PIL import Image
 from yoloseggen import ultralytics_tree
@@ -52,6 +53,16 @@ def _panoptic(root):
     return ("--task", "panoptic"), [f"train2017/{pictures[-1]}"]
 
 
+def _labelme_detection(root):
+    flat(root)
+    return ("--annotations", "labelme", "--masks"), ["c.jpg", "c.json"]
+
+
+def _labelme_segmentation(root):
+    sibling(root)
+    return ("--annotations", "labelme", "--task", "segmentation"), ["images/c.jpg", "annotations/c.json"]
+
+
 # name -> builder(root) -> (the command's options, the relpaths a first run leaves out)
 EXPORTS = {
     "yolo_segmentation": _yolo_segmentation,
@@ -59,6 +70,8 @@ EXPORTS = {
     "cvat_segmentation": _cvat("segmentation"),
     "label_studio": _label_studio,
     "panoptic": _panoptic,
+    "labelme_detection": _labelme_detection,
+    "labelme_segmentation": _labelme_segmentation,
 }
 
 

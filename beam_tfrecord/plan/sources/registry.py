@@ -21,7 +21,18 @@ from beam_tfrecord.plan.annotations.matching import MatchCounts
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.results import AnnotationSet
 from beam_tfrecord.plan.listing import InputFile
-from beam_tfrecord.plan.sources import ade20k, cityscapes, coco, cvat, folders, label_studio, pairs, voc, yolo
+from beam_tfrecord.plan.sources import (
+    ade20k,
+    cityscapes,
+    coco,
+    cvat,
+    folders,
+    label_studio,
+    labelme,
+    pairs,
+    voc,
+    yolo,
+)
 from beam_tfrecord.plan.sources.base import CERTAIN, Listing, LoadRequest, SourceError, SourceFormat
 
 __all__ = [
@@ -45,6 +56,7 @@ FORMATS: tuple[SourceFormat, ...] = (
     voc.FORMAT,
     yolo.FORMAT,
     label_studio.FORMAT,
+    labelme.FORMAT,
     cityscapes.FORMAT,
     ade20k.FORMAT,
     folders.FORMAT,
