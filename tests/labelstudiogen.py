@@ -88,9 +88,11 @@ def brush(rid, mask: np.ndarray, label, from_name="brush") -> dict:
     return _result(rid, "brushlabels", value, (width, height), from_name)
 
 
-def keypoint(rid, size, x, y, label, from_name="kp") -> dict:
+def keypoint(rid, size, x, y, label, from_name="kp", parent=None) -> dict:
+    """A KeyPointLabels point; `parent`: the region selected when it was drawn (its `parentID`)."""
     value = {"x": x, "y": y, "width": 0.5, "keypointlabels": [label]}
-    return _result(rid, "keypointlabels", value, size, from_name)
+    found = _result(rid, "keypointlabels", value, size, from_name)
+    return found if parent is None else {**found, "parentID": parent}
 
 
 def choices(rid, values, from_name="choice") -> dict:
@@ -331,3 +333,34 @@ def results_of(found: Project, tid: int, aid: int | None = None) -> list[dict]:
     entry = next(t for t in found.tasks if t["id"] == tid)
     one = entry["annotations"][0] if aid is None else next(a for a in entry["annotations"] if a["id"] == aid)
     return one["result"]
+
+
+def pose_project(root, layout: str = "full") -> Project:
+    """A RectangleLabels + KeyPointLabels project (two people on a.jpg, one on b.jpg): points
+    drawn with their box selected (`parentID`) and points drawn inside a box without one; a point
+    outside every box; a person without any point. Its export at the root, pictures in images/."""
+    root = str(root)
+    a = [
+        rectangle("pa", A_SIZE, 5.0, 10.0, 40.0, 80.0, "person"),
+        keypoint("ka1", A_SIZE, 20.0, 20.0, "nose", parent="pa"),
+        keypoint("ka2", A_SIZE, 30.0, 70.0, "tail", parent="pa"),
+        rectangle("pb", A_SIZE, 55.0, 10.0, 40.0, 80.0, "person"),
+        keypoint("kb1", A_SIZE, 70.0, 25.0, "nose"),  # inside pb, no parentID
+        keypoint("kb2", A_SIZE, 80.0, 50.0, "eye"),
+        keypoint("kx", A_SIZE, 50.0, 95.0, "nose"),  # outside every box
+    ]
+    b = [
+        rectangle("pc", B_SIZE, 10.0, 10.0, 50.0, 50.0, "person"),
+        rectangle("pd", B_SIZE, 60.0, 60.0, 30.0, 30.0, "person"),
+        keypoint("kc1", B_SIZE, 25.0, 40.0, "tail", parent="pc"),
+    ]
+    tasks = [
+        task(1, "/data/upload/1/1a2b3c4d-a.jpg", [annotation(1, a)]),
+        task(2, "/data/upload/1/5e6f7a8b-b.jpg", [annotation(2, b)]),
+    ]
+    pictures = {"images/a.jpg": A_SIZE, "images/b.jpg": B_SIZE}
+    files = {relpath: jpeg(*size, seed=i) for i, (relpath, size) in enumerate(pictures.items())}
+    export = "project-2-at-2024-03-01-10-00-0a1b2c3d.json"
+    files[export] = json.dumps(tasks if layout == "full" else json_min(tasks), indent=2).encode()
+    write_tree(pathlib.Path(root), files)
+    return Project(root, tasks, pictures, os.path.join(root, export))

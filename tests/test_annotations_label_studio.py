@@ -250,3 +250,69 @@ def test_choices_label_a_classification_run(tmp_path, layout):
             found[record["filename"]] = record["label_text"]
     assert found == {"images/a.jpg": "outdoor", "images/b.jpg": "indoor"}
     assert [r["path"] for r in rejects(out) if r["reason"] == "unlabeled"] == ["images/c.jpg"]
+
+
+@pytest.fixture(scope="module")
+def poses(tmp_path_factory):
+    """A RectangleLabels + KeyPointLabels project's both exports, converted for keypoints."""
+    found = {}
+    for layout in ("full", "min"):
+        base = tmp_path_factory.mktemp(f"pose-{layout}")
+        project = gen.pose_project(base / "data", layout)
+        out = base / "out"
+        assert convert(project.root, out, "--annotations", "label_studio", "--task", "keypoints") == 0
+        found[layout] = (project, out)
+    return found
+
+
+def test_keypoints_are_the_export_s_percent_points_in_pixels_on_their_box(poses):
+    project, out = poses["full"]
+    assert summary(out)["keypoints"]["names"] == {"person": ["eye", "nose", "tail"]}
+    found = records(out)
+    a, b = found["images/a.jpg"], found["images/b.jpg"]
+    results = {r["id"]: r["value"] for r in gen.results_of(project, 1)}
+
+    def pixels(rid: str, size=gen.A_SIZE) -> list[float]:
+        return [results[rid]["x"] / 100 * size[0], results[rid]["y"] / 100 * size[1], 2]
+
+    points = np.asarray(a["keypoints"]).reshape(2, 3, 3)
+    np.testing.assert_allclose(points[0], [[0, 0, 0], pixels("ka1"), pixels("ka2")], atol=1e-3)
+    # Drawn inside the second person without a parentID: its by the box that holds it.
+    np.testing.assert_allclose(points[1], [pixels("kb2"), pixels("kb1"), [0, 0, 0]], atol=1e-3)
+    results = {r["id"]: r["value"] for r in gen.results_of(project, 2)}
+    points = np.asarray(b["keypoints"]).reshape(2, 3, 3)
+    np.testing.assert_allclose(points[0], [[0, 0, 0], [0, 0, 0], pixels("kc1", gen.B_SIZE)], atol=1e-3)
+    np.testing.assert_allclose(points[1], np.zeros((3, 3)))  # a person with no point
+    dropped = lines(out, "dropped_objects.jsonl")
+    assert [(d["path"], d["reason"]) for d in dropped] == [("images/a.jpg", "unattached_point")]
+    assert "#result kx" in dropped[0]["detail"] and "0 boxes hold it" in dropped[0]["detail"]
+
+
+def test_full_export_and_json_min_give_the_same_keypoints(poses):
+    (_, full), (_, short) = poses["full"], poses["min"]
+    first, second = records(full), records(short)
+    assert set(first) == set(second) == {"images/a.jpg", "images/b.jpg"}
+    for name, record in first.items():
+        np.testing.assert_allclose(record["keypoints"], second[name]["keypoints"])
+        np.testing.assert_allclose(record["boxes"], second[name]["boxes"])
+    assert len(lines(short, "dropped_objects.jsonl")) == 1
+
+
+def test_a_parent_id_joins_a_point_to_its_box_where_boxes_overlap(tmp_path):
+    size = gen.A_SIZE
+    results = [
+        gen.rectangle("big", size, 0.0, 0.0, 100.0, 100.0, "person"),
+        gen.rectangle("small", size, 40.0, 40.0, 20.0, 20.0, "person"),
+        gen.keypoint("k1", size, 50.0, 50.0, "nose", parent="big"),
+        gen.keypoint("k2", size, 45.0, 45.0, "nose"),  # in both boxes, no parent: joins neither
+    ]
+    export = json.dumps([gen.task(1, "a.jpg", [gen.annotation(1, results)])]).encode()
+    write_tree(
+        tmp_path / "data", {"a.jpg": jpeg(*size), "project-1-at-2024-03-01-10-00-0a1b2c3d.json": export}
+    )
+    out = tmp_path / "out"
+    assert convert(tmp_path / "data", out, "--annotations", "label_studio", "--task", "keypoints") == 0
+    (record,) = records(out).values()
+    np.testing.assert_allclose(np.ravel(record["keypoints"]), [32, 24, 2, 0, 0, 0], atol=1e-3)
+    (dropped,) = lines(out, "dropped_objects.jsonl")
+    assert dropped["reason"] == "unattached_point" and "2 boxes hold it" in dropped["detail"]

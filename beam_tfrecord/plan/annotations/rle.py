@@ -18,7 +18,15 @@ import numpy as np
 
 from beam_tfrecord.elements import RunLengths
 
-__all__ = ["BadRunLengths", "decode_counts", "encode_counts", "extent", "from_mask", "to_mask"]
+__all__ = [
+    "BadRunLengths",
+    "decode_counts",
+    "encode_counts",
+    "extent",
+    "from_mask",
+    "to_mask",
+    "unpack_words",
+]
 
 
 class BadRunLengths(ValueError):
@@ -109,3 +117,41 @@ def from_mask(mask: np.ndarray) -> RunLengths:
     if flat.size and flat[0]:
         counts = [0, *counts]
     return RunLengths(height, width, tuple(int(c) for c in counts))
+
+
+def unpack_words(packed: Sequence[int], count: int) -> np.ndarray:
+    """thi-ng's `rle-pack` bytes (a 32-bit value count, a 5-bit word size less one, four 4-bit run
+    length sizes less one, then runs: a repeat bit, a 2-bit size index, a length less one, and
+    one word repeated or that many words) -> its `count` words. Painting tools store a picture's
+    RGBA bytes so. Raises BadRunLengths for bytes that are not one holding `count` words."""
+    if not all(isinstance(b, int) and 0 <= b < 256 for b in packed):
+        raise BadRunLengths("its rle is not a list of bytes")
+    bits = "".join(f"{b:08b}" for b in packed)
+    position = 0
+
+    def read(size: int) -> int:
+        nonlocal position
+        if position + size > len(bits):
+            raise BadRunLengths("its rle ends before its values")
+        found = int(bits[position : position + size], 2) if size else 0
+        position += size
+        return found
+
+    held = read(32)
+    if held != count:
+        raise BadRunLengths(f"its rle holds {held} values, not {count}")
+    word = read(5) + 1
+    sizes = [read(4) + 1 for _ in range(4)]
+    out = np.zeros(count, dtype=np.uint32)
+    index = 0
+    while index < count:
+        repeated = read(1)
+        end = min(count, index + 1 + read(sizes[read(2)]))
+        if repeated:
+            out[index:end] = read(word)
+            index = end
+        else:
+            while index < end:
+                out[index] = read(word)
+                index += 1
+    return out

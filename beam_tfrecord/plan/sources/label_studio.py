@@ -8,6 +8,8 @@ class mask its shapes draw (segmentation); its choices are each picture's image-
   stored in pixels with that size declared; a `rotation` (degrees, clockwise about the top-left
   corner) is kept as the axis-aligned box that holds it, its corners as its mask (`rotated_box`);
   a brush is Label Studio's rle-pack of an RGBA picture (`decode_brush`: alpha not 0 is painted);
+- keypoints: a `keypointlabels` point joins the box its `parentID` names, else the one box that
+  holds it (plan.annotations.points); every class's names the sorted point labels;
 - one annotation a task: never a prediction nor a cancelled one; the `ground_truth`, else the
   newest (`created_at`); class names sorted; a region with several labels one object per label;
 - a task's picture is matched by its path, else its file name, else that name without an
@@ -49,9 +51,10 @@ from beam_tfrecord.plan.annotations.objects import ObjectFiles, load_objects
 from beam_tfrecord.plan.annotations.outlines import extent, turned_box
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
 from beam_tfrecord.plan.annotations.picture_classes import picture_classes_of
+from beam_tfrecord.plan.annotations.points import LoosePoint, attach, in_order
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ImageProblem, ObjectNote, UnmatchedEntry
+from beam_tfrecord.plan.annotations.rle import BadRunLengths, from_mask, unpack_words
 from beam_tfrecord.plan.annotations.rle import extent as rle_extent
-from beam_tfrecord.plan.annotations.rle import from_mask
 from beam_tfrecord.plan.annotations.shapes import class_masks_of
 from beam_tfrecord.plan.listing import InputFile
 from beam_tfrecord.plan.sources.base import CERTAIN, Listing, LoadRequest, SourceError, SourceFormat
@@ -87,6 +90,8 @@ class _Region:
     labels: tuple[str, ...]
     width: float | None
     height: float | None
+    rid: str | None = None
+    parent: str | None = None
 
 
 @dataclass
@@ -290,6 +295,12 @@ def _size(value: Mapping[str, Json]) -> tuple[float | None, float | None]:
     return found[0], found[1]
 
 
+def _ids(found: Mapping[str, Json]) -> tuple[str | None, str | None]:
+    """A result's `id` and `parentID` (JSON-MIN's value holds them in a keypoints project)."""
+    rid, parent = found.get("id"), found.get("parentID")
+    return (str(rid) if isinstance(rid, str | int) else None, str(parent) if parent else None)
+
+
 def _is_shape(value: Mapping[str, Json]) -> bool:
     return any(k in value for k in ("x", "points", "rle"))
 
@@ -318,7 +329,7 @@ def _full_results(results: Sequence[Json], where: str) -> tuple[list[_Region], t
             continue
         width, height = _size(result)
         ref = f"{where}#result {result.get('id', index)}"
-        regions.append(_Region(ref, value, labels or (), width, height))
+        regions.append(_Region(ref, value, labels or (), width, height, *_ids(result)))
     return regions, tuple(dict.fromkeys(choices))
 
 
@@ -346,7 +357,7 @@ def _min_values(record: Mapping[str, Json], where: str, image: str) -> tuple[lis
                 continue
             width, height = _size(item)
             ref = f"{where}#{key} {index}"
-            regions.append(_Region(ref, item, _labels_of(item) or (), width, height))
+            regions.append(_Region(ref, item, _labels_of(item) or (), width, height, *_ids(item)))
     return regions, tuple(dict.fromkeys(choices))
 
 
@@ -427,42 +438,15 @@ def decode_brush(rle: Json, width: int, height: int) -> np.ndarray:
     label-studio-converter's `brush.decode_rle` reads them) -> the painted pixels (alpha not 0),
     a `height` x `width` array of bools. Raises _Dropped(mask_invalid) for bytes that are not a
     `width` x `height` RGBA picture's."""
-    if not isinstance(rle, list) or not all(isinstance(b, int) and 0 <= b < 256 for b in rle):
-        raise _Dropped(reasons.MASK_INVALID.code, "its rle is not a list of bytes")
     if width * height > _MOST_BRUSH_PIXELS or width <= 0 or height <= 0:
         raise _Dropped(reasons.MASK_INVALID.code, f"a brush over {width}x{height} pixels is not decoded")
-    bits = "".join(f"{b:08b}" for b in rle)
-    position = 0
-
-    def read(size: int) -> int:
-        nonlocal position
-        if position + size > len(bits):
-            raise _Dropped(reasons.MASK_INVALID.code, "its rle ends before its values")
-        found = int(bits[position : position + size], 2) if size else 0
-        position += size
-        return found
-
-    count = read(32)
-    if count != 4 * width * height:
-        raise _Dropped(
-            reasons.MASK_INVALID.code,
-            f"its rle holds {count} values, not the {4 * width * height} of a {width}x{height} RGBA picture",
-        )
-    word = read(5) + 1
-    sizes = [read(4) + 1 for _ in range(4)]
-    out = np.zeros(count, dtype=np.uint32)
-    index = 0
-    while index < count:
-        repeated = read(1)
-        end = min(count, index + 1 + read(sizes[read(2)]))
-        if repeated:
-            out[index:end] = read(word)
-            index = end
-        else:
-            while index < end:
-                out[index] = read(word)
-                index += 1
-    painted: np.ndarray = out[3::4].reshape(height, width) != 0
+    if not isinstance(rle, list):
+        raise _Dropped(reasons.MASK_INVALID.code, "its rle is not a list of bytes")
+    try:
+        words = unpack_words(rle, 4 * width * height)
+    except BadRunLengths as error:
+        raise _Dropped(reasons.MASK_INVALID.code, f"{error} (a {width}x{height} RGBA picture's)") from None
+    painted: np.ndarray = words[3::4].reshape(height, width) != 0
     return painted
 
 
@@ -528,7 +512,7 @@ def _read(listed: Catalog, sources: Sequence[tuple[str, str]]) -> _Read:
     return read
 
 
-def _annotations(listed: Catalog, read: _Read, masks: bool, outlines: bool) -> AnnotationSet:
+def _annotations(listed: Catalog, read: _Read, masks: bool, outlines: bool, keypoints: bool) -> AnnotationSet:
     images: dict[str, ImageAnnotations] = {}
     problems: list[ImageProblem] = []
     dropped: list[ObjectNote] = []
@@ -537,6 +521,9 @@ def _annotations(listed: Catalog, read: _Read, masks: bool, outlines: bool) -> A
     names = {
         label for task in read.tasks for region in task.regions if _kept(region) for label in region.labels
     }
+    points = sorted({p for t in read.tasks for r in t.regions if _is_point(r) for p in r.labels})
+    if keypoints and not points:
+        raise SourceError("Label Studio: the export has no keypointlabels (--task detection: its boxes)")
     for relpath in listed.images:
         tasks = read.claims.get(relpath, [])
         if len(tasks) > 1:
@@ -546,7 +533,8 @@ def _annotations(listed: Catalog, read: _Read, masks: bool, outlines: bool) -> A
                 ImageProblem(relpath, reasons.CONFLICTING_ANNOTATIONS.code, f"annotated by {where}", count)
             )
         elif tasks and tasks[0].annotated:
-            images[relpath] = _picture(relpath, tasks[0], masks, outlines, dropped, changed)
+            kind = (masks, outlines, points if keypoints else None)
+            images[relpath] = _picture(relpath, tasks[0], kind, dropped, changed)
         elif relpath in read.ambiguous and not tasks:
             detail = f"{' and '.join(read.ambiguous[relpath])} could be this file or another listed one"
             problems.append(ImageProblem(relpath, reasons.AMBIGUOUS_ANNOTATION.code, detail))
@@ -569,6 +557,8 @@ def _annotations(listed: Catalog, read: _Read, masks: bool, outlines: bool) -> A
         dropped=tuple(dropped),
         changed=tuple(changed),
         warnings=warnings,
+        task="keypoints" if keypoints else "detection",
+        keypoint_names={name: tuple(points) for name in names} if keypoints else {},
     )
 
 
@@ -576,27 +566,34 @@ def _kept(region: _Region) -> bool:
     """A region of a kind that becomes an object (a box, a polygon, a brush; not a point nor an
     ellipse): its labels are class names."""
     value = region.value
-    return (
-        "rle" in value
-        or "points" in value
-        or ("width" in value and "height" in value and "radiusX" not in value)
-    )
+    return "rle" in value or "points" in value or ("height" in value and "radiusX" not in value)
+
+
+def _is_point(region: _Region) -> bool:
+    return "keypointlabels" in region.value
 
 
 def _picture(
     relpath: str,
     task: _Task,
-    masks: bool,
-    outlines: bool,
+    kind: tuple[bool, bool, Sequence[str] | None],
     dropped: list[ObjectNote],
     changed: list[ObjectNote],
 ) -> ImageAnnotations:
+    """A task's objects (`kind`: masks, outlines, and a keypoints run's point names: each
+    object's points joined to it by `parentID`, else by the one box that holds them)."""
+    masks, outlines, points = kind
     objects: list[ObjectBox] = []
+    ids: list[str | None] = []
+    loose: list[LoosePoint] = []
     sizes = [
         (int(r.width), int(r.height)) for r in task.regions if r.width is not None and r.height is not None
     ]
     for region in task.regions:
         try:
+            if points is not None and _is_point(region):
+                loose += _loose(region)
+                continue
             found, note = _objects(region, masks, outlines)
         except _Dropped as error:
             reason, detail = error.args
@@ -608,8 +605,23 @@ def _picture(
             )
             changed.append(ObjectNote(relpath, note, detail))
         objects += found
+        ids += [region.rid] * len(found)
+    if points is not None:
+        attached, left = attach(objects, ids, loose)
+        dropped += (ObjectNote(relpath, *note) for note in left)
+        objects = [o._replace(keypoints=in_order(p, points)) for o, p in zip(objects, attached, strict=True)]
     width, height = sizes[0] if sizes else (None, None)
     return ImageAnnotations(tuple(objects), task.task_id, width=width, height=height)
+
+
+def _loose(region: _Region) -> list[LoosePoint]:
+    """A keypoint region's points (one per label), in pixels."""
+    if not region.labels:
+        raise _Dropped(reasons.UNKNOWN_CATEGORY.code, "a key point without a label")
+    if region.width is None or region.height is None:
+        raise _Dropped(reasons.BAD_OBJECT.code, "no original_width and original_height to scale its percent")
+    x, y = _number(region.value, "x") / 100 * region.width, _number(region.value, "y") / 100 * region.height
+    return [LoosePoint(name, x, y, region.ref, region.parent) for name in region.labels]
 
 
 class _Export(ObjectFiles):
@@ -647,7 +659,8 @@ class _Export(ObjectFiles):
             sources = [(path, path)]
         else:
             sources = [(f.path, f.relpath) for f in _exports(listed.annotation_files.values())]
-        result = _annotations(listed, _read(listed, sources), request.masks, self.outlines)
+        keypoints = request.task == "keypoints"
+        result = _annotations(listed, _read(listed, sources), request.masks, self.outlines, keypoints)
         kinds = {
             shown: "Label Studio export, read" for _, shown in sources if shown in listed.annotation_files
         }
@@ -683,18 +696,15 @@ def image_classes(
 class LabelStudio(SourceFormat):
     name = "label_studio"
     title = "Label Studio"
-    tasks = ("classification", "detection", "segmentation")
+    tasks = ("classification", "detection", "segmentation", "keypoints")
     help = "Label Studio's JSON export (full or JSON-MIN): boxes, polygons and brushes in percent"
     looked_for: ClassVar[Mapping[str, str]] = {
         "classification": "a Label Studio JSON export (full or JSON-MIN) with choices",
         "detection": "a Label Studio JSON export (full or JSON-MIN) under --input or beside it",
         "segmentation": "a Label Studio JSON export (full or JSON-MIN) with polygons or brushes",
+        "keypoints": "a Label Studio JSON export (full or JSON-MIN) with boxes and keypointlabels",
     }
-    searched_as: ClassVar[Mapping[str, str]] = {
-        "classification": "a Label Studio JSON export",
-        "detection": "a Label Studio JSON export",
-        "segmentation": "a Label Studio JSON export",
-    }
+    searched_as: ClassVar[Mapping[str, str]] = dict.fromkeys(tasks, "a Label Studio JSON export")
     layout_as = "Label Studio exports (project-*-at-*.json)"
     instead_as = "Label Studio exports (project-*-at-*.json)"
     options = ("path", "masks", "label_map", "ignore_value", "allow_unmatched_annotations")
