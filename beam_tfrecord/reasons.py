@@ -327,7 +327,8 @@ OTHER_SHAPE = _reason(
 UNATTACHED_POINT = _reason(
     "unattached_point",
     "drop",
-    "a labelled point that no group joins to exactly one box or outline, or a second point of its name there",
+    "a labelled point that joins no one object (LabelMe's group, Label Studio's parent or the one box "
+    "around it), or a second point of its name there",
 )
 IMAGE_REJECTED = _reason("image_rejected", "drop", "its image is a reject line (counted, not listed)")
 NO_IMAGE = _reason("no_image", "drop", "its annotation entry names no listed image (counted, not listed)")
