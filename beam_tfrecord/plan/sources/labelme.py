@@ -65,6 +65,7 @@ from beam_tfrecord.plan.annotations.locate import (
 )
 from beam_tfrecord.plan.annotations.objects import ObjectFiles, load_objects
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
+from beam_tfrecord.plan.annotations.points import in_order
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ImageProblem, ObjectNote, UnmatchedEntry
 from beam_tfrecord.plan.annotations.rle import from_mask
 from beam_tfrecord.plan.annotations.shapes import BACKGROUND_NAMES, IGNORE_NAMES, class_masks_of
@@ -352,16 +353,6 @@ def _attached(
     return attached
 
 
-def _keypoints(points: Points, names: Sequence[str]) -> tuple[float, ...]:
-    """An object's points in the run's order of names: x, y, 2 (LabelMe draws only what it
-    sees), or 0, 0, 0 where it has none of that name."""
-    out: list[float] = []
-    for name in names:
-        x, y = points.get(name, (0.0, 0.0))
-        out += (x, y, 2.0) if name in points else (0.0, 0.0, 0.0)
-    return tuple(out)
-
-
 class _Claim(NamedTuple):
     """A JSON's picture, or why it has none: (picture relpaths, unmatched reason, detail)."""
 
@@ -509,8 +500,7 @@ def _keypoints_set(found: AnnotationSet, points_of: Mapping[str, list[Points]]) 
     for relpath, points in points_of.items():
         picture = images[relpath]
         objects = tuple(
-            obj._replace(keypoints=_keypoints(p, names))
-            for obj, p in zip(picture.objects, points, strict=True)
+            obj._replace(keypoints=in_order(p, names)) for obj, p in zip(picture.objects, points, strict=True)
         )
         images[relpath] = dataclasses.replace(picture, objects=objects)
     return dataclasses.replace(found, images=images, keypoint_names={"": tuple(names)})
