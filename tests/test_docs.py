@@ -539,15 +539,16 @@ def fenced(page: Path) -> list[tuple[str, int, int, str]]:
 @pytest.mark.parametrize("page", RECIPES, ids=[p.name for p in RECIPES])
 def test_a_recipes_python_blocks_run_on_what_its_commands_made(page, tmp_path):
     """The page's commands in order, then each ```python block in a fresh interpreter in the same
-    folder; a ```text block right after one (a blank line between) is what it prints."""
+    folder; a ```text block that is the next block after one is what it prints."""
     blocks = shell_blocks(page)
     commands = [c for b in blocks for c in b.commands if kind(c) in ("run", "shell")]
     make_inputs("\n".join(b.text for b in blocks), tmp_path, tmp_path)
     run_script(commands, tmp_path)
     found = fenced(page)
-    pythons = [(start, end, text) for language, start, end, text in found if language == "python"]
+    pythons = [index for index, (language, *_) in enumerate(found) if language == "python"]
     assert pythons, f"{page.name} shows no python block"
-    for start, end, text in pythons:
+    for index in pythons:
+        _, start, _, text = found[index]
         done = subprocess.run(
             [str(tmp_path / ".venv" / "bin" / "python"), "-"],
             input=text,
@@ -558,9 +559,9 @@ def test_a_recipes_python_blocks_run_on_what_its_commands_made(page, tmp_path):
             timeout=300,
         )
         assert done.returncode == 0, f"{page.name}:{start}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
-        shown = [t for language, s, _, t in found if language == "text" and s == end + 2]
-        if shown:
-            assert done.stdout == shown[0], f"{page.name}:{start} printed\n{done.stdout}"
+        following = found[index + 1] if index + 1 < len(found) else None
+        if following and following[0] == "text":
+            assert done.stdout == following[3], f"{page.name}:{start} printed\n{done.stdout}"
 
 
 # ---- links ---------------------------------------------------------------------------------
