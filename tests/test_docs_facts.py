@@ -197,7 +197,9 @@ def test_every_list_of_an_outputs_files_names_them_all(written):
         for paragraph in prose(page):
             if paragraph.startswith("|"):
                 continue  # a table names files row by row, each with what it holds
-            if all(f"`{n}`" in paragraph for n in (names.REJECTS_FILE, names.CHANGES_FILE, names.SUMMARY_FILE)):
+            if all(
+                f"`{n}`" in paragraph for n in (names.REJECTS_FILE, names.CHANGES_FILE, names.SUMMARY_FILE)
+            ):
                 lists.append((f"{_rel(page)}: '{paragraph[:60]}...'", paragraph))
     assert lists
     for where, text in lists:
@@ -281,8 +283,12 @@ def test_inspect_never_draws_into_the_output():
     for where, command in commands:
         argv = shlex.split(command.split("#")[0])
         tail = argv[argv.index("pipelines.inspect") + 1 :]
-        positional = [a for i, a in enumerate(tail) if not a.startswith("-") and not tail[i - 1].startswith("--")]
-        pictures = next((tail[i + 1] for i, a in enumerate(tail) if a in ("--pictures", "--pictures_dir")), None)
+        positional = [
+            a for i, a in enumerate(tail) if not a.startswith("-") and not tail[i - 1].startswith("--")
+        ]
+        pictures = next(
+            (tail[i + 1] for i, a in enumerate(tail) if a in ("--pictures", "--pictures_dir")), None
+        )
         if pictures is None or not positional:
             continue
         output = positional[0].rstrip("/")
