@@ -374,6 +374,20 @@ def check_benchmark(command: str) -> None:
             assert f"--{name}" in shown_help or name in pipeline_options, f"{argv[1]} takes no --{name}"
 
 
+def test_the_benchmark_notes_show_commands_their_scripts_take():
+    """The measurements behind docs/performance.md live in benchmarks/NOTES.md's first section, each
+    beside its command: those commands are checked as a page's are (the later sections are history,
+    with the options of their day)."""
+    notes = ROOT / "benchmarks" / "NOTES.md"
+    lines = notes.read_text(encoding="utf-8").split("\n")
+    start = next(n for n, line in enumerate(lines, 1) if line.startswith("## The measurements behind"))
+    end = next(n for n, line in enumerate(lines, 1) if n > start and line.startswith("## "))
+    shown = [c for b in shell_blocks(notes) if start < b.line < end for c in b.commands]
+    assert shown and all(kind(c) == "benchmark" for c in shown), shown
+    for command in shown:
+        check_benchmark(command)
+
+
 @functools.cache
 def script_help(path: str) -> str:
     """A benchmark's `--help`, run once per script (the pages show some scripts a dozen times)."""
