@@ -58,6 +58,7 @@ LINKED += (
     "requirements-dev.txt",
     "requirements-dev-nodeps.txt",
     "requirements-torch.txt",
+    "requirements-grain.txt",
 )
 
 # Commands that need what this machine lacks, each named by how it starts, with why.
