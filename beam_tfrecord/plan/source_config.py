@@ -173,6 +173,21 @@ class SourceConfig(Config):
         value_type=bool,
         help="a manifest label holds several classes (cat|outdoor, or a JSON array)",
     )
+    keep_split_names: bool = setting(
+        False,
+        details="the splits the dataset declares keep its own names (Pascal VOC's `val`, `train_aug`, "
+        "`trainval`; a split folder's `val/`), so shards are named as DeepLab's and the Object Detection "
+        "API's scripts name theirs (`val-00000-of-00004.tfrecord`); without it they are the readers' "
+        "`train`, `validation` and `test`. Where lists overlap (`trainval` is `train` + `val`), a "
+        "list that repeats pictures of one taken before is left out, and the log and summary say so; "
+        "see [the VOC to DeepLab recipe](recipe-voc-deeplab.md). For now: Pascal VOC's "
+        "`ImageSets/Segmentation` lists and class-folder split folders",
+        group="splits and shards",
+        label="Dataset's split names",
+        value_type=bool,
+        help="keep the split names the dataset declares (val, train_aug, trainval) instead of "
+        "train, validation, test",
+    )
     dedupe: bool = setting(
         False,
         shapes_records=False,

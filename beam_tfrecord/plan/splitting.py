@@ -116,22 +116,24 @@ def split_folders(
 def _split_folders(labeled: Labeled, source: SourceConfig) -> DeclaredSplits | None:
     """A class-folder tree whose every picture sits in a class folder under a split folder
     (`train/cat/x.jpg`, `val/cat/y.jpg`: TFDS ImageFolder's, Kaggle's and ImageNet's layout)
-    declares its splits; `val` and `valid` are `validation`, as in the detection layouts. None
-    for any other tree, or when `--splits` overrides them (said in the log)."""
+    declares its splits; `val` and `valid` are `validation`, as in the detection layouts, unless
+    `keep_split_names` keeps the folder's own name. None for any other tree, or when `--splits`
+    overrides them (said in the log)."""
     claims = {}
     for file, _ in labeled:
         parts = file.relpath.split("/")
         split = split_name(parts[0]) if len(parts) >= 3 else None
         if split is None:
             return None
-        claims[file.relpath] = split
+        claims[file.relpath] = parts[0] if source.keep_split_names else split
     if not claims:
         return None
     if not source.split_folders:
         _LOGGER.info("splits %s override %s", dict(source.splits), SPLIT_FOLDERS)
         return None
     names = tuple(n for n in SPLIT_ORDER if n in claims.values())
-    declared = DeclaredSplits(SPLIT_FOLDERS, names, claims)
+    names += tuple(sorted(set(claims.values()) - set(names)))
+    declared = DeclaredSplits(SPLIT_FOLDERS, names, claims, kept_names=source.keep_split_names)
     refuse_hashing(declared, source)
     _LOGGER.info(
         "splits %s, as declared by %s (given splits would override them)", ", ".join(names), SPLIT_FOLDERS

@@ -17,6 +17,7 @@ check against the decoded image.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import posixpath
 from collections import defaultdict
@@ -73,6 +74,7 @@ MASK_FOLDERS = (
     "SegmentationClassAug",
 )
 _TRUE = {"1", "true", "yes"}
+_LOGGER = logging.getLogger(__name__)
 _FALSE = {"0", "false", "no", ""}
 
 
@@ -455,17 +457,31 @@ class _Masks(MaskLayout):
         return checked_rule(rule, class_names), f"palette indices are class ids, {ignore} ignored"
 
     def declared(
-        self, fmt: SourceFormat, root: str, pictures: Sequence[InputFile], found: Found
+        self,
+        fmt: SourceFormat,
+        root: str,
+        pictures: Sequence[InputFile],
+        found: Found,
+        settings: SegmentationSettings,
     ) -> DeclaredSplits | None:
+        if settings.keep_split_names:
+            return _named_segmentation_lists(root, pictures)
         return _segmentation_lists(root, pictures)
 
 
-def _segmentation_lists(root: str, pictures: Sequence[InputFile]) -> DeclaredSplits | None:
-    """Each picture's split from the devkit's `ImageSets/Segmentation` lists (DeepLab's augmented
-    set's `train_aug.txt` too)."""
+# The devkit's ImageSets/Segmentation lists, and the augmented set's that DeepLab's scripts make.
+SEGMENTATION_LISTS = ("train", "train_aug", "trainaug", "trainval", "val", "val_aug", "test")
+# With the dataset's names kept, the order lists are taken in: a list that repeats a picture of
+# one taken before is left out whole (`trainval` is `train` + `val`; SBD's `train_aug` holds
+# `train`), so DeepLab's usual pair, `train_aug` and `val`, is what an augmented devkit gives.
+NAMED_LIST_ORDER = ("val", "test", "train_aug", "trainaug", "val_aug", "train", "trainval")
+
+
+def _read_lists(root: str) -> dict[str, list[str]]:
+    """list name -> the ids it holds, for the `ImageSets/Segmentation` lists present."""
     folder = join(root, "ImageSets/Segmentation")
     lists = {}
-    for name in ("train", "val", "test", "trainval", "train_aug", "trainaug", "val_aug"):
+    for name in SEGMENTATION_LISTS:
         path = join(folder, f"{name}.txt")
         if not storage.is_file(path, if_remote=True):
             continue
@@ -473,6 +489,14 @@ def _segmentation_lists(root: str, pictures: Sequence[InputFile]) -> DeclaredSpl
             lists[name] = read_one(path).decode("utf-8", "replace").split()
         except Exception:  # absent on gs://
             continue
+    return lists
+
+
+def _segmentation_lists(root: str, pictures: Sequence[InputFile]) -> DeclaredSplits | None:
+    """Each picture's split from the devkit's `ImageSets/Segmentation` lists (DeepLab's augmented
+    set's `train_aug.txt` too), named as the readers name them: `val` is validation, `train_aug`
+    is train, and `trainval` only where there is neither `train` nor `val`."""
+    lists = _read_lists(root)
     if "trainval" in lists and ("train" in lists or "val" in lists):
         del lists["trainval"]
     if not lists:
@@ -494,6 +518,44 @@ def _segmentation_lists(root: str, pictures: Sequence[InputFile]) -> DeclaredSpl
     names = tuple(n for n in ("train", "validation", "test") if n in split_of.values())
     source = f"Pascal VOC split lists (ImageSets/Segmentation: {', '.join(sorted(lists))})"
     return DeclaredSplits(source, names, split_of, conflicts)
+
+
+def _named_segmentation_lists(root: str, pictures: Sequence[InputFile]) -> DeclaredSplits | None:
+    """Each picture's split as `keep_split_names` asks: each list is a split of its own name
+    (`val`, `train_aug`), taken in NAMED_LIST_ORDER; a list that repeats a picture of a list
+    taken before is left out, and the declaration's source says which and why."""
+    lists = _read_lists(root)
+    if not lists:
+        return None
+    kept: dict[str, str] = {}  # id -> its list
+    taken: list[str] = []
+    left: list[str] = []
+    for name in NAMED_LIST_ORDER:
+        if name not in lists:
+            continue
+        repeated = next((kept[i] for i in lists[name] if i in kept), None)
+        if repeated is not None:
+            left.append(f"{name} (repeats pictures of {repeated})")
+            continue
+        kept.update((item, name) for item in lists[name])
+        taken.append(name)
+    split_of = {}
+    for file in pictures:
+        found = kept.get(posixpath.basename(stem(file.relpath)))
+        if found is not None:
+            split_of[file.relpath] = found
+    names = tuple(n for n in SEGMENTATION_LISTS if n in split_of.values())
+    source = f"Pascal VOC split lists (ImageSets/Segmentation: {', '.join(sorted(taken))}"
+    if left:
+        source += f"; left out: {', '.join(left)}"
+    if left:
+        _LOGGER.warning(
+            "ImageSets/Segmentation: %s left out: a picture is in one split, and those lists repeat "
+            "pictures of %s",
+            ", ".join(n.split(" ")[0] for n in left),
+            ", ".join(taken),
+        )
+    return DeclaredSplits(source + ")", names, split_of, kept_names=True)
 
 
 _XML_FILES = _Xmls()
