@@ -446,13 +446,13 @@ def check_outcome(text: str, folder: Path, output: str) -> None:
     if "--feature_model" in text:
         assert summary("pets-features")["features"]["shape"] == [1280]
     if "--output out/voc-deeplab" in text:  # DeepLab's data_generator finds every split it is given
-        for split in ("train_aug", "val"):
+        for split in ("train", "val", "train_aug", "trainval"):
             found = glob.glob(os.path.join(folder / "out/voc-deeplab", "%s-*" % split))  # noqa: UP031 (DeepLab's own expression)
             assert found and all(f.endswith(".tfrecord") for f in found), (split, found)
     if "--dry_run=true" in text:
         assert (folder / "dataflow_job.json").is_file()
     if "--input=voc-sample/" in text:  # the sample's lists plan the bucket's splits
-        assert re.search(r"shard tasks +train_aug \d+, val \d+", output), output
+        assert re.search(r"shard tasks +train \d+, train_aug \d+, trainval \d+, val \d+", output), output
     if "--dry_run=true" in text and "--input=sample/shapes" in text:
         # The job's size as docs/dataflow.md shows it is the size it prints (the proto holds this
         # folder's paths, so its size moves by a few bytes).

@@ -14,6 +14,8 @@ from imagegen import jpeg, write_tree
 from outputcheck import rejects, summary
 from test_segmentation import splits_of, stored_masks
 
+from beam_tfrecord.read.examples import iter_examples
+
 
 def deeplab_files(dataset_dir, split: str) -> list[str]:
     """The files DeepLab's data_generator reads for `split`, found as it finds them."""
@@ -85,4 +87,33 @@ def test_split_folders_keep_their_names(tmp_path):
 def test_a_source_whose_names_are_not_kept_yet_is_refused_in_one_line(tmp_path, capsys):
     tree = gen.voc2012(tmp_path / "data")
     assert convert(tree.root, tmp_path / "out", "--task", "detection", "--keep_split_names") == 2
+    assert "keep_split_names" in capsys.readouterr().err
+
+
+def test_overlapping_lists_are_each_a_split_when_asked_and_every_deeplab_glob_finds_its_shards(tmp_path):
+    tree = gen.voc2012_aug(tmp_path / "data")
+    lists = tree.root / "ImageSets" / "Segmentation"
+    out = tmp_path / "out"
+    args = ("--task", "segmentation", "--keep_split_names", "--overlapping_splits")
+    assert convert(tree.root, out, *args) == 0
+    found = summary(out)
+    for split in ("train", "val", "train_aug", "trainval"):  # DeepLab's pascal_voc_seg splits
+        assert any(f.endswith(".tfrecord") for f in deeplab_files(out, split)), split
+        listed = set((lists / f"{split}.txt").read_text().split())
+        stored = {
+            os.path.splitext(os.path.basename(r["filename"]))[0] for r in iter_examples(str(out), split)
+        }
+        assert stored == listed, split
+        assert found["splits"][split]["records"] == len(listed)
+    # Each picture read once, its record written in each of its lists; said, and accounted for.
+    repeats = sum(found["splits"][s]["records"] for s in found["splits"]) - len(tree.images)
+    assert found["in_two_splits"] == repeats > 0
+    assert found["consistent"] and found["records"] == found["inputs"] + repeats - found["rejects"]
+    assert "pictures in two splits or more" in found["split_method"]
+    assert found["duplicate_records"] == 0  # a picture in two splits is no copy
+
+
+def test_overlapping_splits_needs_the_dataset_s_names(tmp_path, capsys):
+    tree = gen.voc2012(tmp_path / "data")
+    assert convert(tree.root, tmp_path / "out", "--task", "segmentation", "--overlapping_splits") == 2
     assert "keep_split_names" in capsys.readouterr().err

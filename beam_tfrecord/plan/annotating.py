@@ -133,6 +133,7 @@ def _load(
         train_ids=options.train_ids,
         declared_splits=options.declared_splits,
         keep_split_names=source.keep_split_names,
+        overlapping_splits=source.overlapping_splits,
     )
     try:
         found = registry.load(fmt, request)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from beam_tfrecord import reasons
 from beam_tfrecord.config_base import ConfigError
@@ -62,6 +62,7 @@ class SplitAssignment:
     splits: dict[str, float]
     groups: dict[str, str]
     grouping: GroupFacts
+    also: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def split_files(
@@ -98,7 +99,13 @@ def split_files(
     # A COCO file given per split (annotations are read only where the source has their options).
     if annotated is not None and source.annotations is not None and source.annotations.split_names:
         split_of.update({f.relpath: s for f, _ in labeled if (s := annotated.split_of(f.relpath))})
-    return SplitAssignment(split_of, splits, groups, grouping)
+    also = declared.also if declared is not None else {}
+    if also:
+        counts = Counter([*split_of.values(), *(s for f, _ in labeled for s in also.get(f.relpath, ()))])
+        total = sum(counts.values())
+        names = (*declared.names, *sorted(set(counts) - set(declared.names))) if declared else tuple(counts)
+        splits = {name: counts[name] / max(1, total) for name in names}
+    return SplitAssignment(split_of, splits, groups, grouping, also)
 
 
 def split_folders(

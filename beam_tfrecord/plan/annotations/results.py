@@ -63,6 +63,7 @@ class DeclaredSplits:
     split_of: Mapping[str, str] = field(default_factory=dict)
     conflicts: Mapping[str, str] = field(default_factory=dict)  # relpath -> which declarations
     kept_names: bool = False
+    also: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # relpath -> its other splits
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -95,6 +95,7 @@ class SegmentationSettings:
       class_names: fixes the class names (id = position), instead of the dataset's.
       declared_splits: the dataset's own splits are kept (no `--splits` given).
       keep_split_names: those splits keep the names the dataset gives them (`val`, `train_aug`).
+      overlapping_splits: and lists that repeat pictures of others are splits too.
     """
 
     ignore: int = 255
@@ -102,6 +103,7 @@ class SegmentationSettings:
     class_names: tuple[str, ...] | None = None
     declared_splits: bool = True
     keep_split_names: bool = False
+    overlapping_splits: bool = False
 
 
 Place = tuple[str, str, str]  # a picture's (dataset root, images folder's name, path under it)
@@ -387,6 +389,7 @@ def load_segmentation(fmt: SourceFormat, layout: MaskLayout, request: LoadReques
         request.class_names,
         request.declared_splits,
         request.keep_split_names,
+        request.overlapping_splits,
     )
     if any(p.split for p in paths) or len(paths) > 1:
         raise SourceError(f"annotations_path: {fmt.title} masks take one folder, without a split")

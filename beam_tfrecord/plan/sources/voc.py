@@ -465,7 +465,7 @@ class _Masks(MaskLayout):
         settings: SegmentationSettings,
     ) -> DeclaredSplits | None:
         if settings.keep_split_names:
-            return _named_segmentation_lists(root, pictures)
+            return _named_segmentation_lists(root, pictures, settings.overlapping_splits)
         return _segmentation_lists(root, pictures)
 
 
@@ -520,42 +520,59 @@ def _segmentation_lists(root: str, pictures: Sequence[InputFile]) -> DeclaredSpl
     return DeclaredSplits(source, names, split_of, conflicts)
 
 
-def _named_segmentation_lists(root: str, pictures: Sequence[InputFile]) -> DeclaredSplits | None:
+def _named_segmentation_lists(
+    root: str, pictures: Sequence[InputFile], overlapping: bool
+) -> DeclaredSplits | None:
     """Each picture's split as `keep_split_names` asks: each list is a split of its own name
     (`val`, `train_aug`), taken in NAMED_LIST_ORDER; a list that repeats a picture of a list
-    taken before is left out, and the declaration's source says which and why."""
+    taken before is left out, and the declaration's source says which and why, unless
+    `overlapping` (`overlapping_splits`) keeps it too: the picture's other splits are `also`."""
     lists = _read_lists(root)
     if not lists:
         return None
     kept: dict[str, str] = {}  # id -> its list
+    extra: dict[str, list[str]] = defaultdict(list)
     taken: list[str] = []
     left: list[str] = []
     for name in NAMED_LIST_ORDER:
         if name not in lists:
             continue
         repeated = next((kept[i] for i in lists[name] if i in kept), None)
+        if repeated is not None and overlapping:
+            for item in lists[name]:
+                if item in kept:
+                    extra[item].append(name)
+                else:
+                    kept[item] = name
+            taken.append(name)
+            continue
         if repeated is not None:
             left.append(f"{name} (repeats pictures of {repeated})")
             continue
         kept.update((item, name) for item in lists[name])
         taken.append(name)
-    split_of = {}
+    split_of: dict[str, str] = {}
+    also: dict[str, tuple[str, ...]] = {}  # picture -> the later lists that repeat it
     for file in pictures:
-        found = kept.get(posixpath.basename(stem(file.relpath)))
-        if found is not None:
-            split_of[file.relpath] = found
-    names = tuple(n for n in SEGMENTATION_LISTS if n in split_of.values())
+        key = posixpath.basename(stem(file.relpath))
+        if key in kept:
+            split_of[file.relpath] = kept[key]
+            if extra.get(key):
+                also[file.relpath] = tuple(extra[key])
+    used = {*split_of.values(), *(s for others in also.values() for s in others)}
+    names = tuple(n for n in SEGMENTATION_LISTS if n in used)
     source = f"Pascal VOC split lists (ImageSets/Segmentation: {', '.join(sorted(taken))}"
+    if also:
+        source += f"; {len(also)} pictures in two splits or more"
     if left:
         source += f"; left out: {', '.join(left)}"
-    if left:
         _LOGGER.warning(
-            "ImageSets/Segmentation: %s left out: a picture is in one split, and those lists repeat "
-            "pictures of %s",
+            "ImageSets/Segmentation: %s left out: a picture is in one split (unless "
+            "--overlapping_splits), and those lists repeat pictures of %s",
             ", ".join(n.split(" ")[0] for n in left),
             ", ".join(taken),
         )
-    return DeclaredSplits(source + ")", names, split_of, kept_names=True)
+    return DeclaredSplits(source + ")", names, split_of, kept_names=True, also=also)
 
 
 _XML_FILES = _Xmls()
