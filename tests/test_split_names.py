@@ -117,3 +117,12 @@ def test_overlapping_splits_needs_the_dataset_s_names(tmp_path, capsys):
     tree = gen.voc2012(tmp_path / "data")
     assert convert(tree.root, tmp_path / "out", "--task", "segmentation", "--overlapping_splits") == 2
     assert "keep_split_names" in capsys.readouterr().err
+
+
+def test_an_append_with_overlapping_splits_is_refused_in_one_line(tmp_path, capsys):
+    tree = gen.voc2012_aug(tmp_path / "data")
+    out = tmp_path / "out"
+    args = ("--task", "segmentation", "--keep_split_names", "--overlapping_splits")
+    assert convert(tree.root, out, *args) == 0
+    assert convert(tree.root, out, *args, "--append") == 2
+    assert "--overlapping_splits" in capsys.readouterr().err
