@@ -7,8 +7,10 @@ from __future__ import annotations
 import glob
 import os
 
+import annotationgen
 import numpy as np
 import segmentationgen as gen
+import yoloseggen
 from conftest import convert
 from imagegen import jpeg, write_tree
 from outputcheck import rejects, summary
@@ -84,9 +86,28 @@ def test_split_folders_keep_their_names(tmp_path):
     assert set(summary(out)["splits"]) == {"train", "val"}
 
 
-def test_a_source_whose_names_are_not_kept_yet_is_refused_in_one_line(tmp_path, capsys):
+def test_voc_s_detection_lists_and_yolo_s_data_yaml_keep_their_names(tmp_path):
     tree = gen.voc2012(tmp_path / "data")
-    assert convert(tree.root, tmp_path / "out", "--task", "detection", "--keep_split_names") == 2
+    out = tmp_path / "voc"
+    assert convert(tree.root, out, "--task", "detection", "--keep_split_names") == 0
+    assert set(summary(out)["splits"]) == {"train", "val"}
+    yoloseggen.ultralytics_tree(tmp_path / "coco8-seg")
+    out = tmp_path / "yolo"
+    assert convert(tmp_path / "coco8-seg", out, "--annotations", "yolo", "--keep_split_names") == 0
+    assert set(summary(out)["splits"]) == {"train", "val"}
+
+
+def test_a_source_whose_names_are_not_kept_yet_is_refused_in_one_line(tmp_path, capsys):
+    images, boxes, files = [], [], {}
+    for i in range(1, 4):
+        files[f"val2017/{i:012d}.jpg"] = jpeg(48, 32, seed=i)
+        images.append(annotationgen.image(i, f"{i:012d}.jpg"))
+        boxes.append(annotationgen.box(i, i, 18, [4, 4, 20, 16]))
+    files["annotations/instances_val2017.json"] = annotationgen.instances(images, boxes)
+    write_tree(tmp_path / "coco2017", files)
+    assert (
+        convert(tmp_path / "coco2017", tmp_path / "out", "--annotations", "coco", "--keep_split_names") == 2
+    )
     assert "keep_split_names" in capsys.readouterr().err
 
 

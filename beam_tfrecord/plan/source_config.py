@@ -181,7 +181,8 @@ class SourceConfig(Config):
         "`train`, `validation` and `test`. Where lists overlap (`trainval` is `train` + `val`), a "
         "list that repeats pictures of one taken before is left out, and the log and summary say so; "
         "see [the VOC to DeepLab recipe](recipe-voc-deeplab.md) and `--overlapping_splits`. For now: "
-        "Pascal VOC's `ImageSets/Segmentation` lists and class-folder split folders",
+        "Pascal VOC's lists (`ImageSets/Segmentation`, `ImageSets/Main`), YOLO's `data.yaml` and "
+        "class-folder split folders; other declared splits are refused in one line",
         group="splits and shards",
         label="Dataset's split names",
         value_type=bool,

@@ -427,6 +427,11 @@ class _Xmls(ObjectFiles):
     ) -> AnnotationSet:
         return dataclasses.replace(result, declared=declared.voc_splits(located))
 
+    def split_words(self, found: DeclaredSplits) -> Mapping[str, str] | None:
+        """`ImageSets/Main`'s list names: `val`, and `trainval` where it stands for train."""
+        train = "trainval" if "trainval" in found.source and "train.txt" not in found.source else "train"
+        return {"train": train, "validation": "val", "test": "test"}
+
 
 class _Masks(MaskLayout):
     """`JPEGImages/x.jpg` with `SegmentationClass/x.png` (labelme2voc's `SegmentationClassPNG/`
