@@ -16,7 +16,7 @@ PYTHON ?= $(or $(SYSTEM_PYTHON),$(shell command -v python3.11 || command -v pyth
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test test-fast test-torch lint format proto docs clean
+.PHONY: demo test test-fast test-torch lint format proto docs pictures clean
 
 # setup.py takes Python 3.11 only (>=3.11,<3.12): where .venv is still to be made, any other
 # Python stops make here in one line, before a venv or a pip install is half done.
@@ -37,7 +37,7 @@ $(VENV)/.installed-run: requirements.txt setup.py
 	touch $@
 
 # The converter and the test and lint tools: what `make test` needs (it marks both as installed).
-$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-dev-nodeps.txt setup.py
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-grain.txt requirements-dev-nodeps.txt setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt -e .
@@ -100,6 +100,20 @@ proto: $(VENV)/.installed
 docs: $(VENV)/.installed
 	$(PY) -m pipelines.option_docs --write
 	$(PY) -m beam_tfrecord.reasons > docs/reasons.md
+
+# The contact sheets of docs/segmentation.md, keypoints.md and captions.md, drawn by inspect from
+# the bundled sample: its YOLO tree as a segmentation run, its COCO pictures with their shapes'
+# corners as keypoints and a caption each (sample/make_pictures.py writes those two trees).
+PICTURES := build/pictures
+pictures: $(VENV)/.installed-run
+	rm -rf $(PICTURES) && $(PY) sample/make_pictures.py $(PICTURES)
+	$(PY) -m pipelines.convert --input sample/detection/yolo --output $(PICTURES)/out/segmentation --task segmentation
+	$(PY) -m pipelines.convert --input $(PICTURES)/keypoints --output $(PICTURES)/out/keypoints --task keypoints
+	$(PY) -m pipelines.convert --input $(PICTURES)/captions --output $(PICTURES)/out/captions --task captions
+	for task in segmentation keypoints captions; do \
+	  $(PY) -m pipelines.inspect $(PICTURES)/out/$$task --pictures $(PICTURES)/$$task-sheet && \
+	  cp $(PICTURES)/$$task-sheet/contact_sheet.png docs/$${task}_contact_sheet.png || exit 1; \
+	done
 
 clean:
 	rm -rf $(VENV) output

@@ -1,7 +1,7 @@
 """Installs beam_tfrecord and pipelines; also Dataflow's --setup_file, so workers get the same code.
 
-Versions are pinned in requirements files only: requirements.txt (what everyone gets) and
-requirements-torch.txt (the optional `[torch]` extra).
+Versions are pinned in requirements files only: requirements.txt (what everyone gets),
+requirements-torch.txt (the optional `[torch]` extra) and requirements-grain.txt (`[grain]`).
 """
 
 import os
@@ -26,5 +26,8 @@ setup(
     package_data={"beam_tfrecord.write": ["example.binpb", "example.proto"]},
     python_requires=">=3.11,<3.12",
     install_requires=pinned_requirements(),
-    extras_require={"torch": pinned_requirements("requirements-torch.txt")},
+    extras_require={
+        "torch": pinned_requirements("requirements-torch.txt"),
+        "grain": pinned_requirements("requirements-grain.txt"),
+    },
 )

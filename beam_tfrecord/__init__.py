@@ -17,8 +17,8 @@ The conversion as a transform for a pipeline of your own:
     records = beam_tfrecord.RecordArray("out", "train")  # len() and [i]: random access
 
 Names are imported on first use, so `import beam_tfrecord` loads neither Beam's pipeline
-machinery nor TensorFlow; the submodules (`beam_tfrecord.write.schema`, ...) are reachable as
-attributes too.
+machinery nor TensorFlow. The stage packages (`beam_tfrecord.read`, ...) are reachable as
+attributes too; the modules inside them are not public and must be imported by name.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
     from beam_tfrecord.plan.source_config import SourceConfig
     from beam_tfrecord.plan.staging import StagedPlan
-    from beam_tfrecord.read.examples import iter_examples
+    from beam_tfrecord.read.examples import decode_image, iter_examples
     from beam_tfrecord.read.files import class_names
     from beam_tfrecord.read.pytorch import TorchImageArray, TorchImages
     from beam_tfrecord.read.random_access import RecordArray, record_parser
@@ -61,6 +61,7 @@ _EXPORTS = {
     "class_names": "read.files",
     "load_dataset": "read.tf_data",
     "iter_examples": "read.examples",
+    "decode_image": "read.examples",
     "TorchImages": "read.pytorch",
     "TorchImageArray": "read.pytorch",
     "RecordArray": "read.random_access",
@@ -111,6 +112,7 @@ __all__ = [
     "TorchImages",
     "class_names",
     "complete_shards",
+    "decode_image",
     "iter_examples",
     "load_dataset",
     "parse_spec",

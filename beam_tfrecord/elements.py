@@ -99,7 +99,7 @@ Mask = tuple[Polygon, ...] | RunLengths | None
 # immutable and hashable like the frozen dataclasses around them, but built about five times
 # faster than a frozen dataclass of 12 fields (whose constructor sets each field through
 # `object.__setattr__`), and a detection run builds about three a box (planned, staged and read
-# back, placed; docs/performance.md#per-step-costs-behind-the-code). `_replace` is their
+# back, placed; benchmarks/NOTES.md#per-step-costs-behind-the-code). `_replace` is their
 # `dataclasses.replace`.
 
 
@@ -439,7 +439,7 @@ class ShardTask:
         `object_text`, which `objects_staged` is given for every annotated input as it is
         written: the launcher digests a picture's objects from that text (the file index keeps
         the digest) instead of encoding their numbers a second time (float `repr`:
-        docs/performance.md#per-step-costs-behind-the-code)."""
+        benchmarks/NOTES.md#per-step-costs-behind-the-code)."""
         head: JsonObject = {"split": self.split, "index": self.index, "count": self.count}
         head["kinds"] = list(self.kinds)
         if self.settings:

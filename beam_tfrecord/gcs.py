@@ -11,12 +11,12 @@ without it nothing changes and real runs use Application Default Credentials exa
 
 Image reads are the one exception to "through FileSystems": a new client per read makes them
 CPU-bound, so `read_bytes` keeps one client per thread, which reads faster against the
-emulator with and without added latency (docs/performance.md#gs-requests).
+emulator with and without added latency (benchmarks/NOTES.md#gs-requests).
 
 Every request has a time limit (`GcsConfig.timeout_s`) and is retried with exponential backoff.
 google-cloud-storage waits 60 s by default for an answer, and Beam's filesystem sets no other
 limit, so a request that is accepted and never answered cost a minute, and a few such stalls
-stretched a short run to minutes (docs/performance.md#gs-requests). Reads pass the limit and a
+stretched a short run to minutes (benchmarks/NOTES.md#gs-requests). Reads pass the limit and a
 retry through google-cloud-storage's public `timeout=` and `retry=`; the clients Beam's filesystem
 builds (listing, writes, copies, deletes) get it on their transport (`compat.bound_requests`), and
 Beam's own retry (google-cloud-storage's `DEFAULT_RETRY`, which retries timeouts, 503s and reset
@@ -72,7 +72,7 @@ EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 # GCS answers a read in tens of milliseconds, and says 429 or 503 when it is busy rather than
 # keep silent; a request that hears nothing for 5 s is stalled, and a new one is cheaper than
 # waiting: stalls cost a run seconds with this limit, minutes with google-cloud-storage's 60 s
-# (docs/performance.md#gs-requests).
+# (benchmarks/NOTES.md#gs-requests).
 DEFAULT_TIMEOUT_S = 5.0
 
 

@@ -4,7 +4,7 @@ calls for: parallelism comes from the runner, never from a pool of our own.
 Locally that is Beam's FnApiRunner (what the DirectRunner picks for a batch job, named directly
 so Beam 2.77 does not first try to download and start Prism) with `multi_processing` workers,
 one per core. Beam's workers are as fast as the process pool this project used to keep inside
-one DoFn, with less memory (docs/performance.md#local-workers).
+one DoFn, with less memory (benchmarks/NOTES.md#local-workers).
 
 Every other runner is named as Beam names it: one of `StandardOptions.ALL_KNOWN_RUNNERS` by its
 class name, or any runner class by its module path. A runner's own options (DaskRunner's
@@ -57,13 +57,13 @@ DATAFLOW_RUNNERS = ("DataflowRunner", "dataflow", "TestDataflowRunner")
 # Below this much input, one in-process worker with two read threads (decoding releases the
 # GIL, so they overlap); above it, one worker process per core with one thread each. Beam's
 # worker processes add a fixed cost to every run (each imports Beam to start, and stopping them
-# is slow), which pays off only on larger runs (docs/performance.md#local-workers).
+# is slow), which pays off only on larger runs (benchmarks/NOTES.md#local-workers).
 SMALL_RUN_BYTES = 256 * 1024 * 1024
 # On this many cores or fewer, one in-process worker with two read threads at any size: once a
 # worker process's heap is frozen and the read threads take inputs in batches, the processes'
 # fixed cost (imports, gRPC, exit) outweighs the GIL the threads share. With more cores one
 # interpreter caps what it can use (the work outside the decode holds the GIL), so bigger
-# machines keep one worker process per core (docs/performance.md#local-workers).
+# machines keep one worker process per core (benchmarks/NOTES.md#local-workers).
 ONE_WORKER_CORES = 2
 # Dataflow's workers when the options do not say (autoscaling starts small), and vCPUs of a
 # machine type whose name does not say (n1-standard-1, Dataflow's batch default).
@@ -166,7 +166,7 @@ def use_local_runner(
     those are kept. Otherwise: one worker process per core, or one in-process worker below
     SMALL_RUN_BYTES of input or on ONE_WORKER_CORES cores or fewer (see there), unless the run
     feeds a model (`features`): its model's work, not the processes' fixed cost, decides there,
-    and two processes ran a CPU model faster than one (docs/performance.md#feature-model).
+    and two processes ran a CPU model faster than one (benchmarks/NOTES.md#feature-model).
     """
     options.view_as(StandardOptions).runner = LOCAL_RUNNER
     direct = options.view_as(DirectOptions)
@@ -192,7 +192,7 @@ def read_threads(input_path: str, workers: int | None) -> int:
     one in-process worker (the bundle's own thread and one more: one decodes, with the GIL
     released, while the other runs Python), 1 per worker process: the processes already keep
     every core busy, and a pool would only add a hand-off per image
-    (docs/performance.md#local-workers)."""
+    (benchmarks/NOTES.md#local-workers)."""
     if storage.is_remote(input_path):
         return 8
     return 2 if (workers or 1) == 1 else 1

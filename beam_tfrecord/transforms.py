@@ -105,7 +105,7 @@ class ReadShardFn(RunStepFn):
     Takes a `ShardTask` or the path of a staged one, loaded here: a shard task is never an
     element between two steps, since Beam estimates an element's size by pickling a sample of
     them (every one of the first ten), and a shard task pickles all its inputs
-    (docs/performance.md#per-step-costs-behind-the-code).
+    (benchmarks/NOTES.md#per-step-costs-behind-the-code).
 
     Also feeds the local progress line (files in `progress_dir`, one count per input read), and,
     on the paths sink, leaves each shard task's reader's done file in the run's temporary folder once
@@ -145,7 +145,7 @@ class ReadShardFn(RunStepFn):
         """One input read and validated; with no model to feed, serialized too (`finish_record`),
         here on a read thread: the record's sha256 then releases the GIL on a thread that holds
         no bundle, not on the one that writes and would wait to take the GIL back: less wall time
-        for the same CPU (docs/performance.md#local-workers)."""
+        for the same CPU (benchmarks/NOTES.md#local-workers)."""
         item, shard, labels = work
         prepared = prepare_input(item, self.config.image, shard, labels=labels, storage=self.config.gcs)
         if self.config.features is None and isinstance(prepared, PendingRecord):

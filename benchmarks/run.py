@@ -37,7 +37,7 @@ VARIANTS: dict[str, list[str]] = {
     "pipeline-size": [],  # the defaults: shard count from --shard_size_mb and the workers
     "pipeline-4": ["--num_shards", "4"],
     "pipeline-1worker": ["--direct_num_workers=1"],  # one in-process worker, threads only
-    "pipeline-2threads": ["--decode_threads=2"],  # Beam's workers, 2 read threads inside each task
+    "pipeline-2threads": ["--read_threads=2"],  # Beam's workers, 2 read threads inside each task
     "baseline": [],  # pipeline-size from the --baseline checkout
 }
 

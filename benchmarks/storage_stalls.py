@@ -7,7 +7,7 @@ through tests/gcsemulator.py's FaultProxy, which accepts K of the downloads and 
 Each run is `python -m pipelines.convert` in a fresh process (gs:// input, local output, so the only
 downloads are the images), with STORAGE_EMULATOR_HOST pointing at the proxy. `--timeouts` lists
 `--gcs_timeout_s` values; `default` passes none (5 s; google-cloud-storage's own limit before it
-was bounded). `--threads` lists `--decode_threads`: with 1 the reads, and so the stalls, come one
+was bounded). `--threads` lists `--read_threads`: with 1 the reads, and so the stalls, come one
 after another (the worst case); with 8 (the default for gs:// input) stalls can overlap. The
 proxy never lets a stall go: only the client's time limit ends it. `--repo` runs the command of
 another checkout (e.g. a copy of main), to measure before a change.
@@ -43,7 +43,7 @@ def run_once(repo: str, url: str, input_path: str, timeout: str, threads: int) -
     """One conversion through the proxy at `url`: wall time and what the summary says."""
     with tempfile.TemporaryDirectory(prefix="stalls-") as out:
         command = [sys.executable, "-m", "pipelines.convert", "--input", input_path, "--output", out]
-        command += ["--no_progress", "--decode_threads", str(threads)]
+        command += ["--no_progress", "--read_threads", str(threads)]
         if timeout != "default":
             command += ["--gcs_timeout_s", timeout]
         env = {**os.environ, EMULATOR_ENV: url, "PYTHONPATH": repo}
@@ -64,7 +64,7 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=100)
     parser.add_argument("--stalls", type=int, default=4)
     parser.add_argument("--timeouts", default="default", help="--gcs_timeout_s values; default passes none")
-    parser.add_argument("--threads", default="1,8", help="--decode_threads values")
+    parser.add_argument("--threads", default="1,8", help="--read_threads values")
     parser.add_argument("--repo", default=REPO, help="the checkout whose command runs")
     args = parser.parse_args()
 
@@ -76,7 +76,7 @@ def main() -> None:
         input_path = f"gs://{bucket}/images"
         for timeout in args.timeouts.split(","):
             for threads in (int(t) for t in args.threads.split(",")):
-                row = {"images": args.images, "gcs_timeout_s": timeout, "decode_threads": threads}
+                row = {"images": args.images, "gcs_timeout_s": timeout, "read_threads": threads}
                 with FaultProxy(emulator.url, {}) as proxy:
                     clean = run_once(args.repo, proxy.url, input_path, timeout, threads)
                 faults = {"download": dict.fromkeys(places, "stall")}

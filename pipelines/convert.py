@@ -91,7 +91,7 @@ def plan_run(
     if runners.is_local(options):
         size = sum(f.size for f in files)
         local = runners.use_local_runner(options, size, given, features=config.features is not None)
-        if "decode_threads" not in given:
+        if "read_threads" not in given:
             config = dataclasses.replace(
                 config, read_threads=runners.read_threads(source.input, local.workers)
             )

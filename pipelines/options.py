@@ -509,7 +509,7 @@ def _check(ns: ConvertOptions, dry_run: bool) -> CommandSettings:
     if _given(ns, _option("splits")):  # and a class-folder tree's split folders
         source_fields["split_folders"] = False
     source = SourceConfig(**source_fields)
-    if ns.decode_threads is None:  # pipelines.convert sets it again once the workers are chosen
+    if ns.read_threads is None:  # pipelines.convert sets it again once the workers are chosen
         config_fields["read_threads"] = read_threads(source_input, None)
     features = config_fields["features"]
     if features is not None:

@@ -426,7 +426,7 @@ def test_nothing_to_read_stops_the_run(tmp_path):
     with pytest.raises(ValueError, match="is a folder; name the COCO instances files in it"):
         load(tmp_path, str(tmp_path))
     with pytest.raises(ValueError, match="must be one of coco, cvat, voc, yolo"):
-        load_annotations("labelme", list_inputs(str(tmp_path)))
+        load_annotations("kitti", list_inputs(str(tmp_path)))
 
 
 def test_annotation_paths_as_written():

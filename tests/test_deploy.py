@@ -32,7 +32,7 @@ EXAMPLES = {
     "num_shards": "8",
     "resize": "224x224",
     "model_path": "gs://my-bucket/models/effnet",
-    "decode_threads": "1",
+    "read_threads": "1",
     "model_copies": "1",
     "model_input_size": "224x224",
     "feature_model": "torchvision:resnet50",

@@ -11,11 +11,11 @@ from conftest import convert
 from outputcheck import digest_from_shards, read_records, summary
 
 LAYOUTS = {
-    "in_process": ("--num_shards", "1", "--decode_threads", "1", "--direct_num_workers=1"),
+    "in_process": ("--num_shards", "1", "--read_threads", "1", "--direct_num_workers=1"),
     "threads": (
         "--num_shards",
         "3",
-        "--decode_threads",
+        "--read_threads",
         "4",
         "--direct_running_mode=multi_threading",
         "--direct_num_workers=2",

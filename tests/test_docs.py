@@ -59,6 +59,7 @@ LINKED += (
     "requirements-dev.txt",
     "requirements-dev-nodeps.txt",
     "requirements-torch.txt",
+    "requirements-grain.txt",
 )
 
 # Commands that need what this machine lacks, each named by how it starts, with why.
@@ -376,6 +377,20 @@ def check_benchmark(command: str) -> None:
             assert f"--{name}" in shown_help or name in pipeline_options, f"{argv[1]} takes no --{name}"
 
 
+def test_the_benchmark_notes_show_commands_their_scripts_take():
+    """The measurements behind docs/performance.md live in benchmarks/NOTES.md's first section, each
+    beside its command: those commands are checked as a page's are (the later sections are history,
+    with the options of their day)."""
+    notes = ROOT / "benchmarks" / "NOTES.md"
+    lines = notes.read_text(encoding="utf-8").split("\n")
+    start = next(n for n, line in enumerate(lines, 1) if line.startswith("## The measurements behind"))
+    end = next(n for n, line in enumerate(lines, 1) if n > start and line.startswith("## "))
+    shown = [c for b in shell_blocks(notes) if start < b.line < end for c in b.commands]
+    assert shown and all(kind(c) == "benchmark" for c in shown), shown
+    for command in shown:
+        check_benchmark(command)
+
+
 @functools.cache
 def script_help(path: str) -> str:
     """A benchmark's `--help`, run once per script (the pages show some scripts a dozen times)."""
@@ -526,6 +541,52 @@ def test_the_skip_list_is_small_and_names_only_commands_shown():
     assert len(SKIPPED) <= MAX_SKIPPED
     for start in SKIPPED:
         assert any(command.startswith(start) for command in shown), f"no page shows {start!r} any more"
+
+
+# ---- recipes: the Python a reader runs on what the page's commands made ------------------------
+
+RECIPES = sorted((ROOT / "docs").glob("recipe-*.md"))
+
+
+def fenced(page: Path) -> list[tuple[str, int, int, str]]:
+    """(language, first line, closing line, text) of every fenced block of the page."""
+    found, lines, fence, start = [], page.read_text(encoding="utf-8").split("\n"), None, 0
+    for number, line in enumerate(lines, 1):
+        opening = re.match(r"^```(\w*)\s*$", line)
+        if fence is None and opening:
+            fence, start = opening.group(1), number
+        elif fence is not None and line.startswith("```"):
+            found.append((fence, start, number, "\n".join(lines[start : number - 1]) + "\n"))
+            fence = None
+    return found
+
+
+@pytest.mark.parametrize("page", RECIPES, ids=[p.name for p in RECIPES])
+def test_a_recipes_python_blocks_run_on_what_its_commands_made(page, tmp_path):
+    """The page's commands in order, then each ```python block in a fresh interpreter in the same
+    folder; a ```text block that is the next block after one is what it prints."""
+    blocks = shell_blocks(page)
+    commands = [c for b in blocks for c in b.commands if kind(c) in ("run", "shell")]
+    make_inputs("\n".join(b.text for b in blocks), tmp_path, tmp_path)
+    run_script(commands, tmp_path)
+    found = fenced(page)
+    pythons = [index for index, (language, *_) in enumerate(found) if language == "python"]
+    assert pythons, f"{page.name} shows no python block"
+    for index in pythons:
+        _, start, _, text = found[index]
+        done = subprocess.run(
+            [str(tmp_path / ".venv" / "bin" / "python"), "-"],
+            input=text,
+            cwd=tmp_path,
+            env=environment(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, f"{page.name}:{start}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+        following = found[index + 1] if index + 1 < len(found) else None
+        if following and following[0] == "text":
+            assert done.stdout == following[3], f"{page.name}:{start} printed\n{done.stdout}"
 
 
 # ---- links ---------------------------------------------------------------------------------

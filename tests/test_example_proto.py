@@ -194,7 +194,12 @@ def test_the_installed_package_carries_the_compiled_schema(tmp_path):
     messages cannot be built there. Built from a copy: setuptools writes build/ beside setup.py."""
     source = tmp_path / "source"
     source.mkdir()
-    for name in ("setup.py", "requirements.txt", "requirements-torch.txt"):  # what setup.py reads
+    for name in (
+        "setup.py",
+        "requirements.txt",
+        "requirements-torch.txt",
+        "requirements-grain.txt",
+    ):  # what setup.py reads
         shutil.copy(REPO / name, source / name)
     for package in ("beam_tfrecord", "pipelines"):
         shutil.copytree(REPO / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))

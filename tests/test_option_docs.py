@@ -65,7 +65,7 @@ def test_options_are_unique_and_every_one_has_help_group_and_label():
         (ConfigError("pooling", "must be one of none, avg, max"), "--feature_pooling must be"),
         (ConfigError("gcs.timeout_s", "must be positive"), "--gcs_timeout_s must be"),
         (ConfigError("image.jpeg_quality", "must be in 1..100"), "--jpeg_quality must be"),
-        (ConfigError("read_threads", "must be at least 1"), "--decode_threads must be"),
+        (ConfigError("read_threads", "must be at least 1"), "--read_threads must be"),
         (
             ConfigError("model_weights", "is for feature_model; a model_path model"),
             "--model_weights is for --feature_model; a --model_path model",

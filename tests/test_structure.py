@@ -227,7 +227,7 @@ def test_the_benchmarks_use_only_the_librarys_public_names():
 
 
 def test_the_library_states_reasons_and_leaves_measurements_to_the_docs():
-    """A comment or docstring gives the reason for a choice and points to docs/performance.md;
+    """A comment or docstring gives the reason for a choice and points to benchmarks/NOTES.md;
     the figures (X s against Y s, medians of rounds) and issue numbers live there, where they
     are kept current, not in the code, where they go stale."""
     import re

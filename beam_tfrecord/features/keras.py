@@ -106,7 +106,7 @@ def check_weights(options: FeatureConfig, local: bool) -> None:
 
 def _compile(fn: Callable[[Tensor], Tensor], height: int, width: int) -> LoadedModel:
     """One traced graph for every batch size (eager Keras calls are slower:
-    docs/performance.md#feature-model), its output cast to float32 (a mixed precision model gives
+    benchmarks/NOTES.md#feature-model), its output cast to float32 (a mixed precision model gives
     float16). The uint8 entry point is traced only when used."""
     import tensorflow as tf
 

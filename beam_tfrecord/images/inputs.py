@@ -138,7 +138,7 @@ def ordered_submit(
 
     Items go to the pool `batch` at a time, one future each: a future, a queue hand-off and a wait per
     item cost CPU, mostly waits for the GIL, that is not small beside a decode
-    (docs/performance.md#per-step-costs-behind-the-code). This thread works too: rather than wait
+    (benchmarks/NOTES.md#per-step-costs-behind-the-code). This thread works too: rather than wait
     for a batch the pool is still running, it takes back (`Future.cancel`) the first batch no pool
     thread has started and runs it itself, so a pool of one thread fewer keeps as many threads busy,
     and one fewer contends for the GIL. An error in `fn` is raised here after the results of the

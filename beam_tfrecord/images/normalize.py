@@ -284,7 +284,7 @@ def _check_jpeg_segments(data: bytes) -> bool:
 # class, not `\xff+[^...]`, which is far slower on photos; this search is most of the segment
 # walk, with the GIL held. Finding the pairs with numpy past a scan's first 16 KB halves that
 # CPU, but its calls release and retake the GIL 6 times a photo, and whole runs took more system
-# time and no less CPU (docs/performance.md#the-least-work-that-writes-the-same-records).
+# time and no less CPU (benchmarks/NOTES.md#the-least-work-that-writes-the-same-records).
 _JPEG_NEXT_MARKER = re.compile(rb"\xff[\x01-\xcf\xd8-\xfe]")
 
 

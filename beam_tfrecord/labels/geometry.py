@@ -134,7 +134,7 @@ class PixelTransform:
     def box_mapper(self) -> BoxMapper:
         """`map_box` with this transform's numbers looked up once, for an image's many boxes: the
         same operations in the same order, so the same floats (tests/test_geometry.py), at about a
-        quarter of the cost (docs/performance.md#per-step-costs-behind-the-code)."""
+        quarter of the cost (benchmarks/NOTES.md#per-step-costs-behind-the-code)."""
         orientation, stored_width, stored_height = self.orientation, self.stored_width, self.stored_height
         left, top, _, _ = self.window
         scale_x, scale_y = self.scale

@@ -438,7 +438,7 @@ def merge(
     stands) and replace summary.json last; returns the grown dataset's summary. `delta_lines`
     are changed_since_converted.jsonl's lines, `entry` this run's line of the history,
     `old_index` the dataset's file index as the append loaded it (None: loaded here; a second
-    load of a large index takes seconds: docs/performance.md#append).
+    load of a large index takes seconds: benchmarks/NOTES.md#append).
 
     Idempotent: a merge killed anywhere is finished by calling it again with the same arguments
     (each link or move is skipped where already done; summary.json is replaced at one point).

@@ -94,7 +94,7 @@ class IndexEntry:
 
 def _write_lines(path: str, lines: Iterable[str], batch: int = 4096) -> None:
     """The lines written `batch` at a time: one write call a line slowed an append's merge
-    (docs/performance.md#append); the text is never held whole (1,000,000 entries: 120 MB)."""
+    (benchmarks/NOTES.md#append); the text is never held whole (1,000,000 entries: 120 MB)."""
     with writing(path), FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
         chunk: list[str] = []
         for line in lines:
@@ -176,7 +176,7 @@ def load_index(output: str) -> list[IndexEntry] | None:
 
     Its entries hold no reference cycle, so the cycle collector is paused while they are made
     (plan.bulk): otherwise the first load in the command's process pays a full collection of
-    the heap its imports built, most of the load's time (docs/performance.md#append)."""
+    the heap its imports built, most of the load's time (benchmarks/NOTES.md#append)."""
     path = FileSystems.join(output, INDEX_FILE)
     if not FileSystems.exists(path):
         return None

@@ -62,7 +62,7 @@ class TextDigest:
     counts), then a tail: the shard tasks of a COCO-sized run are hashed as they are staged,
     never held twice. Made as one JSON document of every shard task, the digest held all their
     text at once, a large part of the launcher's peak for a COCO-sized run with masks
-    (docs/performance.md#the-coco-launchers-choices-measured)."""
+    (benchmarks/NOTES.md#the-coco-launchers-choices-measured)."""
 
     def __init__(self) -> None:
         self._sha = hashlib.sha256()

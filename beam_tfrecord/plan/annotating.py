@@ -310,7 +310,7 @@ def staged_annotations(annotated: AnnotationSet) -> Callable[[str], ImageAnnotat
 def _notes_by_image(annotated: AnnotationSet) -> dict[str, tuple[str, ...]]:
     """relpath -> the sorted reasons of the changes planning made to its objects, gathered in one
     pass: looked up per image, every change was walked once per image, a cost that grows with
-    changes times images (docs/performance.md#the-coco-launchers-choices-measured)."""
+    changes times images (benchmarks/NOTES.md#the-coco-launchers-choices-measured)."""
     found: dict[str, set[str]] = defaultdict(set)
     for note in annotated.changed:
         found[note.relpath].add(note.reason)

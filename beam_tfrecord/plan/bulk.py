@@ -4,7 +4,7 @@ walks every one of them again at each full collection, so its cost grew faster t
 
 `cycles_paused` turns the collector off for such a step (reference counting still frees
 everything at once) and back on after, as it was: a COCO-sized launch plans in less time at the
-same peak memory (docs/performance.md#the-coco-launchers-choices-measured).
+same peak memory (benchmarks/NOTES.md#the-coco-launchers-choices-measured).
 """
 
 from __future__ import annotations

@@ -282,7 +282,7 @@ def load_shard_task(path: str) -> ShardTask:
     """A staged shard task, read back in a worker. Its objects (a box and its values for every
     object of a detection run) form no cycles, so the collector is paused while they are made,
     as while they were planned (plan.bulk): a shard task reads faster, most of all over an unfrozen heap
-    (docs/performance.md#the-coco-launchers-choices-measured)."""
+    (benchmarks/NOTES.md#the-coco-launchers-choices-measured)."""
     text = _read(path).decode("utf-8")
     with bulk.cycles_paused():
         return ShardTask.from_json(text)

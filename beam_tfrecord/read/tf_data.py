@@ -5,7 +5,7 @@ paths, record counts, whether the images share one size) is read from summary.js
 shard names, so no parse function is written by hand and the defaults work on any output.
 
 Speed, against `keras.utils.image_dataset_from_directory` on the source folder
-(docs/performance.md#reading-back): records are parsed in batches (`tf.io.parse_example`)
+(benchmarks/NOTES.md#reading-back): records are parsed in batches (`tf.io.parse_example`)
 rather than one by one, and a JPEG that is resized to at most half its stored size is decoded
 at a reduced DCT scale (1/2, 1/4 or 1/8, chosen per record from its stored height and width),
 which skips most of the inverse DCT and the colour conversion.
@@ -64,7 +64,7 @@ _LOGGER = logging.getLogger(__name__)
 def traced_as_written(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     """`fn` for a tf.data map, traced without AutoGraph's rewrite: the readers branch on tensors
     only through `tf.cond` and `tf.switch_case`, so the rewrite finds nothing to change, yet it
-    is most of what building a process's first dataset costs (docs/performance.md)."""
+    is most of what building a process's first dataset costs (benchmarks/NOTES.md#reading-back)."""
     return tf.autograph.experimental.do_not_convert(fn)
 
 
@@ -468,7 +468,7 @@ def _may_scale(files: SplitFiles, image_size: tuple[int, int], pad: bool) -> boo
 
 def _tuple_spec(spec: dict[str, Tensor], files: SplitFiles) -> dict[str, Tensor]:
     """`spec` without the keys no tuple reads (the descriptive fields, the manifest columns): a
-    key costs its parse whether it is used or not (docs/performance.md#reading-back)."""
+    key costs its parse whether it is used or not (benchmarks/NOTES.md#reading-back)."""
     columns = {name for name, _type in files.layout.extra_columns}
     unread = {key.key for key in record_keys(files.layout) if key.name in _DESCRIPTIVE | columns}
     return {key: feature for key, feature in spec.items() if key not in unread}

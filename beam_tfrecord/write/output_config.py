@@ -126,11 +126,10 @@ class ConvertConfig(Config):
         shapes_records=False,
         details="threads that read and decode inside one shard task, to hide read latency; the parallelism "
         "comes from the runner's workers",
-        option="decode_threads",
         option_default=None,
         default_doc="local input: 2 in one in-process worker, 1 per worker process; gs:// input: 8",
         group="storage",
-        label="Decode threads per shard writer",
+        label="Read threads per shard task",
         value_type=int,
         minimum=1,
         help="threads that read and decode inside one shard task (default: 8 for gs:// input; "

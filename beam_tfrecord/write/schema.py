@@ -103,7 +103,7 @@ def _varint(value: int) -> bytes:
 
 def _floats(values: np.ndarray) -> Message:
     """A Feature holding a packed FloatList, parsed from its wire bytes: faster than building it
-    from a feature map's Python floats (docs/performance.md#feature-model)."""
+    from a feature map's Python floats (benchmarks/NOTES.md#feature-model)."""
     raw = np.ascontiguousarray(values, dtype="<f4").tobytes()
     float_list = b"\x0a" + _varint(len(raw)) + raw  # FloatList.value, field 1, packed
     feature = b"\x12" + _varint(len(float_list)) + float_list  # Feature.float_list, field 2
@@ -133,7 +133,7 @@ def _setter(key: RecordKey) -> Setter:
 def _writers(layout: RecordLayout) -> tuple[tuple[str, Encoder, Setter], ...]:
     """(stored key, how to get the value, how to set it) per key of the layout: worked out once per
     layout, not per record, so the table-driven writer costs about what hand-written code does
-    (docs/performance.md#per-step-costs-behind-the-code)."""
+    (benchmarks/NOTES.md#per-step-costs-behind-the-code)."""
     writers = []
     columns = {extra_key(layout.schema, name) for name, _ in layout.extra_columns}
     for key in record_keys(layout):
@@ -158,7 +158,7 @@ def build_example(schema: str, fields: RecordFields) -> Message:
     of the record's layout.
 
     Filled field by field rather than from nested dicts: half the time per record, which matters
-    at a few hundred microseconds of work per image (docs/performance.md#per-step-costs-behind-the-code)."""
+    at a few hundred microseconds of work per image (benchmarks/NOTES.md#per-step-costs-behind-the-code)."""
     if fields.features is not None and fields.feature_dtype not in ("float32", "float16"):
         raise ValueError(f"feature dtype must be float32 or float16, not {fields.feature_dtype!r}")
     example = Example()

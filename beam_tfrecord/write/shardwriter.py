@@ -5,7 +5,7 @@ Each shard task's records reach the writer in the bundle that read it, in order 
 stage passes elements on as they are made), so a shard's file is written from start to end by
 one worker and no step ever groups image bytes: `WriteToTFRecord` with a fixed `num_shards`
 groups every record by shard key, which on the DirectRunner held several times the dataset in
-memory (docs/performance.md#memory).
+memory (benchmarks/NOTES.md#memory).
 Names and temp-then-rename finalize are the same as `WriteToTFRecord`'s.
 
 Beside every uncompressed shard goes `SHARD.idx` (DALI's tfrecord2idx format: `offset size` per

@@ -139,7 +139,7 @@ def write_tfds_metadata(
         if remote:
             shutil.rmtree(staging, ignore_errors=True)
     # No read-back here: loading through TFDS imports TensorFlow, which costs more than a small
-    # local run needs (docs/performance.md#memory). `pipelines.inspect` and the tests load it with TFDS.
+    # local run needs (benchmarks/NOTES.md#memory). `pipelines.inspect` and the tests load it with TFDS.
     return TfdsMetadataSummary(True, filename_template=FILENAME_TEMPLATE)
 
 

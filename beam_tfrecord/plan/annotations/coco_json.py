@@ -3,7 +3,7 @@ whole tree: the top-level object is walked here and each element of `images` and
 decoded alone (`json.JSONDecoder.raw_decode`) and kept only as a small slotted record, so the
 launcher holds a chunk of the text and the compact records, never the file nor a dict per
 annotation, and needs a fraction of `json.load`'s memory
-(docs/performance.md#the-coco-launchers-choices-measured). Keys may come in any order.
+(benchmarks/NOTES.md#the-coco-launchers-choices-measured). Keys may come in any order.
 
 The reader the `coco` source (plan.sources.coco) drives: `read_file` gives a `CocoFile`, whose
 images, annotations (`_Raw`, checked), categories and keypoint names the source then matches to
@@ -100,7 +100,7 @@ class _Floats:
     bytes beside the 8 of its place in a tuple. COCO writes them with two decimals, so a
     640x480 image set has at most about 64,000 distinct values, and sharing them about halves the
     masks' memory and the peak of reading them, at the cost of a dict lookup per coordinate
-    (docs/performance.md#the-coco-launchers-choices-measured). Values stop being added at LIMIT
+    (benchmarks/NOTES.md#the-coco-launchers-choices-measured). Values stop being added at LIMIT
     (a file written at full precision gains nothing): later values are shared only when known.
     """
 
@@ -261,7 +261,7 @@ _NUMBER_TYPES = frozenset({int, float})
 def _numbers(values: list[Json]) -> bool:
     """Every value an int or float (a bool is neither) and finite, checked in C: the set of their
     types and one sum (NaN or an infinity makes it non-finite). A value-by-value check took more
-    than half of a COCO file's parse (docs/performance.md#the-coco-launchers-choices-measured)."""
+    than half of a COCO file's parse (benchmarks/NOTES.md#the-coco-launchers-choices-measured)."""
     if not set(map(type, values)) <= _NUMBER_TYPES:
         return False
     try:

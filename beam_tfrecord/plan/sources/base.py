@@ -155,6 +155,12 @@ class SourceFormat(ABC):
         weighs and the hint a run that matched nothing gives."""
         return False
 
+    def kept_above(self, name: str) -> bool:
+        """Whether a file of this name, in a folder above the pictures, is this format's export
+        (CVAT's annotations.xml, a Label Studio project export): how a run pointed at an images
+        folder tells that its labels sit above it."""
+        return False
+
     def evident(self, count: int, pictures: int) -> bool:
         """Whether `count` of its files (`claims`) beside `pictures` other files make a listing
         this format's, for the guard of a classification run."""

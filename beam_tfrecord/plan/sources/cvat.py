@@ -699,6 +699,9 @@ class Cvat(SourceFormat):
     def claims(self, relpath: str, task: str) -> bool:
         return task in self.tasks and posixpath.basename(relpath) == XML_NAME
 
+    def kept_above(self, name: str) -> bool:
+        return name == XML_NAME
+
     def score(self, task: str, listing: Listing) -> float:
         """CERTAIN where an annotations.xml under the input (or above it) is CVAT's; the guard of
         a classification run counts it by name (`claims`), not here."""

@@ -446,8 +446,7 @@ def decode_brush(rle: Json, width: int, height: int) -> np.ndarray:
         words = unpack_words(rle, 4 * width * height)
     except BadRunLengths as error:
         raise _Dropped(reasons.MASK_INVALID.code, f"{error} (a {width}x{height} RGBA picture's)") from None
-    painted: np.ndarray = words[3::4].reshape(height, width) != 0
-    return painted
+    return np.asarray(words[3::4].reshape(height, width) != 0)
 
 
 def _names(reference: str) -> list[str]:
@@ -705,13 +704,15 @@ class LabelStudio(SourceFormat):
         "keypoints": "a Label Studio JSON export (full or JSON-MIN) with boxes and keypointlabels",
     }
     searched_as: ClassVar[Mapping[str, str]] = dict.fromkeys(tasks, "a Label Studio JSON export")
-    layout_as = "Label Studio exports (project-*-at-*.json)"
-    instead_as = "Label Studio exports (project-*-at-*.json)"
+    layout_as = instead_as = "Label Studio exports (project-*-at-*.json)"
     options = ("path", "masks", "label_map", "ignore_value", "allow_unmatched_annotations")
     suffixes = (".json",)
 
+    def kept_above(self, name: str) -> bool:
+        return bool(_EXPORT_NAME.match(name))
+
     def claims(self, relpath: str, task: str) -> bool:
-        return task in self.tasks and bool(_EXPORT_NAME.match(posixpath.basename(relpath)))
+        return task in self.tasks and self.kept_above(posixpath.basename(relpath))
 
     def score(self, task: str, listing: Listing) -> float:
         """CERTAIN where a JSON file's content is an export (the one named, one under the input,
@@ -721,12 +722,8 @@ class LabelStudio(SourceFormat):
             return 0.0
         if listing.paths:
             path = listing.paths[0].path
-            head = InputFile(path, path, 0)
-            return (
-                CERTAIN
-                if len(listing.paths) == 1 and path.lower().endswith(".json") and _sniff(head)
-                else 0.0
-            )
+            one = len(listing.paths) == 1 and path.lower().endswith(".json")
+            return CERTAIN if one and _sniff(InputFile(path, path, 0)) else 0.0
         if _exports(listing.files):
             return CERTAIN
         if listing.outside and listing.files and _beside(input_base(listing.files))[1]:

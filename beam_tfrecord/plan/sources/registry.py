@@ -168,24 +168,21 @@ def annotated_layout(files: Sequence[InputFile]) -> str | None:
 
 def _above_input(files: Sequence[InputFile], suffixes: tuple[str, ...]) -> str | None:
     """An export kept above `--input`, as a run pointed at its images folder sees it (CVAT's
-    annotations.xml beside images/, a Label Studio export beside its pictures' folder): the
-    annotation files of the input's two parent folders, theirs alone (never the tree under
-    them), named by a format or told by their content."""
+    annotations.xml beside images/, a Label Studio export beside its pictures' folder): the files
+    of the input's two parent folders (theirs alone, never the tree under them, and never the
+    file system's root) that a format names as its export (`SourceFormat.kept_above`)."""
     if not files:
         return None
-    near: list[InputFile] = []
     for folder in parents(input_base(files))[:2]:
+        if not folder.strip("/"):
+            continue
         for suffix in suffixes:
-            near += [f for f in listed_under(join(folder, "*" + suffix)) if "/" not in f.relpath]
-    if not near:
-        return None
-    beside = Listing(near, outside=False)
-    for fmt in reading("detection"):
-        named_by = [f.path for f in near if fmt.claims(f.relpath, "detection")]
-        if named_by or fmt.score("detection", beside) == CERTAIN:
-            shown = named_by[0] if named_by else near[0].path
-            above = f"pictures whose {fmt.title} annotations are above it ({shown})"
-            return f"{above}: pass --annotations {fmt.name}"
+            for found in listed_under(join(folder, "*" + suffix)):
+                name = found.relpath
+                for fmt in reading("detection"):
+                    if "/" not in name and fmt.kept_above(name):
+                        above = f"pictures whose {fmt.title} annotations are above it ({found.path})"
+                        return f"{above}: pass --annotations {fmt.name}"
     return None
 
 
