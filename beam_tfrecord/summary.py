@@ -237,7 +237,7 @@ class Summary:
     inputs: int
     records: int
     rejects: int
-    consistent: bool  # inputs == records + rejects
+    consistent: bool  # inputs (+ in_two_splits) == records + rejects
     splits: dict[str, SplitSummary]
     class_names: list[str] | None = None
     records_per_label: dict[str, int] = field(default_factory=dict)
@@ -249,6 +249,8 @@ class Summary:
     duplicate_records: int = 0
     duplicate_groups: int = 0
     cross_split_duplicates: int = 0
+    # Records that repeat a picture in another split, as --overlapping_splits asks (not copies).
+    in_two_splits: int = 0
     duplicates_file: str = DUPLICATES_FILE
     split_method: str = "hash"  # hash | stratified | declared by ... (a detection dataset's own)
     groups: GroupSummary = field(default_factory=GroupSummary)

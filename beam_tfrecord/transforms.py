@@ -315,8 +315,11 @@ def duplicate_groups(keys: Iterable[tuple[str, tuple[str, str]]]) -> list[Duplic
     so the groups are found there, about 150 bytes a record and never the image bytes, instead of
     in a GroupByKey of their own."""
     copies: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    for sha256, copy in keys:
-        copies[sha256].append(copy)
+    seen: set[tuple[str, str]] = set()
+    for sha256, copy in sorted(keys):  # one picture in two splits (overlapping_splits) is no copy
+        if (sha256, copy[0]) not in seen:
+            seen.add((sha256, copy[0]))
+            copies[sha256].append(copy)
     return [
         DuplicateGroup(sha256, tuple(sorted(found)))
         for sha256, found in sorted(copies.items())

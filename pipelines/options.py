@@ -409,6 +409,11 @@ def check_conflicts(settings: CommandSettings, given: set[str], local: bool) -> 
         raise UsageError(
             "--append and --overwrite exclude each other: one grows the dataset, one replaces it"
         )
+    if settings.append and settings.source.overlapping_splits:
+        raise UsageError(
+            "--append and --overlapping_splits exclude each other for now: an append finds the "
+            "converted pictures by path, and a picture in two splits has one path for two records"
+        )
     if local and not settings.wait:
         raise UsageError("--no_wait is for remote runners: a local run ends before the command returns")
 

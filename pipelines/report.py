@@ -60,7 +60,12 @@ def format_table(summary: Summary) -> str:
     if summary.resumed:
         kept = f"{summary.resumed['shards']} shard tasks ({summary.resumed['records']} records)"
         rows.append(("resumed", f"{kept} kept from an interrupted run"))
-    rows.append(("inputs = records + rejects", "yes" if summary.consistent else "NO"))
+    if summary.in_two_splits:
+        rows.append(("in two splits", f"{summary.in_two_splits} records repeat a picture of another split"))
+    consistent = "yes" if summary.consistent else "NO"
+    if summary.in_two_splits:  # each of those records is one more than the pictures read
+        consistent += f" (records less the {summary.in_two_splits} in two splits)"
+    rows.append(("inputs = records + rejects", consistent))
     for section in summary.sections.values():  # each kind of label's rows
         rows += section.rows()
     wall = summary.run.wall_time_s if summary.run is not None else None

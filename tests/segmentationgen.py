@@ -13,6 +13,7 @@ import io
 import json
 import os
 import pathlib
+import posixpath
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -562,6 +563,37 @@ def voc2012(root: pathlib.Path, count: int = 6, without_mask: int = 2) -> SegTre
     _lines(main / "val.txt", [s for i, s in enumerate(stems) if i % 3 == 2])
     _lines(main / "trainval.txt", stems)
     return SegTree(base, images, VOC_CLASSES, VOC_VOID, splits, tuple(unmasked))
+
+
+def voc2012_aug(root: pathlib.Path, count: int = 6, extra: int = 3) -> SegTree:
+    """VOC 2012 with SBD's augmented set as DeepLab's scripts lay it out: `voc2012`'s devkit plus
+    `SegmentationClassAug/` (single-channel class-id PNGs, 255 on the borders: a mask for every
+    train and val picture and for `extra` SBD-only pictures, which have no SegmentationClass
+    mask) and `ImageSets/Segmentation/train_aug.txt` (VOC's train plus SBD's pictures, never
+    VOC's val). `splits` are the readers' names (train_aug is train); the two pictures without
+    any mask are in no list."""
+    tree = voc2012(root, count)
+    base = tree.root
+    images, splits = dict(tree.images), dict(tree.splits)
+    for relpath, mask in tree.images.items():
+        _png(Image.fromarray(mask), base / "SegmentationClassAug" / f"{posixpath.basename(relpath)[:-4]}.png")
+    added = []
+    for j in range(extra):
+        i = 100 + j
+        stem = f"2008_{i:06d}"
+        size = _size(i)
+        objects = _voc_objects(i, size, 3000)
+        mask = _draw(size, objects, border=2)
+        _jpeg(_picture(mask, 4000 + i), base / "JPEGImages" / f"{stem}.jpg")
+        _text(base / "Annotations" / f"{stem}.xml", _voc_xml(stem, size, objects, False))
+        _png(Image.fromarray(mask), base / "SegmentationClassAug" / f"{stem}.png")
+        images[f"JPEGImages/{stem}.jpg"] = mask
+        splits[f"JPEGImages/{stem}.jpg"] = "train"
+        added.append(stem)
+    seg = base / "ImageSets" / "Segmentation"
+    train = (seg / "train.txt").read_text().split()
+    _lines(seg / "train_aug.txt", sorted([*train, *added]))
+    return SegTree(base, images, tree.class_names, tree.ignore, splits, tree.unmasked)
 
 
 def _city_polygons(rng: np.random.Generator, size: tuple[int, int]) -> list[_Polygon]:

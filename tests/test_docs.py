@@ -25,6 +25,7 @@ outside the project) is a generated EfficientNetB0 file, and the GCS emulator's 
 from __future__ import annotations
 
 import functools
+import glob
 import os
 import re
 import shlex
@@ -283,7 +284,9 @@ def make_inputs(text: str, folder: Path, weights: Path) -> None:
             files[f"Annotations/2012_{i:06d}.xml"] = annotationgen.voc_xml(f"2012_{i:06d}.jpg", objects)
         imagegen.write_tree(folder / "VOC2012", files)
     # Segmentation datasets as their tools lay them out (segmentationgen).
-    if "--input VOCdevkit/VOC2012" in text:
+    if "VOCdevkit/VOC2012" in text and ("train_aug" in text or "--keep_split_names" in text):
+        segmentationgen.voc2012_aug(folder)  # with SBD's train_aug, as DeepLab's scripts lay it out
+    elif "--input VOCdevkit/VOC2012" in text:
         segmentationgen.voc2012(folder)
     if "--input cityscapes" in text:
         segmentationgen.cityscapes(folder / "cityscapes")
@@ -457,8 +460,15 @@ def check_outcome(text: str, folder: Path, output: str) -> None:
         assert (found["records"], found["rejects"], set(found["splits"])) == (39, 3, {"train", "validation"})
     if "--feature_model" in text:
         assert summary("pets-features")["features"]["shape"] == [1280]
+    if "--output out/voc-deeplab" in text:  # DeepLab's data_generator finds every split it is given
+        for split in ("train", "val", "train_aug", "trainval"):
+            found = glob.glob(os.path.join(folder / "out/voc-deeplab", "%s-*" % split))  # noqa: UP031 (DeepLab's own expression)
+            assert found and all(f.endswith(".tfrecord") for f in found), (split, found)
     if "--dry_run=true" in text:
         assert (folder / "dataflow_job.json").is_file()
+    if "--input=voc-sample/" in text:  # the sample's lists plan the bucket's splits
+        assert re.search(r"shard tasks +train \d+, train_aug \d+, trainval \d+, val \d+", output), output
+    if "--dry_run=true" in text and "--input=sample/shapes" in text:
         # The job's size as docs/dataflow.md shows it is the size it prints (the proto holds this
         # folder's paths, so its size moves by a few bytes).
         page = (ROOT / "docs" / "dataflow.md").read_text(encoding="utf-8")

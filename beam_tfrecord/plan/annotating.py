@@ -132,6 +132,8 @@ def _load(
         ignore_value=options.ignore_value,
         train_ids=options.train_ids,
         declared_splits=options.declared_splits,
+        keep_split_names=source.keep_split_names,
+        overlapping_splits=source.overlapping_splits,
     )
     try:
         found = registry.load(fmt, request)
@@ -182,6 +184,12 @@ def _used_declared_splits(annotated: AnnotationSet, source: SourceConfig) -> Dec
         _LOGGER.info("splits %s override the splits declared by %s", dict(source.splits), declared.source)
         return None
     splitting.refuse_hashing(declared, source)
+    if source.keep_split_names and not declared.kept_names:
+        raise ConfigError(
+            "keep_split_names",
+            f"the splits declared by {declared.source} are named {', '.join(declared.names)} only, "
+            "for now: leave keep_split_names out",
+        )
     _LOGGER.info(
         "splits %s, as declared by %s (given splits would override them)",
         ", ".join(declared.names),

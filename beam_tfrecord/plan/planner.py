@@ -65,6 +65,8 @@ class Plan:
     kinds: JsonObject = field(default_factory=dict)
     # Parts of labels left out while planning, one line each (dropped_objects.jsonl's).
     dropped: tuple[DroppedObjectLine, ...] = ()
+    # Records planned beyond each picture's first split (`overlapping_splits`: a picture in two).
+    in_two_splits: int = 0
 
     @property
     def unmatched_lines(self) -> tuple[str, ...]:
@@ -133,7 +135,7 @@ def _make_plan(
         candidates = _without_copies(candidates, annotated, known, rejects)
     assigned = splitting.split_files(candidates.files, source, label_source, declared, annotated)
     # Shards: how many each split gets (`shard_tasks` deals the inputs out to them).
-    inputs = _planned_inputs(candidates, assigned.split_of, annotated)
+    inputs = _planned_inputs(candidates, assigned.split_of, annotated, assigned.also)
     plan = Plan(
         inputs=inputs,
         rejects=sorted(rejects),
@@ -146,6 +148,7 @@ def _make_plan(
         groups=assigned.groups,
         annotations_changed=loaded.changed if loaded is not None else [],
         split_source=f"declared by {declared.source}" if declared is not None and loaded is None else "",
+        in_two_splits=len(inputs) - len({item.relpath for item in inputs}),
     )
     if loaded is None:
         return plan
@@ -170,7 +173,10 @@ def _without_copies(
 
 
 def _planned_inputs(
-    candidates: Candidates, split_of: Mapping[str, str], annotated: AnnotationSet | None
+    candidates: Candidates,
+    split_of: Mapping[str, str],
+    annotated: AnnotationSet | None,
+    also: Mapping[str, tuple[str, ...]] | None = None,
 ) -> list[PlannedInput]:
     """Each kept candidate as the workers get it: its split, its class ids (and names), its
     manifest values and, in an annotated run, its annotations as staged."""
@@ -181,13 +187,14 @@ def _planned_inputs(
             relpath=f.relpath,
             path=f.path,
             size=f.size,
-            split=split_of[f.relpath],
+            split=split,
             label=labelling.label_ids(entry.class_name, ids) if entry is not None else None,
             label_text=labelling.label_texts(entry.class_name, ids) if entry is not None else None,
             extras=candidates.extras.get(f.relpath, ()),
             annotations=annotations_of(f.relpath) if annotations_of is not None else None,
         )
         for f, entry in candidates.files
+        for split in (split_of[f.relpath], *(also or {}).get(f.relpath, ()))
     ]
 
 

@@ -173,6 +173,34 @@ class SourceConfig(Config):
         value_type=bool,
         help="a manifest label holds several classes (cat|outdoor, or a JSON array)",
     )
+    keep_split_names: bool = setting(
+        False,
+        details="the splits the dataset declares keep its own names (Pascal VOC's `val`, `train_aug`, "
+        "`trainval`; a split folder's `val/`), so shards are named as DeepLab's and the Object Detection "
+        "API's scripts name theirs (`val-00000-of-00004.tfrecord`); without it they are the readers' "
+        "`train`, `validation` and `test`. Where lists overlap (`trainval` is `train` + `val`), a "
+        "list that repeats pictures of one taken before is left out, and the log and summary say so; "
+        "see [the VOC to DeepLab recipe](recipe-voc-deeplab.md) and `--overlapping_splits`. For now: "
+        "Pascal VOC's lists (`ImageSets/Segmentation`, `ImageSets/Main`), YOLO's `data.yaml` and "
+        "class-folder split folders; other declared splits are refused in one line",
+        group="splits and shards",
+        label="Dataset's split names",
+        value_type=bool,
+        help="keep the split names the dataset declares (val, train_aug, trainval) instead of "
+        "train, validation, test",
+    )
+    overlapping_splits: bool = setting(
+        False,
+        details="with `--keep_split_names`: every list the dataset declares is a split, the lists that "
+        "repeat pictures of others too (`trainval` is `train` + `val`), so a picture is then in two "
+        "splits or more, its record written in each; the summary counts those records (`in two "
+        "splits`), and `inputs + in two splits = records + rejects`",
+        group="splits and shards",
+        label="Overlapping splits",
+        value_type=bool,
+        help="with --keep_split_names: keep the lists that repeat pictures of others too (a picture "
+        "is then in two splits)",
+    )
     dedupe: bool = setting(
         False,
         shapes_records=False,
@@ -224,6 +252,8 @@ class SourceConfig(Config):
             raise ConfigError("label_pattern", "is needed with label_source filename, e.g. '^(cat|dog)\\.'")
         if self.label_source == "manifest" and not self.manifest:
             raise ConfigError("manifest", "is needed with label_source manifest (a CSV or JSONL file)")
+        if self.overlapping_splits and not self.keep_split_names:
+            raise ConfigError("overlapping_splits", "keeps the dataset's lists: it needs keep_split_names")
         if not self.splits:
             raise ConfigError("splits", "must name at least one split")
         if not math.isclose(sum(self.splits.values()), 1.0, abs_tol=1e-6):

@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from beam_tfrecord import reasons
 from beam_tfrecord.config_base import ConfigError
@@ -62,6 +62,7 @@ class SplitAssignment:
     splits: dict[str, float]
     groups: dict[str, str]
     grouping: GroupFacts
+    also: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def split_files(
@@ -98,7 +99,13 @@ def split_files(
     # A COCO file given per split (annotations are read only where the source has their options).
     if annotated is not None and source.annotations is not None and source.annotations.split_names:
         split_of.update({f.relpath: s for f, _ in labeled if (s := annotated.split_of(f.relpath))})
-    return SplitAssignment(split_of, splits, groups, grouping)
+    also = declared.also if declared is not None else {}
+    if also:
+        counts = Counter([*split_of.values(), *(s for f, _ in labeled for s in also.get(f.relpath, ()))])
+        total = sum(counts.values())
+        names = (*declared.names, *sorted(set(counts) - set(declared.names))) if declared else tuple(counts)
+        splits = {name: counts[name] / max(1, total) for name in names}
+    return SplitAssignment(split_of, splits, groups, grouping, also)
 
 
 def split_folders(
@@ -116,22 +123,24 @@ def split_folders(
 def _split_folders(labeled: Labeled, source: SourceConfig) -> DeclaredSplits | None:
     """A class-folder tree whose every picture sits in a class folder under a split folder
     (`train/cat/x.jpg`, `val/cat/y.jpg`: TFDS ImageFolder's, Kaggle's and ImageNet's layout)
-    declares its splits; `val` and `valid` are `validation`, as in the detection layouts. None
-    for any other tree, or when `--splits` overrides them (said in the log)."""
+    declares its splits; `val` and `valid` are `validation`, as in the detection layouts, unless
+    `keep_split_names` keeps the folder's own name. None for any other tree, or when `--splits`
+    overrides them (said in the log)."""
     claims = {}
     for file, _ in labeled:
         parts = file.relpath.split("/")
         split = split_name(parts[0]) if len(parts) >= 3 else None
         if split is None:
             return None
-        claims[file.relpath] = split
+        claims[file.relpath] = parts[0] if source.keep_split_names else split
     if not claims:
         return None
     if not source.split_folders:
         _LOGGER.info("splits %s override %s", dict(source.splits), SPLIT_FOLDERS)
         return None
     names = tuple(n for n in SPLIT_ORDER if n in claims.values())
-    declared = DeclaredSplits(SPLIT_FOLDERS, names, claims)
+    names += tuple(sorted(set(claims.values()) - set(names)))
+    declared = DeclaredSplits(SPLIT_FOLDERS, names, claims, kept_names=source.keep_split_names)
     refuse_hashing(declared, source)
     _LOGGER.info(
         "splits %s, as declared by %s (given splits would override them)", ", ".join(names), SPLIT_FOLDERS

@@ -96,6 +96,7 @@ class PlanFacts:
     annotations: PlannedAnnotations | None = None  # an annotated run's
     kinds: JsonObject = field(default_factory=dict)
     split_folders: str = ""  # a classification run's splits' source, when its tree declares them
+    in_two_splits: int = 0  # records beyond each picture's first split (overlapping_splits)
 
     @classmethod
     def of(cls, plan: Plan, source: SourceConfig | None = None) -> PlanFacts:
@@ -112,6 +113,7 @@ class PlanFacts:
             PlannedAnnotations.of(found) if found is not None else None,
             dict(plan.kinds),
             plan.split_source,
+            plan.in_two_splits,
         )
 
     @property
@@ -145,6 +147,7 @@ class PlanFacts:
             PlannedAnnotations(**found) if found else None,
             data.get("kinds", {}),
             data.get("split_folders", ""),
+            data.get("in_two_splits", 0),
         )
 
 

@@ -15,6 +15,7 @@ declarations claim is in `conflicts`; one none claims is in neither map (the pla
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import posixpath
 import re
@@ -29,7 +30,7 @@ from beam_tfrecord.plan.annotations.catalog import Catalog, read_one, stem
 from beam_tfrecord.plan.annotations.locate import Located, join, relative_to
 from beam_tfrecord.plan.annotations.results import DeclaredSplits
 
-__all__ = ["DeclaredSplits", "coco_split", "split_name", "voc_splits", "yolo_splits"]
+__all__ = ["DeclaredSplits", "coco_split", "split_name", "voc_splits", "with_dataset_names", "yolo_splits"]
 
 SPLIT_WORDS = {
     "train": "train",
@@ -49,6 +50,17 @@ _COCO_WORD = re.compile(r"^(?:instances|person_keypoints)_([a-z]+)", re.IGNORECA
 def split_name(word: str) -> str | None:
     """`val` -> `validation`; None for a word that names no split."""
     return SPLIT_WORDS.get(word.lower())
+
+
+def with_dataset_names(found: DeclaredSplits, words: Mapping[str, str]) -> DeclaredSplits:
+    """`found` with each split called by the dataset's own word (`validation` -> `val`), as
+    `keep_split_names` asks."""
+    return dataclasses.replace(
+        found,
+        names=tuple(words.get(n, n) for n in found.names),
+        split_of={r: words.get(s, s) for r, s in found.split_of.items()},
+        kept_names=True,
+    )
 
 
 def _ordered(names: Sequence[str]) -> tuple[str, ...]:

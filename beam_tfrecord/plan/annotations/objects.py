@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import dataclasses
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from beam_tfrecord import reasons, storage
 from beam_tfrecord.plan.annotations.catalog import Catalog, partition
+from beam_tfrecord.plan.annotations.declared import with_dataset_names
 from beam_tfrecord.plan.annotations.label_map import read_label_map
 from beam_tfrecord.plan.annotations.locate import Located, input_base
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
-from beam_tfrecord.plan.annotations.results import AnnotationSet, ObjectNote
+from beam_tfrecord.plan.annotations.results import AnnotationSet, DeclaredSplits, ObjectNote
 from beam_tfrecord.plan.sources.base import CERTAIN, Listing, LoadRequest, SourceError, SourceFormat
 
 __all__ = ["ObjectFiles", "describe_sidecar", "load_objects", "score_objects"]
@@ -64,6 +65,11 @@ class ObjectFiles:
     ) -> AnnotationSet:
         """The splits the dataset declares (plan.annotations.declared), kept beside the images'."""
         return result
+
+    def split_words(self, found: DeclaredSplits) -> Mapping[str, str] | None:
+        """The dataset's own word for each of `found`'s splits (`validation` -> `val`), as
+        `keep_split_names` keeps them; None where the format does not keep them yet."""
+        return None
 
     def names_from(self, located: Located, result: AnnotationSet) -> str:
         """The file the class names came from, where the format keeps them apart ("": none)."""
@@ -106,6 +112,9 @@ def load_objects(fmt: SourceFormat, files: ObjectFiles, request: LoadRequest) ->
     located = files.locate(input_base(request.files), listed, paths, request.keypoints)
     result = located.back(files.read(located, request))
     result = files.declared(result, located, paths)
+    words = files.split_words(result.declared) if request.keep_split_names and result.declared else None
+    if result.declared is not None and words is not None:
+        result = dataclasses.replace(result, declared=with_dataset_names(result.declared, words))
     if request.label_map:
         known = read_label_map(request.label_map)
         result = _restrict(_renamed(result, known.aliases), known.class_names, f"the label map {known.path}")

@@ -54,12 +54,16 @@ class SourceError(ValueError):
 
 @dataclass(frozen=True)
 class DeclaredSplits:
-    """Where the splits came from, their names in order, and each picture's (input relpaths)."""
+    """Where the splits came from, their names in order, and each picture's (input relpaths);
+    `kept_names`: the names are the dataset's own (`val`, `train_aug`), as `keep_split_names`
+    asks, not the readers' train, validation, test."""
 
     source: str
     names: tuple[str, ...]
     split_of: Mapping[str, str] = field(default_factory=dict)
     conflicts: Mapping[str, str] = field(default_factory=dict)  # relpath -> which declarations
+    kept_names: bool = False
+    also: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # relpath -> its other splits
 
 
 @dataclass(frozen=True, slots=True, order=True)

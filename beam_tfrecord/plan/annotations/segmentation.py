@@ -94,12 +94,16 @@ class SegmentationSettings:
       train_ids: Cityscapes: the 19 training classes instead of the 34 label ids.
       class_names: fixes the class names (id = position), instead of the dataset's.
       declared_splits: the dataset's own splits are kept (no `--splits` given).
+      keep_split_names: those splits keep the names the dataset gives them (`val`, `train_aug`).
+      overlapping_splits: and lists that repeat pictures of others are splits too.
     """
 
     ignore: int = 255
     train_ids: bool = False
     class_names: tuple[str, ...] | None = None
     declared_splits: bool = True
+    keep_split_names: bool = False
+    overlapping_splits: bool = False
 
 
 Place = tuple[str, str, str]  # a picture's (dataset root, images folder's name, path under it)
@@ -181,7 +185,12 @@ class MaskLayout:
         )
 
     def declared(
-        self, fmt: SourceFormat, root: str, pictures: Sequence[InputFile], found: Found
+        self,
+        fmt: SourceFormat,
+        root: str,
+        pictures: Sequence[InputFile],
+        found: Found,
+        settings: SegmentationSettings,
     ) -> DeclaredSplits | None:
         """The dataset's own splits: its split folders."""
         claims = {r: s for r, s in found.splits.items() if s is not None}
@@ -375,7 +384,12 @@ def load_segmentation(fmt: SourceFormat, layout: MaskLayout, request: LoadReques
     the class names and the declared splits (see the module docstring)."""
     files, paths = request.files, request.paths
     settings = SegmentationSettings(
-        request.ignore_value, request.train_ids, request.class_names, request.declared_splits
+        request.ignore_value,
+        request.train_ids,
+        request.class_names,
+        request.declared_splits,
+        request.keep_split_names,
+        request.overlapping_splits,
     )
     if any(p.split for p in paths) or len(paths) > 1:
         raise SourceError(f"annotations_path: {fmt.title} masks take one folder, without a split")
@@ -413,7 +427,7 @@ def load_segmentation(fmt: SourceFormat, layout: MaskLayout, request: LoadReques
             value = {"class_mask": MaskFile(mask[0].path, mask[0].size, shown).value()}
         images[file.relpath] = ImageAnnotations((), stem(file.relpath), values=value)
     unannotated = frozenset(r for r in images if mask_file(images[r]) is None)
-    declared = layout.declared(fmt, root, pictures, found)
+    declared = layout.declared(fmt, root, pictures, found, settings)
     if declared is not None and settings.declared_splits:
         unannotated = frozenset(r for r in unannotated if r in declared.split_of)
     where = ", ".join(sorted(relative_to(f, root) or f for f in found.mask_folders)[:3]) or "nowhere"

@@ -52,6 +52,8 @@ class LoadRequest:
       ignore_value: segmentation: the mask value that means "not labelled".
       train_ids: segmentation, Cityscapes: the 19 training classes.
       declared_splits: the dataset's own splits are kept (no `splits` given).
+      keep_split_names: those splits keep the names the dataset gives them (`val`, `train_aug`).
+      overlapping_splits: and lists that repeat pictures of others are splits too.
     """
 
     task: str
@@ -63,6 +65,8 @@ class LoadRequest:
     ignore_value: int = 255
     train_ids: bool = False
     declared_splits: bool = True
+    keep_split_names: bool = False
+    overlapping_splits: bool = False
 
     @property
     def keypoints(self) -> bool:

@@ -17,6 +17,7 @@ check against the decoded image.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import posixpath
 from collections import defaultdict
@@ -73,6 +74,7 @@ MASK_FOLDERS = (
     "SegmentationClassAug",
 )
 _TRUE = {"1", "true", "yes"}
+_LOGGER = logging.getLogger(__name__)
 _FALSE = {"0", "false", "no", ""}
 
 
@@ -425,6 +427,11 @@ class _Xmls(ObjectFiles):
     ) -> AnnotationSet:
         return dataclasses.replace(result, declared=declared.voc_splits(located))
 
+    def split_words(self, found: DeclaredSplits) -> Mapping[str, str] | None:
+        """`ImageSets/Main`'s list names: `val`, and `trainval` where it stands for train."""
+        train = "trainval" if "trainval" in found.source and "train.txt" not in found.source else "train"
+        return {"train": train, "validation": "val", "test": "test"}
+
 
 class _Masks(MaskLayout):
     """`JPEGImages/x.jpg` with `SegmentationClass/x.png` (labelme2voc's `SegmentationClassPNG/`
@@ -455,17 +462,31 @@ class _Masks(MaskLayout):
         return checked_rule(rule, class_names), f"palette indices are class ids, {ignore} ignored"
 
     def declared(
-        self, fmt: SourceFormat, root: str, pictures: Sequence[InputFile], found: Found
+        self,
+        fmt: SourceFormat,
+        root: str,
+        pictures: Sequence[InputFile],
+        found: Found,
+        settings: SegmentationSettings,
     ) -> DeclaredSplits | None:
+        if settings.keep_split_names:
+            return _named_segmentation_lists(root, pictures, settings.overlapping_splits)
         return _segmentation_lists(root, pictures)
 
 
-def _segmentation_lists(root: str, pictures: Sequence[InputFile]) -> DeclaredSplits | None:
-    """Each picture's split from the devkit's `ImageSets/Segmentation` lists (DeepLab's augmented
-    set's `train_aug.txt` too)."""
+# The devkit's ImageSets/Segmentation lists, and the augmented set's that DeepLab's scripts make.
+SEGMENTATION_LISTS = ("train", "train_aug", "trainaug", "trainval", "val", "val_aug", "test")
+# With the dataset's names kept, the order lists are taken in: a list that repeats a picture of
+# one taken before is left out whole (`trainval` is `train` + `val`; SBD's `train_aug` holds
+# `train`), so DeepLab's usual pair, `train_aug` and `val`, is what an augmented devkit gives.
+NAMED_LIST_ORDER = ("val", "test", "train_aug", "trainaug", "val_aug", "train", "trainval")
+
+
+def _read_lists(root: str) -> dict[str, list[str]]:
+    """list name -> the ids it holds, for the `ImageSets/Segmentation` lists present."""
     folder = join(root, "ImageSets/Segmentation")
     lists = {}
-    for name in ("train", "val", "test", "trainval", "train_aug", "trainaug", "val_aug"):
+    for name in SEGMENTATION_LISTS:
         path = join(folder, f"{name}.txt")
         if not storage.is_file(path, if_remote=True):
             continue
@@ -473,6 +494,14 @@ def _segmentation_lists(root: str, pictures: Sequence[InputFile]) -> DeclaredSpl
             lists[name] = read_one(path).decode("utf-8", "replace").split()
         except Exception:  # absent on gs://
             continue
+    return lists
+
+
+def _segmentation_lists(root: str, pictures: Sequence[InputFile]) -> DeclaredSplits | None:
+    """Each picture's split from the devkit's `ImageSets/Segmentation` lists (DeepLab's augmented
+    set's `train_aug.txt` too), named as the readers name them: `val` is validation, `train_aug`
+    is train, and `trainval` only where there is neither `train` nor `val`."""
+    lists = _read_lists(root)
     if "trainval" in lists and ("train" in lists or "val" in lists):
         del lists["trainval"]
     if not lists:
@@ -494,6 +523,61 @@ def _segmentation_lists(root: str, pictures: Sequence[InputFile]) -> DeclaredSpl
     names = tuple(n for n in ("train", "validation", "test") if n in split_of.values())
     source = f"Pascal VOC split lists (ImageSets/Segmentation: {', '.join(sorted(lists))})"
     return DeclaredSplits(source, names, split_of, conflicts)
+
+
+def _named_segmentation_lists(
+    root: str, pictures: Sequence[InputFile], overlapping: bool
+) -> DeclaredSplits | None:
+    """Each picture's split as `keep_split_names` asks: each list is a split of its own name
+    (`val`, `train_aug`), taken in NAMED_LIST_ORDER; a list that repeats a picture of a list
+    taken before is left out, and the declaration's source says which and why, unless
+    `overlapping` (`overlapping_splits`) keeps it too: the picture's other splits are `also`."""
+    lists = _read_lists(root)
+    if not lists:
+        return None
+    kept: dict[str, str] = {}  # id -> its list
+    extra: dict[str, list[str]] = defaultdict(list)
+    taken: list[str] = []
+    left: list[str] = []
+    for name in NAMED_LIST_ORDER:
+        if name not in lists:
+            continue
+        repeated = next((kept[i] for i in lists[name] if i in kept), None)
+        if repeated is not None and overlapping:
+            for item in lists[name]:
+                if item in kept:
+                    extra[item].append(name)
+                else:
+                    kept[item] = name
+            taken.append(name)
+            continue
+        if repeated is not None:
+            left.append(f"{name} (repeats pictures of {repeated})")
+            continue
+        kept.update((item, name) for item in lists[name])
+        taken.append(name)
+    split_of: dict[str, str] = {}
+    also: dict[str, tuple[str, ...]] = {}  # picture -> the later lists that repeat it
+    for file in pictures:
+        key = posixpath.basename(stem(file.relpath))
+        if key in kept:
+            split_of[file.relpath] = kept[key]
+            if extra.get(key):
+                also[file.relpath] = tuple(extra[key])
+    used = {*split_of.values(), *(s for others in also.values() for s in others)}
+    names = tuple(n for n in SEGMENTATION_LISTS if n in used)
+    source = f"Pascal VOC split lists (ImageSets/Segmentation: {', '.join(sorted(taken))}"
+    if also:
+        source += f"; {len(also)} pictures in two splits or more"
+    if left:
+        source += f"; left out: {', '.join(left)}"
+        _LOGGER.warning(
+            "ImageSets/Segmentation: %s left out: a picture is in one split (unless "
+            "--overlapping_splits), and those lists repeat pictures of %s",
+            ", ".join(n.split(" ")[0] for n in left),
+            ", ".join(taken),
+        )
+    return DeclaredSplits(source + ")", names, split_of, kept_names=True, also=also)
 
 
 _XML_FILES = _Xmls()

@@ -55,7 +55,13 @@ from beam_tfrecord.plan.annotations.locate import (
 from beam_tfrecord.plan.annotations.names_files import YAML_EXTENSIONS, names_from, read_names
 from beam_tfrecord.plan.annotations.objects import ObjectFiles, load_objects, score_objects
 from beam_tfrecord.plan.annotations.paths import AnnotationPath
-from beam_tfrecord.plan.annotations.results import AnnotationSet, ImageProblem, ObjectNote, UnmatchedEntry
+from beam_tfrecord.plan.annotations.results import (
+    AnnotationSet,
+    DeclaredSplits,
+    ImageProblem,
+    ObjectNote,
+    UnmatchedEntry,
+)
 from beam_tfrecord.plan.annotations.shapes import class_masks_of
 from beam_tfrecord.plan.listing import InputFile
 from beam_tfrecord.plan.sources.base import Listing, LoadRequest, SourceError, SourceFormat
@@ -491,6 +497,10 @@ class _Labels(ObjectFiles):
     ) -> AnnotationSet:
         given = located.paths[0].path if located.paths else None
         return dataclasses.replace(result, declared=declared.yolo_splits(located, located.catalog, given))
+
+    def split_words(self, found: DeclaredSplits) -> Mapping[str, str] | None:
+        """data.yaml's keys: `val` for validation."""
+        return dict(zip(declared.SPLIT_ORDER, declared.YOLO_KEYS, strict=True))
 
     def names_from(self, located: Located, result: AnnotationSet) -> str:
         if located.paths:
