@@ -545,7 +545,10 @@ def test_the_skip_list_is_small_and_names_only_commands_shown():
 
 # ---- recipes: the Python a reader runs on what the page's commands made ------------------------
 
-RECIPES = sorted((ROOT / "docs").glob("recipe-*.md"))
+# The recipes whose Python is shown as a block of its own (the others run theirs inside shell blocks).
+RECIPES = sorted(
+    page for page in (ROOT / "docs").glob("recipe-*.md") if "```python" in page.read_text(encoding="utf-8")
+)
 
 
 def fenced(page: Path) -> list[tuple[str, int, int, str]]:
@@ -571,7 +574,6 @@ def test_a_recipes_python_blocks_run_on_what_its_commands_made(page, tmp_path):
     run_script(commands, tmp_path)
     found = fenced(page)
     pythons = [index for index, (language, *_) in enumerate(found) if language == "python"]
-    assert pythons, f"{page.name} shows no python block"
     for index in pythons:
         _, start, _, text = found[index]
         done = subprocess.run(
