@@ -113,6 +113,10 @@ def test_the_annotations_choices_and_help_are_the_registrys():
         "folders",
     ]
     assert registry.task_of("pairs") == "captions" and registry.task_of("yolo") == "detection"
+    # A run given neither --task nor --annotations is told of the formats a format alone stands
+    # for (detection's), never of classification's, which need --task.
+    with pytest.raises(ConfigError, match=r"is needed: coco, cvat, voc, yolo, label_studio or labelme"):
+        AnnotationConfig()
 
 
 def test_every_format_declares_what_the_interface_asks():

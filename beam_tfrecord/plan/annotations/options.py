@@ -31,7 +31,9 @@ def _either(names: Sequence[str], last: str = "or") -> str:
 
 # The formats of the first task that reads annotations (detection), which a run given neither
 # `--task` nor `--annotations` is told of.
-_FIRST_TASK = next(name for name in tasks.TASK_NAMES if registry.reading(name))
+_FIRST_TASK = next(
+    name for name in tasks.TASK_NAMES if registry.reading(name) and not tasks.task(name).listed_labels
+)
 _DETECTION_FORMATS = tuple(name for name in ANNOTATION_FORMATS if registry.task_of(name) == _FIRST_TASK)
 
 
