@@ -349,7 +349,9 @@ class Summary:
                 data[item.name] = value.to_json()
             elif item.name == "sections":
                 data.update({KINDS[name].section_key: section.to_json() for name, section in value.items()})
-            elif item.name in ("features", "resumed", "tfds_metadata", "history") and value is None:
+            elif (item.name in ("features", "resumed", "tfds_metadata", "history") and value is None) or (
+                item.name == "in_two_splits" and not value  # only an --overlapping_splits run's
+            ):
                 continue
             elif isinstance(value, TfdsMetadataSummary):
                 data[item.name] = value.to_json()

@@ -21,7 +21,6 @@ LATER_FIELDS = (
     "duplicate_records",
     "duplicate_groups",
     "cross_split_duplicates",
-    "in_two_splits",
     "duplicates_file",
     "split_method",
     "groups",

@@ -185,6 +185,7 @@ class SourceConfig(Config):
         "class-folder split folders; other declared splits are refused in one line",
         group="splits and shards",
         label="Dataset's split names",
+        record_default=False,
         value_type=bool,
         help="keep the split names the dataset declares (val, train_aug, trainval) instead of "
         "train, validation, test",
@@ -197,6 +198,7 @@ class SourceConfig(Config):
         "splits`), and `inputs + in two splits = records + rejects`",
         group="splits and shards",
         label="Overlapping splits",
+        record_default=False,
         value_type=bool,
         help="with --keep_split_names: keep the lists that repeat pictures of others too (a picture "
         "is then in two splits)",
