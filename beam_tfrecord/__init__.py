@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from beam_tfrecord.plan.staging import StagedPlan
     from beam_tfrecord.read.examples import decode_image, iter_examples
     from beam_tfrecord.read.files import class_names
-    from beam_tfrecord.read.pytorch import TorchImageArray, TorchImages
+    from beam_tfrecord.read.pytorch import TorchImageArray, TorchImages, detection_collate
     from beam_tfrecord.read.random_access import RecordArray, record_parser
     from beam_tfrecord.read.tf_data import load_dataset
     from beam_tfrecord.write.schema import parse_spec
@@ -64,6 +64,7 @@ _EXPORTS = {
     "decode_image": "read.examples",
     "TorchImages": "read.pytorch",
     "TorchImageArray": "read.pytorch",
+    "detection_collate": "read.pytorch",
     "RecordArray": "read.random_access",
     "record_parser": "read.random_access",
     "parse_spec": "write.schema",
@@ -113,6 +114,7 @@ __all__ = [
     "class_names",
     "complete_shards",
     "decode_image",
+    "detection_collate",
     "iter_examples",
     "load_dataset",
     "parse_spec",
