@@ -255,3 +255,19 @@ def test_the_contact_sheet_draws_each_segment(panoptic):
     first, second = sorted(set(np.unique(record["instance_mask"])) - {0})[:2]  # a person and a car
     person, car = record["instance_mask"] == first, record["instance_mask"] == second
     assert not (drawn[person][0] == drawn[car][0]).all()
+
+
+def test_a_png_of_another_size_or_not_a_png_is_a_named_reject(tmp_path):
+    """The picture is kept out with the PNG named, never stored with masks of another frame."""
+    tree = tmp_path / "coco"
+    gen.coco_panoptic(tree, crowded=False)
+    pngs = sorted((tree / "annotations" / "panoptic_train2017").glob("*.png"))
+    Image.new("RGB", (gen.WIDTH // 2, gen.HEIGHT // 2)).save(pngs[0])
+    pngs[1].write_bytes(b"not a png")
+    out = tmp_path / "out"
+    assert convert(tree, out, "--task", "panoptic") == 0
+    by_reason = {r["reason"]: r["detail"] for r in rejects(out) if r["reason"] != "skipped"}
+    assert set(by_reason) == {"panoptic_size_mismatch", "panoptic_unreadable"}
+    assert pngs[0].name in by_reason["panoptic_size_mismatch"]
+    assert f"is {gen.WIDTH // 2}x{gen.HEIGHT // 2}; the picture is" in by_reason["panoptic_size_mismatch"]
+    assert pngs[1].name in by_reason["panoptic_unreadable"]

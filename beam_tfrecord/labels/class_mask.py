@@ -70,7 +70,7 @@ from beam_tfrecord.labels.base import (
     tf_message,
 )
 from beam_tfrecord.labels.drawing import MASK_OPACITY, Sheet, palette_colours
-from beam_tfrecord.labels.geometry import PixelTransform, encode_mask_png, orient, rasterize_mask, resample
+from beam_tfrecord.labels.geometry import PixelTransform, encode_mask_png, placed_label_image, rasterize_mask
 from beam_tfrecord.names import DROPPED_OBJECTS_FILE
 from beam_tfrecord.reasons import Reject
 
@@ -293,19 +293,10 @@ def placed_ids(
 ) -> PlacedMask:
     """Class ids in the stored picture's frame or the upright one (told by their size), moved as
     the picture was and encoded; raises `Reject` when their size fits neither frame."""
-    height, width = ids.shape
-    stored = (transform.stored_width, transform.stored_height)
-    mask = Image.fromarray(ids, mode="L")
-    if (width, height) == stored:
-        mask = orient(mask, transform.orientation)
-    elif (width, height) != transform.upright_size:
-        upright = "" if transform.orientation == 1 else " ({}x{} upright)".format(*transform.upright_size)
-        raise Reject(
-            reasons.CLASS_MASK_SIZE_MISMATCH,
-            f"{name} is {width}x{height}; the picture is {stored[0]}x{stored[1]}{upright}",
-        )
-    if transform.resamples:
-        mask = resample(mask, transform, Image.Resampling.NEAREST, rule.fill)
+    try:
+        mask = placed_label_image(Image.fromarray(ids, mode="L"), transform, rule.fill)
+    except ValueError as error:
+        raise Reject(reasons.CLASS_MASK_SIZE_MISMATCH, f"{name} {error}") from None
     return PlacedMask(encode_mask_png(mask), pixel_counts(np.asarray(mask)), changes)
 
 

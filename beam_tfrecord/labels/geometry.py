@@ -44,6 +44,7 @@ __all__ = [
     "identity_transform",
     "orient",
     "pixel_transform",
+    "placed_label_image",
     "rasterize_mask",
     "resample",
     "transform_mask",
@@ -275,6 +276,23 @@ def orient(image: Image.Image, orientation: int) -> Image.Image:
     """The picture made upright: the transpose `ImageOps.exif_transpose` makes for the tag."""
     method = ORIENTATION_TRANSPOSE.get(orientation)
     return image if method is None else image.transpose(method)
+
+
+def placed_label_image(image: Image.Image, transform: PixelTransform, fill: int) -> Image.Image:
+    """A label image the picture's size (class ids, segment ids) in the stored picture's frame or
+    the upright one, told by its size, moved as the picture was by the nearest neighbour (a value
+    never blends into another), a pad's margins `fill`. ValueError naming both sizes when its size
+    fits neither frame (the caller's reject reason says whose)."""
+    width, height = image.size
+    stored = (transform.stored_width, transform.stored_height)
+    if (width, height) == stored:
+        image = orient(image, transform.orientation)
+    elif (width, height) != transform.upright_size:
+        upright = "" if transform.orientation == 1 else " ({}x{} upright)".format(*transform.upright_size)
+        raise ValueError(f"is {width}x{height}; the picture is {stored[0]}x{stored[1]}{upright}")
+    if transform.resamples:
+        image = resample(image, transform, Image.Resampling.NEAREST, fill)
+    return image
 
 
 def resample(

@@ -58,7 +58,7 @@ from beam_tfrecord.labels.base import (
     TfTargetPair,
 )
 from beam_tfrecord.labels.drawing import MASK_OPACITY, Sheet
-from beam_tfrecord.labels.geometry import PixelTransform, encode_mask_png, orient, resample
+from beam_tfrecord.labels.geometry import PixelTransform, encode_mask_png, placed_label_image
 from beam_tfrecord.labels.objects.reading import decode_masks, detection_target
 from beam_tfrecord.reasons import Reject
 
@@ -210,21 +210,11 @@ PanopticFacts: TypeAlias = tuple[tuple[tuple[int, str, bool, int, int], ...], in
 
 
 def _placed_ids(ids: np.ndarray, transform: PixelTransform, name: str) -> np.ndarray:
-    """Segment ids in the stored picture's frame or the upright one (told by their size), moved
-    as the picture was by nearest neighbour, a pad's margins void (0)."""
-    height, width = ids.shape
-    stored = (transform.stored_width, transform.stored_height)
-    image = Image.fromarray(ids.astype(np.int32), mode="I")
-    if (width, height) == stored:
-        image = orient(image, transform.orientation)
-    elif (width, height) != transform.upright_size:
-        upright = "" if transform.orientation == 1 else " ({}x{} upright)".format(*transform.upright_size)
-        raise Reject(
-            reasons.PANOPTIC_SIZE_MISMATCH,
-            f"{name} is {width}x{height}; the picture is {stored[0]}x{stored[1]}{upright}",
-        )
-    if transform.resamples:
-        image = resample(image, transform, Image.Resampling.NEAREST, 0)
+    """Segment ids moved as the picture was (`geometry.placed_label_image`), a pad's margins void."""
+    try:
+        image = placed_label_image(Image.fromarray(ids.astype(np.int32), mode="I"), transform, 0)
+    except ValueError as error:
+        raise Reject(reasons.PANOPTIC_SIZE_MISMATCH, f"{name} {error}") from None
     return np.asarray(image).astype(np.int64)
 
 
