@@ -176,13 +176,12 @@ def _above_input(files: Sequence[InputFile], suffixes: tuple[str, ...]) -> str |
     for folder in parents(input_base(files))[:2]:
         if not folder.strip("/"):
             continue
-        for suffix in suffixes:
-            for found in listed_under(join(folder, "*" + suffix)):
-                name = found.relpath
-                for fmt in reading("detection"):
-                    if "/" not in name and fmt.kept_above(name):
-                        above = f"pictures whose {fmt.title} annotations are above it ({found.path})"
-                        return f"{above}: pass --annotations {fmt.name}"
+        for found in listed_under(join(folder, "*"), suffixes):  # one listing a folder
+            name = found.relpath
+            for fmt in reading("detection"):
+                if "/" not in name and fmt.kept_above(name):
+                    above = f"pictures whose {fmt.title} annotations are above it ({found.path})"
+                    return f"{above}: pass --annotations {fmt.name}"
     return None
 
 
