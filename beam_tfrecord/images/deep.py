@@ -1,0 +1,59 @@
+"""A picture read at its full depth: the source's own sample type and every band, never scaled.
+
+Pillow reads what JPEG and PNG hold at 8 bits; the formats of microscopes, satellites and
+scanners hold 16-bit, float and many-band samples, stacks of pages and frames. Their readers
+(`images.tiff` for TIFF and GeoTIFF through tifffile, `images.dicom` for DICOM through pydicom)
+give a `DeepPicture`; how it is stored and read back is `images.pixels`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["DeepPicture", "Fact"]
+
+# A fact of the source kept beside its pixels (a DICOM's modality, a GeoTIFF's transform).
+Fact = str | int | float | tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class DeepPicture:
+    """What a full-depth reader gives.
+
+    Args:
+      pixels: [H, W, C] (one page or frame) or [D, H, W, C] (a stack of D pages or frames), in
+        the source's sample type, native byte order, C-contiguous. A complex sample is two float
+        bands (real, imaginary); a band count of 1 is kept as C = 1.
+      source_format: what the file is, as rejects and the summary name it (`TIFF`, `DICOM`).
+      facts: what the source says of its pixels that a reader needs to use them, by the names
+        `images.pixels.FACT_KEYS` stores them under (a DICOM's `rescale_slope`, a GeoTIFF's
+        `geo_transform`); absent where the source is silent.
+    """
+
+    pixels: np.ndarray
+    source_format: str
+    facts: Mapping[str, Fact] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.pixels.ndim not in (3, 4):
+            raise ValueError(f"pixels must be [H, W, C] or [D, H, W, C], not {self.pixels.shape}")
+
+    @property
+    def stacked(self) -> bool:
+        """Several pages or frames, [D, H, W, C]."""
+        return self.pixels.ndim == 4
+
+    @property
+    def height(self) -> int:
+        return int(self.pixels.shape[-3])
+
+    @property
+    def width(self) -> int:
+        return int(self.pixels.shape[-2])
+
+    @property
+    def bands(self) -> int:
+        return int(self.pixels.shape[-1])
