@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
     from beam_tfrecord.plan.source_config import SourceConfig
     from beam_tfrecord.plan.staging import StagedPlan
-    from beam_tfrecord.read.examples import decode_image, iter_examples
+    from beam_tfrecord.read.examples import decode_image, decode_pixels, iter_examples
     from beam_tfrecord.read.files import class_names
     from beam_tfrecord.read.pytorch import TorchImageArray, TorchImages, detection_collate
     from beam_tfrecord.read.random_access import RecordArray, record_parser
@@ -62,6 +62,7 @@ _EXPORTS = {
     "load_dataset": "read.tf_data",
     "iter_examples": "read.examples",
     "decode_image": "read.examples",
+    "decode_pixels": "read.examples",
     "TorchImages": "read.pytorch",
     "TorchImageArray": "read.pytorch",
     "detection_collate": "read.pytorch",
@@ -114,6 +115,7 @@ __all__ = [
     "class_names",
     "complete_shards",
     "decode_image",
+    "decode_pixels",
     "detection_collate",
     "iter_examples",
     "load_dataset",

@@ -27,6 +27,7 @@ import numpy as np
 
 from beam_tfrecord import tasks
 from beam_tfrecord.edges import ByKind, Json, JsonObject
+from beam_tfrecord.keys import FACTS, PixelLayout
 
 __all__ = [
     "ChangeLine",
@@ -36,6 +37,7 @@ __all__ = [
     "DroppedObjectLine",
     "DuplicateGroup",
     "Extras",
+    "Fact",
     "FinalShard",
     "ImageAnnotations",
     "Mask",
@@ -50,6 +52,7 @@ __all__ = [
     "ShardKey",
     "ShardTask",
     "StoredObject",
+    "StoredPixels",
     "WrittenShard",
     "mask_from_row",
     "mask_row",
@@ -493,6 +496,25 @@ class DroppedObjectLine:
         return cls(**json.loads(text))
 
 
+# A fact of a full-depth source kept beside its pixels (a DICOM's modality, a GeoTIFF's transform).
+Fact: TypeAlias = str | int | float | tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class StoredPixels:
+    """What a record holds of a picture past 8 bits beside its encoded bytes (images.pixels)."""
+
+    dtype: str  # NumPy's name
+    shape: tuple[int, ...]  # [H, W, C] or [D, H, W, C]
+    array: bool  # the samples are an array (`image/array/value`), not a 16-bit PNG
+    facts: Mapping[str, Fact] = field(default_factory=dict)
+
+    @property
+    def layout(self) -> PixelLayout:
+        facts = tuple(name for name in FACTS if name in self.facts)
+        return PixelLayout(self.dtype, self.shape[-1], self.array, len(self.shape) == 4, facts)
+
+
 @dataclass(frozen=True)
 class RecordFields:
     """Everything one record holds, independent of the schema's key names."""
@@ -515,6 +537,7 @@ class RecordFields:
     # class's id and name are `label` and `label_text` above.
     labels: ByKind = field(default_factory=dict)
     groups: tuple[str, ...] = ()
+    depth: StoredPixels | None = None  # a picture past 8 bits (images.pixels); None: 8-bit
 
 
 _NO_FACTS: ByKind = {}  # shared, never written to
@@ -548,6 +571,7 @@ class ConvertedRecord(NamedTuple):
     # (`labels.base.Placed.facts`: small, no pixels), and the lines of what it left out.
     facts: ByKind = _NO_FACTS
     dropped: tuple[DroppedObjectLine, ...] = ()
+    depth: str = ""  # a picture past 8 bits: its `PixelLayout.token`; "" for 8-bit
 
     @property
     def split(self) -> str:

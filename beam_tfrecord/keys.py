@@ -29,11 +29,13 @@ from typing import Literal, TypedDict, get_args
 
 __all__ = [
     "COLUMN_TYPES",
+    "FACTS",
     "SCHEMAS",
     "TABLES",
     "ColumnType",
     "FeatureLayout",
     "KeyTable",
+    "PixelLayout",
     "RecordKey",
     "RecordLayout",
     "extra_key",
@@ -50,7 +52,7 @@ DType = Literal["bytes", "int64", "float32"]
 # leaf and the folder of `image/features/shape`, so a feature run's output is read with
 # load_dataset or iter_examples, not through TFDS.
 TfdsFeature = Literal[
-    "image", "text", "scalar", "class_label", "object_class_label", "mask", "class_mask", "none"
+    "image", "array", "text", "scalar", "class_label", "object_class_label", "mask", "class_mask", "none"
 ]
 # A manifest column's type, as `extra_columns` names it (`caption,score:float,tags:str_list`): the
 # planner parses values as it (plan.columns), records store them by it, summary.json names it.
@@ -110,6 +112,13 @@ class KeyTable:
     # The groups whose keys no manifest column may take (a detection run's); a segmentation,
     # keypoints or captions run takes no manifest, so its keys stay free for another run's column.
     reserved_groups: tuple[str, ...] = ("objects", "object_masks")
+    # A picture past 8 bits (`PixelLayout`): its sample type's name, and, for one stored as an
+    # array rather than a PNG, the zlib-compressed samples and their shape. The array keys are
+    # TFDS's `Tensor(encoding="zlib")` serialized keys (`NAME/value`, `NAME/shape`), so TFDS reads
+    # them as they are.
+    pixel_dtype: RecordKey | None = None
+    pixel_array: tuple[RecordKey, ...] = ()
+    facts_prefix: str = ""  # a source's fact NAME (FACTS) is stored under facts_prefix + NAME
 
 
 class _TextFields(TypedDict):
@@ -135,6 +144,12 @@ TABLES: dict[str, KeyTable] = {
         ),
         label=RecordKey("label", "image/class/label", "int64", tfds="class_label"),
         label_text=RecordKey("label_text", "image/class/text", **_TEXT),
+        pixel_dtype=RecordKey("dtype", "image/dtype", **_TEXT),
+        pixel_array=(
+            RecordKey("array", "image/array/value", "bytes", tfds="array"),
+            RecordKey("array_shape", "image/array/shape", "int64", ragged=True, tfds="none"),
+        ),
+        facts_prefix="image/source/",
         extra_prefix="image/meta/",
         features="image/features",
         features_float16="image/features/float16",
@@ -193,6 +208,12 @@ TABLES: dict[str, KeyTable] = {
         ),
         label=RecordKey("label", "label", "int64", tfds="class_label"),
         label_text=None,
+        pixel_dtype=RecordKey("dtype", "dtype", **_TEXT),
+        pixel_array=(
+            RecordKey("array", "image_array", "bytes", tfds="none"),
+            RecordKey("array_shape", "image_shape", "int64", ragged=True, tfds="none"),
+        ),
+        facts_prefix="source_",
         extra_prefix="",
         features="features",
         features_float16="features_float16",
@@ -217,6 +238,61 @@ class FeatureLayout:
     image: bool = True  # False when the run dropped the encoded image (features_only)
 
 
+# What a full-depth source says of its pixels that a reader needs to use them
+# (`images.deep.DeepPicture.facts`), and how each is stored: a DICOM's, a GeoTIFF's.
+FACTS: dict[str, RecordKey] = {
+    fact.name: fact
+    for fact in (
+        RecordKey("modality", "modality", **_TEXT),
+        RecordKey("photometric_interpretation", "photometric_interpretation", **_TEXT),
+        RecordKey("rescale_slope", "rescale_slope", "float32"),
+        RecordKey("rescale_intercept", "rescale_intercept", "float32"),
+        RecordKey("transfer_syntax", "transfer_syntax", **_TEXT),
+        RecordKey("bits_stored", "bits_stored", "int64"),
+        # GDAL's six numbers, as text (`repr` of each, comma-separated): a float32 list would move
+        # a UTM origin by up to half a metre.
+        RecordKey("geo_transform", "geo_transform", **_TEXT),
+        RecordKey("crs", "crs", **_TEXT),
+    )
+}
+
+
+@dataclass(frozen=True)
+class PixelLayout:
+    """How a picture past 8 bits is stored (absent from the layout of an 8-bit picture, whose
+    record is as it always was).
+
+    Args:
+      dtype: the samples' type, NumPy's name (`uint16`, `float32`, `int16`, ...).
+      bands: the band count.
+      array: True when the samples are stored as an array (`image/array/value`, zlib'd, with
+        `image/array/shape`): float, signed, many-band and stacked pictures; False for a 16-bit
+        PNG in `image/encoded` (unsigned 16-bit, 1 to 4 bands).
+      stacked: the array is [D, H, W, C], pages or frames.
+      facts: the `FACTS` the records hold, in `FACTS`' order.
+    """
+
+    dtype: str
+    bands: int
+    array: bool
+    stacked: bool = False
+    facts: tuple[str, ...] = ()
+
+    @property
+    def token(self) -> str:
+        """How summary.json counts records of this layout (`uint16 x1 png`, `float32 x13 array
+        stack +crs,geo_transform`); `from_token` reads it back."""
+        text = f"{self.dtype} x{self.bands} {'array' if self.array else 'png'}"
+        text += " stack" if self.stacked else ""
+        return text + (f" +{','.join(self.facts)}" if self.facts else "")
+
+    @classmethod
+    def from_token(cls, token: str) -> PixelLayout:
+        parts = token.split(" ")
+        facts = tuple(parts.pop()[1:].split(",")) if parts[-1].startswith("+") else ()
+        return cls(parts[0], int(parts[1][1:]), parts[2] == "array", "stack" in parts[3:], facts)
+
+
 @dataclass(frozen=True)
 class RecordLayout:
     """Which keys a run's records hold: everything a reader needs besides the key tables.
@@ -230,6 +306,7 @@ class RecordLayout:
       features: the feature model's output, when the run has one.
       groups: the key groups (`KeyTable.groups`) the run's kinds of label store beyond the
         class's, in the order a record holds them.
+      pixels: how a picture past 8 bits is stored; None for 8-bit pictures.
     """
 
     schema: str = "tfds"
@@ -238,6 +315,7 @@ class RecordLayout:
     extra_columns: tuple[tuple[str, str], ...] = ()
     features: FeatureLayout | None = None
     groups: tuple[str, ...] = ()
+    depth: PixelLayout | None = None
 
     def __post_init__(self) -> None:
         held = table(self.schema).groups
@@ -267,7 +345,15 @@ def extra_key(schema: str, name: str) -> str:
 def record_keys(layout: RecordLayout) -> tuple[RecordKey, ...]:
     """Every key a record of `layout` holds, in the table's order (cached: the writer asks per record)."""
     keys = table(layout.schema)
-    found = [key for key in keys.image if key.name != "image" or layout.has_image]
+    pixels = layout.depth
+    stored_array = pixels is not None and pixels.array
+    found = [key for key in keys.image if key.name != "image" or (layout.has_image and not stored_array)]
+    if pixels is not None and layout.has_image:
+        assert keys.pixel_dtype is not None
+        found.append(keys.pixel_dtype)
+        if pixels.array:
+            found += keys.pixel_array
+        found += [replace(FACTS[name], key=keys.facts_prefix + FACTS[name].key) for name in pixels.facts]
     if layout.labeled:
         found.append(replace(keys.label, ragged=layout.multi_label))
         if keys.label_text is not None:
@@ -329,6 +415,8 @@ def _fixed(keys: KeyTable, with_tasks: bool = True) -> list[RecordKey]:
     `with_tasks`: every group's, else only those a manifest column may not share
     (`KeyTable.reserved_groups`)."""
     found = [*keys.image, keys.label, *((keys.label_text,) if keys.label_text else ())]
+    found += [*((keys.pixel_dtype,) if keys.pixel_dtype else ()), *keys.pixel_array]
+    found += [replace(fact, key=keys.facts_prefix + fact.key) for fact in FACTS.values()]
     for name, group in keys.groups.items():
         if with_tasks or name in keys.reserved_groups:
             found += group

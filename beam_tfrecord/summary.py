@@ -31,7 +31,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecord import tasks
 from beam_tfrecord.config_base import Config, ConfigError, declared
 from beam_tfrecord.edges import Json, JsonObject
-from beam_tfrecord.keys import ColumnType, FeatureLayout, RecordLayout
+from beam_tfrecord.keys import FACTS, ColumnType, FeatureLayout, PixelLayout, RecordLayout
 from beam_tfrecord.labels import KINDS, Section
 from beam_tfrecord.labels.base import fields_from, plain
 from beam_tfrecord.names import DUPLICATES_FILE, SUMMARY_FILE, TFRECORD, ShardFormat
@@ -43,6 +43,7 @@ __all__ = [
     "FeatureSummary",
     "GroupSummary",
     "HistoryEntry",
+    "MixedPixels",
     "OptionsSummary",
     "Resumed",
     "RunSummary",
@@ -62,6 +63,21 @@ DIGEST_METHOD = "sum of sha256(serialized record) mod 2**256: independent of rec
 
 class SummaryError(ValueError):
     """A file that is not a summary.json this project can read."""
+
+
+# Summary's fields written only where a run has them.
+_ABSENT_WHEN_NONE = ("features", "resumed", "tfds_metadata", "history", "full_depth")
+
+
+class MixedPixels(ValueError):
+    """A run whose records hold pictures of several kinds (8-bit and 16-bit, or 16-bit and
+    float): no one parse spec, TFDS feature or tensor type reads them all."""
+
+    def __init__(self, mix: str) -> None:
+        super().__init__(
+            f"the records hold pictures of several kinds ({mix}): readers need one; read them one "
+            "by one with iter_examples, or convert again with --bit_depth 8 (or each kind apart)"
+        )
 
 
 @dataclass
@@ -260,6 +276,9 @@ class Summary:
     source_formats: dict[str, int] = field(default_factory=dict)
     image_height: SizeRange | None = None
     image_width: SizeRange | None = None
+    # Records of pictures kept past 8 bits, by `keys.PixelLayout.token` (`uint16 x1 png`);
+    # absent from a run of 8-bit pictures.
+    full_depth: dict[str, int] | None = None
     manifest_rows_without_file: int = 0
     manifest_rows_without_file_sample: list[str] = field(default_factory=list)
     manifest_rows_without_file_list: str | None = None
@@ -318,8 +337,10 @@ class Summary:
         default task's (a classification run's class)."""
         return tuple(self.sections) or tasks.task(tasks.DEFAULT).kinds
 
-    def record_layout(self) -> RecordLayout:
-        """Which keys the run's records hold (see beam_tfrecord.keys)."""
+    def record_layout(self, with_pixels: bool = True) -> RecordLayout:
+        """Which keys the run's records hold (see beam_tfrecord.keys); raises `MixedPixels` for
+        a run of several kinds of pictures, unless `with_pixels` is False (the keys of 8-bit
+        records, for a reader that reads each record's own pixel keys)."""
         features = None
         if self.features is not None:
             shape = tuple(self.features.shape or ())
@@ -332,7 +353,30 @@ class Summary:
         groups = tuple(
             g for name, section in self.sections.items() for g in KINDS[name].section_groups(section)
         )
-        return RecordLayout(self.schema, labeled, multi, columns, features, groups)
+        pixels = self.pixel_layout() if with_pixels else None
+        return RecordLayout(self.schema, labeled, multi, columns, features, groups, pixels)
+
+    def pixel_layout(self) -> PixelLayout | None:
+        """How the run's pictures past 8 bits are stored: None for a run of 8-bit pictures;
+        `MixedPixels` where its records hold pictures of several kinds (8-bit among them), which
+        no one parse spec, TFDS feature or tensor type reads."""
+        if not self.full_depth:
+            return None
+        found = [PixelLayout.from_token(token) for token in self.full_depth]
+        kinds = {(p.dtype, p.bands if p.array else 0, p.array, p.stacked) for p in found}
+        if len(kinds) > 1 or sum(self.full_depth.values()) < self.records:
+            raise MixedPixels(self.pixel_mix())
+        # One kind; the facts are those any record holds (a record silent on one reads its default).
+        facts = {name for p in found for name in p.facts}
+        bands = max(p.bands for p in found)
+        return dataclasses.replace(found[0], bands=bands, facts=tuple(n for n in FACTS if n in facts))
+
+    def pixel_mix(self) -> str:
+        """The kinds of pictures the records hold, for a message: `8-bit: 3, uint16 x1 png: 70`."""
+        counts = dict(self.full_depth or {})
+        eight = self.records - sum(counts.values())
+        found = ([f"8-bit: {eight}"] if eight else []) + [f"{token}: {n}" for token, n in counts.items()]
+        return ", ".join(found)
 
     def shard_files(self) -> dict[str, list[str]]:
         """Split -> its shard file names."""
@@ -349,7 +393,7 @@ class Summary:
                 data[item.name] = value.to_json()
             elif item.name == "sections":
                 data.update({KINDS[name].section_key: section.to_json() for name, section in value.items()})
-            elif (item.name in ("features", "resumed", "tfds_metadata", "history") and value is None) or (
+            elif (item.name in _ABSENT_WHEN_NONE and value is None) or (
                 item.name == "in_two_splits" and not value  # only an --overlapping_splits run's
             ):
                 continue
@@ -384,6 +428,7 @@ class Summary:
                 values[name] = SizeRange(**data[name]) if data.get(name) else None
             if data.get("features"):
                 values["features"] = FeatureSummary.from_json(data["features"])
+            values["full_depth"] = dict(data["full_depth"]) if data.get("full_depth") else None
             values["sections"] = {
                 kind.name: kind.section_type.from_json(data[kind.section_key])
                 for kind in KINDS.values()

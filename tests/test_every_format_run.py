@@ -26,6 +26,8 @@ BIG = 3_000_000  # bytes of a file over --max_file_mb 2 (the largest picture, th
 
 
 def test_every_format_in_one_run(tmp_path, capsys):
+    """Every format at 8 bits, as a run of photographs takes them (`--bit_depth 8`: the default
+    keeps the float SPIDER and the multi-page TIFF whole, tests/test_full_depth.py)."""
     tree = {f"gallery/{name}": data for name, data in imagegen.every_format().items()}
     tree |= {f"odd/{name}": data for name, data in imagegen.chatty_tiffs().items()}
     tree |= {
@@ -35,7 +37,7 @@ def test_every_format_in_one_run(tmp_path, capsys):
     }
     imagegen.write_tree(tmp_path / "in", tree)
     out = tmp_path / "out"
-    assert convert(tmp_path / "in", out, "--label_source", "none", "--max_file_mb", "2") == 0
+    assert convert(tmp_path / "in", out, "--label_source", "none", "--max_file_mb", "2", "--bit_depth", "8") == 0
 
     records = read_records(out, "train", labeled=False)  # every image decoded by TensorFlow
     written = {r["image/filename"].decode() for r in records}

@@ -20,6 +20,7 @@ from PIL import Image
 from beam_tfrecord import reasons
 from beam_tfrecord.images import formats, modes
 from beam_tfrecord.images.normalize import Reject, encode_for_tensorflow
+from beam_tfrecord.images.options import ImageConfig
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 REASONS_PAGE = (DOCS / "reasons.md").read_text(encoding="utf-8")
@@ -112,9 +113,15 @@ def source_pixels(data: bytes) -> np.ndarray:
     return pixels[..., None] if pixels.ndim == 2 else pixels
 
 
+# The formats whose samples are past 8 bits (SPIDER's float) or that hold several pages of one
+# shape: these tests read them at 8 bits, their first page, as `--bit_depth 8` does (the default
+# keeps them whole: tests/test_full_depth.py).
+EIGHT_BITS = ImageConfig(bit_depth="8")
+
+
 def outcome(name: str, data: bytes) -> str:
     try:
-        image = encode_for_tensorflow(data, name=name)
+        image = encode_for_tensorflow(data, EIGHT_BITS, name=name)
     except Reject as reject:
         assert reject.detail
         return reject.reason
@@ -149,7 +156,7 @@ def test_the_gallery_covers_every_format_pillow_writes():
 def test_every_format_becomes_a_record_with_the_source_pixels(name):
     data = FILES[name]
     stored, shape, changes = GOOD[name]
-    image = encode_for_tensorflow(data, name=name)
+    image = encode_for_tensorflow(data, EIGHT_BITS, name=name)
     assert (image.format, f"{image.height}x{image.width}x{image.channels}", image.changes) == (
         stored,
         shape,
@@ -219,7 +226,7 @@ def test_pillows_own_log_goes_into_the_detail_and_nowhere_else(caplog, capfd):
     no log handler sees it (the command's terminal, or the local runner's forwarded worker logs)."""
     data = imagegen.chatty_tiffs()["many_samples.tif"]  # (saving TIFFs logs at DEBUG too)
     with caplog.at_level(logging.DEBUG), pytest.raises(Reject) as raised:
-        encode_for_tensorflow(data)
+        encode_for_tensorflow(data, EIGHT_BITS)
     assert raised.value.reason == "corrupt"
     assert "More samples per pixel than can be decoded: 303169682" in raised.value.detail
     assert [r.getMessage() for r in caplog.records if r.name.startswith("PIL")] == []

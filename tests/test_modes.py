@@ -1,6 +1,7 @@
 """Odd pixel modes become 8-bit L or RGB by the documented mapping: scaled, never clipped.
 Each case is a real file (TIFF or PNG, as scanners and microscopes write them) converted
-through `encode_for_tensorflow` and read back with TensorFlow."""
+through `encode_for_tensorflow` with `--bit_depth 8` (the default keeps 16-bit and float
+samples as they are: tests/test_full_depth.py) and read back with TensorFlow."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ import tensorflow as tf
 from PIL import Image, ImageCms
 
 from beam_tfrecord.images.normalize import encode_for_tensorflow
+from beam_tfrecord.images.options import ImageConfig
+
+EIGHT_BITS = ImageConfig(bit_depth="8")
 
 
 def stored(data: bytes, name: str = "x.tif"):
-    image = encode_for_tensorflow(data, name=name)
+    image = encode_for_tensorflow(data, EIGHT_BITS, name=name)
     pixels = tf.io.decode_image(image.data, expand_animations=False).numpy()
     return image, pixels
 

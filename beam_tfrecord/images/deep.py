@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["DeepPicture", "Fact"]
+from beam_tfrecord.elements import Fact
 
-# A fact of the source kept beside its pixels (a DICOM's modality, a GeoTIFF's transform).
-Fact = str | int | float | tuple[float, ...]
+__all__ = ["DeepPicture", "Fact"]
 
 
 @dataclass(frozen=True)
@@ -24,7 +23,7 @@ class DeepPicture:
     """What a full-depth reader gives.
 
     Args:
-      pixels: [H, W, C] (one page or frame) or [D, H, W, C] (a stack of D pages or frames), in
+      samples: [H, W, C] (one page or frame) or [D, H, W, C] (a stack of D pages or frames), in
         the source's sample type, native byte order, C-contiguous. A complex sample is two float
         bands (real, imaginary); a band count of 1 is kept as C = 1.
       source_format: what the file is, as rejects and the summary name it (`TIFF`, `DICOM`).
@@ -33,27 +32,27 @@ class DeepPicture:
         `geo_transform`); absent where the source is silent.
     """
 
-    pixels: np.ndarray
+    samples: np.ndarray
     source_format: str
     facts: Mapping[str, Fact] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.pixels.ndim not in (3, 4):
-            raise ValueError(f"pixels must be [H, W, C] or [D, H, W, C], not {self.pixels.shape}")
+        if self.samples.ndim not in (3, 4):
+            raise ValueError(f"pixels must be [H, W, C] or [D, H, W, C], not {self.samples.shape}")
 
     @property
     def stacked(self) -> bool:
         """Several pages or frames, [D, H, W, C]."""
-        return self.pixels.ndim == 4
+        return self.samples.ndim == 4
 
     @property
     def height(self) -> int:
-        return int(self.pixels.shape[-3])
+        return int(self.samples.shape[-3])
 
     @property
     def width(self) -> int:
-        return int(self.pixels.shape[-2])
+        return int(self.samples.shape[-2])
 
     @property
     def bands(self) -> int:
-        return int(self.pixels.shape[-1])
+        return int(self.samples.shape[-1])

@@ -72,6 +72,7 @@ def prepare_input(
         extras=item.extras,
         labels={name: found.stored for name, found in placed.items()},
         groups=labels.groups,
+        depth=image.depth,
     )
     dropped = tuple(one for found in placed.values() for one in found.dropped)
     facts = {name: found.facts for name, found in placed.items()}

@@ -28,7 +28,7 @@ from PIL import Image, ImageCms
 
 from beam_tfrecord import reasons
 
-__all__ = ["KEPT_MODES", "mode_changes", "output_channels", "to_8bit_gray_or_rgb"]
+__all__ = ["KEPT_MODES", "mode_changes", "output_channels", "scale_to_8bit", "to_8bit_gray_or_rgb"]
 
 KEPT_MODES = ("L", "RGB")
 SIXTEEN_BIT_MODES = ("I;16", "I;16B", "I;16L", "I;16N")
@@ -71,7 +71,7 @@ def to_8bit_gray_or_rgb(image: Image.Image) -> Image.Image:
     if mode in SIXTEEN_BIT_MODES:
         return _gray_from_array(np.asarray(image, dtype=np.float64) * (255.0 / 65535.0))
     if mode in ("I", "F"):
-        return _gray_from_array(_scaled_to_8bit(np.asarray(image, dtype=np.float64), mode))
+        return _gray_from_array(scale_to_8bit(np.asarray(image, dtype=np.float64), mode))
     if mode == "1":
         return image.convert("L")
     if mode == "LAB":
@@ -83,8 +83,9 @@ def to_8bit_gray_or_rgb(image: Image.Image) -> Image.Image:
     return image.convert("RGB")
 
 
-def _scaled_to_8bit(values: np.ndarray, mode: str) -> np.ndarray:
-    """Scale a 32-bit integer or float plane into 0..255 without clipping any value."""
+def scale_to_8bit(values: np.ndarray, mode: str) -> np.ndarray:
+    """Scale a 32-bit integer (`I`) or float (`F`) plane into 0..255 without clipping any value
+    (the rule in the module docstring; a full-depth picture's `--bit_depth 8` takes it too)."""
     values = np.where(np.isnan(values), 0.0, values)
     finite = values[np.isfinite(values)]
     low = float(finite.min()) if finite.size else 0.0

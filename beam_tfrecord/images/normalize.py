@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
 
 from beam_tfrecord import compat, reasons
-from beam_tfrecord.images import formats, modes
+from beam_tfrecord.elements import StoredPixels
+from beam_tfrecord.images import depth, formats, modes, pixels
+from beam_tfrecord.images.deep import DeepPicture
 from beam_tfrecord.images.options import ImageConfig
 from beam_tfrecord.images.quiet import Captured, captured_stderr, pillow_log
 from beam_tfrecord.labels import geometry
@@ -56,6 +58,8 @@ class EncodedImage:
     # What was done to the stored picture's geometry (boxes and masks follow it); never None
     # from encode_for_tensorflow: the identity when the bytes are kept.
     transform: PixelTransform | None = None
+    # A picture kept past 8 bits (images.depth): its sample type, shape and source facts.
+    depth: StoredPixels | None = None
 
 
 def encode_for_tensorflow(
@@ -78,6 +82,9 @@ def encode_for_tensorflow(
 def _to_tensorflow(data: bytes, options: ImageConfig, name: str | None) -> EncodedImage:
     if not data:
         raise Reject(reasons.EMPTY, "the file has zero bytes")
+    deep = depth.full_depth_picture(data, options)
+    if deep is not None:
+        return _deep_image(deep, data, options, name)
     image = _open(data)
     source_format = "JPEG" if image.format == "MPO" else image.format
     assert source_format is not None  # what Image.open opens names its plugin's format
@@ -89,6 +96,8 @@ def _to_tensorflow(data: bytes, options: ImageConfig, name: str | None) -> Encod
         )
     if source_format == "PNG":
         _check_png_chunks(data)
+        if options.full_depth and depth.png16_bands(data) is not None:
+            return _deep_image(_png16_picture(data), data, options, name, keep=_orientation(image) == 1)
     ends = _check_jpeg_segments(data) if source_format == "JPEG" else True
     changes = _changes(data, image, source_format, ends, options)
     keep = not changes  # (a wrong extension alone, added below, keeps the bytes)
@@ -112,6 +121,10 @@ def _to_tensorflow(data: bytes, options: ImageConfig, name: str | None) -> Encod
         if draft_size:
             image.draft(image.mode, draft_size)
         _load(image, source_format)
+    if options.full_depth and image.mode in depth.PILLOW_DEEP_MODES:
+        found = depth.pillow_deep(image)
+        assert found is not None
+        return _deep_image(found, data, options, name)
     if name is not None and formats.wrong_extension(name, source_format) is not None:
         changes.append(reasons.WRONG_EXTENSION.code)
     ordered = tuple(code for code in reasons.codes("change") if code in changes)
@@ -142,6 +155,38 @@ def _to_tensorflow(data: bytes, options: ImageConfig, name: str | None) -> Encod
         mode=image.mode,
         changes=ordered,
         transform=transform,
+    )
+
+
+def _png16_picture(data: bytes) -> DeepPicture:
+    """A 16-bit PNG's samples (Pillow reads 16-bit RGB at 8 bits); a decoder error is a reject."""
+    try:
+        return DeepPicture(pixels.from_png16(data), "PNG")
+    except Exception as error:
+        raise _decoder_reject(error) from None
+
+
+def _deep_image(
+    picture: DeepPicture, data: bytes, options: ImageConfig, name: str | None, keep: bool = False
+) -> EncodedImage:
+    """A full-depth picture's stored image (images.depth): a 16-bit PNG's own bytes where
+    `keep` and nothing changes it, else a 16-bit PNG or an array; 8 bits with `--bit_depth 8`."""
+    stored, changes = depth.store_deep(picture, options, data if keep else None)
+    if name is not None and formats.wrong_extension(name, picture.source_format) is not None:
+        codes = {*changes, reasons.WRONG_EXTENSION.code}
+        changes = tuple(code for code in reasons.codes("change") if code in codes)
+    return EncodedImage(
+        data=stored.data,
+        format=stored.format,
+        height=stored.transform.height,
+        width=stored.transform.width,
+        channels=picture.bands,
+        source_format=picture.source_format,
+        reencoded=stored.data is not data,
+        mode=depth.describe(picture),
+        changes=changes,
+        transform=stored.transform,
+        depth=stored.depth,
     )
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from beam_tfrecord.config_base import Config, ConfigError, check_choice, documented, setting
 
 __all__ = [
+    "BIT_DEPTHS",
     "DEFAULT_MAX_FILE_MB",
     "DEFAULT_MAX_PIXELS",
     "IMAGE_FORMATS",
@@ -22,6 +23,7 @@ DEFAULT_MAX_PIXELS = 100_000_000
 # 1 GB holds any picture under the pixel limit at 8 bytes a pixel (16-bit RGBA, uncompressed).
 DEFAULT_MAX_FILE_MB = 1024.0
 IMAGE_FORMATS = ("original", "jpeg", "png")
+BIT_DEPTHS = ("full", "8")
 RESIZE_MODES = ("stretch", "crop", "pad")
 
 
@@ -86,6 +88,18 @@ class ImageConfig(Config):
         choices=(1, 3),
         help="force grayscale (1) or RGB (3); by default grayscale stays grayscale",
     )
+    bit_depth: str = setting(
+        "full",
+        details="`full` keeps 16-bit and float samples and every band as the source holds them (a 16-bit "
+        "PNG; float, many-band and stacked pictures as arrays: [scientific pictures](scientific.md)); `8` "
+        "scales them to 8-bit grayscale or RGB (`high_bit_depth` in changes.jsonl). 8-bit pictures are "
+        "stored the same either way",
+        group="images",
+        label="Bit depth",
+        record_default=False,
+        choices=BIT_DEPTHS,
+        help="full keeps 16-bit, float and many-band pictures as they are; 8 scales them to 8 bits",
+    )
     max_file_mb: float = setting(
         DEFAULT_MAX_FILE_MB,
         details="larger files are rejected `too_large` from their listed size, before they are read (each "
@@ -99,6 +113,7 @@ class ImageConfig(Config):
     def __post_init__(self) -> None:
         check_choice("image_format", self.image_format, IMAGE_FORMATS)
         check_choice("resize_mode", self.resize_mode, RESIZE_MODES)
+        check_choice("bit_depth", self.bit_depth, BIT_DEPTHS)
         check_choice("channels", self.channels, (None, 1, 3))
         if not 1 <= self.jpeg_quality <= 100:
             raise ConfigError("jpeg_quality", "must be in 1..100")
@@ -108,6 +123,11 @@ class ImageConfig(Config):
             raise ConfigError("max_file_mb", "must be positive")
         if self.resize is not None and (len(self.resize) != 2 or min(self.resize) < 1):
             raise ConfigError("resize", f"must be a positive (width, height), not {self.resize!r}")
+
+    @property
+    def full_depth(self) -> bool:
+        """Keep samples past 8 bits and bands past RGB as the source holds them."""
+        return self.bit_depth == "full"
 
     @property
     def max_file_bytes(self) -> int:

@@ -22,6 +22,7 @@ from beam_tfrecord.summary import GroupSummary, HistoryEntry, SizeRange, SplitSu
 from beam_tfrecord.write.summary import (
     copy_warnings,
     duplicate_counts,
+    pixel_warnings,
     recorded_again,
     share_and_class_warnings,
 )
@@ -52,6 +53,7 @@ def _recounted(text: str) -> bool:
         or "objects were annotated," in text
         or "pictures are in none of the declared splits" in text
         or "annotations changed since they were converted" in text
+        or text.startswith("the records hold pictures of several kinds")
     )
 
 
@@ -83,7 +85,7 @@ def _warnings(summary: Summary, earlier: Iterable[str], recounted: Iterable[str]
         )
     for section in summary.sections.values():
         found += section.warnings()
-    return found
+    return found + pixel_warnings(summary)
 
 
 def _is_manifest_warning(text: str) -> bool:
@@ -221,6 +223,7 @@ def merged_summary(
         source_formats=_sum_dicts(old.source_formats, new.source_formats),
         image_height=_size_range(old.image_height, new.image_height, old.records, new.records),
         image_width=_size_range(old.image_width, new.image_width, old.records, new.records),
+        full_depth=_sum_dicts(old.full_depth or {}, new.full_depth or {}) or None,
         run=new.run,
         resumed=new.resumed,
         # The first run's settings as this version records them (an earlier version's record

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 import numpy as np
 
 from beam_tfrecord.edges import FeatureValue, ParsedRecord, ProtoMessage
-from beam_tfrecord.keys import record_keys
+from beam_tfrecord.images import pixels as stored_pixels
+from beam_tfrecord.keys import FACTS, record_keys, table
 from beam_tfrecord.labels import kinds as label_kinds
 from beam_tfrecord.labels.class_mask import decode_class_mask
 from beam_tfrecord.labels.objects.reading import DETECTION_KEYS
@@ -27,6 +28,7 @@ __all__ = [
     "SEGMENTATION_KEYS",
     "decode_class_mask",
     "decode_image",
+    "decode_pixels",
     "iter_examples",
     "record_to_dict",
 ]
@@ -47,6 +49,11 @@ KEYS = (
     "label_text",
     "features",
 )
+# A record of a picture past 8 bits adds `dtype` (its samples' type) and `pixels`: the samples as
+# a NumPy array, [height, width, bands] or [pages, height, width, bands], in that type; `image`
+# stays the stored bytes (a 16-bit PNG, or the zlib'd array). A GeoTIFF's or DICOM's facts come
+# under their names (`crs`, `rescale_slope`, ...).
+PIXEL_KEYS = ("dtype", "pixels")
 # A segmentation record's class ids as a NumPy array: uint8 [height, width] (the ignore value
 # where nothing is labelled); `mask_png` keeps the stored PNG bytes.
 SEGMENTATION_KEYS = ("mask", "mask_png")
@@ -81,6 +88,7 @@ def record_to_dict(serialized: bytes, files: SplitFiles) -> ParsedRecord:
             result[key.name] = np.asarray(values, dtype=np.float32 if key.dtype == "float32" else np.int64)
         else:
             result[key.name] = values[0] if values else None
+    _full_depth(stored, result, layout.schema)
     features = layout.features
     if features is not None:
         if features.dtype == "float16":
@@ -93,6 +101,45 @@ def record_to_dict(serialized: bytes, files: SplitFiles) -> ParsedRecord:
     for kind in label_kinds(files.kinds):  # boxes as arrays, masks decoded
         kind.numpy_fields(result, layout)
     return result
+
+
+def _full_depth(stored: ProtoMessage, result: ParsedRecord, schema: str) -> None:
+    """A picture past 8 bits, read from its own record's keys (a run may mix kinds): `dtype`,
+    `pixels` and the source's facts into `result` (`PIXEL_KEYS`); nothing for an 8-bit one."""
+    keys = table(schema)
+    assert keys.pixel_dtype is not None
+    if keys.pixel_dtype.key not in stored:
+        return
+    dtype = _values(stored[keys.pixel_dtype.key])[0].decode("utf-8")
+    value, shape = keys.pixel_array
+    if value.key in stored:
+        raw = _values(stored[value.key])[0]
+        pixels = stored_pixels.from_array_bytes(raw, dtype, tuple(_values(stored[shape.key])))
+        result.pop(value.name, None)
+        result.pop(shape.name, None)
+        result["image"] = raw
+    else:
+        pixels = stored_pixels.from_png16(result["image"])
+    result["dtype"], result["pixels"] = dtype, pixels
+    for fact in FACTS.values():
+        key = keys.facts_prefix + fact.key
+        if key in stored:
+            found = _values(stored[key])[0]
+            result[fact.name] = found.decode("utf-8") if isinstance(found, bytes) else found
+
+
+def decode_pixels(
+    record: ParsedRecord, channels: int = 3, image_size: tuple[int, int] | None = None
+) -> np.ndarray:
+    """A record's picture as NumPy: a picture past 8 bits in its own type and bands (its
+    `pixels`, resized bilinearly in that type to `image_size=(height, width)` when given), an
+    8-bit one as `decode_image` gives it."""
+    if "pixels" not in record:
+        return decode_image(record["image"], channels, image_size)
+    pixels: np.ndarray = record["pixels"]
+    if image_size is None:
+        return np.array(pixels)  # a copy torch may write to
+    return stored_pixels.resized(pixels, image_size)
 
 
 def decode_image(encoded: bytes, channels: int = 3, image_size: tuple[int, int] | None = None) -> np.ndarray:

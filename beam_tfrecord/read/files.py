@@ -16,13 +16,13 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import tasks
-from beam_tfrecord.keys import FeatureLayout, RecordLayout
+from beam_tfrecord.keys import FeatureLayout, PixelLayout, RecordLayout
 from beam_tfrecord.labels import AnyKind, ReadContext, Section
 from beam_tfrecord.labels import kinds as label_kinds
 from beam_tfrecord.names import index_path, is_array_record
 from beam_tfrecord.output import outputs
 from beam_tfrecord.plan.columns import ExtraColumn
-from beam_tfrecord.summary import SizeRange, Summary
+from beam_tfrecord.summary import MixedPixels, SizeRange, Summary
 from beam_tfrecord.write import array_record_files
 from beam_tfrecord.write.tfrecord_files import FramingError, iter_records, parse_index
 
@@ -64,6 +64,10 @@ class SplitFiles:
     groups: tuple[str, ...] = ()
     sections: Mapping[str, Section] = field(default_factory=dict)
     file_format: str = "tfrecord"  # or "array_record": random access, read through its package
+    # How the run's pictures past 8 bits are stored (keys.PixelLayout); None for 8-bit pictures,
+    # and for a run of several kinds, which `mixed_pixels` then names (summary.MixedPixels).
+    depth: PixelLayout | None = None
+    mixed_pixels: str | None = None
 
     @property
     def random_access(self) -> bool:
@@ -113,7 +117,14 @@ class SplitFiles:
     def layout(self) -> RecordLayout:
         """Which keys the split's records hold (see `beam_tfrecord.keys`)."""
         columns = tuple((c.name, c.type) for c in self.extra_columns)
-        return RecordLayout(self.schema, self.labeled, self.multi_label, columns, self.features, self.groups)
+        return RecordLayout(
+            self.schema, self.labeled, self.multi_label, columns, self.features, self.groups, self.depth
+        )
+
+    def check_one_kind_of_picture(self) -> None:
+        """A reader that gives one tensor type cannot read a run of several kinds of pictures."""
+        if self.mixed_pixels is not None:
+            raise MixedPixels(self.mixed_pixels)
 
 
 def _range(stats: SizeRange | None) -> tuple[int, int] | None:
@@ -130,7 +141,11 @@ def split_files(output_dir: str, split: str = "train", summary: Summary | None =
         raise ValueError(f"{output_dir} has no split {split!r}; it has {sorted(summary.splits)}")
     info = summary.splits[split]
     paths = [FileSystems.join(output_dir, name) for name in sorted(info.files)]
-    layout = summary.record_layout()
+    layout = summary.record_layout(with_pixels=False)
+    try:
+        pixels, mixed = summary.pixel_layout(), None
+    except MixedPixels:
+        pixels, mixed = None, summary.pixel_mix()
     return SplitFiles(
         schema=layout.schema,
         labeled=layout.labeled,
@@ -149,6 +164,8 @@ def split_files(output_dir: str, split: str = "train", summary: Summary | None =
         groups=layout.groups,
         sections=summary.sections,
         file_format=summary.shard_format.file_format,
+        depth=pixels,
+        mixed_pixels=mixed,
     )
 
 

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from beam_tfrecord.edges import ParsedRecord, TorchValue
 from beam_tfrecord.labels import AnyKind
 from beam_tfrecord.labels import kind as label_kind
-from beam_tfrecord.read.examples import decode_image, iter_examples
+from beam_tfrecord.read.examples import decode_pixels, iter_examples
 from beam_tfrecord.read.files import split_files, worker_shard
 from beam_tfrecord.read.random_access import RecordArray
 
@@ -151,6 +152,11 @@ class TorchImageArray(_MapBase):
         return _item(record, self.target, self.channels, self.image_size, self.transform)
 
 
+def _channels_first(image: Any) -> Any:
+    """[C, H, W] from [H, W, C]; a stack's [D, H, W, C] as [C, D, H, W], what Conv3d takes."""
+    return image.permute(2, 0, 1) if image.dim() == 3 else image.permute(3, 0, 1, 2)
+
+
 def _item(
     record: ParsedRecord,
     kind: AnyKind,
@@ -164,14 +170,12 @@ def _item(
     import torch
 
     if kind.transforms_target:  # the transform takes (image, target), as torchvision's detection ones
-        pixels = decode_image(record["image"], channels, image_size)
-        image = torch.from_numpy(pixels).permute(2, 0, 1)
+        image = _channels_first(torch.from_numpy(decode_pixels(record, channels, image_size)))
         target = kind.torch_target(record, image_size)
         return transform(image, target) if transform is not None else (image, target)
     label = kind.torch_target(record, image_size)
     if "image" in record:
-        pixels = decode_image(record["image"], channels, image_size)
-        value = torch.from_numpy(pixels).permute(2, 0, 1)
+        value = _channels_first(torch.from_numpy(decode_pixels(record, channels, image_size)))
         if transform is not None:
             value = transform(value)
     else:

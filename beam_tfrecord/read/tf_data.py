@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -29,7 +29,7 @@ import tensorflow as tf
 
 from beam_tfrecord import gcs, names, storage
 from beam_tfrecord.edges import Tensor
-from beam_tfrecord.keys import key_of, record_keys
+from beam_tfrecord.keys import PixelLayout, key_of, record_keys
 from beam_tfrecord.labels import TargetOptions, TfTarget, TfTargetPair
 from beam_tfrecord.labels import kind as label_kind
 from beam_tfrecord.labels import kinds as label_kinds
@@ -44,6 +44,7 @@ __all__ = [
     "class_names",
     "dct_ratio",
     "decode",
+    "decode_pixels",
     "load_dataset",
     "multi_hot",
     "record_dataset",
@@ -99,6 +100,20 @@ def dct_ratio(
     by_width = tf.cast(width, tf.float32) / image_size[1]
     limit = tf.maximum(by_height, by_width) if pad else tf.minimum(by_height, by_width)
     return tf.add_n([tf.cast(limit >= ratio, tf.int32) for ratio in _RATIOS[1:]])
+
+
+def decode_pixels(record: Mapping[str, tf.Tensor], pixels: PixelLayout, schema: str = "tfds") -> tf.Tensor:
+    """A picture past 8 bits in its stored type (images.pixels): [H, W, C] from a 16-bit PNG,
+    [H, W, C] or [D, H, W, C] from an array."""
+    dtype = tf.dtypes.as_dtype(pixels.dtype)
+    if not pixels.array:
+        return tf.io.decode_png(record[key_of(schema, "image")], channels=pixels.bands, dtype=tf.uint16)
+    raw = tf.io.decode_compressed(record[key_of(schema, "array")], compression_type="ZLIB")
+    image = tf.reshape(
+        tf.io.decode_raw(raw, dtype, little_endian=True), record[key_of(schema, "array_shape")]
+    )
+    image.set_shape([None] * (4 if pixels.stacked else 3))
+    return image
 
 
 def _decode_full(encoded: tf.Tensor, channels: int) -> tf.Tensor:
@@ -181,10 +196,13 @@ def _fit(
         if crop:
             image = _center_crop(image, image_size)
         resized = tf.image.resize(image, image_size, method=method)
-    # Bilinear and nearest take weighted means of uint8 values, so the result lies in [0, 255]:
-    # a plain cast gives what saturate_cast gives without its clip, a pass over every value.
-    image = tf.cast(tf.round(resized), tf.uint8)
-    image.set_shape([image_size[0], image_size[1], channels or None])
+    # Bilinear and nearest take weighted means of the values, so the result lies in the type's
+    # range: a plain cast gives what saturate_cast gives without its clip, a pass over every value.
+    # A picture past 8 bits comes back in its own type (float stays float, unrounded).
+    dtype = image.dtype
+    image = tf.cast(resized if dtype.is_floating else tf.round(resized), dtype)
+    leading = [None] * (image.shape.rank - 3) if image.shape.rank is not None else []
+    image.set_shape([*leading, image_size[0], image_size[1], channels or None])
     return image
 
 
@@ -287,9 +305,12 @@ def load_dataset(
     if decode_images is False and not features:
         raise ValueError("decode_images=False leaves nothing to return but the record: pass features=True")
     files = split_files(output_dir, split)
+    files.check_one_kind_of_picture()
     if cache:
         _check_fits_in_memory(files, output_dir, split)
     channels = (files.channels or 3) if channels is None else channels
+    if files.depth is not None:  # a picture past 8 bits is read with every band it has
+        channels = files.depth.bands
     resize = _Fit(image_size, crop_to_aspect_ratio, pad_to_aspect_ratio)
     kind = label_kind(files.kinds[0])  # the run's first kind of label gives the tuple's target
     options = TargetOptions(
@@ -311,7 +332,12 @@ def load_dataset(
         spec = _tuple_spec(spec, files)
     deterministic = not shuffle or seed is not None
     parsed = _parsed_records(files, spec, shuffle, shuffle_buffer, seed, cache, deterministic)
-    scales = dct_scaling and image_size is not None and _may_scale(files, image_size, pad_to_aspect_ratio)
+    scales = (
+        dct_scaling
+        and files.depth is None
+        and image_size is not None
+        and _may_scale(files, image_size, pad_to_aspect_ratio)
+    )
     reading = _Reading(files, target, resize, channels, features, decodes, scales)
     dataset = parsed.map(
         traced_as_written(reading.finish), num_parallel_calls=AUTOTUNE, deterministic=deterministic
@@ -421,9 +447,12 @@ class _Reading:
             return record
         resize = self.resize
         stored = (record[key_of(schema, "height")], record[key_of(schema, "width")]) if self.scales else None
-        source = _decode_source(
-            record[key_of(schema, "image")], self.channels, resize.image_size, stored, resize.pad
-        )
+        if files.depth is not None:
+            source = decode_pixels(record, files.depth, schema)
+        else:
+            source = _decode_source(
+                record[key_of(schema, "image")], self.channels, resize.image_size, stored, resize.pad
+            )
         image = resize.fit(source, self.channels)
         if self.features:
             return {**record, "image": image}

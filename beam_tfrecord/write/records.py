@@ -68,6 +68,7 @@ def finish_record(
         changes=pending.changes,
         facts=pending.facts,
         dropped=tuple(dropped_lines(pending)),
+        depth=fields.depth.layout.token if fields.depth is not None and include_image else "",
     )
 
 

@@ -16,8 +16,18 @@ import numpy as np
 from google.protobuf.message import Message
 
 from beam_tfrecord.edges import FeatureValue, Tensor
-from beam_tfrecord.elements import ColumnValue, RecordFields
-from beam_tfrecord.keys import SCHEMAS, FeatureLayout, RecordKey, RecordLayout, extra_key, key_of, record_keys
+from beam_tfrecord.elements import ColumnValue, RecordFields, StoredPixels
+from beam_tfrecord.keys import (
+    FACTS,
+    SCHEMAS,
+    FeatureLayout,
+    PixelLayout,
+    RecordKey,
+    RecordLayout,
+    extra_key,
+    key_of,
+    record_keys,
+)
 from beam_tfrecord.labels import KINDS, Encoder
 from beam_tfrecord.plan.columns import ExtraColumn
 from beam_tfrecord.write.messages import Example, Feature
@@ -43,7 +53,8 @@ def layout_of(schema: str, fields: RecordFields) -> RecordLayout:
         features = (tuple(fields.features.shape), fields.feature_dtype, fields.include_image)
     extras = tuple((name, column_type) for name, column_type, _ in fields.extras)
     labels = (fields.label is not None, isinstance(fields.label, tuple))
-    return _layout(schema, *labels, extras, features, fields.groups)
+    pixels = fields.depth.layout if fields.depth is not None else None
+    return _layout(schema, *labels, extras, features, fields.groups, pixels)
 
 
 @functools.lru_cache(maxsize=256)
@@ -54,11 +65,12 @@ def _layout(
     extras: tuple[tuple[str, str], ...],
     features: tuple[tuple[int, ...], str, bool] | None,
     groups: tuple[str, ...] = (),
+    depth: PixelLayout | None = None,
 ) -> RecordLayout:
     """Cached: a run's records share one or two layouts, and building one per record cost about
     a third of the serialization time."""
     feature_layout = FeatureLayout(*features) if features else None
-    return RecordLayout(schema, labeled, multi_label, extras, feature_layout, groups)
+    return RecordLayout(schema, labeled, multi_label, extras, feature_layout, groups, depth)
 
 
 def _features(fields: RecordFields) -> np.ndarray:
@@ -80,7 +92,24 @@ _FIELDS: dict[str, Encoder] = {
     "features": attrgetter("features"),
     "features_float16": lambda fields: np.ascontiguousarray(fields.features, dtype="<f2").tobytes(),
     "features_shape": lambda fields: tuple(int(n) for n in _features(fields).shape),
+    "dtype": lambda fields: _pixels(fields).dtype,
+    "array": attrgetter("encoded"),
+    "array_shape": lambda fields: _pixels(fields).shape,
 }
+
+
+def _pixels(fields: RecordFields) -> StoredPixels:
+    """A picture past 8 bits: its layout holds these keys only when the record has one."""
+    assert fields.depth is not None
+    return fields.depth
+
+
+def _fact(name: str) -> Encoder:
+    def value(fields: RecordFields) -> FeatureValue:
+        found = _pixels(fields).facts[name]
+        return ",".join(repr(float(n)) for n in found) if isinstance(found, tuple) else found
+
+    return value
 
 
 def _encoder(name: str) -> Encoder | None:
@@ -88,6 +117,8 @@ def _encoder(name: str) -> Encoder | None:
     kind of label whose `encoders` name it (asked when a layout's writers are made, once)."""
     if name in _FIELDS:
         return _FIELDS[name]
+    if name in FACTS:
+        return _fact(name)
     return next((kind.encoders()[name] for kind in KINDS.values() if name in kind.encoders()), None)
 
 
@@ -197,10 +228,23 @@ def parse_spec(
         layout = RecordLayout(schema, labeled, multi_label and labeled, columns, features)
     dtypes = {"bytes": tf.string, "int64": tf.int64, "float32": tf.float32}
     spec: dict[str, Tensor] = {}
+    facts = {key_of(layout, name) for name in FACTS}
     for key in record_keys(layout):
         dtype = dtypes[key.dtype]
-        spec[key.key] = tf.io.RaggedFeature(dtype) if key.ragged else tf.io.FixedLenFeature(key.shape, dtype)
+        if key.ragged:
+            spec[key.key] = tf.io.RaggedFeature(dtype)
+        elif key.key in facts:  # a source may be silent on a fact its run's others state
+            default = _FACT_DEFAULTS[key.dtype]
+            spec[key.key] = tf.io.FixedLenFeature(
+                key.shape, dtype, default_value=[default] * key.shape[0] if key.shape else default
+            )
+        else:
+            spec[key.key] = tf.io.FixedLenFeature(key.shape, dtype)
     return spec
+
+
+# What a record without a fact reads as: no text, NaN, -1.
+_FACT_DEFAULTS: dict[str, object] = {"bytes": "", "float32": float("nan"), "int64": -1}
 
 
 def restore_features(parsed: dict[str, Tensor], schema: str, features: FeatureLayout) -> Tensor:

@@ -30,6 +30,7 @@ from beam_tfrecord.summary import (
     ExtraColumnSummary,
     FeatureSummary,
     GroupSummary,
+    MixedPixels,
     OptionsSummary,
     Resumed,
     RunSummary,
@@ -144,6 +145,15 @@ def share_and_class_warnings(
         counted = sum(1 for label in class_names if not is_unused(label))
         warnings.append(f"classes with no valid image ({len(empty)} of {counted}): {shown}{more}")
     return warnings
+
+
+def pixel_warnings(summary: Summary) -> list[str]:
+    """The warning on a run whose records hold pictures of several kinds (summary.MixedPixels)."""
+    try:
+        summary.pixel_layout()
+    except MixedPixels as mixed:
+        return [str(mixed)]
+    return []
 
 
 def copy_warnings(duplicate_records: int, cross_split_duplicates: int) -> list[str]:
@@ -285,7 +295,7 @@ def build_summary(
     sections = _sections(facts, tally, planned_rejects, label_counts)
     for section in sections.values():
         warnings += section.warnings()
-    return Summary(
+    summary = Summary(
         inputs_listed=facts.listed,
         skipped=skipped,
         inputs=inputs,
@@ -312,6 +322,7 @@ def build_summary(
         source_formats=dict(sorted(tally.source_formats.items())),
         image_height=SizeRange.of(tally.heights),
         image_width=SizeRange.of(tally.widths),
+        full_depth=dict(sorted(tally.depth.items())) or None,
         manifest_rows_without_file=len(facts.manifest_unmatched),
         manifest_rows_without_file_sample=facts.manifest_unmatched[:20],
         manifest_rows_without_file_list=MANIFEST_UNMATCHED_FILE if facts.manifest_unmatched else None,
@@ -322,3 +333,5 @@ def build_summary(
         options=options,
         run=run,
     )
+    summary.warnings += pixel_warnings(summary)
+    return summary

@@ -32,6 +32,7 @@ COUNTERS = (
     "widths",
     "feature_shapes",
     "dropped",
+    "depth",
 )
 
 
@@ -65,6 +66,8 @@ class Tally:
     objects_rejected: int = 0
     # Each kind of label's own counts, by kind name.
     kinds: dict[str, AnyTally] = field(default_factory=dict)
+    # Records of pictures kept past 8 bits, by `keys.PixelLayout.token`; 8-bit ones are not counted.
+    depth: Counter[str] = field(default_factory=Counter)
 
     def add(self, outcome: ConvertedRecord | RejectLine) -> Tally:
         if isinstance(outcome, RejectLine):
@@ -85,6 +88,8 @@ class Tally:
         self.digests[split] = (self.digests[split] + int.from_bytes(outcome.digest)) % DIGEST_MODULUS
         if outcome.feature_shape is not None:
             self.feature_shapes[outcome.feature_shape] += 1
+        if outcome.depth:
+            self.depth[outcome.depth] += 1
         return self
 
     def kind(self, name: str) -> AnyTally:

@@ -27,7 +27,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecord import names, storage
 from beam_tfrecord.edges import TfdsConnector
 from beam_tfrecord.keys import RecordKey, RecordLayout, key_of, record_keys
-from beam_tfrecord.summary import Summary, TfdsMetadataSummary
+from beam_tfrecord.summary import MixedPixels, Summary, TfdsMetadataSummary
 from beam_tfrecord.write import array_record_files
 from beam_tfrecord.write.tfrecord_files import count_records
 
@@ -44,7 +44,10 @@ def features_spec(
     """The TFDS FeaturesDict (as nested dicts of connectors, one level per `/` of a key) of every
     key of `layout` that TFDS can describe (see keys.TfdsFeature).
 
-    Images decode to `channels` (3 unless the run forced 1), as TFDS's Image needs a fixed count.
+    Images decode to `channels` (3 unless the run forced 1), as TFDS's Image needs a fixed count;
+    a run of 16-bit pictures to their own band count, as uint16; a run of array pictures
+    (`keys.PixelLayout`) is TFDS's `Tensor(encoding="zlib")` of their type, read from the
+    `image/array/value` and `image/array/shape` keys it names.
     A list key (a multi-label's ids and names, a list column) is a `Sequence` of its kind.
     """
     import numpy as np
@@ -53,9 +56,17 @@ def features_spec(
     f = tfds.features
     numbers = {"int64": np.int64, "float32": np.float32}
 
+    pixels = layout.depth
+
     def feature(key: RecordKey) -> TfdsConnector:
+        if key.tfds == "image" and pixels is not None:  # a 16-bit PNG
+            return f.Image(shape=(None, None, pixels.bands), dtype=np.uint16, encoding_format="png")
         if key.tfds == "image":
             return f.Image(shape=(None, None, channels or 3))
+        if key.tfds == "array":
+            assert pixels is not None
+            shape = (None,) * (3 if pixels.stacked else 2) + (pixels.bands,)
+            return f.Tensor(shape=shape, dtype=np.dtype(pixels.dtype), encoding="zlib")
         if key.tfds == "text":
             one = f.Text()
         elif key.tfds == "class_label":
@@ -72,7 +83,8 @@ def features_spec(
     for key in record_keys(layout):
         if key.tfds == "none":
             continue
-        *folders, leaf = key.key.split("/")
+        # An array's TFDS Tensor is named by its folder: it reads the `value` and `shape` under it.
+        *folders, leaf = key.key.split("/")[: -1 if key.tfds == "array" else None]
         level = spec
         for folder in folders:
             level = level.setdefault(folder, {})
@@ -107,10 +119,16 @@ def write_tfds_metadata(
     headers."""
     if summary.compression != "none":
         return TfdsMetadataSummary(False, "TFDS reads uncompressed TFRecord files only")
+    try:
+        pixels = summary.pixel_layout()
+    except MixedPixels as mixed:
+        return TfdsMetadataSummary(False, f"TFDS reads one kind of picture: {mixed}")
     if not summary.record_layout().has_image:
         return TfdsMetadataSummary(False, "features_only records hold no image for TFDS's Image feature")
     if summary.records == 0:
         return TfdsMetadataSummary(False, "no record was written")
+    if pixels is not None and pixels.array and summary.schema == "simple":
+        return TfdsMetadataSummary(False, "the simple schema's flat keys cannot hold TFDS's array Tensor")
     try:  # TFDS imports TensorFlow, which a machine that runs only PyTorch or ONNX models may lack
         import tensorflow_datasets  # noqa: F401
     except ImportError as error:

@@ -1,0 +1,192 @@
+"""Which pictures are kept at their full depth, and what their record stores (`--bit_depth`).
+
+A picture is read at full depth when its samples do not fit 8-bit grayscale or RGB: a DICOM; a
+TIFF with more than 8 bits a sample, float or signed samples, bands beyond RGB(A), or several
+pages of one shape; a 16-bit PNG; any picture Pillow opens in its 16-bit, 32-bit or float modes
+(PGM, FITS, PFM). Everything else goes the 8-bit way (`normalize`), as it always did.
+
+With `--bit_depth 8`, only what Pillow cannot read at all comes here (DICOM): its samples are
+scaled to 8 bits by `modes`' rule, and a picture of other than 1 or 3 bands, or a stack, is a
+reject that says to keep the full depth.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+
+import numpy as np
+from PIL import Image
+
+from beam_tfrecord import reasons
+from beam_tfrecord.elements import StoredPixels
+from beam_tfrecord.images import dicom, modes, pixels, tiff
+from beam_tfrecord.images.deep import DeepPicture
+from beam_tfrecord.images.options import ImageConfig
+from beam_tfrecord.labels import geometry
+from beam_tfrecord.labels.geometry import PixelTransform
+from beam_tfrecord.reasons import Reject
+
+__all__ = ["DeepStored", "describe", "full_depth_picture", "pillow_deep", "png16_bands", "store_deep"]
+
+# Pillow's modes past 8 bits: what `np.asarray` gives for each is the source's samples.
+PILLOW_DEEP_MODES = ("I;16", "I;16B", "I;16L", "I;16N", "I", "F")
+# PNG colour types and their band counts (IHDR): gray, RGB, gray+alpha, RGBA.
+_PNG_BANDS = {0: 1, 2: 3, 4: 2, 6: 4}
+
+
+class DeepStored:
+    """What `store_deep` gives `normalize`: the bytes, their format, the record's pixel fields,
+    the transform the labels follow, and the change reasons."""
+
+    __slots__ = ("changes", "data", "depth", "format", "transform")
+
+    def __init__(
+        self,
+        data: bytes,
+        format: str,
+        pixels: StoredPixels | None,
+        transform: PixelTransform,
+        changes: tuple[str, ...],
+    ) -> None:
+        self.data, self.format, self.depth = data, format, pixels
+        self.transform, self.changes = transform, changes
+
+
+def full_depth_picture(data: bytes, options: ImageConfig) -> DeepPicture | None:
+    """The picture at its full depth when the file holds more than 8-bit grayscale or RGB (see
+    the module docstring); None sends it the 8-bit way. Raises `Reject` for a file of a
+    full-depth format that cannot be read."""
+    if dicom.is_dicom(data):
+        return dicom.read_dicom(data, max_pixels=options.max_pixels)
+    if not options.full_depth:
+        return None
+    if tiff.is_tiff(data) and not _tiff_is_8bit(data):
+        return tiff.read_tiff(data, max_pixels=options.max_pixels)
+    return None
+
+
+def png16_bands(data: bytes) -> int | None:
+    """The band count of a 16-bit PNG (from IHDR), None for any other file."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n" or len(data) < 26 or data[24] != 16:
+        return None
+    return _PNG_BANDS.get(data[25])
+
+
+def pillow_deep(image: Image.Image) -> DeepPicture | None:
+    """A picture Pillow opened in a 16-bit, 32-bit or float mode, as its samples (loaded)."""
+    if image.mode not in PILLOW_DEEP_MODES:
+        return None
+    samples = np.asarray(image)
+    if image.mode.startswith("I;16"):
+        samples = samples.astype(np.uint16)
+    return DeepPicture(np.ascontiguousarray(samples[..., np.newaxis]), str(image.format))
+
+
+_RGB = 2  # TIFF's PhotometricInterpretation for RGB
+
+
+def _alpha(extrasamples: tuple[int, ...]) -> bool:
+    """TIFF's ExtraSamples: 1 associated, 2 unassociated alpha; 0 an unspecified band."""
+    return bool(extrasamples) and extrasamples[0] in (1, 2)
+
+
+def _tiff_is_8bit(data: bytes) -> bool:
+    """A TIFF Pillow reads as it is: one page (or pages of other shapes: a thumbnail) of 8-bit
+    (or 1-bit) grayscale, RGB or RGBA samples. A file tifffile cannot parse goes the 8-bit way,
+    so a broken TIFF is rejected with the reasons it always was."""
+    import tifffile
+
+    logging.getLogger("tifffile").setLevel(logging.ERROR)  # odd tags are Pillow's to judge
+    try:
+        with tifffile.TiffFile(io.BytesIO(data)) as tif:
+            series = tif.series[0]
+            page = tif.pages.first
+            eight = series.dtype in (np.uint8, np.bool_)
+            bands = page.samplesperpixel
+            # RGB and a fourth band that is no alpha (RGB + near infrared) is kept at full depth;
+            # CMYK, palettes, YCbCr and RGBA are Pillow's to convert, as they always were.
+            extra = bands == 4 and page.photometric == _RGB and not _alpha(page.extrasamples)
+            one_page = len(series.pages) == 1
+            return eight and one_page and bands <= 4 and not extra
+    except Exception:
+        return True
+
+
+def store_deep(
+    picture: DeepPicture, options: ImageConfig, kept: bytes | None = None
+) -> tuple[DeepStored, tuple[str, ...]]:
+    """Store a full-depth picture: `kept` (a 16-bit PNG's own bytes) when nothing changes it,
+    else a 16-bit PNG or an array (`images.pixels`); with `--bit_depth 8`, an 8-bit PNG.
+
+    Returns what to store and the change reasons (in `reasons.codes("change")` order)."""
+    samples = picture.samples
+    if options.channels is not None and options.channels != picture.bands:
+        raise Reject(
+            reasons.UNSUPPORTED_FORMAT,
+            f"{describe(picture)}: --channels converts 8-bit pictures only; leave it out to keep "
+            f"every band, or add --bit_depth 8",
+        )
+    height, width = picture.height, picture.width
+    transform = geometry.pixel_transform(width, height, 1, options.resize, options.resize_mode)
+    changes: list[str] = []
+    if options.resize is not None:
+        samples = _resampled(samples, transform)
+        changes.append(reasons.RESIZED.code)
+        kept = None
+    if not options.full_depth:
+        return _eight_bit(picture, samples, transform, changes), ()
+    if kept is not None:
+        shape = tuple(samples.shape)
+        stored = StoredPixels("uint16", shape, False, dict(picture.facts))
+        return DeepStored(kept, "png", stored, transform, ()), ()
+    data, format, stored = pixels.stored_pixels(samples, picture.facts)
+    if format == pixels.ARRAY_FORMAT or picture.source_format != "PNG":
+        changes.append(reasons.FORMAT.code)
+    ordered = tuple(code for code in reasons.codes("change") if code in changes)
+    return DeepStored(data, format, stored, transform, ordered), ordered
+
+
+def describe(picture: DeepPicture) -> str:
+    """`uint16 x1`, `3 pages of float32 x13`: what changes.jsonl says of the source's mode."""
+    stack = f"{picture.samples.shape[0]} pages of " if picture.stacked else ""
+    return f"{stack}{picture.samples.dtype.name} x{picture.bands}"
+
+
+def _eight_bit(
+    picture: DeepPicture, samples: np.ndarray, transform: PixelTransform, changes: list[str]
+) -> DeepStored:
+    """`--bit_depth 8`: grayscale or RGB scaled by `modes`' rule into an 8-bit PNG."""
+    if picture.stacked or picture.bands not in (1, 3):
+        raise Reject(
+            reasons.UNSUPPORTED_FORMAT,
+            f"{describe(picture)}: 8 bits hold grayscale or RGB only; leave --bit_depth at full to keep it",
+        )
+    values = samples.astype(np.float64)
+    if samples.dtype == np.uint16:
+        scaled = values * (255.0 / 65535.0)
+    else:
+        scaled = modes.scale_to_8bit(values, "F" if samples.dtype.kind == "f" else "I")
+    plane = np.rint(scaled).astype(np.uint8)
+    image = Image.fromarray(plane[..., 0] if picture.bands == 1 else plane)
+    out = io.BytesIO()
+    image.save(out, format="PNG")
+    codes = {*changes, reasons.HIGH_BIT_DEPTH.code, reasons.FORMAT.code}
+    ordered = tuple(code for code in reasons.codes("change") if code in codes)
+    return DeepStored(out.getvalue(), "png", None, transform, ordered)
+
+
+def _resampled(samples: np.ndarray, transform: PixelTransform) -> np.ndarray:
+    """Each band of each page resampled as the 8-bit pictures are (bicubic, `geometry.resample`),
+    in 32-bit float, then back to the samples' own type (integers rounded and clipped)."""
+    pages = samples if samples.ndim == 4 else samples[np.newaxis]
+    out = np.empty((pages.shape[0], transform.height, transform.width, pages.shape[-1]), samples.dtype)
+    for page in range(pages.shape[0]):
+        for band in range(pages.shape[-1]):
+            plane = Image.fromarray(np.ascontiguousarray(pages[page, ..., band], dtype=np.float32), mode="F")
+            resized = np.asarray(geometry.resample(plane, transform, Image.Resampling.BICUBIC, 0))
+            if samples.dtype.kind in "ui":
+                limits = np.iinfo(samples.dtype)
+                resized = np.clip(np.rint(resized), limits.min, limits.max)
+            out[page, ..., band] = resized
+    return out if samples.ndim == 4 else out[0]
