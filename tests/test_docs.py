@@ -38,6 +38,7 @@ from pathlib import Path
 import annotationgen
 import captiongen
 import imagegen
+import scientificgen
 import keypointgen
 import labelmegen
 import labelstudiogen
@@ -300,6 +301,10 @@ def make_inputs(text: str, folder: Path, weights: Path) -> None:
         yoloseggen.ultralytics_tree(folder / "coco8-seg")
     if "--input shots" in text:  # LabelMe's JSON files in annotations/ beside images/
         labelmegen.sibling(folder / "shots")
+    if "--input nuclei" in text:  # 16-bit microscopy in class folders
+        scientificgen.nuclei(folder / "nuclei")
+    if "--input EuroSAT_MS" in text:  # 13-band tiles in class folders
+        scientificgen.eurosat(folder / "EuroSAT_MS")
     if any(path in text for path in REWRITES):
         (folder / "models").mkdir()
         (folder / "models" / weights.name).symlink_to(weights)
@@ -545,9 +550,12 @@ def test_the_skip_list_is_small_and_names_only_commands_shown():
 
 # ---- recipes: the Python a reader runs on what the page's commands made ------------------------
 
-# The recipes whose Python is shown as a block of its own (the others run theirs inside shell blocks).
+# The recipes whose Python is shown as a block of its own (the others run theirs inside shell blocks),
+# and the scientific pictures' page, whose Python shows what each reader returns.
 RECIPES = sorted(
-    page for page in (ROOT / "docs").glob("recipe-*.md") if "```python" in page.read_text(encoding="utf-8")
+    page
+    for page in [*(ROOT / "docs").glob("recipe-*.md"), ROOT / "docs" / "scientific.md"]
+    if "```python" in page.read_text(encoding="utf-8")
 )
 
 
