@@ -37,7 +37,7 @@ $(VENV)/.installed-run: requirements.txt setup.py
 	touch $@
 
 # The converter and the test and lint tools: what `make test` needs (it marks both as installed).
-$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-grain.txt requirements-dev-nodeps.txt setup.py
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-grain.txt requirements-dicom.txt requirements-dev-nodeps.txt setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt -e .

@@ -1,7 +1,8 @@
 """Installs beam_tfrecord and pipelines; also Dataflow's --setup_file, so workers get the same code.
 
 Versions are pinned in requirements files only: requirements.txt (what everyone gets),
-requirements-torch.txt (the optional `[torch]` extra) and requirements-grain.txt (`[grain]`).
+requirements-torch.txt (the optional `[torch]` extra), requirements-grain.txt (`[grain]`) and
+requirements-dicom.txt (`[dicom]`).
 """
 
 import os
@@ -29,5 +30,6 @@ setup(
     extras_require={
         "torch": pinned_requirements("requirements-torch.txt"),
         "grain": pinned_requirements("requirements-grain.txt"),
+        "dicom": pinned_requirements("requirements-dicom.txt"),
     },
 )

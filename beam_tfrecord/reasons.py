@@ -134,6 +134,18 @@ CORRUPT = _reason(
     "corrupt", "reject", "a decoder error; the decoder's own message (libtiff's included) is the detail"
 )
 UNSUPPORTED_FORMAT = _reason("unsupported_format", "reject", "a refused format; the detail says why")
+CODEC_MISSING = _reason(
+    "codec_missing",
+    "reject",
+    "no installed package decodes it (a DICOM file without the `[dicom]` extra, or in a compression "
+    "none of its decoders reads): the detail names what to `pip install`, and its licence",
+)
+NO_PICTURE = _reason(
+    "no_picture",
+    "reject",
+    "a DICOM object that holds no picture: no Pixel Data (a DICOMDIR, an RT Structure Set, a report), "
+    "or a Segmentation, whose frames are masks of other pictures (the detail names its SOP class)",
+)
 TOO_LARGE = _reason(
     "too_large",
     "reject",

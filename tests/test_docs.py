@@ -61,6 +61,7 @@ LINKED += (
     "requirements-dev-nodeps.txt",
     "requirements-torch.txt",
     "requirements-grain.txt",
+    "requirements-dicom.txt",
 )
 
 # Commands that need what this machine lacks, each named by how it starts, with why.

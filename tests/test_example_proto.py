@@ -199,6 +199,7 @@ def test_the_installed_package_carries_the_compiled_schema(tmp_path):
         "requirements.txt",
         "requirements-torch.txt",
         "requirements-grain.txt",
+        "requirements-dicom.txt",
     ):  # what setup.py reads
         shutil.copy(REPO / name, source / name)
     for package in ("beam_tfrecord", "pipelines"):
