@@ -249,7 +249,11 @@ BAD_INPUT_OUTCOMES: dict[str, tuple[str, ...]] = {
     "cat/text.jpg": ("reject", "not_an_image"),
     "cat/truncated.jpg": ("reject", "truncated"),
     "cat/cmyk.jpg": ("reencoded", "jpeg", "32x48x3"),
-    "dog/deep.png": ("kept", "png", "32x48x1"),  # a 16-bit PNG, kept whole (tf.io.decode_png(dtype=tf.uint16))
+    "dog/deep.png": (
+        "kept",
+        "png",
+        "32x48x1",
+    ),  # a 16-bit PNG, kept whole (tf.io.decode_png(dtype=tf.uint16))
     "dog/palette.png": ("reencoded", "png", "32x48x3"),
     "dog/rgba.png": ("reencoded", "png", "32x48x3"),
     "dog/animated.gif": ("reencoded", "png", "32x48x3"),

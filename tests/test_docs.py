@@ -38,12 +38,12 @@ from pathlib import Path
 import annotationgen
 import captiongen
 import imagegen
-import scientificgen
 import keypointgen
 import labelmegen
 import labelstudiogen
 import panopticgen
 import pytest
+import scientificgen
 import segmentationgen
 import yoloseggen
 from test_sample_detection import PREFIX as SAMPLE_PREFIX

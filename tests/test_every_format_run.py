@@ -37,7 +37,9 @@ def test_every_format_in_one_run(tmp_path, capsys):
     }
     imagegen.write_tree(tmp_path / "in", tree)
     out = tmp_path / "out"
-    assert convert(tmp_path / "in", out, "--label_source", "none", "--max_file_mb", "2", "--bit_depth", "8") == 0
+    assert (
+        convert(tmp_path / "in", out, "--label_source", "none", "--max_file_mb", "2", "--bit_depth", "8") == 0
+    )
 
     records = read_records(out, "train", labeled=False)  # every image decoded by TensorFlow
     written = {r["image/filename"].decode() for r in records}

@@ -18,7 +18,7 @@ import numpy as np
 import pydicom
 import pytest
 from pydicom.encaps import generate_frames
-from pydicom.pixels import apply_color_lut
+from pydicom.samples import apply_color_lut
 from pydicom.uid import (
     DeflatedExplicitVRLittleEndian,
     ExplicitVRLittleEndian,
@@ -59,10 +59,10 @@ def assert_is_pixel_array(picture: DeepPicture, data: bytes, *, frames: int, ban
     """Same values and sample type as pydicom's array, in [H, W, C] or [D, H, W, C]."""
     reference = pydicom_pixels(data)
     expected_shape = ((frames,) if frames > 1 else ()) + reference.shape[frames > 1 :][:2] + (bands,)
-    assert picture.pixels.shape == expected_shape
-    assert picture.pixels.dtype == reference.dtype
-    assert picture.pixels.flags.c_contiguous and picture.pixels.dtype.isnative
-    np.testing.assert_array_equal(picture.pixels.reshape(reference.shape), reference)
+    assert picture.samples.shape == expected_shape
+    assert picture.samples.dtype == reference.dtype
+    assert picture.samples.flags.c_contiguous and picture.samples.dtype.isnative
+    np.testing.assert_array_equal(picture.samples.reshape(reference.shape), reference)
     assert picture.source_format == "DICOM"
 
 
@@ -74,10 +74,10 @@ def test_a_ct_slice_is_its_signed_stored_values_in_every_transfer_syntax(syntax)
     data = dicomgen.ct_slice(syntax)
     picture = read(data)
     assert_is_pixel_array(picture, data, frames=1, bands=1)
-    assert picture.pixels.dtype == np.int16
+    assert picture.samples.dtype == np.int16
     # The values written, not Hounsfield units and not windowed: -2000 is the padding's stored value.
-    np.testing.assert_array_equal(picture.pixels[..., 0], dicomgen.ct_pixels())
-    assert picture.pixels.min() == -2000
+    np.testing.assert_array_equal(picture.samples[..., 0], dicomgen.ct_pixels())
+    assert picture.samples.min() == -2000
     assert picture.facts == {
         "modality": "CT",
         "photometric_interpretation": "MONOCHROME2",
@@ -93,7 +93,7 @@ def test_a_12_bit_mr_is_uint16_with_its_bits_stored(syntax):
     data = dicomgen.mr_slice(syntax)
     picture = read(data)
     assert_is_pixel_array(picture, data, frames=1, bands=1)
-    assert picture.pixels.dtype == np.uint16 and picture.pixels.max() == 4094
+    assert picture.samples.dtype == np.uint16 and picture.samples.max() == 4094
     assert picture.facts == {
         "modality": "MR",
         "photometric_interpretation": "MONOCHROME2",
@@ -107,7 +107,7 @@ def test_an_rgb_ultrasound_is_three_uint8_bands(syntax):
     data = dicomgen.ultrasound_rgb(syntax)
     picture = read(data)
     assert_is_pixel_array(picture, data, frames=1, bands=3)
-    np.testing.assert_array_equal(picture.pixels, dicomgen.rgb_pixels())
+    np.testing.assert_array_equal(picture.samples, dicomgen.rgb_pixels())
     assert picture.facts["photometric_interpretation"] == "RGB"
     assert picture.facts["modality"] == "US"
 
@@ -119,7 +119,7 @@ def test_jpeg_baseline_ultrasound_is_rgb_as_pydicom_gives_it(frames):
     data = dicomgen.ultrasound_jpeg(frames)
     picture = read(data)
     assert_is_pixel_array(picture, data, frames=frames or 1, bands=3)
-    error = np.abs(picture.pixels.astype(int) - dicomgen.rgb_pixels(frames).astype(int))
+    error = np.abs(picture.samples.astype(int) - dicomgen.rgb_pixels(frames).astype(int))
     assert error.mean() < 4  # RGB again, not YCbCr (whose bands would differ by ~100)
     assert picture.facts["photometric_interpretation"] == "RGB"
     assert picture.facts["transfer_syntax"] == "JPEG Baseline (Process 1)"
@@ -129,7 +129,7 @@ def test_native_ybr_full_is_given_as_rgb():
     data = dicomgen.ultrasound_ybr_full()
     picture = read(data)
     assert_is_pixel_array(picture, data, frames=1, bands=3)
-    assert np.abs(picture.pixels.astype(int) - dicomgen.rgb_pixels().astype(int)).max() <= 3
+    assert np.abs(picture.samples.astype(int) - dicomgen.rgb_pixels().astype(int)).max() <= 3
     assert picture.facts["photometric_interpretation"] == "RGB"
 
 
@@ -138,8 +138,8 @@ def test_a_multi_frame_is_a_stack_of_frames(syntax):
     data = dicomgen.multiframe(syntax)
     picture = read(data)
     assert_is_pixel_array(picture, data, frames=4, bands=1)
-    assert picture.stacked and picture.pixels.shape == (4, 32, 36, 1)
-    np.testing.assert_array_equal(picture.pixels[..., 0], dicomgen.multiframe_pixels())
+    assert picture.stacked and picture.samples.shape == (4, 32, 36, 1)
+    np.testing.assert_array_equal(picture.samples[..., 0], dicomgen.multiframe_pixels())
     assert picture.facts["modality"] == "XA"
 
 
@@ -154,7 +154,7 @@ def test_float_pixel_data_is_float32():
     data = dicomgen.float_map()
     picture = read(data)
     assert_is_pixel_array(picture, data, frames=1, bands=1)
-    assert picture.pixels.dtype == np.float32 and picture.pixels.min() < 0
+    assert picture.samples.dtype == np.float32 and picture.samples.min() < 0
     assert picture.facts["bits_stored"] == 32  # Bits Allocated: a float has no Bits Stored
 
 
@@ -165,8 +165,8 @@ def test_a_palette_picture_is_given_through_its_palette():
     picture = read(data)
     ds = pydicom.dcmread(io.BytesIO(data))
     expected = apply_color_lut(ds.pixel_array, ds)
-    assert picture.pixels.shape == (24, 30, 3) and picture.pixels.dtype == expected.dtype == np.uint16
-    np.testing.assert_array_equal(picture.pixels, expected)
+    assert picture.samples.shape == (24, 30, 3) and picture.samples.dtype == expected.dtype == np.uint16
+    np.testing.assert_array_equal(picture.samples, expected)
     assert picture.facts["photometric_interpretation"] == "RGB" and picture.facts["bits_stored"] == 16
 
 
@@ -183,7 +183,7 @@ def test_a_file_without_preamble_is_read(file_meta, implicit):
     assert is_dicom(data)
     picture = read(data)
     assert_is_pixel_array(picture, data, frames=1, bands=1)
-    np.testing.assert_array_equal(picture.pixels[..., 0], dicomgen.ct_pixels())
+    np.testing.assert_array_equal(picture.samples[..., 0], dicomgen.ct_pixels())
     syntax = ImplicitVRLittleEndian if implicit else ExplicitVRLittleEndian
     assert picture.facts["transfer_syntax"] == syntax.name
     assert picture.facts["rescale_intercept"] == -1024.0
@@ -191,7 +191,7 @@ def test_a_file_without_preamble_is_read(file_meta, implicit):
 
 def test_max_pixels_counts_every_frame_and_allows_exactly_its_value():
     data = dicomgen.multiframe()  # 4 frames of 36x32
-    assert read(data, max_pixels=4 * 36 * 32).pixels.shape == (4, 32, 36, 1)
+    assert read(data, max_pixels=4 * 36 * 32).samples.shape == (4, 32, 36, 1)
     reject = rejected(data, max_pixels=4 * 36 * 32 - 1)
     assert reject.reason == "too_large"
     assert "36x32 x 4 frames = 4608 pixels" in reject.detail and "max_pixels (4607)" in reject.detail
@@ -339,11 +339,11 @@ def test_a_file_cut_anywhere_is_truncated(name):
     is a reject, `truncated`. Only the length of encapsulated Pixel Data's closing delimiter may
     go: every frame is whole then."""
     data = CUT_FILES[name]()
-    whole = read(data).pixels
+    whole = read(data).samples
     encapsulated = pydicom.dcmread(io.BytesIO(data)).file_meta.TransferSyntaxUID.is_encapsulated
     for cut in sorted({*range(133, len(data), 3), *range(len(data) - 8, len(data))}):
         if encapsulated and cut >= len(data) - 4:
-            np.testing.assert_array_equal(read(data[:cut]).pixels, whole)
+            np.testing.assert_array_equal(read(data[:cut]).samples, whole)
             continue
         with pytest.raises(Reject) as raised:
             read(data[:cut])

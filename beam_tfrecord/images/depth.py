@@ -13,14 +13,13 @@ reject that says to keep the full depth.
 from __future__ import annotations
 
 import io
-import logging
 
 import numpy as np
 from PIL import Image
 
 from beam_tfrecord import reasons
 from beam_tfrecord.elements import StoredPixels
-from beam_tfrecord.images import dicom, modes, pixels, tiff
+from beam_tfrecord.images import dicom, modes, pixels, quiet, tiff
 from beam_tfrecord.images.deep import DeepPicture
 from beam_tfrecord.images.options import ImageConfig
 from beam_tfrecord.labels import geometry
@@ -97,9 +96,8 @@ def _tiff_is_8bit(data: bytes) -> bool:
     so a broken TIFF is rejected with the reasons it always was."""
     import tifffile
 
-    logging.getLogger("tifffile").setLevel(logging.ERROR)  # odd tags are Pillow's to judge
     try:
-        with tifffile.TiffFile(io.BytesIO(data)) as tif:
+        with quiet.tifffile_log(), tifffile.TiffFile(io.BytesIO(data)) as tif:  # odd tags: Pillow's to judge
             series = tif.series[0]
             page = tif.pages.first
             eight = series.dtype in (np.uint8, np.bool_)
@@ -130,12 +128,16 @@ def store_deep(
     height, width = picture.height, picture.width
     transform = geometry.pixel_transform(width, height, 1, options.resize, options.resize_mode)
     changes: list[str] = []
+    if picture.facts.get("pages_left_out"):  # a thumbnail's or another series' pages (images.tiff)
+        changes.append(reasons.FRAMES_DROPPED.code)
+        kept = None
     if options.resize is not None:
         samples = _resampled(samples, transform)
         changes.append(reasons.RESIZED.code)
         kept = None
     if not options.full_depth:
-        return _eight_bit(picture, samples, transform, changes), ()
+        stored = _eight_bit(picture, samples, transform, changes)
+        return stored, stored.changes
     if kept is not None:
         shape = tuple(samples.shape)
         stored = StoredPixels("uint16", shape, False, dict(picture.facts))

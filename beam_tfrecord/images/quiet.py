@@ -21,6 +21,10 @@ thread converts an image under `pillow_log()`, the records Pillow logs from that
 off its loggers before any handler sees them; those of WARNING and up are kept for the reject's
 detail, the rest (Pillow's parse trace at DEBUG) go nowhere. Pillow's records from any other
 thread, or outside a conversion, are left alone.
+
+tifffile does the same on its one logger (`tifffile`: "TiffFrame 2 is missing required tags",
+"invalid page offset"), and `tifffile_log()` takes its records the same way while a thread reads
+a TIFF (`images.tiff`).
 """
 
 from __future__ import annotations
@@ -34,10 +38,18 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-__all__ = ["Captured", "captured_stderr", "keep_python_stderr", "pillow_log", "quiet_pillow_loggers"]
+__all__ = [
+    "Captured",
+    "captured_stderr",
+    "keep_python_stderr",
+    "pillow_log",
+    "quiet_pillow_loggers",
+    "tifffile_log",
+]
 
 _LOCK = threading.Lock()
 _PILLOW_LOGGERS = ("PIL", "pillow_heif")
+_TIFFFILE_LOGGER = "tifffile"  # tifffile logs everything on this one logger
 _THREAD = threading.local()
 _LIMIT = 4096  # bytes of chatter kept: libtiff repeats one line per bad strip
 _log = logging.getLogger(__name__)
@@ -98,12 +110,17 @@ def captured_stderr() -> Iterator[Captured]:
         _log.debug("decoder output: %s", captured.text.strip())
 
 
-class _PillowRecords(logging.Filter):
-    """On Pillow's loggers: a record logged by a thread inside `pillow_log()` goes to that
-    thread's list (WARNING and up) or nowhere, never on to logging's handlers."""
+class _ThreadRecords(logging.Filter):
+    """On a library's loggers: a record logged by a thread inside that library's capture
+    (`pillow_log()`, `tifffile_log()`) goes to that thread's list (WARNING and up) or nowhere,
+    never on to logging's handlers."""
+
+    def __init__(self, attribute: str) -> None:
+        super().__init__()
+        self.attribute = attribute  # the thread-local list this filter fills
 
     def filter(self, record: logging.LogRecord) -> bool:
-        kept: list[str] | None = getattr(_THREAD, "pillow_lines", None)
+        kept: list[str] | None = getattr(_THREAD, self.attribute, None)
         if kept is None:
             return True
         if record.levelno >= logging.WARNING:
@@ -111,7 +128,8 @@ class _PillowRecords(logging.Filter):
         return False
 
 
-_PILLOW_FILTER = _PillowRecords()
+_PILLOW_FILTER = _ThreadRecords("pillow_lines")
+_TIFFFILE_FILTER = _ThreadRecords("tifffile_lines")
 
 
 def quiet_pillow_loggers() -> None:
@@ -131,12 +149,29 @@ def quiet_pillow_loggers() -> None:
 def pillow_log() -> Iterator[list[str]]:
     """The messages (WARNING and up) Pillow logs from this thread for the duration, instead of
     logging them; for a reject's detail. Nests: an inner capture keeps its own."""
-    previous = getattr(_THREAD, "pillow_lines", None)
+    with _thread_log("pillow_lines", "Pillow") as lines:
+        yield lines
+
+
+@contextlib.contextmanager
+def tifffile_log() -> Iterator[list[str]]:
+    """The messages (WARNING and up) tifffile logs from this thread for the duration, instead of
+    logging them; for a reject's detail. tifffile logs on one logger, filtered from the first call."""
+    logger = logging.getLogger(_TIFFFILE_LOGGER)
+    if _TIFFFILE_FILTER not in logger.filters:
+        logger.addFilter(_TIFFFILE_FILTER)
+    with _thread_log("tifffile_lines", "tifffile") as lines:
+        yield lines
+
+
+@contextlib.contextmanager
+def _thread_log(attribute: str, library: str) -> Iterator[list[str]]:
+    previous = getattr(_THREAD, attribute, None)
     lines: list[str] = []
-    _THREAD.pillow_lines = lines
+    setattr(_THREAD, attribute, lines)
     try:
         yield lines
     finally:
-        _THREAD.pillow_lines = previous
+        setattr(_THREAD, attribute, previous)
         if lines:
-            _log.debug("Pillow's log: %s", "; ".join(lines))
+            _log.debug("%s's log: %s", library, "; ".join(lines))
