@@ -18,7 +18,7 @@ import numpy as np
 import pydicom
 import pytest
 from pydicom.encaps import generate_frames
-from pydicom.samples import apply_color_lut
+from pydicom.pixels import apply_color_lut
 from pydicom.uid import (
     DeflatedExplicitVRLittleEndian,
     ExplicitVRLittleEndian,

@@ -136,8 +136,8 @@ def store_deep(
         changes.append(reasons.RESIZED.code)
         kept = None
     if not options.full_depth:
-        stored = _eight_bit(picture, samples, transform, changes)
-        return stored, stored.changes
+        eight = _eight_bit(picture, samples, transform, changes)
+        return eight, eight.changes
     if kept is not None:
         shape = tuple(samples.shape)
         stored = StoredPixels("uint16", shape, False, dict(picture.facts))
