@@ -10,13 +10,16 @@ from __future__ import annotations
 import json
 import os
 
+import dicomgen
 import imagegen
 import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 import tifffile
+import tiffgen
 from conftest import convert
+from dicomgen import CT_SYNTAXES
 from outputcheck import summary
 from PIL import Image
 
@@ -155,3 +158,38 @@ def test_a_run_of_8_bit_and_16_bit_pictures_says_readers_need_one_kind(tmp_path)
         load_dataset(str(tmp_path / "out"), "train")
     kinds = {str(decode_pixels(r).dtype) for r in iter_examples(str(tmp_path / "out"))}
     assert kinds == {"uint8", "uint16"}  # read one by one, each in its own type
+
+
+def test_dicoms_in_five_transfer_syntaxes_give_their_stored_values(tmp_path):
+    """A CT slice in each lossless syntax, one file without preamble or extension: every reader
+    gives pydicom's `pixel_array` ([H, W, 1], int16), and the records keep rescale and modality."""
+    pydicom = pytest.importorskip("pydicom")
+    files = {
+        f"ct/{str(syntax.name).replace(' ', '_')}.dcm": dicomgen.ct_slice(syntax) for syntax in CT_SYNTAXES
+    }
+    files["ct/IM000001"] = dicomgen.without_preamble()
+    imagegen.write_tree(tmp_path / "in", files)
+    truth = {
+        name: pydicom.dcmread(tmp_path / "in" / name, force=True).pixel_array[..., np.newaxis]
+        for name in files
+    }
+    assert convert(tmp_path / "in", tmp_path / "out", "--label_source", "none") == 0
+    result = summary(tmp_path / "out")
+    assert result["source_formats"] == {"DICOM": len(files)} and result["rejects"] == 0
+    every_reader(tmp_path / "out", truth)
+    records = list(iter_examples(str(tmp_path / "out")))
+    slices = [r for r in records if r["filename"].endswith(".dcm")]
+    assert {(r["modality"], r["rescale_intercept"], r["rescale_slope"]) for r in slices} == {
+        ("CT", -1024.0, 1.0)
+    }
+
+
+def test_a_geotiff_keeps_its_bands_transform_and_crs(tmp_path):
+    made = tiffgen.eurosat_tile()  # 13 bands, planar: tifffile reads [13, H, W]
+    truth = np.moveaxis(made.array, 0, -1)
+    imagegen.write_tree(tmp_path / "in", {"River/River_1.tif": made.data})
+    assert convert(tmp_path / "in", tmp_path / "out") == 0
+    record = next(iter_examples(str(tmp_path / "out")))
+    assert np.array_equal(record["pixels"], truth) and record["pixels"].dtype == np.uint16
+    assert record["crs"] == "EPSG:32633" and len(record["geo_transform"].split(",")) == 6
+    every_reader(tmp_path / "out", {"River/River_1.tif": truth})
