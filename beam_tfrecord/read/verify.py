@@ -29,7 +29,7 @@ from beam_tfrecord.labels.base import tf_message
 from beam_tfrecord.names import LABELS_FILE, REJECTS_FILE, SUMMARY_FILE, TFDS_INFO_FILE
 from beam_tfrecord.output.outputs import unfinished_message
 from beam_tfrecord.read.files import read_index
-from beam_tfrecord.read.tf_data import record_dataset, traced_as_written
+from beam_tfrecord.read.tf_data import decode_pixels, record_dataset, traced_as_written
 from beam_tfrecord.summary import Summary, SummaryError, read_summary
 from beam_tfrecord.write import schema as schema_lib
 from beam_tfrecord.write.tfrecord_files import FramingError, index_records
@@ -147,6 +147,8 @@ def _facts_fn(layout: RecordLayout) -> Callable[[tf.Tensor], dict[str, tf.Tensor
     run's features with their recorded length)."""
     spec = schema_lib.parse_spec(layout)
     key = {name: key_of(layout, name) for name in ("image", "height", "width", "channels", "filename")}
+    if layout.depth is not None and layout.depth.array:
+        key["image"] = key_of(layout, "array")
     unlabelled = {k.name for k in table(layout.schema).image} | {n for n, _ in layout.extra_columns}
     labelled = [
         k for k in record_keys(layout) if k.name not in unlabelled and not k.name.startswith("features")
@@ -154,10 +156,14 @@ def _facts_fn(layout: RecordLayout) -> Callable[[tf.Tensor], dict[str, tf.Tensor
 
     def facts(serialized: tf.Tensor) -> dict[str, tf.Tensor]:
         parsed = tf.io.parse_single_example(serialized, spec)
-        encoded = parsed[key["image"]]
-        image = tf.io.decode_image(encoded, expand_animations=False)
+        if layout.depth is not None:  # a picture past 8 bits: its samples, and an 8-bit preview
+            image = decode_pixels(parsed, layout.depth, layout.schema)
+            encoded = _preview(image)
+        else:
+            encoded = parsed[key["image"]]
+            image = tf.io.decode_image(encoded, expand_animations=False)
         result = {
-            "shape": tf.shape(image, out_type=tf.int64),
+            "shape": tf.shape(image, out_type=tf.int64)[-3:],
             "stored": tf.stack([parsed[key["height"]], parsed[key["width"]], parsed[key["channels"]]]),
             "filename": parsed[key["filename"]],
             "encoded": encoded,
@@ -166,6 +172,20 @@ def _facts_fn(layout: RecordLayout) -> Callable[[tf.Tensor], dict[str, tf.Tensor
         return result
 
     return facts
+
+
+def _preview(image: tf.Tensor) -> tf.Tensor:
+    """An 8-bit PNG the contact sheet draws of a picture past 8 bits: its first page, its first
+    three bands (or its first), each picture's own range stretched to 0..255 (NaN as its minimum)."""
+    if image.shape.rank == 4:
+        image = image[0]
+    bands = image[..., :3] if image.shape[-1] is not None and image.shape[-1] >= 3 else image[..., :1]
+    values = tf.cast(bands, tf.float32)
+    finite = tf.math.is_finite(values)
+    low = tf.reduce_min(tf.where(finite, values, values.dtype.max))
+    high = tf.reduce_max(tf.where(finite, values, values.dtype.min))
+    scaled = (tf.where(finite, values, low) - low) * 255.0 / tf.maximum(high - low, 1e-12)
+    return tf.io.encode_png(tf.cast(tf.clip_by_value(tf.round(scaled), 0.0, 255.0), tf.uint8))
 
 
 def _explain(path: str, index: int, compression: str, layout: RecordLayout) -> str:
