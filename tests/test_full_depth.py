@@ -193,3 +193,14 @@ def test_a_geotiff_keeps_its_bands_transform_and_crs(tmp_path):
     assert np.array_equal(record["pixels"], truth) and record["pixels"].dtype == np.uint16
     assert record["crs"] == "EPSG:32633" and len(record["geo_transform"].split(",")) == 6
     every_reader(tmp_path / "out", {"River/River_1.tif": truth})
+
+
+def test_four_8_bit_bands_in_grayscale_photometric_are_kept_every_one(tmp_path):
+    """Tools that write bands, not colours (min-is-black, four interleaved samples), make TIFFs
+    Pillow cannot open: they are read at full depth, as 8-bit RGB + a band is."""
+    samples = RNG.integers(0, 256, (12, 10, 4), dtype=np.uint8)
+    os.makedirs(tmp_path / "in" / "tiles")
+    tifffile.imwrite(tmp_path / "in/tiles/0.tif", samples, photometric="minisblack", planarconfig="contig")
+    assert convert(tmp_path / "in", tmp_path / "out", "--label_source", "none") == 0
+    assert summary(tmp_path / "out")["full_depth"] == {"uint8 x4 array": 1}
+    every_reader(tmp_path / "out", {"tiles/0.tif": samples})

@@ -60,7 +60,7 @@ def full_depth_picture(data: bytes, options: ImageConfig) -> DeepPicture | None:
         return dicom.read_dicom(data, max_pixels=options.max_pixels)
     if not options.full_depth:
         return None
-    if tiff.is_tiff(data) and not _tiff_is_8bit(data):
+    if tiff.is_tiff(data) and not _tiff_look(data)[0]:
         return tiff.read_tiff(data, max_pixels=options.max_pixels)
     return None
 
@@ -82,7 +82,7 @@ def pillow_deep(image: Image.Image) -> DeepPicture | None:
     return DeepPicture(np.ascontiguousarray(samples[..., np.newaxis]), str(image.format))
 
 
-_RGB = 2  # TIFF's PhotometricInterpretation for RGB
+_MINISBLACK, _RGB = 1, 2  # TIFF's PhotometricInterpretation for grayscale and RGB
 
 
 def _alpha(extrasamples: tuple[int, ...]) -> bool:
@@ -90,10 +90,14 @@ def _alpha(extrasamples: tuple[int, ...]) -> bool:
     return bool(extrasamples) and extrasamples[0] in (1, 2)
 
 
-def _tiff_is_8bit(data: bytes) -> bool:
-    """A TIFF Pillow reads as it is: one page (or pages of other shapes: a thumbnail) of 8-bit
-    (or 1-bit) grayscale, RGB or RGBA samples. A file tifffile cannot parse goes the 8-bit way,
-    so a broken TIFF is rejected with the reasons it always was."""
+def _tiff_look(data: bytes) -> tuple[bool, bool]:
+    """(Pillow reads it as it is, it holds bands past RGB that are no alpha), from its tags.
+
+    Pillow reads one page (or pages of other shapes: a thumbnail) of 8-bit (or 1-bit) grayscale,
+    RGB or RGBA samples. Four bands that are RGB and a band that is no alpha (RGB + near infrared,
+    as GDAL writes a 4-band GeoTIFF), or four grayscale bands, are kept at full depth; CMYK,
+    palettes, YCbCr and RGBA are Pillow's to convert, as they always were. A file tifffile cannot
+    parse goes the 8-bit way, so a broken TIFF is rejected with the reasons it always was."""
     import tifffile
 
     try:
@@ -102,13 +106,12 @@ def _tiff_is_8bit(data: bytes) -> bool:
             page = tif.pages.first
             eight = series.dtype in (np.uint8, np.bool_)
             bands = page.samplesperpixel
-            # RGB and a fourth band that is no alpha (RGB + near infrared) is kept at full depth;
-            # CMYK, palettes, YCbCr and RGBA are Pillow's to convert, as they always were.
-            extra = bands == 4 and page.photometric == _RGB and not _alpha(page.extrasamples)
+            rgba = page.photometric == _RGB and _alpha(page.extrasamples)
+            many_bands = bands > 4 or (bands == 4 and page.photometric in (_MINISBLACK, _RGB) and not rgba)
             one_page = len(series.pages) == 1
-            return eight and one_page and bands <= 4 and not extra
+            return eight and one_page and not many_bands, many_bands
     except Exception:
-        return True
+        return True, False
 
 
 def store_deep(
