@@ -508,11 +508,15 @@ class StoredPixels:
     shape: tuple[int, ...]  # [H, W, C] or [D, H, W, C]
     array: bool  # the samples are an array (`image/array/value`), not a 16-bit PNG
     facts: Mapping[str, Fact] = field(default_factory=dict)
+    # The Object Detection API's additional channels (`--additional_channels`): a single-channel
+    # 8-bit PNG per band past the first three, which the encoded image holds as 8-bit RGB.
+    additional: tuple[bytes, ...] = ()
 
     @property
     def layout(self) -> PixelLayout:
         facts = tuple(name for name in FACTS if name in self.facts)
-        return PixelLayout(self.dtype, self.shape[-1], self.array, len(self.shape) == 4, facts)
+        stacked = len(self.shape) == 4
+        return PixelLayout(self.dtype, self.shape[-1], self.array, stacked, facts, bool(self.additional))
 
 
 @dataclass(frozen=True)

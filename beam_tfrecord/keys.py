@@ -52,7 +52,16 @@ DType = Literal["bytes", "int64", "float32"]
 # leaf and the folder of `image/features/shape`, so a feature run's output is read with
 # load_dataset or iter_examples, not through TFDS.
 TfdsFeature = Literal[
-    "image", "array", "text", "scalar", "class_label", "object_class_label", "mask", "class_mask", "none"
+    "image",
+    "array",
+    "band",
+    "text",
+    "scalar",
+    "class_label",
+    "object_class_label",
+    "mask",
+    "class_mask",
+    "none",
 ]
 # A manifest column's type, as `extra_columns` names it (`caption,score:float,tags:str_list`): the
 # planner parses values as it (plan.columns), records store them by it, summary.json names it.
@@ -118,6 +127,10 @@ class KeyTable:
     # them as they are.
     pixel_dtype: RecordKey | None = None
     pixel_array: tuple[RecordKey, ...] = ()
+    # A picture of more than three bands stored as the Object Detection API reads one (its
+    # `num_additional_channels`): the first three in the image key, each other a single-channel
+    # PNG, in band order, under this key (`PixelLayout.additional`).
+    pixel_additional: RecordKey | None = None
     facts_prefix: str = ""  # a source's fact NAME (FACTS) is stored under facts_prefix + NAME
 
 
@@ -148,6 +161,9 @@ TABLES: dict[str, KeyTable] = {
         pixel_array=(
             RecordKey("array", "image/array/value", "bytes", tfds="array"),
             RecordKey("array_shape", "image/array/shape", "int64", ragged=True, tfds="none"),
+        ),
+        pixel_additional=RecordKey(
+            "additional_channels", "image/additional_channels/encoded", "bytes", ragged=True, tfds="band"
         ),
         facts_prefix="image/source/",
         extra_prefix="image/meta/",
@@ -270,6 +286,9 @@ class PixelLayout:
         PNG in `image/encoded` (unsigned 16-bit, 1 to 4 bands).
       stacked: the array is [D, H, W, C], pages or frames.
       facts: the `FACTS` the records hold, in `FACTS`' order.
+      additional: the Object Detection API's additional channels (`--additional_channels`): the
+        first three bands an 8-bit RGB PNG in `image/encoded`, each other band a single-channel
+        8-bit PNG under `image/additional_channels/encoded`; `dtype` is then `uint8`.
     """
 
     dtype: str
@@ -277,20 +296,28 @@ class PixelLayout:
     array: bool
     stacked: bool = False
     facts: tuple[str, ...] = ()
+    additional: bool = False
 
     @property
     def token(self) -> str:
         """How summary.json counts records of this layout (`uint16 x1 png`, `float32 x13 array
-        stack +crs,geo_transform`); `from_token` reads it back."""
+        stack +crs,geo_transform`, `uint8 x4 png additional_channels`); `from_token` reads it back."""
         text = f"{self.dtype} x{self.bands} {'array' if self.array else 'png'}"
         text += " stack" if self.stacked else ""
+        text += f" {_ADDITIONAL}" if self.additional else ""
         return text + (f" +{','.join(self.facts)}" if self.facts else "")
 
     @classmethod
     def from_token(cls, token: str) -> PixelLayout:
         parts = token.split(" ")
         facts = tuple(parts.pop()[1:].split(",")) if parts[-1].startswith("+") else ()
-        return cls(parts[0], int(parts[1][1:]), parts[2] == "array", "stack" in parts[3:], facts)
+        words = parts[3:]
+        return cls(
+            parts[0], int(parts[1][1:]), parts[2] == "array", "stack" in words, facts, _ADDITIONAL in words
+        )
+
+
+_ADDITIONAL = "additional_channels"  # the token's word for `PixelLayout.additional`
 
 
 @dataclass(frozen=True)
@@ -353,6 +380,9 @@ def record_keys(layout: RecordLayout) -> tuple[RecordKey, ...]:
         found.append(keys.pixel_dtype)
         if pixels.array:
             found += keys.pixel_array
+        if pixels.additional:
+            assert keys.pixel_additional is not None  # the option asks for the tfds schema
+            found.append(keys.pixel_additional)
         found += [replace(FACTS[name], key=keys.facts_prefix + FACTS[name].key) for name in pixels.facts]
     if layout.labeled:
         found.append(replace(keys.label, ragged=layout.multi_label))
@@ -416,6 +446,7 @@ def _fixed(keys: KeyTable, with_tasks: bool = True) -> list[RecordKey]:
     (`KeyTable.reserved_groups`)."""
     found = [*keys.image, keys.label, *((keys.label_text,) if keys.label_text else ())]
     found += [*((keys.pixel_dtype,) if keys.pixel_dtype else ()), *keys.pixel_array]
+    found += [keys.pixel_additional] if keys.pixel_additional else []
     found += [replace(fact, key=keys.facts_prefix + fact.key) for fact in FACTS.values()]
     for name, group in keys.groups.items():
         if with_tasks or name in keys.reserved_groups:

@@ -363,7 +363,12 @@ class Summary:
         if not self.full_depth:
             return None
         found = [PixelLayout.from_token(token) for token in self.full_depth]
-        kinds = {(p.dtype, p.bands if p.array else 0, p.array, p.stacked) for p in found}
+        # 16-bit PNGs of 1 to 4 bands decode to the most bands alike; an array's and the Object
+        # Detection API's additional channels' band count is part of their kind.
+        kinds = {
+            (p.dtype, p.bands if p.array or p.additional else 0, p.array, p.stacked, p.additional)
+            for p in found
+        }
         if len(kinds) > 1 or sum(self.full_depth.values()) < self.records:
             raise MixedPixels(self.pixel_mix())
         # One kind; the facts are those any record holds (a record silent on one reads its default).

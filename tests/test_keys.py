@@ -13,8 +13,8 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
-from beam_tfrecord.elements import RecordFields, StoredObject
-from beam_tfrecord.keys import SCHEMAS, FeatureLayout, RecordLayout, record_keys, reserved_names
+from beam_tfrecord.elements import RecordFields, StoredObject, StoredPixels
+from beam_tfrecord.keys import SCHEMAS, FeatureLayout, PixelLayout, RecordLayout, record_keys, reserved_names
 from beam_tfrecord.labels import geometry
 from beam_tfrecord.labels.objects import ObjectLabels
 from beam_tfrecord.plan.columns import ExtraColumn, parse_extra_columns
@@ -28,6 +28,8 @@ EXTRAS = (("caption", "str", "a cat"), ("score", "float", 0.5), ("tags", "int_li
 CLASSES = ("cat", "dog", "fox")
 OBJECTS = ("objects",)  # a detection run's key groups: boxes alone, and with masks
 MASKED = ("objects", "object_masks")
+# RGB and near infrared as the Object Detection API's additional channels (--additional_channels).
+RGBN = PixelLayout("uint8", 4, False, additional=True)
 
 
 def layouts() -> list[RecordLayout]:
@@ -43,6 +45,7 @@ def layouts() -> list[RecordLayout]:
     found.append(RecordLayout("tfds", labeled=False, groups=OBJECTS))
     found.append(RecordLayout("tfds", labeled=False, groups=MASKED))
     found.append(RecordLayout("tfds", labeled=False, features=FeatureLayout((2, 3)), groups=MASKED))
+    found.append(RecordLayout("tfds", labeled=False, groups=OBJECTS, depth=RGBN))
     return found
 
 
@@ -67,12 +70,17 @@ def fields_for(layout: RecordLayout) -> RecordFields:
             ),
         )
         labels["objects"] = ObjectLabels("42", objects)
+    encoded, image_format, depth = imagegen.jpeg(8, 6), "jpeg", None
+    if layout.depth is not None:  # the additional channels: an RGB PNG and a band's PNG
+        encoded, image_format = imagegen.png(8, 6), "png"
+        band = geometry.encode_mask_png(Image.fromarray(np.full((6, 8), 200, np.uint8)))
+        depth = StoredPixels("uint8", (6, 8, 4), False, additional=(band,))
     return RecordFields(
-        encoded=imagegen.jpeg(8, 6),
-        format="jpeg",
+        encoded=encoded,
+        format=image_format,
         height=6,
         width=8,
-        channels=3,
+        channels=layout.depth.bands if layout.depth else 3,
         relpath="cat/ü 1.jpg",
         sha256="ab" * 32,
         label=label,
@@ -83,6 +91,7 @@ def fields_for(layout: RecordLayout) -> RecordFields:
         extras=extras,
         labels=labels,
         groups=layout.groups,
+        depth=depth,
     )
 
 
@@ -101,6 +110,7 @@ def split_files(layout: RecordLayout) -> SplitFiles:
         multi_label=layout.multi_label,
         kinds=("objects",) if "objects" in layout.groups else ("class",),
         groups=layout.groups,
+        depth=layout.depth,
     )
 
 
@@ -109,6 +119,7 @@ def _id(layout: RecordLayout) -> str:
     parts += ["extras"] if layout.extra_columns else []
     parts += [f"features_{layout.features.dtype}"] if layout.features else []
     parts += [group.removeprefix("object_") for group in layout.groups]
+    parts += ["additional_channels"] if layout.depth else []
     return "-".join(parts)
 
 
@@ -140,6 +151,9 @@ def test_the_tensorflow_free_reader_gives_every_field(layout):
         names.add("features")
     if "objects" in layout.groups:  # and the objects as NumPy arrays (labels/objects/reading.py)
         names |= {"boxes", "labels", *(["masks"] if ("object_masks" in layout.groups) else [])}
+    if layout.depth is not None:  # and the picture's samples, every band
+        names |= {"pixels"}
+        assert record["pixels"].shape == (6, 8, 4) and record["pixels"][0, 0, 3] == 200
     assert set(record) == names
     assert record["height"] == 6 and record["filename"] == "cat/ü 1.jpg"
     if layout.labeled:
@@ -183,6 +197,9 @@ def test_tfds_describes_and_reads_every_key_it_can(layout):
             assert (
                 tuple(objects["mask"].shape) == (2, 6, 8, 1) and int(np.asarray(objects["mask"]).max()) == 1
             )
+    if layout.depth is not None:  # each band past the third, one channel each
+        bands = decoded["image"]["additional_channels"]["encoded"]
+        assert tuple(bands.shape) == (1, 6, 8, 1) and int(np.asarray(bands).max()) == 200
 
 
 def test_a_manifest_column_cannot_shadow_any_field_or_key():
@@ -200,6 +217,7 @@ def test_every_layout_option_changes_the_keys():
         dataclasses.replace(base, extra_columns=(("caption", "str"),)),
         dataclasses.replace(base, features=FeatureLayout((2,))),
         dataclasses.replace(base, features=FeatureLayout((2,), "float16", image=False)),
+        dataclasses.replace(base, depth=RGBN),
     ]
     for variant in variants:
         assert record_keys(variant) != record_keys(base), variant
@@ -210,6 +228,7 @@ def test_verification_reads_every_key(layout):
     from beam_tfrecord.read.verify import _facts_fn
 
     facts = _facts_fn(layout)(tf.constant(schema.serialize(layout.schema, fields_for(layout))))
-    assert facts["shape"].numpy().tolist() == facts["stored"].numpy().tolist() == [6, 8, 3]
+    bands = layout.depth.bands if layout.depth else 3
+    assert facts["shape"].numpy().tolist() == facts["stored"].numpy().tolist() == [6, 8, bands]
     if layout.labeled:
         assert np.asarray(facts["label"]).reshape(-1).tolist() == ([0, 2] if layout.multi_label else [1])

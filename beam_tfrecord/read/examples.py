@@ -51,8 +51,9 @@ KEYS = (
 )
 # A record of a picture past 8 bits adds `dtype` (its samples' type) and `pixels`: the samples as
 # a NumPy array, [height, width, bands] or [pages, height, width, bands], in that type; `image`
-# stays the stored bytes (a 16-bit PNG, or the zlib'd array). A GeoTIFF's or DICOM's facts come
-# under their names (`crs`, `rescale_slope`, ...).
+# stays the stored bytes (a 16-bit PNG, or the zlib'd array; with the Object Detection API's
+# additional channels, the RGB PNG, its other bands' PNGs in `additional_channels`). A GeoTIFF's
+# or DICOM's facts come under their names (`crs`, `rescale_slope`, ...).
 PIXEL_KEYS = ("dtype", "pixels")
 # A segmentation record's class ids as a NumPy array: uint8 [height, width] (the ignore value
 # where nothing is labelled); `mask_png` keeps the stored PNG bytes.
@@ -118,6 +119,9 @@ def _full_depth(stored: ProtoMessage, result: ParsedRecord, schema: str) -> None
         result.pop(value.name, None)
         result.pop(shape.name, None)
         result["image"] = raw
+    elif keys.pixel_additional is not None and keys.pixel_additional.key in stored:
+        bands = [decode_image(band, 1) for band in result[keys.pixel_additional.name]]
+        pixels = np.concatenate([decode_image(result["image"], 3), *bands], axis=2)
     else:
         pixels = stored_pixels.from_png16(result["image"])
     result["dtype"], result["pixels"] = dtype, pixels

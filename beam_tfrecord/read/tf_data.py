@@ -104,8 +104,19 @@ def dct_ratio(
 
 def decode_pixels(record: Mapping[str, tf.Tensor], pixels: PixelLayout, schema: str = "tfds") -> tf.Tensor:
     """A picture past 8 bits in its stored type (images.pixels): [H, W, C] from a 16-bit PNG,
-    [H, W, C] or [D, H, W, C] from an array."""
+    [H, W, C] or [D, H, W, C] from an array; uint8 [H, W, C] from the Object Detection API's
+    additional channels, decoded and concatenated as that API's `tf_example_decoder` does."""
     dtype = tf.dtypes.as_dtype(pixels.dtype)
+    if pixels.additional:
+        rgb = tf.io.decode_png(record[key_of(schema, "image")], channels=3)
+        extra = tf.map_fn(
+            lambda band: tf.io.decode_png(band, channels=1),
+            record[key_of(schema, "additional_channels")],
+            fn_output_signature=tf.TensorSpec([None, None, 1], tf.uint8),
+        )  # [C - 3, H, W, 1]
+        image = tf.concat([rgb, tf.transpose(tf.squeeze(extra, axis=3), [1, 2, 0])], axis=2)
+        image.set_shape([None, None, pixels.bands])
+        return image
     if not pixels.array:
         return tf.io.decode_png(record[key_of(schema, "image")], channels=pixels.bands, dtype=tf.uint16)
     raw = tf.io.decode_compressed(record[key_of(schema, "array")], compression_type="ZLIB")

@@ -95,6 +95,7 @@ _FIELDS: dict[str, Encoder] = {
     "dtype": lambda fields: _pixels(fields).dtype,
     "array": attrgetter("encoded"),
     "array_shape": lambda fields: _pixels(fields).shape,
+    "additional_channels": lambda fields: _pixels(fields).additional,
 }
 
 

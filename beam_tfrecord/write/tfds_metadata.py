@@ -47,7 +47,8 @@ def features_spec(
     Images decode to `channels` (3 unless the run forced 1), as TFDS's Image needs a fixed count;
     a run of 16-bit pictures to their own band count, as uint16; a run of array pictures
     (`keys.PixelLayout`) is TFDS's `Tensor(encoding="zlib")` of their type, read from the
-    `image/array/value` and `image/array/shape` keys it names.
+    `image/array/value` and `image/array/shape` keys it names; the Object Detection API's
+    additional channels are a `Sequence` of one-band Images beside the RGB one.
     A list key (a multi-label's ids and names, a list column) is a `Sequence` of its kind.
     """
     import numpy as np
@@ -59,6 +60,8 @@ def features_spec(
     pixels = layout.depth
 
     def feature(key: RecordKey) -> TfdsConnector:
+        if key.tfds == "image" and pixels is not None and pixels.additional:  # bands 1-3, 8-bit
+            return f.Image(shape=(None, None, 3), encoding_format="png")
         if key.tfds == "image" and pixels is not None:  # a 16-bit PNG
             return f.Image(shape=(None, None, pixels.bands), dtype=np.uint16, encoding_format="png")
         if key.tfds == "image":
@@ -73,7 +76,7 @@ def features_spec(
             one = f.ClassLabel(names=list(class_names or []))
         elif key.tfds == "object_class_label":  # ids from 1: 0 is the background's
             one = f.ClassLabel(names=[BACKGROUND, *(class_names or [])])
-        elif key.tfds in ("mask", "class_mask"):  # an object's 0/1 mask, a picture's class ids
+        elif key.tfds in ("mask", "class_mask", "band"):  # a 0/1 mask, class ids, a band's samples
             one = f.Image(shape=(None, None, 1), encoding_format="png")
         else:
             one = f.Scalar(dtype=numbers[key.dtype])
