@@ -8,6 +8,11 @@ pages of one shape; a 16-bit PNG; any picture Pillow opens in its 16-bit, 32-bit
 With `--bit_depth 8`, only what Pillow cannot read at all comes here (DICOM): its samples are
 scaled to 8 bits by `modes`' rule, and a picture of other than 1 or 3 bands, or a stack, is a
 reject that says to keep the full depth.
+
+With `--additional_channels`, a picture of more than 3 bands (a TIFF's bands past RGB, read
+here at any `--bit_depth`) is stored as the Object Detection API reads one: its first three
+bands an 8-bit RGB PNG, each other band a single-channel 8-bit PNG (`StoredPixels.additional`),
+all scaled to 8 bits by `--bit_depth 8`'s rule, as that API reads `uint8` only.
 """
 
 from __future__ import annotations
@@ -26,7 +31,15 @@ from beam_tfrecord.labels import geometry
 from beam_tfrecord.labels.geometry import PixelTransform
 from beam_tfrecord.reasons import Reject
 
-__all__ = ["DeepStored", "describe", "full_depth_picture", "pillow_deep", "png16_bands", "store_deep"]
+__all__ = [
+    "DeepStored",
+    "describe",
+    "eight_bit_samples",
+    "full_depth_picture",
+    "pillow_deep",
+    "png16_bands",
+    "store_deep",
+]
 
 # Pillow's modes past 8 bits: what `np.asarray` gives for each is the source's samples.
 PILLOW_DEEP_MODES = ("I;16", "I;16B", "I;16L", "I;16N", "I", "F")
@@ -58,9 +71,10 @@ def full_depth_picture(data: bytes, options: ImageConfig) -> DeepPicture | None:
     full-depth format that cannot be read."""
     if dicom.is_dicom(data):
         return dicom.read_dicom(data, max_pixels=options.max_pixels)
-    if not options.full_depth:
+    if not tiff.is_tiff(data) or not (options.full_depth or options.additional_channels):
         return None
-    if tiff.is_tiff(data) and not _tiff_look(data)[0]:
+    pillow, many_bands = _tiff_look(data)
+    if (options.full_depth and not pillow) or (options.additional_channels and many_bands):
         return tiff.read_tiff(data, max_pixels=options.max_pixels)
     return None
 
@@ -83,6 +97,7 @@ def pillow_deep(image: Image.Image) -> DeepPicture | None:
 
 
 _MINISBLACK, _RGB = 1, 2  # TIFF's PhotometricInterpretation for grayscale and RGB
+_RGB_BANDS = 3
 
 
 def _alpha(extrasamples: tuple[int, ...]) -> bool:
@@ -118,15 +133,17 @@ def store_deep(
     picture: DeepPicture, options: ImageConfig, kept: bytes | None = None
 ) -> tuple[DeepStored, tuple[str, ...]]:
     """Store a full-depth picture: `kept` (a 16-bit PNG's own bytes) when nothing changes it,
-    else a 16-bit PNG or an array (`images.pixels`); with `--bit_depth 8`, an 8-bit PNG.
+    else a 16-bit PNG or an array (`images.pixels`); with `--bit_depth 8`, an 8-bit PNG; with
+    `--additional_channels`, a picture of more than 3 bands as the Object Detection API reads one.
 
     Returns what to store and the change reasons (in `reasons.codes("change")` order)."""
     samples = picture.samples
+    additional = options.additional_channels and picture.bands > _RGB_BANDS
     if options.channels is not None and options.channels != picture.bands:
         raise Reject(
             reasons.UNSUPPORTED_FORMAT,
             f"{describe(picture)}: --channels converts 8-bit pictures only; leave it out to keep "
-            f"every band, or add --bit_depth 8",
+            "every band" + ("" if additional else ", or add --bit_depth 8"),
         )
     height, width = picture.height, picture.width
     transform = geometry.pixel_transform(width, height, 1, options.resize, options.resize_mode)
@@ -134,10 +151,19 @@ def store_deep(
     if picture.facts.get("pages_left_out"):  # a thumbnail's or another series' pages (images.tiff)
         changes.append(reasons.FRAMES_DROPPED.code)
         kept = None
+    if additional and picture.stacked:
+        raise Reject(
+            reasons.UNSUPPORTED_FORMAT,
+            f"{describe(picture)}: the Object Detection API's additional channels hold one picture, "
+            "not a stack; leave out --additional_channels to keep its pages as an array",
+        )
     if options.resize is not None:
         samples = _resampled(samples, transform)
         changes.append(reasons.RESIZED.code)
         kept = None
+    if additional:
+        split = _additional_channels(picture, samples, transform, changes)
+        return split, split.changes
     if not options.full_depth:
         eight = _eight_bit(picture, samples, transform, changes)
         return eight, eight.changes
@@ -167,18 +193,51 @@ def _eight_bit(
             reasons.UNSUPPORTED_FORMAT,
             f"{describe(picture)}: 8 bits hold grayscale or RGB only; leave --bit_depth at full to keep it",
         )
+    plane = eight_bit_samples(samples)
+    codes = {*changes, reasons.HIGH_BIT_DEPTH.code, reasons.FORMAT.code}
+    ordered = tuple(code for code in reasons.codes("change") if code in codes)
+    return DeepStored(_png(plane), "png", None, transform, ordered)
+
+
+def eight_bit_samples(samples: np.ndarray) -> np.ndarray:
+    """`--bit_depth 8`'s rule, the whole picture at once (every band alike): 8-bit samples as they
+    are, unsigned 16-bit times 255/65535, other types by `modes.scale_to_8bit` (their range, or
+    the finite values' range, stretched onto 0..255 where it does not fit as it is)."""
+    if samples.dtype == np.uint8:
+        return samples
     values = samples.astype(np.float64)
     if samples.dtype == np.uint16:
         scaled = values * (255.0 / 65535.0)
     else:
         scaled = modes.scale_to_8bit(values, "F" if samples.dtype.kind == "f" else "I")
-    plane = np.rint(scaled).astype(np.uint8)
-    image = Image.fromarray(plane[..., 0] if picture.bands == 1 else plane)
-    out = io.BytesIO()
-    image.save(out, format="PNG")
-    codes = {*changes, reasons.HIGH_BIT_DEPTH.code, reasons.FORMAT.code}
+    return np.rint(scaled).astype(np.uint8)
+
+
+def _additional_channels(
+    picture: DeepPicture, samples: np.ndarray, transform: PixelTransform, changes: list[str]
+) -> DeepStored:
+    """`--additional_channels`: the Object Detection API's form of a picture of more than 3
+    bands, 8-bit: bands 1-3 an RGB PNG, each other band a single-channel PNG, in band order."""
+    plane = eight_bit_samples(samples)
+    extra = tuple(_png(plane[..., band : band + 1]) for band in range(_RGB_BANDS, picture.bands))
+    shape = (*plane.shape[:-1], picture.bands)
+    stored = StoredPixels("uint8", shape, False, dict(picture.facts), additional=extra)
+    codes = set(changes)
+    if samples.dtype != np.uint8:
+        codes.add(reasons.HIGH_BIT_DEPTH.code)
+    if picture.source_format != "PNG":
+        codes.add(reasons.FORMAT.code)
     ordered = tuple(code for code in reasons.codes("change") if code in codes)
-    return DeepStored(out.getvalue(), "png", None, transform, ordered)
+    return DeepStored(_png(plane[..., :_RGB_BANDS]), "png", stored, transform, ordered)
+
+
+def _png(plane: np.ndarray) -> bytes:
+    """An 8-bit PNG of [H, W, 1] (grayscale) or [H, W, 3] (RGB) samples."""
+    out = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(plane[..., 0] if plane.shape[-1] == 1 else plane)).save(
+        out, format="PNG"
+    )
+    return out.getvalue()
 
 
 def _resampled(samples: np.ndarray, transform: PixelTransform) -> np.ndarray:

@@ -100,6 +100,21 @@ class ImageConfig(Config):
         choices=BIT_DEPTHS,
         help="full keeps 16-bit, float and many-band pictures as they are; 8 scales them to 8 bits",
     )
+    additional_channels: bool = setting(
+        False,
+        details="a picture of more than 3 bands (RGB and near infrared, a multispectral tile) is stored as "
+        "the Object Detection API reads one with `num_additional_channels`: its first three bands an RGB "
+        "PNG in `image/encoded`, each other band a one-channel PNG in `image/additional_channels/encoded`. "
+        "That API reads 8 bits only, so this implies `--bit_depth 8` for those pictures: 16-bit, float "
+        "and signed samples are scaled by its rule (`high_bit_depth` in changes.jsonl); a stack of "
+        "pages is a reject. Pictures of 1 to 3 bands are stored as usual. The tfds schema only "
+        "([detection](detection.md#more-than-three-bands))",
+        group="images",
+        label="Additional channels",
+        record_default=False,
+        value_type=bool,
+        help="store bands past the third as the Object Detection API's additional channels (8-bit PNGs)",
+    )
     max_file_mb: float = setting(
         DEFAULT_MAX_FILE_MB,
         details="larger files are rejected `too_large` from their listed size, before they are read (each "

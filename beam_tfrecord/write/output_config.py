@@ -159,6 +159,11 @@ class ConvertConfig(Config):
                 raise ConfigError("array_record_options", str(error)) from None
         elif self.array_record_options != DEFAULT_ARRAY_RECORD_OPTIONS:
             raise ConfigError("array_record_options", "applies with --file_format array_record only")
+        if self.image.additional_channels and self.schema != "tfds":
+            raise ConfigError(
+                "image.additional_channels",
+                f"needs the tfds schema: the {self.schema} schema has no Object Detection API keys",
+            )
         if self.num_shards is not None and self.num_shards < 1:
             raise ConfigError("num_shards", "must be at least 1")
         if not self.shard_size_mb > 0:
