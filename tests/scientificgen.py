@@ -35,3 +35,41 @@ def eurosat(root: Path, per_class: int = 3) -> None:
                 tile=(16, 16),
                 compression="zlib",
             )
+
+
+def orchards(root: Path, count: int = 4) -> None:
+    """Aerial RGB + near-infrared tiles of trees for detection: 4-band uint16 TIFFs as GDAL and
+    tifffile write them (RGB, the fourth band an unspecified extra sample, not alpha) in
+    `images/`, and their boxes in a COCO instances file under `annotations/`."""
+    import json
+
+    rng = np.random.default_rng(23)
+    (root / "images").mkdir(parents=True, exist_ok=True)
+    (root / "annotations").mkdir(exist_ok=True)
+    images, annotations = [], []
+    for i in range(count):
+        samples = rng.integers(0, 65_536, (32, 48, 4), dtype=np.uint16)
+        tifffile.imwrite(
+            root / "images" / f"tile_{i}.tif",
+            samples,
+            photometric="rgb",
+            planarconfig="contig",
+            extrasamples=(0,),
+            compression="zlib",
+        )
+        images.append({"id": i, "file_name": f"tile_{i}.tif", "width": 48, "height": 32})
+        for k in range(1 + i % 2):
+            bbox = [4 + 20 * k, 6, 14, 12]
+            annotations.append(
+                {
+                    "id": len(annotations),
+                    "image_id": i,
+                    "category_id": 1,
+                    "bbox": bbox,
+                    "area": 168,
+                    "iscrowd": 0,
+                }
+            )
+    categories = [{"id": 1, "name": "tree", "supercategory": "plant"}]
+    instances = {"images": images, "annotations": annotations, "categories": categories}
+    (root / "annotations" / "instances_train.json").write_text(json.dumps(instances))

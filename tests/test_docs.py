@@ -306,6 +306,8 @@ def make_inputs(text: str, folder: Path, weights: Path) -> None:
         scientificgen.nuclei(folder / "nuclei")
     if "--input EuroSAT_MS" in text:  # 13-band tiles in class folders
         scientificgen.eurosat(folder / "EuroSAT_MS")
+    if "--input orchards" in text:  # RGB + near-infrared tiles with COCO boxes
+        scientificgen.orchards(folder / "orchards")
     if any(path in text for path in REWRITES):
         (folder / "models").mkdir()
         (folder / "models" / weights.name).symlink_to(weights)
