@@ -34,7 +34,6 @@ from beam_tfrecord.reasons import Reject
 __all__ = [
     "DeepStored",
     "describe",
-    "eight_bit_samples",
     "full_depth_picture",
     "pillow_deep",
     "png16_bands",
@@ -193,13 +192,13 @@ def _eight_bit(
             reasons.UNSUPPORTED_FORMAT,
             f"{describe(picture)}: 8 bits hold grayscale or RGB only; leave --bit_depth at full to keep it",
         )
-    plane = eight_bit_samples(samples)
+    plane = _eight_bit_samples(samples)
     codes = {*changes, reasons.HIGH_BIT_DEPTH.code, reasons.FORMAT.code}
     ordered = tuple(code for code in reasons.codes("change") if code in codes)
     return DeepStored(_png(plane), "png", None, transform, ordered)
 
 
-def eight_bit_samples(samples: np.ndarray) -> np.ndarray:
+def _eight_bit_samples(samples: np.ndarray) -> np.ndarray:
     """`--bit_depth 8`'s rule, the whole picture at once (every band alike): 8-bit samples as they
     are, unsigned 16-bit times 255/65535, other types by `modes.scale_to_8bit` (their range, or
     the finite values' range, stretched onto 0..255 where it does not fit as it is)."""
@@ -218,7 +217,7 @@ def _additional_channels(
 ) -> DeepStored:
     """`--additional_channels`: the Object Detection API's form of a picture of more than 3
     bands, 8-bit: bands 1-3 an RGB PNG, each other band a single-channel PNG, in band order."""
-    plane = eight_bit_samples(samples)
+    plane = _eight_bit_samples(samples)
     extra = tuple(_png(plane[..., band : band + 1]) for band in range(_RGB_BANDS, picture.bands))
     shape = (*plane.shape[:-1], picture.bands)
     stored = StoredPixels("uint8", shape, False, dict(picture.facts), additional=extra)
