@@ -31,14 +31,7 @@ from beam_tfrecord.labels import geometry
 from beam_tfrecord.labels.geometry import PixelTransform
 from beam_tfrecord.reasons import Reject
 
-__all__ = [
-    "DeepStored",
-    "describe",
-    "full_depth_picture",
-    "pillow_deep",
-    "png16_bands",
-    "store_deep",
-]
+__all__ = ["DeepStored", "describe", "full_depth_picture", "pillow_deep", "png16_bands", "store_deep"]
 
 # Pillow's modes past 8 bits: what `np.asarray` gives for each is the source's samples.
 PILLOW_DEEP_MODES = ("I;16", "I;16B", "I;16L", "I;16N", "I", "F")
