@@ -7,6 +7,7 @@ float and many-band tiles, z-stacks."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 
@@ -24,6 +25,8 @@ from outputcheck import summary
 from PIL import Image
 
 from beam_tfrecord import decode_pixels, iter_examples, load_dataset
+from beam_tfrecord.images.normalize import encode_for_tensorflow
+from beam_tfrecord.images.options import ImageConfig
 from beam_tfrecord.summary import MixedPixels
 
 RNG = np.random.default_rng(58)
@@ -204,3 +207,14 @@ def test_four_8_bit_bands_in_grayscale_photometric_are_kept_every_one(tmp_path):
     assert convert(tmp_path / "in", tmp_path / "out", "--label_source", "none") == 0
     assert summary(tmp_path / "out")["full_depth"] == {"uint8 x4 array": 1}
     every_reader(tmp_path / "out", {"tiles/0.tif": samples})
+
+
+def test_bit_depth_8_names_a_16_bit_rgb_tiff_that_pillow_reads_at_8_bits():
+    """Pillow opens 16-bit RGB TIFF as plain RGB: the change is still named, never silent."""
+    samples = RNG.integers(0, 65_535, (8, 9, 3), dtype=np.uint16)
+    data = io.BytesIO()
+    tifffile.imwrite(data, samples, photometric="rgb")
+    assert encode_for_tensorflow(data.getvalue(), ImageConfig(bit_depth="8")).changes == (
+        "format",
+        "high_bit_depth",
+    )

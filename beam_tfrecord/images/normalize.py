@@ -333,6 +333,15 @@ def _check_jpeg_segments(data: bytes) -> bool:
 _JPEG_NEXT_MARKER = re.compile(rb"\xff[\x01-\xcf\xd8-\xfe]")
 
 
+def _tiff_bit_depth(image: Image.Image) -> int:
+    """The most bits a sample of a TIFF holds (BitsPerSample), 8 when its tags say nothing."""
+    tags = getattr(image, "tag_v2", None)
+    bits = tags.get(258) if tags is not None else None
+    if isinstance(bits, tuple):
+        return max((int(b) for b in bits), default=8)
+    return int(bits) if isinstance(bits, int) else 8
+
+
 def _png_bit_depth(data: bytes) -> int:
     """The bit depth byte of a PNG's IHDR chunk (Pillow reports 16-bit RGB as plain RGB)."""
     return data[24] if len(data) > 24 else 8
@@ -359,6 +368,8 @@ def _changes(
         found.append(reasons.CHANNELS.code)
     if image_format == "png" and _png_bit_depth(data) > 8:  # 16-bit RGB(A): Pillow already took 8 bits
         found.append(reasons.HIGH_BIT_DEPTH.code)
+    elif source_format == "TIFF" and _tiff_bit_depth(image) > 8 and reasons.HIGH_BIT_DEPTH.code not in found:
+        found.append(reasons.HIGH_BIT_DEPTH.code)  # 16-bit RGB: Pillow reads it at 8 bits too
     elif image_format == "png" and image.mode in modes.KEPT_MODES and _png_bit_depth(data) < 8:
         found.append(reasons.MODE.code)
     if _orientation(image) != 1:
