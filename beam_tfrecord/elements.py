@@ -30,6 +30,7 @@ from beam_tfrecord.edges import ByKind, Json, JsonObject
 from beam_tfrecord.keys import FACTS, PixelLayout
 
 __all__ = [
+    "BandFile",
     "ChangeLine",
     "ColumnValue",
     "ConvertedRecord",
@@ -369,13 +370,25 @@ ColumnValue: TypeAlias = str | int | float | tuple[str | int | float, ...]
 Extras = tuple[tuple[str, str, ColumnValue], ...]  # (column name, column type, typed value) per extra column
 
 
+class BandFile(NamedTuple):
+    """One band of a picture whose bands are files of their own (`--bands`, plan.bands): the
+    band's name as the run names it, and its file (relative path, path, listed size)."""
+
+    band: str
+    relpath: str
+    path: str
+    size: int
+
+
 @dataclass(frozen=True, slots=True)
 class PlannedInput:
     """One input file with everything the worker needs besides its bytes.
 
     `label` (the class id) and `label_text` (the class name), named as the record keys they fill,
     are tuples (ids, names) in a multi-label run; `extras` are the manifest columns' values
-    (extra_columns), typed while planning."""
+    (extra_columns), typed while planning. `bands`: a picture whose bands are files of their own,
+    its files in the run's band order (`path` is then the first's and `size` their sum); ()
+    for a picture of one file."""
 
     relpath: str
     path: str
@@ -385,11 +398,14 @@ class PlannedInput:
     label_text: str | tuple[str, ...] | None = None
     extras: Extras = ()
     annotations: ImageAnnotations | None = None  # a detection run's objects (none: a negative)
+    bands: tuple[BandFile, ...] = ()
 
     def to_row(self) -> list[Json]:
         row = self._head_row()
-        if self.annotations is not None:
-            row.append(self.annotations.to_row())
+        if self.annotations is not None or self.bands:
+            row.append(self.annotations.to_row() if self.annotations is not None else None)
+        if self.bands:
+            row.append([list(band) for band in self.bands])
         return row
 
     def _head_row(self) -> list[Json]:
@@ -404,7 +420,8 @@ class PlannedInput:
         texts = [object_text(o) for o in self.annotations.objects]
         if objects_staged is not None:
             objects_staged(self, texts)
-        return f"{_TEXT(self._head_row())[:-1]}, {self.annotations.staged_text(texts)}]"
+        bands = f", {_TEXT([list(band) for band in self.bands])}" if self.bands else ""
+        return f"{_TEXT(self._head_row())[:-1]}, {self.annotations.staged_text(texts)}{bands}]"
 
     @classmethod
     def from_row(cls, row: Sequence[Json]) -> PlannedInput:
@@ -413,8 +430,9 @@ class PlannedInput:
         extras = tuple(
             (n, t, tuple(v) if isinstance(v, list) else v) for n, t, v in (rest[0] if rest else ())
         )
-        annotations = ImageAnnotations.from_row(rest[1]) if len(rest) > 1 else None
-        return cls(relpath, path, size, split, _tuple(label), _tuple(label_text), extras, annotations)
+        annotations = ImageAnnotations.from_row(rest[1]) if len(rest) > 1 and rest[1] is not None else None
+        bands = tuple(BandFile(*band) for band in rest[2]) if len(rest) > 2 else ()
+        return cls(relpath, path, size, split, _tuple(label), _tuple(label_text), extras, annotations, bands)
 
 
 def _tuple(value: Json) -> Json:

@@ -283,7 +283,7 @@ class PixelLayout:
       bands: the band count.
       array: True when the samples are stored as an array (`image/array/value`, zlib'd, with
         `image/array/shape`): float, signed, many-band and stacked pictures; False for a 16-bit
-        PNG in `image/encoded` (unsigned 16-bit, 1 to 4 bands).
+        PNG in `image/encoded` (unsigned 16-bit, 1, 3 or 4 bands).
       stacked: the array is [D, H, W, C], pages or frames.
       facts: the `FACTS` the records hold, in `FACTS`' order.
       additional: the Object Detection API's additional channels (`--additional_channels`): the

@@ -225,6 +225,27 @@ PANOPTIC_SIZE_MISMATCH = _reason(
     "reject",
     "its panoptic PNG's size fits neither the stored nor the upright picture",
 )
+# A picture whose bands are files of their own (`--bands`).
+BAND_MISSING = _reason(
+    "band_missing",
+    "reject",
+    "`--bands`: no file holds one of the picture's bands (the detail names the files found)",
+)
+BAND_AMBIGUOUS = _reason(
+    "band_ambiguous",
+    "reject",
+    "`--bands`: two files name the same band of the picture, or one file's path names two bands",
+)
+BANDS_DIFFER = _reason(
+    "bands_differ",
+    "reject",
+    "`--bands`: the picture's band files differ in size or sample type (the detail names both)",
+)
+BAND_NOT_SINGLE = _reason(
+    "band_not_single",
+    "reject",
+    "`--bands`: a band's file holds more than one band (RGB, several pages): it is not one band",
+)
 FEATURE_FAILED = _reason("feature_failed", "reject", "the feature model cannot be fed the image")
 INFERENCE_FAILED = _reason(
     "inference_failed",
@@ -236,8 +257,9 @@ INFERENCE_FAILED = _reason(
 SKIPPED = _reason(
     "skipped",
     "skip",
-    "hidden files, `Thumbs.db`, `.DS_Store`, `desktop.ini`, `__MACOSX/`, a symlink loop, and the "
-    "`--manifest` or an annotation file lying inside `--input`",
+    "hidden files, `Thumbs.db`, `.DS_Store`, `desktop.ini`, `__MACOSX/`, a symlink loop, the "
+    "`--manifest` or an annotation file lying inside `--input`, and with `--bands` a file that "
+    "names none of the bands",
 )
 
 # Changes: why a stored image differs from its file, in the order changes.jsonl lists them.

@@ -308,6 +308,10 @@ def make_inputs(text: str, folder: Path, weights: Path) -> None:
         scientificgen.eurosat(folder / "EuroSAT_MS")
     if "--input orchards" in text:  # RGB + near-infrared tiles with COCO boxes
         scientificgen.orchards(folder / "orchards")
+    if "--input 38-Cloud_training" in text:  # a folder and a file a band, 384x384 as the dataset's
+        scientificgen.cloud38(folder, size=(384, 384))
+    if "--input S2A_MSIL2A_products" in text:  # SAFE products: a JPEG 2000 a band
+        scientificgen.sentinel2_safe(folder / "S2A_MSIL2A_products")
     if any(path in text for path in REWRITES):
         (folder / "models").mkdir()
         (folder / "models" / weights.name).symlink_to(weights)

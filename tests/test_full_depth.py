@@ -125,8 +125,15 @@ def test_16_bit_depth_pngs_keep_their_own_bytes(tmp_path):
 
 @pytest.mark.parametrize(
     ("dtype", "bands", "pages"),
-    [("float64", 4, 1), ("float32", 1, 1), ("uint16", 13, 1), ("int16", 2, 1), ("uint16", 1, 5)],
-    ids=["float64 x4", "float32 depth", "uint16 x13", "int16 x2", "z-stack"],
+    [
+        ("float64", 4, 1),
+        ("float32", 1, 1),
+        ("uint16", 13, 1),
+        ("int16", 2, 1),
+        ("uint16", 2, 1),  # TensorFlow decodes no 2-channel PNG (channels=2): an array
+        ("uint16", 1, 5),
+    ],
+    ids=["float64 x4", "float32 depth", "uint16 x13", "int16 x2", "uint16 x2", "z-stack"],
 )
 def test_float_many_band_and_stacked_pictures_are_arrays_every_reader_restores(tmp_path, dtype, bands, pages):
     truth = tiles(tmp_path / "in", dtype, bands, pages)

@@ -159,7 +159,7 @@ def store_deep(
     if not options.full_depth:
         eight = _eight_bit(picture, samples, transform, changes)
         return eight, eight.changes
-    if kept is not None:
+    if kept is not None and pixels.is_png_kind(samples.dtype, picture.bands, picture.stacked):
         shape = tuple(samples.shape)
         stored = StoredPixels("uint16", shape, False, dict(picture.facts))
         return DeepStored(kept, "png", stored, transform, ()), ()

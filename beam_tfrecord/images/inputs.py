@@ -13,6 +13,7 @@ from typing import Generic, TypeVar
 
 from beam_tfrecord import gcs, reasons
 from beam_tfrecord.elements import PendingRecord, PlannedInput, RecordFields, RejectLine, ShardKey
+from beam_tfrecord.images import bands
 from beam_tfrecord.images.normalize import EncodedImage, encode_for_tensorflow
 from beam_tfrecord.images.options import ImageConfig
 from beam_tfrecord.labels import CLASSIFIED, AnyPlaced, RunLabels
@@ -41,17 +42,15 @@ def prepare_input(
     input a reject. `storage`: how long a gs:// read may wait (the run's settings, passed by the
     worker that reads)."""
     limit = image_options.max_file_bytes
-    if item.size > limit:
-        return _too_big(item.relpath, item.size, image_options)
-    try:
-        data = read_bytes(item.path, limit, storage)
-    except Exception as error:  # permissions, a file gone since listing, a flaky remote read
-        return RejectLine(item.relpath, reasons.UNREADABLE.code, f"{type(error).__name__}: {error}")
-    if len(data) > limit:
-        return _too_big(item.relpath, len(data), image_options)
+    read = _read_files(item, image_options, storage)
+    if isinstance(read, RejectLine):
+        return read
     objects = len(item.annotations.objects) if item.annotations is not None else 0
     try:
-        image = encode_for_tensorflow(data, image_options, name=item.relpath)
+        if item.bands:  # a picture whose bands are files of their own (--bands)
+            image = bands.encode_bands(list(zip(item.bands, read, strict=True)), image_options)
+        else:
+            image = encode_for_tensorflow(read[0], image_options, name=item.relpath)
         placed = _placed(item, image, labels, limit, storage)
     except Reject as reject:
         return RejectLine(item.relpath, reject.reason, reject.detail, objects=objects)
@@ -66,7 +65,7 @@ def prepare_input(
         width=image.width,
         channels=image.channels,
         relpath=item.relpath,
-        sha256=hashlib.sha256(data).hexdigest(),
+        sha256=_sha256(read),
         label=item.label,
         label_text=item.label_text,
         extras=item.extras,
@@ -89,6 +88,38 @@ def prepare_input(
     )
 
 
+def _read_files(
+    item: PlannedInput, image_options: ImageConfig, storage: gcs.GcsConfig | None
+) -> list[bytes] | RejectLine:
+    """The input's bytes: its file's, or each of its band files' in band order (`--bands`), each
+    within `max_file_mb`; a file over it or that cannot be read makes the input a reject."""
+    limit = image_options.max_file_bytes
+    files = [(band.path, band.size, f"band {band.band} ({band.relpath}): ") for band in item.bands]
+    found = []
+    for path, size, named in files or [(item.path, item.size, "")]:
+        if size > limit:
+            return _too_big(item.relpath, size, image_options, named)
+        try:
+            data = read_bytes(path, limit, storage)
+        except Exception as error:  # permissions, a file gone since listing, a flaky remote read
+            return RejectLine(
+                item.relpath, reasons.UNREADABLE.code, f"{named}{type(error).__name__}: {error}"
+            )
+        if len(data) > limit:
+            return _too_big(item.relpath, len(data), image_options, named)
+        found.append(data)
+    return found
+
+
+def _sha256(files: list[bytes]) -> str:
+    """The record's `sha256`: of its file's bytes, or of its band files' one after another in
+    band order (what `--dedupe` and duplicates.jsonl compare: plan.dedupe.content_hash)."""
+    digest = hashlib.sha256()
+    for data in files:
+        digest.update(data)
+    return digest.hexdigest()
+
+
 def _placed(
     item: PlannedInput, image: EncodedImage, labels: RunLabels, limit: int, storage: gcs.GcsConfig | None
 ) -> dict[str, AnyPlaced]:
@@ -108,9 +139,9 @@ def _placed(
     return placed
 
 
-def _too_big(relpath: str, size: int, image_options: ImageConfig) -> RejectLine:
+def _too_big(relpath: str, size: int, image_options: ImageConfig, named: str = "") -> RejectLine:
     """Known from the file's size alone: its bytes are never read."""
-    detail = f"{size / 1e6:.1f} MB is over max_file_mb ({image_options.max_file_mb:g} MB)"
+    detail = f"{named}{size / 1e6:.1f} MB is over max_file_mb ({image_options.max_file_mb:g} MB)"
     return RejectLine(relpath, reasons.TOO_LARGE.code, detail)
 
 

@@ -8,17 +8,19 @@ same pixels a viewer shows) or a JPEG/PNG re-encoding of the pixels Pillow decod
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import re
 import struct
 import zlib
 from dataclasses import dataclass
 
+import numpy as np
 from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
 
 from beam_tfrecord import compat, reasons
 from beam_tfrecord.elements import StoredPixels
-from beam_tfrecord.images import depth, formats, modes, pixels
+from beam_tfrecord.images import depth, dicom, formats, modes, pixels, tiff
 from beam_tfrecord.images.deep import DeepPicture
 from beam_tfrecord.images.options import ImageConfig
 from beam_tfrecord.images.quiet import Captured, captured_stderr, pillow_log
@@ -30,6 +32,8 @@ __all__ = [
     "EncodedImage",
     "Reject",
     "encode_for_tensorflow",
+    "read_samples",
+    "stacked_image",
 ]
 
 # Source formats whose lossy pixels are re-encoded as JPEG; everything else becomes PNG.
@@ -155,6 +159,73 @@ def _to_tensorflow(data: bytes, options: ImageConfig, name: str | None) -> Encod
         mode=image.mode,
         changes=ordered,
         transform=transform,
+    )
+
+
+def read_samples(data: bytes, options: ImageConfig = DEFAULT_OPTIONS) -> DeepPicture:
+    """Every sample of a picture as its file stores them, at any depth and band count, or
+    `Reject` with the reasons `encode_for_tensorflow` gives: TIFF and DICOM through their
+    full-depth readers, whatever their depth; the rest through Pillow (16-bit PNGs whole, a
+    palette's indices, no EXIF orientation applied, 1-bit as 0 and 1). What a band's file of
+    `--bands` holds (`images.bands`), before the bands are stacked."""
+    with pillow_log() as logged:
+        try:
+            return _samples(data, options)
+        except Reject as reject:
+            if not logged:
+                raise
+            said = Captured("\n".join(logged)).summary()
+            raise reject.with_detail(f"{reject.detail} (Pillow: {said})") from None
+
+
+def _samples(data: bytes, options: ImageConfig) -> DeepPicture:
+    if not data:
+        raise Reject(reasons.EMPTY, "the file has zero bytes")
+    if dicom.is_dicom(data):
+        return dicom.read_dicom(data, max_pixels=options.max_pixels)
+    if tiff.is_tiff(data):
+        return tiff.read_tiff(data, max_pixels=options.max_pixels)
+    image = _open(data)
+    source_format = "JPEG" if image.format == "MPO" else str(image.format)
+    width, height = image.size
+    if width * height > options.max_pixels:
+        raise Reject(
+            reasons.TOO_LARGE,
+            f"{width}x{height} = {width * height} pixels is over max_pixels ({options.max_pixels})",
+        )
+    if source_format == "PNG":
+        _check_png_chunks(data)
+        if depth.png16_bands(data) is not None:
+            return _png16_picture(data)
+    _load(image, source_format)
+    deep = depth.pillow_deep(image)
+    if deep is not None:
+        return deep
+    samples = np.asarray(image)
+    if samples.dtype == np.bool_:
+        samples = samples.astype(np.uint8)
+    return DeepPicture(np.ascontiguousarray(samples.reshape(height, width, -1)), source_format)
+
+
+def stacked_image(picture: DeepPicture, options: ImageConfig = DEFAULT_OPTIONS) -> EncodedImage:
+    """The stored image of a picture stacked from files of one band each (`images.bands`):
+    8-bit grayscale or RGB as an 8-bit picture is stored (a PNG, through `encode_for_tensorflow`,
+    so `--resize` and `--channels` do what they do to photographs), anything else as a full-depth
+    picture is (`images.depth`). Its source format is the band files'."""
+    samples = picture.samples
+    if samples.dtype != np.uint8 or picture.stacked or picture.bands not in (1, 3):
+        return _deep_image(picture, b"", options, None)
+    out = io.BytesIO()
+    Image.fromarray(samples[..., 0] if picture.bands == 1 else samples).save(out, format="PNG")
+    image = encode_for_tensorflow(out.getvalue(), options)
+    codes = {*image.changes, *([reasons.FORMAT.code] if picture.source_format != "PNG" else [])}
+    changes = tuple(code for code in reasons.codes("change") if code in codes)
+    return dataclasses.replace(
+        image,
+        source_format=picture.source_format,
+        reencoded=True,
+        mode=depth.describe(picture),
+        changes=changes,
     )
 
 

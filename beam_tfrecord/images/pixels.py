@@ -1,10 +1,10 @@
 """How a picture past 8 bits is stored, and read back without TensorFlow: one rule for every
 writer and reader.
 
-- Unsigned 16-bit samples in 1 to 4 bands (microscopy, depth in millimetres, 16-bit RGB) are a
+- Unsigned 16-bit samples in 1, 3 or 4 bands (microscopy, depth in millimetres, 16-bit RGB) are a
   16-bit PNG in `image/encoded`: `tf.io.decode_png(dtype=tf.uint16)` and TFDS's
   `Image(dtype=np.uint16)` read them as they are.
-- Everything else past 8 bits or RGB (float, signed, 32-bit, more than 4 bands, a stack of pages
+- Everything else past 8 bits or RGB (float, signed, 32-bit, 2 or more than 4 bands, a stack of pages
   or frames) is an array: its samples little-endian in C order, zlib-compressed, in
   `image/array/value`, its shape in `image/array/shape`. Those are the keys TFDS's
   `Tensor(shape=(None, None, C), dtype, encoding="zlib")` reads, and `tf.io.decode_raw` after
@@ -35,11 +35,14 @@ __all__ = [
 ]
 
 ARRAY_FORMAT = "array"  # `image/format` of a record whose picture is an array
-PNG_BANDS = (1, 2, 3, 4)  # gray, gray+alpha, RGB, RGBA: what a 16-bit PNG holds
+# Gray, RGB, RGBA: what a 16-bit PNG holds that TensorFlow reads back. A PNG holds gray+alpha
+# too, but `tf.io.decode_png` (and TFDS's Image, which passes its channel count) refuses 2
+# channels: two bands (a radar's VV and VH) are an array.
+PNG_BANDS = (1, 3, 4)
 
 
 def is_png_kind(dtype: np.dtype, bands: int, stacked: bool) -> bool:
-    """A 16-bit PNG holds it exactly: unsigned 16-bit samples in 1 to 4 bands, one page."""
+    """A 16-bit PNG holds it exactly: unsigned 16-bit samples in 1, 3 or 4 bands, one page."""
     return dtype == np.uint16 and bands in PNG_BANDS and not stacked
 
 

@@ -23,29 +23,44 @@ from beam_tfrecord import reasons, storage
 from beam_tfrecord.elements import RejectLine
 from beam_tfrecord.plan.listing import InputFile
 
-__all__ = ["HASH_THREADS", "content_hash", "content_hashes", "kept_copies", "without_copies"]
+__all__ = ["HASH_THREADS", "content_hash", "content_hashes", "kept_copies", "sources", "without_copies"]
 
 HASH_THREADS = 8  # reads wait on disk or network; hashlib releases the GIL on large buffers
 Entry = TypeVar("Entry")  # what a candidate carries beside its file (its label entry)
 
 
-def content_hash(path: str) -> str:
-    """SHA-256 (hex) of a file's bytes as stored, local or remote."""
+Sources = str | tuple[str, ...]  # a file's path, or a picture's band files' paths in band order
+
+
+def content_hash(path: Sources) -> str:
+    """SHA-256 (hex) of a file's bytes as stored, local or remote; of a picture whose bands are
+    files of their own (`--bands`), of its files' bytes one after another, in band order, as
+    the worker hashes them for the record."""
+    if not isinstance(path, str):
+        digest = hashlib.sha256()
+        for one in path:
+            digest.update(storage.read_bytes(one))
+        return digest.hexdigest()
     if storage.is_remote(path):
         return hashlib.sha256(storage.read_bytes(path)).hexdigest()  # as stored: never decompressed
     with open(path, "rb") as handle:  # streamed: a large local file is never held whole
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def _try_hash(path: str) -> str | None:
+def _try_hash(path: Sources) -> str | None:
     try:
         return content_hash(path)
     except Exception:  # unreadable now: the worker will read it again and reject it `unreadable`
         return None
 
 
-def content_hashes(paths: Sequence[str], threads: int = HASH_THREADS) -> list[str | None]:
-    """The hash of each path, in order; None for a file that cannot be read now."""
+def sources(file: InputFile) -> Sources:
+    """What an input's hash is made of: its file, or its band files."""
+    return tuple(band.path for band in file.bands) if file.bands else file.path
+
+
+def content_hashes(paths: Sequence[Sources], threads: int = HASH_THREADS) -> list[str | None]:
+    """The hash of each path (or band files), in order; None for a file that cannot be read now."""
     if threads <= 1 or len(paths) < 2:
         return [_try_hash(path) for path in paths]
     with ThreadPoolExecutor(threads, thread_name_prefix="hash") as pool:
@@ -81,7 +96,7 @@ def without_copies(
     detection run's objects per picture, which a copy's reject line counts (its objects are
     `image_rejected`, so every object is accounted for)."""
     count = objects or (lambda relpath: 0)
-    hashes = content_hashes([f.path for f, _ in labeled])
+    hashes = content_hashes([sources(f) for f, _ in labeled])
     old = {
         f.relpath: known[h] for (f, _), h in zip(labeled, hashes, strict=True) if h is not None and h in known
     }

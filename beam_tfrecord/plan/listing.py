@@ -20,6 +20,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import gcs, reasons, storage
 from beam_tfrecord.config_base import ConfigError
+from beam_tfrecord.elements import BandFile
 
 __all__ = ["InputFile", "list_inputs", "shown_path", "skip_reason", "split_input_spec", "walk_local"]
 
@@ -44,6 +45,9 @@ class InputFile:
     size: int
     problem: tuple[str, str] | None = None
     mtime: float = 0.0  # when the file last changed (a rerun resumes only over an unchanged listing)
+    # A picture whose bands are files of their own (`--bands`, plan.bands): those files in band
+    # order; `relpath` is then the picture's key, `size` their sum and `mtime` the latest.
+    bands: tuple[BandFile, ...] = ()
 
 
 def split_input_spec(input_spec: str) -> tuple[str, str]:

@@ -19,7 +19,7 @@ from beam_tfrecord import reasons, tasks
 from beam_tfrecord.edges import JsonObject
 from beam_tfrecord.elements import DroppedObjectLine, PlannedInput, RejectLine, ShardTask
 from beam_tfrecord.labels import of_task
-from beam_tfrecord.plan import annotating, bulk, dedupe, labelling, splitting
+from beam_tfrecord.plan import annotating, bands, bulk, dedupe, labelling, splitting
 from beam_tfrecord.plan import splits as splits_lib
 from beam_tfrecord.plan.annotating import AnnotationFacts
 from beam_tfrecord.plan.annotations.results import AnnotationSet
@@ -108,6 +108,7 @@ def make_plan(
     manifest early, to fail fast); by default it is made from `source`. `known`: the dataset an
     append grows (its label ids kept, its records' bytes known to dedupe).
     """
+    files = bands.grouped(files, source.bands)  # one input a picture (a listing grouped already stays)
     with bulk.cycles_paused():  # a detection run makes an object per box: see plan.bulk
         return _make_plan(files, source, shards, label_source or label_source_for(source), known)
 
@@ -192,6 +193,7 @@ def _planned_inputs(
             label_text=labelling.label_texts(entry.class_name, ids) if entry is not None else None,
             extras=candidates.extras.get(f.relpath, ()),
             annotations=annotations_of(f.relpath) if annotations_of is not None else None,
+            bands=f.bands,
         )
         for f, entry in candidates.files
         for split in (split_of[f.relpath], *(also or {}).get(f.relpath, ()))

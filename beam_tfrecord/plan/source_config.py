@@ -35,6 +35,25 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(name.strip() for name in text.split(",") if name.strip())
 
 
+def _checked_bands(bands: tuple[str, ...]) -> tuple[str, ...]:
+    """--bands as given, each a word a path can hold (no separator), none twice (case ignored)."""
+    if not bands:
+        raise ConfigError("bands", "must name at least one band")
+    for band in bands:
+        if any(mark in band for mark in "_-./ ") or not band:
+            raise ConfigError(
+                "bands", f"{band!r} is no word of a path: a band's name holds no _ - . / or space"
+            )
+    seen: dict[str, str] = {}
+    for band in bands:
+        if band.lower() in seen:
+            raise ConfigError(
+                "bands", f"names {seen[band.lower()]!r} and {band!r}: one band twice (case is ignored)"
+            )
+        seen[band.lower()] = band
+    return bands
+
+
 @documented
 @dataclass(frozen=True)
 class SourceConfig(Config):
@@ -47,6 +66,27 @@ class SourceConfig(Config):
         label="Input images",
         pattern=GCS_PATH,
         help="a directory (recursive), a glob ('data/*/*.jpg') or one file; local or gs://",
+    )
+    bands: tuple[str, ...] | None = setting(
+        None,
+        details="`NAME,NAME,...`: each band of a picture is a file of its own (38-Cloud's "
+        "`train_red/red_patch_1.TIF`, Sentinel-2's `..._B02.jp2`), stacked into one picture of "
+        "these bands in this order. A file is band NAME when NAME is a word of its path relative "
+        "to `--input` (a folder's name or the file's name without its extension, cut at `_`, `-` "
+        "and `.`; case ignored), and the picture's key is that path with its band words left out "
+        "(`train/patch_1`); files naming no band are `skipped`; see [bands kept in separate "
+        "files](scientific.md#bands-kept-in-separate-files)",
+        default_doc="one file, one picture",
+        group="input and labels",
+        label="Bands in separate files",
+        parse=_names,
+        text=",".join,
+        record_text=list,
+        record_value=tuple,
+        record_default=False,
+        pattern="^[^,_./ -]+(,[^,_./ -]+)*$",
+        help="NAME,... each band is a file of its own, matched by a word of its path (train_red/"
+        "red_patch_1.TIF), stacked in this order",
     )
     label_source: LabelSourceName = setting(
         "folder",
@@ -256,6 +296,8 @@ class SourceConfig(Config):
             raise ConfigError("manifest", "is needed with label_source manifest (a CSV or JSONL file)")
         if self.overlapping_splits and not self.keep_split_names:
             raise ConfigError("overlapping_splits", "keeps the dataset's lists: it needs keep_split_names")
+        if self.bands is not None:
+            object.__setattr__(self, "bands", _checked_bands(tuple(self.bands)))
         if not self.splits:
             raise ConfigError("splits", "must name at least one split")
         if not math.isclose(sum(self.splits.values()), 1.0, abs_tol=1e-6):
@@ -272,6 +314,11 @@ class SourceConfig(Config):
             object.__setattr__(self, "annotations", None)  # `--task classification`: the default
             object.__setattr__(self, "classification_asked", True)
         if self.annotations is not None:
+            if self.bands is not None:
+                raise ConfigError(
+                    "bands",
+                    "stacks pictures of one label each: annotations of banded pictures are not read yet",
+                )
             if self.label_source not in ("folder", "none"):
                 raise ConfigError(
                     "label_source",
