@@ -113,14 +113,13 @@ def _full_depth(stored: ProtoMessage, result: ParsedRecord, schema: str) -> None
         return
     dtype = _values(stored[keys.pixel_dtype.key])[0].decode("utf-8")
     value, shape = keys.pixel_array
-    if value.key in stored:
-        raw = _values(stored[value.key])[0]
-        pixels = stored_pixels.from_array_bytes(raw, dtype, tuple(_values(stored[shape.key])))
-        result.pop(value.name, None)
-        result.pop(shape.name, None)
-        result["image"] = raw
+    if value.key in stored:  # (set here too: a run of several kinds reads each record's own keys)
+        result[value.name] = raw = _values(stored[value.key])[0]
+        result[shape.name] = dims = [int(n) for n in _values(stored[shape.key])]
+        pixels = stored_pixels.from_array_bytes(raw, dtype, tuple(dims))
     elif keys.pixel_additional is not None and keys.pixel_additional.key in stored:
-        bands = [decode_image(band, 1) for band in result[keys.pixel_additional.name]]
+        result[keys.pixel_additional.name] = extra = _values(stored[keys.pixel_additional.key])
+        bands = [decode_image(band, 1) for band in extra]
         pixels = np.concatenate([decode_image(result["image"], 3), *bands], axis=2)
     else:
         pixels = stored_pixels.from_png16(result["image"])

@@ -174,7 +174,7 @@ def _item(
         target = kind.torch_target(record, image_size)
         return transform(image, target) if transform is not None else (image, target)
     label = kind.torch_target(record, image_size)
-    if "image" in record:
+    if "image" in record or "pixels" in record:
         value = _channels_first(torch.from_numpy(decode_pixels(record, channels, image_size)))
         if transform is not None:
             value = transform(value)
