@@ -34,6 +34,7 @@ __all__ = [
     "declared",
     "documented",
     "setting",
+    "unrecorded_defaults",
     "unshaping_keys",
 ]
 
@@ -253,6 +254,22 @@ def unshaping_keys(*classes: type) -> frozenset[str]:
             elif not item.spec.shapes_records and item.record_key is not None:
                 found.add(item.record_key)
     return frozenset(found)
+
+
+def unrecorded_defaults(*classes: type) -> JsonObject:
+    """summary.json's keys of the settings of `classes` that a record leaves out at their default
+    (`Setting.record_default` False), each with what it records for another value: what a
+    record without the key stands for, so a message can name it."""
+    found: JsonObject = {}
+    for cls in classes:
+        for item in declared(cls):
+            if item.spec.nested is not None:
+                found |= unrecorded_defaults(item.spec.nested)
+            elif item.record_key is not None and not item.spec.record_default:
+                value = item.default
+                record_text = item.spec.record_text
+                found[item.record_key] = record_text(value) if value is not None and record_text else value
+    return found
 
 
 class Config:

@@ -72,9 +72,13 @@ def draw(report: OutputReport, output: str, pictures_dir: str) -> list[str]:
 
     from beam_tfrecord.names import CONTACT_SHEET_FILE, HISTOGRAM_FILE
     from beam_tfrecord.read import pictures
+    from beam_tfrecord.read.verify import preview_note
 
     name = os.path.basename(output.rstrip("/")) or output
     title = f"{name}: {len(report.samples)} sampled records"
+    note = preview_note(report.summary) if report.summary is not None else None
+    if note is not None:  # pictures past 8 bits: how their previews are drawn
+        title += f", {note}"
     sections = report.summary.sections if report.summary is not None else {}
     sheet = pictures.contact_sheet(report.samples, title, sections=sections)
     paths = [FileSystems.join(pictures_dir, CONTACT_SHEET_FILE)]

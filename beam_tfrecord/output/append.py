@@ -35,7 +35,7 @@ from typing import Final
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import fault_injection, names, storage
-from beam_tfrecord.config_base import unshaping_keys
+from beam_tfrecord.config_base import unrecorded_defaults, unshaping_keys
 from beam_tfrecord.edges import JsonObject
 from beam_tfrecord.elements import DuplicateGroup
 from beam_tfrecord.labels import kinds as label_kinds
@@ -78,6 +78,8 @@ _LOGGER = logging.getLogger(__name__)
 # what those may change: each old class id keeps its class, and splits the dataset declared stay
 # declared (`declared_splits` is compared there, as the split the plan makes, not as the option).
 UNCHECKED_OPTIONS = unshaping_keys(SourceConfig, ConvertConfig)
+# What a record without one of these keys held (`--bit_depth full`, ...).
+_UNRECORDED = unrecorded_defaults(SourceConfig, ConvertConfig)
 
 
 # changed_since_converted.jsonl's change kind for an old picture whose annotations changed since
@@ -98,8 +100,9 @@ def option_differences(first: OptionsSummary, now: OptionsSummary) -> list[str]:
     old, new = recorded_again(first).to_json(), now.to_json()
     found = []
     for key in sorted(set(old) | set(new)):
-        if key not in UNCHECKED_OPTIONS and old.get(key) != new.get(key):
-            found.append(f"--{key} is {new.get(key)!r}, the dataset's {old.get(key)!r}")
+        was, now_is = old.get(key, _UNRECORDED.get(key)), new.get(key, _UNRECORDED.get(key))
+        if key not in UNCHECKED_OPTIONS and was != now_is:
+            found.append(f"--{key} is {now_is!r}, the dataset's {was!r}")
     return found
 
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 from PIL import Image, ImageDraw, ImageFont
+from PIL.PngImagePlugin import PngInfo
 
 from beam_tfrecord.labels import KINDS, Section
 from beam_tfrecord.labels.drawing import BACKGROUND, INK, Sheet, font
@@ -88,13 +89,17 @@ def contact_sheet(
     columns = max(1, min(columns, len(samples) or 1))
     rows = max(1, -(-len(samples) // columns))
     pad, caption, header = 8, 40, 36
-    sheet = Image.new(
-        "RGB", (columns * (cell + pad) + pad, header + rows * (cell + caption + pad)), BACKGROUND
-    )
+    heading = font(18)
+    # As wide as its title: what the title says of the pictures (inspect: how a picture past 8
+    # bits is shown) must be read whole, however few cells there are.
+    title_width = int(ImageDraw.Draw(Image.new("RGB", (1, 1))).textlength(title, font=heading))
+    width = max(columns * (cell + pad) + pad, title_width + 2 * pad)
+    sheet = Image.new("RGB", (width, header + rows * (cell + caption + pad)), BACKGROUND)
+    sheet.info["Title"] = title  # save_png writes it into the file
     draw = ImageDraw.Draw(sheet)
     big, small = font(16), font(12)
     style = Sheet(_class_colours(samples), sections or {})
-    draw.text((pad, 8), title, fill=INK, font=font(18))
+    draw.text((pad, 8), title, fill=INK, font=heading)
     for i, sample in enumerate(samples):
         x = pad + (i % columns) * (cell + pad)
         y = header + (i // columns) * (cell + caption + pad)
@@ -131,6 +136,7 @@ def label_histogram(
     name_width = min(260, max([measure.textlength(label, font=body) for label in labels] or [40]) + 8)
     height = header + row * max(1, len(labels)) + (row if hidden else 0) + pad
     image = Image.new("RGB", (width, int(height)), BACKGROUND)
+    image.info["Title"] = title
     draw = ImageDraw.Draw(image)
     draw.text((pad, 8), title, fill=INK, font=font(18))
     legend_x = pad
@@ -161,8 +167,13 @@ def label_histogram(
 
 
 def save_png(image: Image.Image, path: str) -> None:
-    """Through Beam's FileSystems, so a `gs://` destination works like a local one."""
+    """Through Beam's FileSystems, so a `gs://` destination works like a local one; the picture's
+    title (`image.info["Title"]`) goes into the file as PNG's Title text, which viewers show and
+    a script reads (`Image.open(path).text["Title"]`)."""
     buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
+    text = PngInfo()
+    if image.info.get("Title"):
+        text.add_text("Title", str(image.info["Title"]))
+    image.save(buffer, format="PNG", pnginfo=text)
     with FileSystems.create(path) as handle:
         handle.write(buffer.getvalue())

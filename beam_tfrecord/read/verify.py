@@ -10,19 +10,24 @@ at one.
 
 from __future__ import annotations
 
+import dataclasses
+import io
 import json
 import posixpath
 import random
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
 import tensorflow as tf
 from apache_beam.io.filesystems import FileSystems
+from google.protobuf.message import DecodeError
+from PIL import Image
 
 from beam_tfrecord import gcs, names, storage
 from beam_tfrecord.edges import ByKind
-from beam_tfrecord.keys import RecordLayout, key_of, record_keys, table
+from beam_tfrecord.keys import FACTS, PixelLayout, RecordLayout, key_of, record_keys, table
 from beam_tfrecord.labels import Checks
 from beam_tfrecord.labels import kinds as label_kinds
 from beam_tfrecord.labels.base import tf_message
@@ -30,11 +35,21 @@ from beam_tfrecord.names import LABELS_FILE, REJECTS_FILE, SUMMARY_FILE, TFDS_IN
 from beam_tfrecord.output.outputs import unfinished_message
 from beam_tfrecord.read.files import read_index
 from beam_tfrecord.read.tf_data import decode_pixels, record_dataset, traced_as_written
-from beam_tfrecord.summary import Summary, SummaryError, read_summary
+from beam_tfrecord.summary import MixedPixels, Summary, SummaryError, read_summary
 from beam_tfrecord.write import schema as schema_lib
+from beam_tfrecord.write.messages import Example
 from beam_tfrecord.write.tfrecord_files import FramingError, index_records
 
-__all__ = ["OutputReport", "Sample", "format_report", "verify_output"]
+__all__ = [
+    "TRUE_COLOUR",
+    "OutputReport",
+    "Sample",
+    "format_report",
+    "preview_bands",
+    "preview_note",
+    "preview_png",
+    "verify_output",
+]
 
 
 @dataclass(frozen=True)
@@ -116,7 +131,7 @@ def check_shard_names(found: Mapping[str, list[tuple[str, int]]], summary: Summa
 
 
 # The facts of a record that are its picture's, not its labels'.
-_PICTURE_FACTS = frozenset({"shape", "stored", "filename", "encoded"})
+_PICTURE_FACTS = frozenset({"shape", "stored", "filename", "encoded", "pixels"})
 
 
 class _Sampler:
@@ -142,13 +157,12 @@ class _Sampler:
 
 
 def _facts_fn(layout: RecordLayout) -> Callable[[tf.Tensor], dict[str, tf.Tensor]]:
-    """Per record: the decoded shape, the stored shape, the name, and every key the kinds of label
-    store (no pixels kept; their checks read them); every key of the layout must parse (a feature
-    run's features with their recorded length)."""
+    """Per record: the decoded shape, the stored shape, the name, the stored picture (`encoded`;
+    a picture past 8 bits: its samples, `pixels`) and every key the kinds of label store (their
+    checks read them); every key of the layout must parse (a feature run's features with their
+    recorded length)."""
     spec = schema_lib.parse_spec(layout)
     key = {name: key_of(layout, name) for name in ("image", "height", "width", "channels", "filename")}
-    if layout.depth is not None and layout.depth.array:
-        key["image"] = key_of(layout, "array")
     unlabelled = {k.name for k in table(layout.schema).image} | {n for n, _ in layout.extra_columns}
     labelled = [
         k for k in record_keys(layout) if k.name not in unlabelled and not k.name.startswith("features")
@@ -156,47 +170,144 @@ def _facts_fn(layout: RecordLayout) -> Callable[[tf.Tensor], dict[str, tf.Tensor
 
     def facts(serialized: tf.Tensor) -> dict[str, tf.Tensor]:
         parsed = tf.io.parse_single_example(serialized, spec)
-        if layout.depth is not None:  # a picture past 8 bits: its samples, and an 8-bit preview
-            image = decode_pixels(parsed, layout.depth, layout.schema)
-            encoded = _preview(image)
-        else:
-            encoded = parsed[key["image"]]
-            image = tf.io.decode_image(encoded, expand_animations=False)
         result = {
-            "shape": tf.shape(image, out_type=tf.int64)[-3:],
             "stored": tf.stack([parsed[key["height"]], parsed[key["width"]], parsed[key["channels"]]]),
             "filename": parsed[key["filename"]],
-            "encoded": encoded,
         }
+        if layout.depth is not None:  # a picture past 8 bits: its samples (previewed if sampled)
+            image = result["pixels"] = _samples(parsed, layout.depth, layout.schema)
+        else:
+            result["encoded"] = parsed[key["image"]]
+            image = tf.io.decode_image(result["encoded"], expand_animations=False)
+        result["shape"] = tf.shape(image, out_type=tf.int64)[-3:]
         result |= {k.name: parsed[k.key] for k in labelled}
         return result
 
     return facts
 
 
-def _preview(image: tf.Tensor) -> tf.Tensor:
-    """An 8-bit PNG the contact sheet draws of a picture past 8 bits: its first page, its first
-    three bands (or its first), each picture's own range stretched to 0..255 (NaN as its minimum)."""
-    if image.shape.rank == 4:
-        image = image[0]
-    bands = image[..., :3] if image.shape[-1] is not None and image.shape[-1] >= 3 else image[..., :1]
-    values = tf.cast(bands, tf.float32)
-    finite = tf.math.is_finite(values)
-    low = tf.reduce_min(tf.where(finite, values, values.dtype.max))
-    high = tf.reduce_max(tf.where(finite, values, values.dtype.min))
-    scaled = (tf.where(finite, values, low) - low) * 255.0 / tf.maximum(high - low, 1e-12)
-    return tf.io.encode_png(tf.cast(tf.clip_by_value(tf.round(scaled), 0.0, 255.0), tf.uint8))
+def _samples(parsed: Mapping[str, tf.Tensor], pixels: PixelLayout, schema: str) -> tf.Tensor:
+    """A picture past 8 bits as stored: an array, or a 16-bit PNG in its own bands (a run of gray
+    and RGB ones reads them all as RGB in load_dataset, as it does 8-bit ones; each record must
+    hold the bands it says)."""
+    if pixels.array:
+        return decode_pixels(parsed, pixels, schema)
+    return tf.io.decode_png(parsed[key_of(schema, "image")], channels=0, dtype=tf.uint16)
 
 
-def _explain(path: str, index: int, compression: str, layout: RecordLayout) -> str:
-    """Which step failed on record `index` of a shard: parsing with the spec, or decoding."""
+def _own_layout(serialized: bytes, layout: RecordLayout) -> RecordLayout:
+    """A record's layout in a run of several kinds of pictures (`summary.MixedPixels`): the run's
+    keys, with the pixel keys its own picture holds (none for an 8-bit one), as iter_examples
+    reads it. A record that is no Example keeps the run's, and fails to parse with it."""
+    keys = table(layout.schema)
+    assert keys.pixel_dtype is not None
+    try:
+        stored = Example.FromString(serialized).features.feature
+    except DecodeError:
+        return layout
+    if keys.pixel_dtype.key not in stored:
+        return layout
+    dtype = bytes(stored[keys.pixel_dtype.key].bytes_list.value[0]).decode("utf-8", "replace")
+    value, shape = keys.pixel_array
+    if value.key in stored:
+        dims = tuple(stored[shape.key].int64_list.value) or (0,)
+        depth = PixelLayout(dtype, int(dims[-1]), True, len(dims) == 4)
+    else:
+        channels = stored[key_of(layout, "channels")].int64_list.value
+        depth = PixelLayout(dtype, int(channels[0]) if channels else 1, False)
+    facts = tuple(name for name, fact in FACTS.items() if keys.facts_prefix + fact.key in stored)
+    return dataclasses.replace(layout, depth=dataclasses.replace(depth, facts=facts))
+
+
+def _facts_of(
+    path: str, compression: str, layout: RecordLayout, mixed: bool
+) -> Iterator[dict[str, tf.Tensor]]:
+    """The facts (`_facts_fn`) of every record of a shard, in order: mapped over the shard, or,
+    in a run of several kinds of pictures, each record by its own layout (one traced function
+    per kind)."""
+    records = record_dataset(path, compression)
+    if not mixed:
+        mapped = traced_as_written(_facts_fn(layout))
+        yield from records.map(mapped, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        return
+    functions: dict[RecordLayout, Callable[[tf.Tensor], dict[str, tf.Tensor]]] = {}
+    for serialized in records:
+        own = _own_layout(serialized.numpy(), layout)
+        if own not in functions:
+            functions[own] = tf.function(traced_as_written(_facts_fn(own)))
+        yield functions[own](serialized)
+
+
+# Band orders the preview knows by their count, shown as true colour: Sentinel-2's 13 bands
+# (B1..B8, B8A, B9..B12, as ESA's L1C products and EuroSAT hold them) as bands 4-3-2 (B4 red, B3
+# green, B2 blue). Any other count shows its first three bands, or its first.
+TRUE_COLOUR: dict[int, tuple[tuple[int, ...], str]] = {13: ((3, 2, 1), "bands 4-3-2 as RGB")}
+
+
+def preview_bands(bands: int) -> tuple[int, ...]:
+    """Which of a picture's `bands` its preview shows (as RGB, or as gray where one)."""
+    if bands in TRUE_COLOUR:
+        return TRUE_COLOUR[bands][0]
+    return (0, 1, 2) if bands >= 3 else (0,)
+
+
+def preview_note(summary: Summary) -> str | None:
+    """What the contact sheet's title says of a run's pictures past 8 bits, so no one takes a
+    preview's brightness for the samples': each stretched to its own range, which bands show,
+    a stack's first page. None for a run of 8-bit pictures, drawn as stored."""
+    try:
+        pixels = summary.pixel_layout()
+    except MixedPixels:
+        return "pictures past 8 bits contrast-stretched, each to its own range"
+    if pixels is None:
+        return None
+    said = ["each picture contrast-stretched to its own range"]
+    if pixels.bands in TRUE_COLOUR:
+        said.append(TRUE_COLOUR[pixels.bands][1])
+    elif pixels.bands > 3:
+        said.append(f"bands 1-2-3 of {pixels.bands} as RGB")
+    elif pixels.bands == 2:
+        said.append("band 1 of 2")
+    if pixels.stacked:
+        said.append("first page of each stack")
+    return ", ".join(said)
+
+
+def preview_png(pixels: np.ndarray) -> bytes:
+    """An 8-bit PNG the contact sheet draws of a picture past 8 bits ([H, W, C] or [D, H, W, C]):
+    its first page, the bands `preview_bands` shows (a complex sample's magnitude), the
+    picture's own finite range of them stretched to 0..255, NaN and infinities as its minimum.
+    Made only for the sampled records."""
+    if pixels.ndim == 4:
+        pixels = pixels[0]
+    shown = pixels[..., list(preview_bands(pixels.shape[-1]))]
+    values = (np.abs(shown) if np.iscomplexobj(shown) else shown).astype(np.float32)
+    finite = np.isfinite(values)
+    low = values[finite].min() if finite.any() else np.float32(0)
+    high = values[finite].max() if finite.any() else np.float32(0)
+    scale = np.float32(255.0) / np.float32(max(high - low, 1e-12))
+    stretched = (np.where(finite, values, low) - low) * scale
+    eight = np.clip(np.round(stretched), 0, 255).astype(np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(eight[..., 0] if eight.shape[-1] == 1 else eight).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _explain(path: str, index: int, compression: str, layout: RecordLayout, mixed: bool = False) -> str:
+    """Which step failed on record `index` of a shard: parsing with the spec, or decoding (in a
+    run of several kinds of pictures, `mixed`, by the record's own layout)."""
     raw = next(iter(record_dataset(path, compression).skip(index).take(1)))
+    if mixed:
+        layout = _own_layout(raw.numpy(), layout)
     try:
         parsed = tf.io.parse_single_example(raw, schema_lib.parse_spec(layout))
     except tf.errors.InvalidArgumentError as error:
         return f"does not parse with the {layout.schema} schema's spec: {tf_message(error)}"
     try:
-        tf.io.decode_image(parsed[key_of(layout, "image")], expand_animations=False)
+        if layout.depth is not None:
+            _samples(parsed, layout.depth, layout.schema)
+        else:
+            tf.io.decode_image(parsed[key_of(layout, "image")], expand_animations=False)
     except tf.errors.InvalidArgumentError as error:
         return f"its image does not decode: {tf_message(error)}"
     return "fails to read"
@@ -214,16 +325,15 @@ def read_shard(
     assert summary is not None
     name = posixpath.basename(path)
     compression = "GZIP" if name.endswith(".gz") else ""
-    layout = summary.record_layout()
+    try:
+        layout, mixed = summary.record_layout(), False
+    except MixedPixels:  # pictures of several kinds: each record read by its own pixel keys
+        layout, mixed = summary.record_layout(with_pixels=False), True
     if not layout.has_image:  # the features are checked against their length where an image is
         layout = layout.without_features()
-    facts_fn = _facts_fn(layout)
-    dataset = record_dataset(path, compression).map(
-        traced_as_written(facts_fn), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
-    )
     count = 0
     try:
-        for facts in dataset:
+        for facts in _facts_of(path, compression, layout, mixed):
             shape, stored = tuple(facts["shape"].numpy()), tuple(facts["stored"].numpy())
             filename = facts["filename"].numpy().decode("utf-8", "replace")
             if shape != stored:
@@ -248,14 +358,17 @@ def read_shard(
             report.channels[shape[2]] += 1
             slot = sampler.wants()
             if slot is not None:
-                sampler.put(slot, Sample(split, filename, label, facts["encoded"].numpy(), drawn))
+                shown = (
+                    facts["encoded"].numpy() if "encoded" in facts else preview_png(facts["pixels"].numpy())
+                )
+                sampler.put(slot, Sample(split, filename, label, shown, drawn))
             count += 1
     except tf.errors.DataLossError as error:
         first = tf_message(error)
         report.errors.append(f"{name}: record {count} is corrupt (bad CRC or framing: {first})")
         return False
     except tf.errors.InvalidArgumentError:
-        why = _explain(path, count, compression, layout)
+        why = _explain(path, count, compression, layout, mixed)
         report.errors.append(f"{name}: record {count} {why}")
         return False
     report.shard_lengths.setdefault(split, []).append(count)
