@@ -288,3 +288,23 @@ def test_tiff_masks_are_read_whole_or_named_unreadable():
     with pytest.raises(Reject) as caught:
         class_ids(_tiff(negative), rule, "m.tif")
     assert caught.value.registered == reasons.CLASS_MASK_UNKNOWN_VALUE
+
+
+def test_shapes_of_a_class_past_255_are_drawn_with_their_own_id(tmp_path):
+    """A YOLO segmentation tree naming 400 classes: a polygon of its class 399 is class id 400
+    (0 the background), drawn into a 16-bit mask, never wrapped into 8 bits."""
+    from imagegen import jpeg, write_tree
+    from yoloseggen import label_text
+
+    names = "".join(f"  {i}: c{i}\n" for i in range(400))
+    files = {"data.yaml": f"path: .\ntrain: images/train\nval: images/train\nnames:\n{names}".encode()}
+    files["images/train/a.jpg"] = jpeg(64, 48, seed=1)
+    shapes = [(399, [0.05, 0.05, 0.95, 0.05, 0.95, 0.95]), (3, [0.1, 0.6, 0.4, 0.6, 0.4, 0.9, 0.1, 0.9])]
+    files["labels/train/a.txt"] = label_text(shapes)
+    write_tree(tmp_path / "data", files)
+    out = tmp_path / "out"
+    args = (*SEGMENTATION, "--annotations", "yolo", "--ignore_value", "65535")
+    assert convert(tmp_path / "data", out, *args) == 0
+    assert summary(out)["segmentation"]["mask_dtype"] == "uint16"
+    (mask,) = stored(out).values()
+    assert mask.dtype == np.uint16 and set(np.unique(mask)) == {0, 4, 400}
