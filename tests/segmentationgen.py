@@ -981,3 +981,35 @@ def microscopy_nuclei(
             tifffile.imwrite(_mkdir(root / "masks" / f"{stem}.tif"), labels, compression="zlib")
         images[f"images/{stem}.png"] = labels
     return SegTree(root, images, tuple(str(i) for i in range(largest + 1)), None, {})
+
+
+MASK2FORMER_ADE_FULL_CLASSES = 847  # Mask2Former's ADE20K-full: the classes of 847 ids it keeps
+
+
+def mask2former_ade20k_full(root: pathlib.Path, per_split: int = 2) -> SegTree:
+    """ADE20K-full as Mask2Former's prepare_ade20k_full_sem_seg.py leaves it beside the release:
+    ADE20K_2021_17_01/images_detectron2/{training,validation}/*.jpg and annotations_detectron2/ of
+    the same stems as single-channel uint16 TIFFs (tifffile), ids 0..846 and 65535 ignored; no
+    class list. Relpaths are under images_detectron2/ (what a user passes as --input)."""
+    import tifffile
+
+    base = root / "ADE20K_2021_17_01"
+    images, splits = {}, {}
+    rng = np.random.default_rng(18000)
+    for folder in ("training", "validation"):
+        for n in range(1, per_split + 1):
+            stem = f"ADE_{folder[:5]}_{n:08d}"
+            size = (40 + 6 * n, 32)
+            classes = [int(c) for c in rng.integers(0, MASK2FORMER_ADE_FULL_CLASSES, 3)]
+            classes[-1] = MASK2FORMER_ADE_FULL_CLASSES - 1 if folder == "training" and n == 1 else classes[-1]
+            objects = _layout(np.random.default_rng(18100 + n), size, classes)
+            mask = _draw_wide(size, objects, border=1, border_value=ADE20K_FULL_IGNORE)
+            _jpeg(
+                _picture((mask % 256).astype(np.uint8), 18200 + n),
+                base / "images_detectron2" / folder / f"{stem}.jpg",
+            )
+            tifffile.imwrite(_mkdir(base / "annotations_detectron2" / folder / f"{stem}.tif"), mask)
+            images[f"{folder}/{stem}.jpg"] = mask
+            splits[f"{folder}/{stem}.jpg"] = "train" if folder == "training" else "validation"
+    names = tuple(str(i) for i in range(MASK2FORMER_ADE_FULL_CLASSES))
+    return SegTree(base, images, names, ADE20K_FULL_IGNORE, splits)

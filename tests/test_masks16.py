@@ -308,3 +308,18 @@ def test_shapes_of_a_class_past_255_are_drawn_with_their_own_id(tmp_path):
     assert summary(out)["segmentation"]["mask_dtype"] == "uint16"
     (mask,) = stored(out).values()
     assert mask.dtype == np.uint16 and set(np.unique(mask)) == {0, 4, 400}
+
+
+def test_mask2former_s_ade20k_full_tiffs_are_a_pair_of_folders_named_with_annotations_path(tmp_path):
+    """Mask2Former's 16-bit TIFFs of 847 ids beside its images_detectron2/: every id as stored,
+    the split folders kept, and the ids the names (the tree holds no class list)."""
+    tree = gen.mask2former_ade20k_full(tmp_path / "data")
+    out = tmp_path / "out"
+    args = ("--annotations", "folders", "--annotations_path", str(tree.root / "annotations_detectron2"))
+    assert convert(tree.root / "images_detectron2", out, *SEGMENTATION, *args, "--ignore_value", "65535") == 0
+    assert summary(out)["segmentation"]["mask_dtype"] == "uint16"
+    with open(out / "labels.txt", encoding="utf-8") as handle:
+        assert len(handle.read().splitlines()) == gen.MASK2FORMER_ADE_FULL_CLASSES
+    assert_masks(stored(out), tree.images)
+    splits = {r["filename"]: name for name in ("train", "validation") for r in iter_examples(str(out), name)}
+    assert splits == tree.splits
