@@ -453,10 +453,10 @@ def draw_class_mask(
     if ids.size and int(ids.max()) >= len(colours):
         colours += [INK] * (int(ids.max()) + 1 - len(colours))
     table = np.array([colour[:3] for colour in colours], dtype=np.uint8)
-    overlay = Image.fromarray(table[ids], mode="RGB")
+    overlay = Image.fromarray(table[ids])  # uint8 [H, W, 3]: RGB
     alpha = np.where(ids == ignore, 0, int(255 * MASK_OPACITY)).astype(np.uint8)
     thumb = thumb.convert("RGB")
-    thumb.paste(overlay, (0, 0), Image.fromarray(alpha, mode="L"))
+    thumb.paste(overlay, (0, 0), Image.fromarray(alpha))
     return thumb
 
 
