@@ -30,6 +30,8 @@ from beam_tfrecord.edges import ByKind, Json, JsonObject
 from beam_tfrecord.keys import FACTS, PixelLayout
 
 __all__ = [
+    "MAX_8BIT_MASK_VALUE",
+    "MAX_MASK_VALUE",
     "BandFile",
     "ChangeLine",
     "ColumnValue",
@@ -140,6 +142,12 @@ class ObjectBox(NamedTuple):
     keypoints: tuple[float, ...] | None = None
 
 
+# The largest value an 8-bit class mask holds; past it a run's masks are 16-bit (`MaskRule.dtype`).
+MAX_8BIT_MASK_VALUE = 255
+# The largest class id or ignore value any mask holds: a 16-bit PNG's.
+MAX_MASK_VALUE = 65535
+
+
 @dataclass(frozen=True)
 class MaskRule:
     """How a segmentation run's worker reads every mask file into class ids: one rule per run,
@@ -165,6 +173,15 @@ class MaskRule:
     def fill(self) -> int:
         """What a margin of a padded picture holds."""
         return self.ignore if self.ignore is not None else 0
+
+    @property
+    def dtype(self) -> str:
+        """The type of every mask the run stores: `uint16` where a class id or the ignore value
+        passes 255 (ADE20K's full class list, a microscopy set's thousands of instance ids), else
+        `uint8`, the 8-bit PNGs DeepLab and Model Garden read. One per run, decided from the rule
+        alone: a tensor has one type, so a record never decides its own."""
+        largest = max(self.classes - 1, self.ignore if self.ignore is not None else 0)
+        return "uint16" if largest > MAX_8BIT_MASK_VALUE else "uint8"
 
     def to_row(self) -> JsonObject:
         row: JsonObject = {"classes": self.classes, "ignore": self.ignore}

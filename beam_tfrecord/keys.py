@@ -61,6 +61,7 @@ TfdsFeature = Literal[
     "object_class_label",
     "mask",
     "class_mask",
+    "class_mask_uint16",
     "none",
 ]
 # A manifest column's type, as `extra_columns` names it (`caption,score:float,tags:str_list`): the
@@ -113,10 +114,12 @@ class KeyTable:
     # turn, as many for each object as the run's keypoint count: the Object Detection API's
     # keys, as its CenterNet reads them), a segmentation run's `class_mask` (the picture's
     # class-id mask, a single-channel PNG, and its format, as DeepLab's converters and TF Model
-    # Garden's segmentation decoder name them), a captions run's `captions` (every caption of
-    # the picture: Model Garden's create_coco_tf_record key), a panoptic run's `panoptic` (Model
-    # Garden's create_coco_tf_record --include_panoptic_masks keys, and its things' masks under
-    # the objects' mask key). A schema without a group holds one label per image.
+    # Garden's segmentation decoder name them; `class_mask_uint16`, the same keys, where the
+    # run's class ids or ignore value pass 255 and every mask is a 16-bit PNG), a captions run's
+    # `captions` (every caption of the picture: Model Garden's create_coco_tf_record key), a
+    # panoptic run's `panoptic` (Model Garden's create_coco_tf_record --include_panoptic_masks
+    # keys, and its things' masks under the objects' mask key). A schema without a group holds
+    # one label per image.
     groups: Mapping[str, tuple[RecordKey, ...]] = field(default_factory=dict)
     # The groups whose keys no manifest column may take (a detection run's); a segmentation,
     # keypoints or captions run takes no manifest, so its keys stay free for another run's column.
@@ -201,6 +204,10 @@ TABLES: dict[str, KeyTable] = {
             ),
             "class_mask": (
                 RecordKey("mask", "image/segmentation/class/encoded", "bytes", tfds="class_mask"),
+                RecordKey("mask_format", "image/segmentation/class/format", **_TEXT),
+            ),
+            "class_mask_uint16": (
+                RecordKey("mask", "image/segmentation/class/encoded", "bytes", tfds="class_mask_uint16"),
                 RecordKey("mask_format", "image/segmentation/class/format", **_TEXT),
             ),
             "captions": (RecordKey("caption", "image/caption", **_TEXT, ragged=True),),

@@ -882,3 +882,134 @@ def unnamed_ids(root: pathlib.Path, count: int = 6, largest: int = 5) -> SegTree
         _png(Image.fromarray(mask), root / "masks" / f"{stem}.png")
         images[f"images/{stem}.png"] = mask
     return SegTree(root, images, tuple(str(i) for i in range(largest + 1)), VOC_VOID, {})
+
+
+def _draw_wide(
+    size: tuple[int, int], objects: list[_Object], *, border: int = 0, border_value: int = 0
+) -> np.ndarray:
+    """`_draw` for values past 255: the objects drawn in order on 0 in Pillow's 32-bit mode, as
+    uint16 (H, W); `border` px of `border_value` around each."""
+    image = Image.new("I", size, 0)
+    draw = ImageDraw.Draw(image)
+    for cls, shape, box in objects:
+        paint = draw.ellipse if shape == "ellipse" else draw.rectangle
+        if border:
+            paint(box, fill=cls, outline=border_value, width=border)
+        else:
+            paint(box, fill=cls)
+    return np.asarray(image).astype(np.uint16)
+
+
+# ADE20K's full class list: 3,688 classes (0 "other"), as the 2021 release's objects.txt counts them.
+ADE20K_FULL_CLASSES = 3688
+_ADE_FULL_POOL = (1, 12, 150, 255, 256, 300, 1024, 2977, 3687)
+ADE20K_FULL_IGNORE = 65535  # Mask2Former's ignore_label for its 16-bit ADE20K-full masks
+
+
+def ade20k_full(
+    root: pathlib.Path, training: int = 3, validation: int = 2, *, names_file: bool = True
+) -> SegTree:
+    """ADE20K's layout with its full class list: images/{training,validation}/*.jpg and
+    annotations/ of the same stems as 16-bit grey PNGs (`Image.fromarray(uint16)`), class ids up
+    to 3,687 and a border of 65535 (the ignore value) around some objects, and class_names.txt at
+    the root naming the 3,688 classes in id order."""
+    base = root / "ADE20K_full"
+    base.mkdir(parents=True, exist_ok=True)
+    images, splits = {}, {}
+    index = 0
+    for folder, tag, count in (("training", "train", training), ("validation", "val", validation)):
+        for n in range(1, count + 1):
+            stem = f"ADE_{tag}_{n:08d}"
+            size = _size(index)
+            classes = [_ADE_FULL_POOL[(index + 4 * j) % len(_ADE_FULL_POOL)] for j in range(3)]
+            objects = _layout(np.random.default_rng(7100 + index), size, classes)
+            mask = _draw_wide(size, objects, border=index % 2, border_value=ADE20K_FULL_IGNORE)
+            _jpeg(
+                _picture((mask % 256).astype(np.uint8), 8100 + index),
+                base / "images" / folder / f"{stem}.jpg",
+            )
+            _png(Image.fromarray(mask), base / "annotations" / folder / f"{stem}.png")
+            relpath = f"images/{folder}/{stem}.jpg"
+            images[relpath] = mask
+            splits[relpath] = "train" if folder == "training" else "validation"
+            index += 1
+    names = ("other", *(f"object {i}" for i in range(1, ADE20K_FULL_CLASSES)))
+    if names_file:
+        _lines(base / "class_names.txt", names)
+    return SegTree(base, images, names, ADE20K_FULL_IGNORE, splits)
+
+
+def _nuclei(size: tuple[int, int], first: int, count: int, largest: int, seed: int) -> np.ndarray:
+    """A label image of nuclei: `count` discs numbered from `first` on 0 (later ones over earlier
+    ones), the last numbered `largest`; uint16 (H, W)."""
+    width, height = size
+    rng = np.random.default_rng(seed)
+    image = Image.new("I", size, 0)
+    draw = ImageDraw.Draw(image)
+    for k in range(count):
+        x, y, r = int(rng.integers(0, width - 6)), int(rng.integers(0, height - 6)), int(rng.integers(3, 6))
+        draw.ellipse((x, y, x + r, y + r), fill=largest if k == count - 1 else first + k)
+    return np.asarray(image).astype(np.uint16)
+
+
+def microscopy_nuclei(
+    root: pathlib.Path, count: int = 4, *, largest: int = 1200, masks: str = "png"
+) -> SegTree:
+    """A microscopy segmentation set as the Data Science Bowl's label images and cellpose keep
+    them: 16-bit grey pictures (images/<stem>.png) and a label image per picture, each nucleus
+    its own id (up to `largest`, thousands in a dense field), 0 the background, no class list:
+    masks/<stem>.png, 16-bit PNGs (Pillow's `Image.fromarray(uint16)`), or `masks="tiff"`:
+    masks/<stem>.tif, 16-bit TIFFs as tifffile writes them (Deflate)."""
+    import tifffile
+
+    if masks not in ("png", "tiff"):
+        raise ValueError(f"masks is 'png' or 'tiff', not {masks!r}")
+    root.mkdir(parents=True, exist_ok=True)
+    images = {}
+    rng = np.random.default_rng(17000)
+    for index in range(count):
+        stem = f"field_{index:03d}"
+        size = (48 + 4 * index, 40)
+        labels = _nuclei(
+            size, 1 + 300 * index, 40, largest if index == count - 1 else 250 * (index + 1), 17100 + index
+        )
+        picture = (rng.integers(200, 900, size[::-1]) + (labels > 0) * 30000).astype(np.uint16)
+        _png(Image.fromarray(picture), root / "images" / f"{stem}.png")
+        if masks == "png":
+            _png(Image.fromarray(labels), root / "masks" / f"{stem}.png")
+        else:
+            tifffile.imwrite(_mkdir(root / "masks" / f"{stem}.tif"), labels, compression="zlib")
+        images[f"images/{stem}.png"] = labels
+    return SegTree(root, images, tuple(str(i) for i in range(largest + 1)), None, {})
+
+
+MASK2FORMER_ADE_FULL_CLASSES = 847  # Mask2Former's ADE20K-full: the classes of 847 ids it keeps
+
+
+def mask2former_ade20k_full(root: pathlib.Path, per_split: int = 2) -> SegTree:
+    """ADE20K-full as Mask2Former's prepare_ade20k_full_sem_seg.py leaves it beside the release:
+    ADE20K_2021_17_01/images_detectron2/{training,validation}/*.jpg and annotations_detectron2/ of
+    the same stems as single-channel uint16 TIFFs (tifffile), ids 0..846 and 65535 ignored; no
+    class list. Relpaths are under images_detectron2/ (what a user passes as --input)."""
+    import tifffile
+
+    base = root / "ADE20K_2021_17_01"
+    images, splits = {}, {}
+    rng = np.random.default_rng(18000)
+    for folder in ("training", "validation"):
+        for n in range(1, per_split + 1):
+            stem = f"ADE_{folder[:5]}_{n:08d}"
+            size = (40 + 6 * n, 32)
+            classes = [int(c) for c in rng.integers(0, MASK2FORMER_ADE_FULL_CLASSES, 3)]
+            classes[-1] = MASK2FORMER_ADE_FULL_CLASSES - 1 if folder == "training" and n == 1 else classes[-1]
+            objects = _layout(np.random.default_rng(18100 + n), size, classes)
+            mask = _draw_wide(size, objects, border=1, border_value=ADE20K_FULL_IGNORE)
+            _jpeg(
+                _picture((mask % 256).astype(np.uint8), 18200 + n),
+                base / "images_detectron2" / folder / f"{stem}.jpg",
+            )
+            tifffile.imwrite(_mkdir(base / "annotations_detectron2" / folder / f"{stem}.tif"), mask)
+            images[f"{folder}/{stem}.jpg"] = mask
+            splits[f"{folder}/{stem}.jpg"] = "train" if folder == "training" else "validation"
+    names = tuple(str(i) for i in range(MASK2FORMER_ADE_FULL_CLASSES))
+    return SegTree(base, images, names, ADE20K_FULL_IGNORE, splits)

@@ -294,6 +294,12 @@ def make_inputs(text: str, folder: Path, weights: Path) -> None:
         segmentationgen.cityscapes(folder / "cityscapes")
     if "--input ADEChallengeData2016" in text:
         segmentationgen.ade20k(folder)
+    if "--input ADE20K_full" in text:  # ADE20K's layout, its 3,688 classes in 16-bit masks
+        segmentationgen.ade20k_full(folder)
+    if "--input ADE20K_2021_17_01" in text:  # Mask2Former's ADE20K-full: 16-bit TIFF masks
+        segmentationgen.mask2former_ade20k_full(folder)
+    if "--input cells" in text:  # microscopy label images: 16-bit nucleus ids beside 16-bit pictures
+        segmentationgen.microscopy_nuclei(folder / "cells")
     if "--input CamVid" in text:
         segmentationgen.camvid(folder)
     if "--input kaggle" in text:

@@ -112,9 +112,10 @@ def reader_names() -> dict[str, set[str]]:
             record = {k.name: _sample(k) for k in keys}
             stored = record[key.name]
             layout = RecordLayout("tfds", labeled=False, groups=(group,))
-            for kind in KINDS.values():
-                if group not in kind.key_groups(None):  # the kind whose records hold the group
-                    continue
+            # The kind whose records hold the group; a group a run's setting picks (16-bit class
+            # masks), which no kind names without one, is tried with each.
+            holders = [kind for kind in KINDS.values() if group in kind.key_groups(None)]
+            for kind in holders or KINDS.values():
                 try:
                     kind.numpy_fields(record, layout)  # type: ignore[arg-type]
                 except (KeyError, TypeError, ValueError, IndexError, AttributeError):

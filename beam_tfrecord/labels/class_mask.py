@@ -3,11 +3,18 @@ file becomes the class-id mask a record stores: read, checked against the run's 
 as the picture was, and encoded as the single-channel PNG DeepLab and TF Model Garden read from
 `image/segmentation/class/encoded` (the table's `class_mask` group).
 
+The stored masks are 8-bit PNGs, unless the run's class ids or ignore value pass 255 (ADE20K's
+full class list, a microscopy set's thousands of nucleus ids): then every mask of the run is a
+16-bit PNG (`MaskRule.dtype`, the `class_mask_uint16` group, summary.json's `mask_dtype`), and
+every reader gives uint16. One type per run, never per record: a tensor has one.
+
 Which values are class ids:
 
 - a palette PNG (Pascal VOC, labelme2voc): its indices, whatever colours the palette shows;
 - an 8-bit grey or 1-bit PNG (Cityscapes' `labelIds`, ADE20K, CamVid): its values;
-- a 16- or 32-bit grey PNG: its values, which must fit the classes;
+- a 16-bit grey PNG (Pillow's `I;16`, what `Image.fromarray(uint16)` and cellpose write), a
+  16- or 32-bit TIFF (read with tifffile: what ImageJ, scikit-image and Mask2Former's ADE20K-full
+  write): its values as stored, never scaled, which must fit the classes;
 - colours (an RGB PNG, a palette saved as RGB, tensorflow/models#3739's NaN loss): mapped through
   the dataset's palette (`MaskRule.palette`), every colour or none: a colour no class has rejects
   the picture, naming it. A grey mask saved as RGB (three equal channels) is read as grey.
@@ -36,7 +43,7 @@ import numpy as np
 from PIL import Image
 
 from beam_tfrecord import reasons, tasks
-from beam_tfrecord.edges import ByKind, Json, JsonObject, ParsedRecord, Tensor
+from beam_tfrecord.edges import ByKind, Json, JsonObject, ParsedRecord, Tensor, TorchValue
 from beam_tfrecord.elements import (
     DroppedObjectLine,
     ImageAnnotations,
@@ -69,13 +76,15 @@ from beam_tfrecord.labels.base import (
     TfTargetPair,
     tf_message,
 )
-from beam_tfrecord.labels.drawing import MASK_OPACITY, Sheet, palette_colours
+from beam_tfrecord.labels.drawing import INK, MASK_OPACITY, Sheet, palette_colours
 from beam_tfrecord.labels.geometry import PixelTransform, encode_mask_png, placed_label_image, rasterize_mask
+from beam_tfrecord.labels.mask_files import mask_values
 from beam_tfrecord.names import DROPPED_OBJECTS_FILE
 from beam_tfrecord.reasons import Reject
 
 __all__ = [
     "CLASS_MASK",
+    "MASK16_GROUP",
     "ClassMaskKind",
     "ClassMaskTally",
     "ClassPixels",
@@ -90,11 +99,24 @@ __all__ = [
     "drawn_shapes",
     "empty_mask",
     "mask_file",
+    "mask_target",
     "pixel_counts",
     "place_class_mask",
     "place_drawn",
     "placed_ids",
+    "stored_dtype",
 ]
+
+# The key group of a run whose masks are 16-bit PNGs (`keys.KeyTable.groups`): its keys are the
+# 8-bit masks' own; TFDS and the readers read them as uint16.
+MASK16_GROUP = "class_mask_uint16"
+# Pillow's mode of a stored mask of each type.
+_MODES = {"uint8": "L", "uint16": "I;16"}
+
+
+def stored_dtype(layout: RecordLayout) -> str:
+    """The type of a run's stored masks, told by its record layout (uint8 or uint16)."""
+    return "uint16" if MASK16_GROUP in layout.groups else "uint8"
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,9 +165,10 @@ class DrawnShapes:
         """Its staged form, the picture's value of this kind."""
         return {"shapes": [[value, mask_row(shape)] for value, shape in self.shapes]}
 
-    def painted(self, width: int, height: int, normalized: bool) -> np.ndarray:
-        """The class ids of a `width` x `height` picture (uint8), every shape drawn in turn."""
-        ids = np.zeros((height, width), dtype=np.uint8)
+    def painted(self, width: int, height: int, normalized: bool, dtype: str = "uint8") -> np.ndarray:
+        """The class ids of a `width` x `height` picture (in the run's mask `dtype`), every shape
+        drawn in turn."""
+        ids = np.zeros((height, width), dtype=dtype)
         for value, shape in self.shapes:
             ids[np.asarray(rasterize_mask(shape, width, height, normalized)) > 0] = value
         return ids
@@ -177,7 +200,8 @@ class PlacedMask:
     """A record's class-id mask and its facts.
 
     Args:
-      png: the mask as stored (mode L PNG, the stored image's size).
+      png: the mask as stored (an 8-bit PNG, or a 16-bit one in a run of `MaskRule.dtype`
+        uint16; the stored image's size).
       pixels: (value, pixels) of every value it holds, the ignore value's included, ascending;
         () for a picture without a mask file.
       changes: change codes the mask made (`mask_from_colours`).
@@ -189,29 +213,18 @@ class PlacedMask:
 
 
 def class_ids(data: bytes, rule: MaskRule, name: str) -> tuple[np.ndarray, tuple[str, ...]]:
-    """The mask file's class ids as a uint8 (height, width) array in its own frame, and the change
-    codes its reading made; raises `Reject` for a file that is not a mask of this rule."""
-    try:
-        with Image.open(io.BytesIO(data)) as image:
-            image.load()
-            mode = image.mode
-            array = np.asarray(image)
-    except Exception as error:  # any decoder error: the mask, not the picture, is at fault
-        raise Reject(reasons.CLASS_MASK_UNREADABLE, f"{name}: {type(error).__name__}: {error}") from None
+    """The mask file's class ids as a (height, width) array of the run's mask type
+    (`MaskRule.dtype`) in its own frame, and the change codes its reading made; raises `Reject`
+    for a file that is not a mask of this rule."""
+    array = mask_values(data, name)
     changes: tuple[str, ...] = ()
-    if mode in ("RGB", "RGBA"):
+    if array.ndim == 3:  # colours
         rgb = array[..., :3]
         if (rgb[..., 0] == rgb[..., 1]).all() and (rgb[..., 1] == rgb[..., 2]).all():
             array = rgb[..., 0]
         else:
             array = _from_colours(rgb, rule, name)
             changes = (reasons.CLASS_MASK_FROM_COLOURS.code,)
-    elif mode == "LA":
-        array = array[..., 0]
-    elif mode == "1":
-        array = array.astype(np.uint8)
-    elif mode not in ("P", "L", "I", "I;16", "I;16B", "I;16L"):
-        raise Reject(reasons.CLASS_MASK_UNREADABLE, f"{name}: a {mode} image is not a mask of class ids")
     if rule.remap:
         array = _remapped(array, rule.remap)
     return _checked(array, rule, name), changes
@@ -236,7 +249,7 @@ def _from_colours(rgb: np.ndarray, rule: MaskRule, name: str) -> np.ndarray:
         raise Reject(
             reasons.CLASS_MASK_COLOURS, f"{name} holds colours no class of the palette has: {shown}{more}"
         )
-    ids = np.array([table[int(c)] for c in colours], dtype=np.uint8)
+    ids = np.array([table[int(c)] for c in colours], dtype=rule.dtype)
     return ids[inverse].reshape(packed.shape)
 
 
@@ -255,9 +268,9 @@ def _remapped(array: np.ndarray, remap: Sequence[tuple[int, int]]) -> np.ndarray
 
 
 def _checked(array: np.ndarray, rule: MaskRule, name: str) -> np.ndarray:
-    """The values as uint8, each a class id or the ignore value."""
+    """The values in the run's mask type, each a class id or the ignore value."""
     values = np.unique(array)
-    wrong = [int(v) for v in values if int(v) >= rule.classes and int(v) != rule.ignore]
+    wrong = [int(v) for v in values if (int(v) >= rule.classes or int(v) < 0) and int(v) != rule.ignore]
     if wrong:
         shown = ", ".join(map(str, wrong[:_SHOWN])) + (
             f" and {len(wrong) - _SHOWN} more" if len(wrong) > _SHOWN else ""
@@ -267,7 +280,7 @@ def _checked(array: np.ndarray, rule: MaskRule, name: str) -> np.ndarray:
             reasons.CLASS_MASK_UNKNOWN_VALUE,
             f"{name} holds {shown}: class ids are 0 to {rule.classes - 1}{ignore}",
         )
-    return array.astype(np.uint8, copy=False)
+    return array.astype(rule.dtype, copy=False)
 
 
 def place_class_mask(data: bytes, rule: MaskRule, transform: PixelTransform, name: str) -> PlacedMask:
@@ -284,7 +297,7 @@ def place_drawn(
     it declares none), then placed as a mask file of that size would be."""
     width = annotations.width or transform.stored_width
     height = annotations.height or transform.stored_height
-    ids = shapes.painted(width, height, annotations.normalized)
+    ids = shapes.painted(width, height, annotations.normalized, rule.dtype)
     return placed_ids(ids, rule, transform, f"the shapes of {annotations.source_id}", ())
 
 
@@ -294,35 +307,56 @@ def placed_ids(
     """Class ids in the stored picture's frame or the upright one (told by their size), moved as
     the picture was and encoded; raises `Reject` when their size fits neither frame."""
     try:
-        mask = placed_label_image(Image.fromarray(ids, mode="L"), transform, rule.fill)
+        mask = placed_label_image(_label_image(ids), transform, rule.fill)
     except ValueError as error:
         raise Reject(reasons.CLASS_MASK_SIZE_MISMATCH, f"{name} {error}") from None
     return PlacedMask(encode_mask_png(mask), pixel_counts(np.asarray(mask)), changes)
+
+
+def _label_image(ids: np.ndarray) -> Image.Image:
+    """Class ids as the Pillow image that moves with the picture: mode L (8 bits), or I;16, which
+    Pillow turns, resizes, pads and saves as a 16-bit PNG as it does L."""
+    if ids.dtype == np.uint8:
+        return Image.fromarray(ids, mode="L")
+    return Image.fromarray(ids.astype(np.uint16, copy=False))
 
 
 def empty_mask(rule: MaskRule, width: int, height: int) -> PlacedMask:
     """A picture without a mask file, kept (`--unannotated keep`): every pixel the ignore value
     (0 where the rule has none), so every record parses alike; no pixel counts (`()`: the tally
     counts it as a picture without a mask)."""
-    mask = Image.new("L", (width, height), rule.fill)
+    mask = Image.new(_MODES[rule.dtype], (width, height), rule.fill)
     return PlacedMask(encode_mask_png(mask), ())
 
 
-def decode_class_mask(encoded: bytes) -> np.ndarray:
-    """uint8 `[height, width]` class ids from a segmentation record's mask PNG."""
+def decode_class_mask(encoded: bytes, dtype: str = "uint8") -> np.ndarray:
+    """`[height, width]` class ids from a segmentation record's mask PNG, in the run's mask type
+    (`stored_dtype`: uint8, or uint16 where its ids or ignore value pass 255), never scaled."""
     with Image.open(io.BytesIO(encoded), formats=("PNG",)) as mask:
-        return np.array(mask, dtype=np.uint8)
+        return np.array(mask, dtype=dtype)
+
+
+def mask_target(ids: np.ndarray, image_size: tuple[int, int] | None) -> np.ndarray:
+    """A record's class ids as PyTorch's losses take them (`cross_entropy`'s target, torchvision's
+    segmentation references): int64 `[height, width]`, stretched to `image_size=(height, width)`
+    by the nearest neighbour as the picture is stretched (a value never blends into another)."""
+    if image_size is not None and ids.shape != tuple(image_size):
+        height, width = image_size
+        ids = np.asarray(_label_image(ids).resize((width, height), Image.Resampling.NEAREST))
+    return ids.astype(np.int64)
 
 
 class _MaskTarget(TfTarget):
-    """`(image, mask)`: uint8 [height, width, 1] class ids and the ignore value, moved with the
-    picture by nearest neighbour, a pad's margins holding the ignore value (never class 0)."""
+    """`(image, mask)`: uint8 (or, in a run of 16-bit masks, uint16) [height, width, 1] class ids
+    and the ignore value, moved with the picture by nearest neighbour, a pad's margins holding
+    the ignore value (never class 0)."""
 
     def __init__(self, context: ReadContext, options: TargetOptions) -> None:
         section = context.section
         ignore = section.ignore if isinstance(section, SegmentationSummary) else None
         self.fill = ignore if ignore is not None else 0
         self.key = key_of(context.layout, "mask")
+        self.dtype = stored_dtype(context.layout)
         self.options = options
 
     def pair(
@@ -330,7 +364,8 @@ class _MaskTarget(TfTarget):
     ) -> TfTargetPair:
         import tensorflow as tf
 
-        mask = tf.io.decode_png(record[self.key], channels=1)
+        dtype = tf.as_dtype(self.dtype)
+        mask = tf.io.decode_png(record[self.key], channels=1, dtype=dtype)
         size = self.options.image_size
         if size is None:
             return image, mask
@@ -339,18 +374,20 @@ class _MaskTarget(TfTarget):
         shifted = tf.cast(mask, tf.int32) + 1  # 0 is the margin resize_with_pad adds
         resized = tf.image.resize_with_pad(shifted, size[0], size[1], method="nearest")
         resized = tf.cast(tf.round(resized), tf.int32)
-        fitted = tf.cast(tf.where(resized == 0, self.fill, resized - 1), tf.uint8)
+        fitted = tf.cast(tf.where(resized == 0, self.fill, resized - 1), dtype)
         fitted.set_shape([size[0], size[1], 1])
         return image, fitted
 
 
 class _MaskChecks(Checks[bytes]):
-    """A segmentation record's mask: one channel, the picture's size, every value a class id or
-    the ignore value; its pixels counted against summary.json's (where every picture had a mask)."""
+    """A segmentation record's mask: one channel, the picture's size, the bit depth summary.json
+    says (`mask_dtype`), every value a class id or the ignore value; its pixels counted against
+    summary.json's (where every picture had a mask)."""
 
     def __init__(self, class_names: tuple[str, ...], section: SegmentationSummary | None) -> None:
         self.names = class_names
         self.section = section
+        self.dtype = section.mask_dtype if section is not None else "uint8"
         self.pixels: Counter[int] = Counter()
 
     def record(
@@ -359,8 +396,12 @@ class _MaskChecks(Checks[bytes]):
         import tensorflow as tf
 
         png = bytes(facts["mask"])
+        bits = _png_bits(png)
+        if bits is not None and bits != np.dtype(self.dtype).itemsize * 8:
+            errors.append(f"{where}: its mask is a PNG of {bits} bits; summary.json says {self.dtype}")
+            return Checked((), "", png)
         try:
-            mask = tf.io.decode_png(png, channels=0).numpy()
+            mask = tf.io.decode_png(png, channels=0, dtype=tf.as_dtype(self.dtype)).numpy()
         except tf.errors.InvalidArgumentError as error:
             errors.append(f"{where}: its mask does not decode: {tf_message(error)}")
             return Checked((), "", png)
@@ -390,22 +431,32 @@ class _MaskChecks(Checks[bytes]):
         return errors
 
 
+def _png_bits(png: bytes) -> int | None:
+    """A PNG's bit depth per sample, from its header (None: no PNG header)."""
+    if len(png) < 25 or not png.startswith(b"\x89PNG\r\n\x1a\n") or png[12:16] != b"IHDR":
+        return None
+    return png[24]
+
+
 def draw_class_mask(
     thumb: Image.Image, png: bytes, palette: Sequence[Sequence[int]], ignore: int | None
 ) -> Image.Image:
     """`thumb` with a segmentation record's class ids laid over it in the dataset's palette (class
-    id i in `palette[i]`); the ignore value's pixels are left as the picture shows them."""
+    id i in `palette[i]`, any number of classes: a 16-bit mask's ids past 255 too; an id past
+    the palette in ink); the ignore value's pixels are left as the picture shows them."""
     try:
         with Image.open(io.BytesIO(png), formats=("PNG",)) as mask:
-            ids = mask.convert("L").resize(thumb.size, Image.Resampling.NEAREST)
+            ids = np.asarray(mask.resize(thumb.size, Image.Resampling.NEAREST)).astype(np.int64)
     except Exception:
         return thumb
-    overlay = Image.new("P", thumb.size)
-    overlay.putpalette([channel for colour in palette_colours(palette) for channel in colour[:3]])
-    overlay.putdata(list(ids.getdata()))
-    alpha = ids.point(lambda v: 0 if v == ignore else int(255 * MASK_OPACITY))
+    colours = palette_colours(palette)
+    if ids.size and int(ids.max()) >= len(colours):
+        colours += [INK] * (int(ids.max()) + 1 - len(colours))
+    table = np.array([colour[:3] for colour in colours], dtype=np.uint8)
+    overlay = Image.fromarray(table[ids])  # uint8 [H, W, 3]: RGB
+    alpha = np.where(ids == ignore, 0, int(255 * MASK_OPACITY)).astype(np.uint8)
     thumb = thumb.convert("RGB")
-    thumb.paste(overlay.convert("RGB"), (0, 0), alpha)
+    thumb.paste(overlay, (0, 0), Image.fromarray(alpha))
     return thumb
 
 
@@ -432,7 +483,8 @@ class SegmentationSummary(Section):
     `per_class` gives each class's pixels, its share of the labelled pixels (the ignore value's
     aside) and the records whose mask holds it; `ignored_pixels` the ignore value's pixels;
     `pictures_without_mask` the records stored with a mask of the ignore value alone (no mask
-    file, `--unannotated keep`)."""
+    file, `--unannotated keep`); `mask_dtype` the type of every stored mask, written only where
+    it is uint16 (a run of 8-bit masks writes the section as it always has)."""
 
     kind: str  # the annotations' format (summary.json's key)
     ignore: int | None
@@ -444,10 +496,21 @@ class SegmentationSummary(Section):
     mask_key: str = "image/segmentation/class/encoded (a single-channel PNG the picture's size)"
     found_at: str = ""
     palette: list[list[int]] = field(default_factory=list)  # class id i's colour, for pictures
+    mask_dtype: str = "uint8"  # uint16: class ids or the ignore value pass 255, 16-bit PNGs
+
+    def to_json(self) -> JsonObject:
+        """The section's keys; `mask_dtype` only where the masks are 16-bit."""
+        data = super().to_json()
+        if self.mask_dtype == "uint8":
+            del data["mask_dtype"]
+        return data
 
     def rows(self) -> list[tuple[str, str]]:
-        """Where the masks came from, and each class's share of the pixels."""
+        """Where the masks came from, their type where it is 16 bits, and each class's share of
+        the pixels."""
         rows = [("masks", self.found_at)] if self.found_at else []
+        if self.mask_dtype != "uint8":
+            rows.append(("mask values", f"{self.mask_dtype}: 16-bit PNGs (ids or the ignore value past 255)"))
         rows.append(("pixels per class", "share of labelled pixels, in pictures"))
         rows += [(f"  {name}", f"{n['share']:.1%} in {n['pictures']}") for name, n in self.per_class.items()]
         if self.ignore is not None:
@@ -514,7 +577,12 @@ class ClassMaskKind(LabelKind[MaskRule, bytes, PixelCounts, ClassMaskTally, Segm
     names_classes = True
 
     def key_groups(self, setting: MaskRule | None) -> tuple[str, ...]:
-        return ("class_mask",)
+        """The mask's keys; read as 16-bit PNGs where the run's ids or ignore value pass 255."""
+        wide = setting is not None and setting.dtype == "uint16"
+        return (MASK16_GROUP,) if wide else ("class_mask",)
+
+    def section_groups(self, section: SegmentationSummary) -> tuple[str, ...]:
+        return (MASK16_GROUP,) if section.mask_dtype == "uint16" else ("class_mask",)
 
     def encoders(self) -> Mapping[str, Encoder]:
         return {"mask": lambda fields: fields.labels["class_mask"], "mask_format": lambda fields: "png"}
@@ -577,6 +645,7 @@ class ClassMaskKind(LabelKind[MaskRule, bytes, PixelCounts, ClassMaskTally, Segm
     ) -> SegmentationSummary:
         assert facts is not None
         ignore = facts["rule"]["ignore"]
+        dtype = MaskRule.from_row(facts["rule"]).dtype
         labelled = sum(n for value, n in tally.pixels.items() if value != ignore)
         per_class: dict[str, ClassPixels] = {
             name: {
@@ -597,6 +666,10 @@ class ClassMaskKind(LabelKind[MaskRule, bytes, PixelCounts, ClassMaskTally, Segm
             + (f"; {ignore} is ignored (not labelled)" if ignore is not None else ""),
             found_at=inputs.found_at,
             palette=facts["palette"],
+            mask_dtype=dtype,
+            mask_key=SegmentationSummary.mask_key
+            if dtype == "uint8"
+            else "image/segmentation/class/encoded (a single-channel 16-bit PNG the picture's size)",
         )
 
     def side_files(
@@ -615,9 +688,17 @@ class ClassMaskKind(LabelKind[MaskRule, bytes, PixelCounts, ClassMaskTally, Segm
         return _MaskTarget(context, options)
 
     def numpy_fields(self, record: ParsedRecord, layout: RecordLayout) -> None:
-        """`mask` decoded to its class ids, `mask_png` the stored PNG's bytes."""
+        """`mask` decoded to its class ids (uint8, or uint16 in a run of 16-bit masks), `mask_png`
+        the stored PNG's bytes."""
         record["mask_png"] = record["mask"]
-        record["mask"] = decode_class_mask(record["mask_png"])
+        record["mask"] = decode_class_mask(record["mask_png"], stored_dtype(layout))
+
+    def torch_target(self, record: ParsedRecord, image_size: tuple[int, int] | None) -> TorchValue:
+        """The class ids as an int64 tensor `[height, width]` (`mask_target`): what
+        `cross_entropy(..., ignore_index=IGNORE)` takes, every stored value exact."""
+        import torch
+
+        return torch.from_numpy(mask_target(record["mask"], image_size))
 
     def checks(
         self, class_names: tuple[str, ...] | None, section: SegmentationSummary | None

@@ -63,5 +63,6 @@ class Sheet:
 
 
 def palette_colours(palette: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
-    """256 colours, class id i in `palette[i]`, the rest ink."""
-    return [tuple(palette[i]) if i < len(palette) else INK for i in range(256)]
+    """A colour for each of 256 ids, or for each id of a longer palette (a 16-bit mask's classes):
+    class id i in `palette[i]`, the rest ink."""
+    return [tuple(palette[i]) if i < len(palette) else INK for i in range(max(256, len(palette)))]

@@ -55,8 +55,9 @@ KEYS = (
 # additional channels, the RGB PNG, its other bands' PNGs in `additional_channels`). A GeoTIFF's
 # or DICOM's facts come under their names (`crs`, `rescale_slope`, ...).
 PIXEL_KEYS = ("dtype", "pixels")
-# A segmentation record's class ids as a NumPy array: uint8 [height, width] (the ignore value
-# where nothing is labelled); `mask_png` keeps the stored PNG bytes.
+# A segmentation record's class ids as a NumPy array: uint8 [height, width] (uint16 in a run whose
+# ids or ignore value pass 255; the ignore value where nothing is labelled); `mask_png` keeps the
+# stored PNG bytes.
 SEGMENTATION_KEYS = ("mask", "mask_png")
 
 

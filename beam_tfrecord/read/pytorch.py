@@ -86,6 +86,10 @@ class TorchImages(_Base):
     `image_size`. There `transform(image, target)` returns both, as torchvision's detection
     transforms do. Batch with `collate_fn=detection_collate` (lists: objects differ per image).
 
+    A segmentation run gives `(image, mask)`: the class ids as an int64 tensor `[height, width]`
+    (what `cross_entropy` takes as its target; a run of 16-bit masks' ids past 255 as stored),
+    stretched by the nearest neighbour to `image_size`; `transform` takes the image.
+
     Args:
       output: the output folder of a conversion.
       split: the split to read.

@@ -190,7 +190,7 @@ def _samples(parsed: Mapping[str, tf.Tensor], pixels: PixelLayout, schema: str) 
     """A picture past 8 bits as stored: an array, or a 16-bit PNG in its own bands (a run of gray
     and RGB ones reads them all as RGB in load_dataset, as it does 8-bit ones; each record must
     hold the bands it says)."""
-    if pixels.array:
+    if pixels.array or pixels.additional:  # (the OD API's bands: RGB and one PNG a band past it)
         return decode_pixels(parsed, pixels, schema)
     return tf.io.decode_png(parsed[key_of(schema, "image")], channels=0, dtype=tf.uint16)
 

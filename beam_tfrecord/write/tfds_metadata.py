@@ -45,7 +45,8 @@ def features_spec(
     key of `layout` that TFDS can describe (see keys.TfdsFeature).
 
     Images decode to `channels` (3 unless the run forced 1), as TFDS's Image needs a fixed count;
-    a run of 16-bit pictures to their own band count, as uint16; a run of array pictures
+    a run of 16-bit pictures to their own band count, as uint16 (and a run's 16-bit class masks
+    as uint16 of one channel); a run of array pictures
     (`keys.PixelLayout`) is TFDS's `Tensor(encoding="zlib")` of their type, read from the
     `image/array/value` and `image/array/shape` keys it names; the Object Detection API's
     additional channels are a `Sequence` of one-band Images beside the RGB one.
@@ -78,6 +79,8 @@ def features_spec(
             one = f.ClassLabel(names=[BACKGROUND, *(class_names or [])])
         elif key.tfds in ("mask", "class_mask", "band"):  # a 0/1 mask, class ids, a band's samples
             one = f.Image(shape=(None, None, 1), encoding_format="png")
+        elif key.tfds == "class_mask_uint16":  # class ids or an ignore value past 255: 16-bit PNGs
+            one = f.Image(shape=(None, None, 1), dtype=np.uint16, encoding_format="png")
         else:
             one = f.Scalar(dtype=numbers[key.dtype])
         return f.Sequence(one) if key.ragged else one

@@ -9,6 +9,7 @@ from typing import Literal, get_args
 
 from beam_tfrecord import tasks
 from beam_tfrecord.config_base import Config, ConfigError, check_choice, documented, setting
+from beam_tfrecord.elements import MAX_MASK_VALUE
 from beam_tfrecord.labels import KINDS, of_task
 from beam_tfrecord.plan.annotations.paths import AnnotationPath, parse_annotation_paths
 from beam_tfrecord.plan.sources import registry
@@ -143,8 +144,9 @@ class AnnotationConfig(Config):
     ignore_value: int = setting(
         255,
         details="segmentation: the mask value that means \"not labelled\" (VOC's borders, Cityscapes' "
-        "train ids' 255); stored as it is, counted in the summary, and what a pad's margins hold; "
-        "above the last class id",
+        "train ids' 255; 65535 in Mask2Former's 16-bit ADE20K-full masks); stored as it is, counted "
+        "in the summary, and what a pad's margins hold; above the last class id, 0 to 65535 (past "
+        "255 the run's masks are 16-bit PNGs)",
         group="annotations",
         label="Ignore value",
         value_type=int,
@@ -187,9 +189,11 @@ class AnnotationConfig(Config):
             formats = ", ".join(f.name for f in registry.reading(task))
             raise ConfigError("annotations", f"{self.format} is not a {task} format: {formats}")
         check_choice("unannotated", self.unannotated, UNANNOTATED)
-        if not 0 <= self.ignore_value <= 255:
+        if not 0 <= self.ignore_value <= MAX_MASK_VALUE:
             raise ConfigError(
-                "ignore_value", f"must be 0 to 255 (masks are stored as 8-bit PNGs), not {self.ignore_value}"
+                "ignore_value",
+                f"must be 0 to {MAX_MASK_VALUE} (masks are stored as 16-bit PNGs at most), not "
+                f"{self.ignore_value}",
             )
         defaults = {f.name: f.default for f in dataclasses.fields(self)}
         run = {kind.name for kind in of_task(task)}

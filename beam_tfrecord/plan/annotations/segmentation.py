@@ -11,7 +11,9 @@ a class. A mask that names no listed picture is an `annotations_without_image` l
 How mask values become class ids is one `MaskRule` for the run (`labels.class_mask` applies it):
 the ignore value (255 by default), the dataset's palette for masks saved as colours, and for a
 plain pair whose masks hold only 0 and 255 (Kaggle's binary masks) the documented rule that 255 is
-class 1, decided from the first masks read here, never per picture.
+class 1, decided from the first masks read here, never per picture. The rule also gives the
+stored masks' type, one for the run: 16-bit where a class id or the ignore value passes 255 (more
+than 256 classes, a set of thousands of mask ids), said in the first line.
 
 The class names are given, else a names file of the dataset's (a `class_names.txt`, or a dataset
 YAML's `names:` or `classes:`) at its root, beside the masks or up to two folders above them,
@@ -21,7 +23,6 @@ names, up to the largest a sample spread over the set holds, and says so in one 
 
 from __future__ import annotations
 
-import io
 import logging
 import posixpath
 import re
@@ -35,8 +36,9 @@ from PIL import Image
 
 from beam_tfrecord import reasons, storage
 from beam_tfrecord.config_base import ConfigError
-from beam_tfrecord.elements import ImageAnnotations, MaskRule
+from beam_tfrecord.elements import MAX_MASK_VALUE, ImageAnnotations, MaskRule
 from beam_tfrecord.labels.class_mask import MaskFile, class_ids, mask_file
+from beam_tfrecord.labels.mask_files import mask_values
 from beam_tfrecord.labels.objects.label_map import unused_name
 from beam_tfrecord.plan.annotations.catalog import ANNOTATION_EXTENSIONS, read_many, read_one, stem
 from beam_tfrecord.plan.annotations.declared import DeclaredSplits, split_name
@@ -59,6 +61,7 @@ __all__ = [
     "checked_rule",
     "first_split",
     "load_segmentation",
+    "mask_type_said",
     "named_folder",
     "pairs_any",
     "sampled_values",
@@ -81,7 +84,6 @@ NAMES_LEVELS = 2
 BINARY_SAMPLE = 16
 # How many masks, spread over the set, a set without class names reads for its largest id.
 IDS_SAMPLE = 64
-MAX_CLASS_ID = 255
 _LOGGER = logging.getLogger(__name__)
 
 
@@ -418,6 +420,7 @@ def load_segmentation(fmt: SourceFormat, layout: MaskLayout, request: LoadReques
             _LOGGER.warning("%s", warning)
             warnings = (warning,)
     rule, rule_text = layout.rule(class_names, settings, found)
+    rule_text += mask_type_said(rule)
     images: dict[str, ImageAnnotations] = {}
     for file in pictures:
         mask = found.masks.get(file.relpath)
@@ -579,11 +582,6 @@ def _unnamed(found: Found, ignore: int) -> tuple[tuple[str, ...], str, str]:
             "class_names, or a class_names.txt or a dataset YAML (names:) beside the masks"
         )
     largest = max(ids)
-    if largest > MAX_CLASS_ID:
-        raise SourceError(
-            f"class_names: the masks hold ids up to {largest}, more than a mask of 8 bits stores, "
-            "and the dataset names no classes"
-        )
     words = f"class names the mask ids 0 to {largest} (the dataset names none)"
     warning = (
         f"the dataset names no classes: the class names are the mask ids 0 to {largest}, the largest "
@@ -595,7 +593,13 @@ def _unnamed(found: Found, ignore: int) -> tuple[tuple[str, ...], str, str]:
 
 
 def checked_rule(rule: MaskRule, class_names: tuple[str, ...]) -> MaskRule:
-    if len(class_names) > 256 or (rule.ignore is not None and rule.ignore < len(class_names)):
+    """The rule, where its ignore value is no class id and every class id fits a 16-bit mask."""
+    if len(class_names) > MAX_MASK_VALUE + 1:
+        raise SourceError(
+            f"{len(class_names)} classes: a mask stores class ids up to {MAX_MASK_VALUE} (16 bits)",
+            field="class_names",
+        )
+    if rule.ignore is not None and rule.ignore < len(class_names):
         raise SourceError(
             f"{rule.ignore} is a class id of the {len(class_names)} classes: "
             "give an ignore_value above the last class id",
@@ -604,15 +608,23 @@ def checked_rule(rule: MaskRule, class_names: tuple[str, ...]) -> MaskRule:
     return rule
 
 
+def mask_type_said(rule: MaskRule) -> str:
+    """What the first line adds where the run's masks are 16-bit (nothing for 8-bit ones)."""
+    if rule.dtype == "uint8":
+        return ""
+    return "; masks stored as 16-bit PNGs (class ids or the ignore value past 255)"
+
+
 def sampled_values(found: Found) -> set[int]:
     """The values the first masks hold (sorted by path: the same masks every run)."""
     values: set[int] = set()
     for relpath in sorted(found.masks)[:BINARY_SAMPLE]:
         try:
-            with Image.open(io.BytesIO(read_one(found.masks[relpath][0].path))) as image:
-                array = np.asarray(image.convert("L") if image.mode in ("RGB", "RGBA", "LA") else image)
+            array = mask_values(read_one(found.masks[relpath][0].path), relpath)
         except Exception:  # the worker rejects it by name
             continue
+        if array.ndim == 3:  # colours: their grey, as a binary mask saved as RGB holds
+            array = np.asarray(Image.fromarray(array[..., :3].astype(np.uint8)).convert("L"))
         values |= {int(v) for v in np.unique(array)}
     return values
 
@@ -629,11 +641,11 @@ def _spread_values(found: Found) -> tuple[set[int], int, int]:
         if data is None:
             continue
         try:
-            ids, _ = class_ids(data, MaskRule(MAX_CLASS_ID + 1, None), "")
-        except reasons.Reject as reject:  # colours, or ids past 255 (a 16-bit mask)
+            ids, _ = class_ids(data, MaskRule(MAX_MASK_VALUE + 1, None), "")
+        except reasons.Reject as reject:  # colours, or values past 16 bits (a 32-bit TIFF)
             colours += reject.registered == reasons.CLASS_MASK_COLOURS
             if reject.registered == reasons.CLASS_MASK_UNKNOWN_VALUE:
-                values.add(MAX_CLASS_ID + 1)
+                values.add(MAX_MASK_VALUE + 1)
             continue
         except Exception:  # a mask the worker names as unreadable
             continue

@@ -24,7 +24,7 @@ from beam_tfrecord import reasons
 from beam_tfrecord.elements import ImageAnnotations, MaskRule, ObjectBox
 from beam_tfrecord.labels.class_mask import DrawnShapes
 from beam_tfrecord.plan.annotations.results import AnnotationSet, ObjectNote
-from beam_tfrecord.plan.annotations.segmentation import checked_rule
+from beam_tfrecord.plan.annotations.segmentation import checked_rule, mask_type_said
 from beam_tfrecord.plan.annotations.segmentation_classes import voc_palette
 from beam_tfrecord.plan.sources.base import LoadRequest, SourceError
 
@@ -86,7 +86,8 @@ def class_masks_of(found: AnnotationSet, request: LoadRequest) -> AnnotationSet:
         mask_rule=rule,
         task="segmentation",
         palette=voc_palette(len(names)),
-        found_at=f"{found.found_at}; {names_from}; shapes drawn in order, {ignore} ignored",
+        found_at=f"{found.found_at}; {names_from}; shapes drawn in order, {ignore} ignored"
+        + mask_type_said(rule),
         keypoint_names={},
         skeletons={},
     )
