@@ -83,9 +83,7 @@ class GcsConfig(Config):
 
     timeout_s: float = setting(
         DEFAULT_TIMEOUT_S,
-        details="seconds a `gs://` request (a read, a listing page, a write, a copy) may wait for a "
-        "connection or for the next part of its answer before it is abandoned and retried with "
-        "backoff",
+        details="seconds a `gs://` request may stall before it is retried with backoff",
         option="gcs_timeout_s",
         group="storage",
         label="GCS request time limit (seconds)",

@@ -47,41 +47,32 @@ class KindInfo:
 KINDS: dict[Kind, KindInfo] = {
     "reject": KindInfo(
         "Rejects",
-        "An input that cannot become a record is one line of `rejects.jsonl` with one of these "
-        "`reason`s and a `detail` for people; summary.json counts them in `rejects_per_reason`, "
-        "the Beam counters as `rejected_<reason>`.",
+        "An input that cannot become a record: a [`rejects.jsonl`](output-files.md#the-folder) line "
+        "whose `detail` names the file, value or error.",
     ),
     "skip": KindInfo(
         "Skipped files",
-        "A listed file that is not an input at all is a `rejects.jsonl` line with this reason, "
-        "its `detail` saying what the file is; it is counted apart (summary.json's `skipped`), "
-        "not as a reject.",
+        "A listed file that is not an input: a `rejects.jsonl` line counted as `skipped`, its `detail` "
+        "saying what it is.",
     ),
     "change": KindInfo(
         "Changes",
-        "A record whose stored image differs from its file, or whose file is not what its name "
-        "says, is one line of `changes.jsonl` listing these `reasons` in this order; summary.json "
-        "counts each in `changes_per_reason`. What an option does to every record ({run_wide}) "
-        "is counted and listed beside another reason, but alone makes no line.",
+        "A record stored unlike its file: a [`changes.jsonl`](output-files.md#the-folder) line, its "
+        "`reasons` in this order; {run_wide} (an option's, on every record) make no line alone.",
     ),
     "drop": KindInfo(
         "Dropped objects",
-        "A detection run stores every annotated object or names why not: an object left out of "
-        "its image is one line of `dropped_objects.jsonl` with one of these reasons, and "
-        "summary.json's `objects.dropped_per_reason` counts them (with `image_rejected` and "
-        "`no_image` for the objects of rejected images and of unmatched entries), so "
-        "`annotated = stored + dropped`.",
+        "An annotated object in no record: a [`dropped_objects.jsonl`](output-files.md#the-folder) line.",
     ),
     "unmatched": KindInfo(
         "Annotations without an image",
-        "An annotation entry that names no listed image is one line of "
-        "`annotations_without_image.jsonl` with one of these reasons; its objects count as "
+        "An annotation entry that names no listed picture: an "
+        "[`annotations_without_image.jsonl`](output-files.md#the-folder) line; its objects count as "
         "`no_image`.",
     ),
     "object_note": KindInfo(
         "Object notes",
-        "What changed on one stored object, as planning and the worker note it on the object "
-        "(never in a file of the output): each makes its record's change named in its meaning.",
+        "Kept on a stored object in memory, never written; each becomes its record's change:",
     ),
 }
 
@@ -119,297 +110,178 @@ _DECLARED: dict[str, Reason] = {}
 def _reason(code: str, kind: Kind, meaning: str, record_change: Reason | None = None) -> Reason:
     if code in _DECLARED:
         raise ValueError(f"reason {code!r} is declared twice")
-    if record_change is not None:  # the docs name the change the note makes
-        meaning = f"{meaning}: `{record_change.code}`"
+    if record_change is not None:  # the docs name the change the note makes (a note's meaning)
+        meaning = f"{meaning}: `{record_change.code}`" if meaning else f"`{record_change.code}`"
     changes = record_change.code if record_change is not None else None
     _DECLARED[code] = reason = Reason(code, kind, meaning, changes)
     return reason
 
 
 # Rejects: an input that cannot become a record.
-EMPTY = _reason("empty", "reject", "the file has zero bytes")
-NOT_AN_IMAGE = _reason("not_an_image", "reject", "no image codec recognises the bytes")
-TRUNCATED = _reason("truncated", "reject", "the image is cut short")
-CORRUPT = _reason(
-    "corrupt", "reject", "a decoder error; the decoder's own message (libtiff's included) is the detail"
-)
-UNSUPPORTED_FORMAT = _reason("unsupported_format", "reject", "a refused format; the detail says why")
+EMPTY = _reason("empty", "reject", "zero bytes")
+NOT_AN_IMAGE = _reason("not_an_image", "reject", "no codec recognises the bytes")
+TRUNCATED = _reason("truncated", "reject", "cut short")
+CORRUPT = _reason("corrupt", "reject", "a decoder error (the detail is its message)")
+UNSUPPORTED_FORMAT = _reason("unsupported_format", "reject", "a refused format")
 CODEC_MISSING = _reason(
-    "codec_missing",
-    "reject",
-    "no installed package decodes it (a DICOM file without the `[dicom]` extra, or in a compression "
-    "none of its decoders reads): the detail names what to `pip install`, and its licence",
+    "codec_missing", "reject", "no installed decoder (DICOM needs `[dicom]`); the detail says what to install"
 )
 NO_PICTURE = _reason(
     "no_picture",
     "reject",
-    "a DICOM object that holds no picture: no Pixel Data (a DICOMDIR, an RT Structure Set, a report), "
-    "or a Segmentation, whose frames are masks of other pictures (the detail names its SOP class)",
+    "DICOM without a picture (DICOMDIR, RT Structure Set, report) or a Segmentation (masks of others)",
 )
-TOO_LARGE = _reason(
-    "too_large",
-    "reject",
-    "over `--max_pixels` (from the header) or `--max_file_mb` (from the listed size, before a byte is read)",
-)
-UNREADABLE = _reason(
-    "unreadable",
-    "reject",
-    "the file cannot be read (a broken symlink, a FIFO, a directory that cannot be listed)",
-)
+TOO_LARGE = _reason("too_large", "reject", "over `--max_pixels` or `--max_file_mb`")
+UNREADABLE = _reason("unreadable", "reject", "unreadable (a broken symlink, a FIFO, an unlistable directory)")
 UNDECODABLE_NAME = _reason(
-    "undecodable_name",
-    "reject",
-    "its path is not valid UTF-8, which `image/filename` and every JSON output need (rename it; the "
-    "path is shown with `\\xNN` for each byte that is not)",
+    "undecodable_name", "reject", "path not UTF-8, as `image/filename` and JSON need: rename it"
 )
-UNLABELED = _reason("unlabeled", "reject", "no label found for it")
-UNKNOWN_CLASS = _reason("unknown_class", "reject", "its class is not in `--class_names`")
-BAD_MANIFEST_VALUE = _reason(
-    "bad_manifest_value",
-    "reject",
-    "an `--extra_columns` value that does not parse as its type (the detail names the column and the value)",
-)
-DUPLICATE = _reason(
-    "duplicate", "reject", "a copy of another input's bytes, with `--dedupe` (the detail names the kept copy)"
-)
-UNANNOTATED = _reason("unannotated", "reject", "no annotation names the image, with `--unannotated drop`")
-BAD_ANNOTATION = _reason(
-    "bad_annotation", "reject", "its annotation file is malformed (the detail names the file and line)"
-)
+UNLABELED = _reason("unlabeled", "reject", "no label found")
+UNKNOWN_CLASS = _reason("unknown_class", "reject", "class not in `--class_names`")
+BAD_MANIFEST_VALUE = _reason("bad_manifest_value", "reject", "an `--extra_columns` value not of its type")
+DUPLICATE = _reason("duplicate", "reject", "`--dedupe`: a copy of another input")
+UNANNOTATED = _reason("unannotated", "reject", "`--unannotated drop`: no annotation names it")
+BAD_ANNOTATION = _reason("bad_annotation", "reject", "a malformed annotation file")
 UNSAFE_ANNOTATION = _reason(
-    "unsafe_annotation",
-    "reject",
-    "its annotation XML declares entities or external references, never expanded",
+    "unsafe_annotation", "reject", "annotation XML with entities or external references (never expanded)"
 )
-CONFLICTING_ANNOTATIONS = _reason(
-    "conflicting_annotations", "reject", "two annotation entries claim the image"
-)
-AMBIGUOUS_ANNOTATION = _reason(
-    "ambiguous_annotation", "reject", "an annotation entry could be for the image or another listed file"
-)
+CONFLICTING_ANNOTATIONS = _reason("conflicting_annotations", "reject", "two annotation entries claim it")
+AMBIGUOUS_ANNOTATION = _reason("ambiguous_annotation", "reject", "an entry may be for it or another file")
 # With the dataset's own splits (no `splits` given): never in two splits, never guessed.
-CONFLICTING_SPLIT = _reason("conflicting_split", "reject", "two of the splits the dataset declares claim it")
-UNDECLARED_SPLIT = _reason("undeclared_split", "reject", "none of the splits the dataset declares names it")
+CONFLICTING_SPLIT = _reason("conflicting_split", "reject", "two declared splits claim it")
+UNDECLARED_SPLIT = _reason("undeclared_split", "reject", "no declared split names it")
 ANNOTATION_SIZE_MISMATCH = _reason(
-    "annotation_size_mismatch",
-    "reject",
-    "the size its annotation source declares fits neither the stored nor the upright picture",
+    "annotation_size_mismatch", "reject", "annotated size fits neither the stored nor the upright picture"
 )
 # A segmentation run's mask file (the picture's own bytes are fine).
-CLASS_MASK_UNREADABLE = _reason(
-    "class_mask_unreadable",
-    "reject",
-    "its mask file cannot be read or decoded, or is not a mask of class ids",
-)
+CLASS_MASK_UNREADABLE = _reason("class_mask_unreadable", "reject", "mask file unreadable or not of class ids")
 CLASS_MASK_SIZE_MISMATCH = _reason(
-    "class_mask_size_mismatch", "reject", "its mask's size fits neither the stored nor the upright picture"
+    "class_mask_size_mismatch", "reject", "mask fits neither the stored nor the upright picture"
 )
-CLASS_MASK_COLOURS = _reason(
-    "class_mask_colours",
-    "reject",
-    "its mask holds colours and no class of the dataset's palette has them (the detail names them)",
-)
+CLASS_MASK_COLOURS = _reason("class_mask_colours", "reject", "mask colours no class of the palette has")
 CLASS_MASK_UNKNOWN_VALUE = _reason(
-    "class_mask_unknown_value",
-    "reject",
-    "its mask holds values that are neither a class id nor the ignore value (the detail names them)",
+    "class_mask_unknown_value", "reject", "mask values neither a class id nor the ignore value"
 )
 # A panoptic run's PNG of segment ids (the picture's own bytes are fine).
-PANOPTIC_UNREADABLE = _reason(
-    "panoptic_unreadable",
-    "reject",
-    "its panoptic PNG (segment ids as colours) is missing, cannot be read or decoded, or is not RGB",
-)
+PANOPTIC_UNREADABLE = _reason("panoptic_unreadable", "reject", "panoptic PNG missing, unreadable or not RGB")
 PANOPTIC_SIZE_MISMATCH = _reason(
-    "panoptic_size_mismatch",
-    "reject",
-    "its panoptic PNG's size fits neither the stored nor the upright picture",
+    "panoptic_size_mismatch", "reject", "panoptic PNG fits neither the stored nor the upright picture"
 )
 # A picture whose bands are files of their own (`--bands`).
-BAND_MISSING = _reason(
-    "band_missing",
-    "reject",
-    "`--bands`: no file holds one of the picture's bands (the detail names the files found)",
-)
+BAND_MISSING = _reason("band_missing", "reject", "`--bands`: a band has no file")
 BAND_AMBIGUOUS = _reason(
-    "band_ambiguous",
-    "reject",
-    "`--bands`: two files name the same band of the picture, or one file's path names two bands",
+    "band_ambiguous", "reject", "`--bands`: two files for one band, or a path naming two"
 )
-BANDS_DIFFER = _reason(
-    "bands_differ",
-    "reject",
-    "`--bands`: the picture's band files differ in size or sample type (the detail names both)",
-)
-BAND_NOT_SINGLE = _reason(
-    "band_not_single",
-    "reject",
-    "`--bands`: a band's file holds more than one band (RGB, several pages): it is not one band",
-)
-FEATURE_FAILED = _reason("feature_failed", "reject", "the feature model cannot be fed the image")
-INFERENCE_FAILED = _reason(
-    "inference_failed",
-    "reject",
-    "the feature model's call on the image's batch raised (the detail is the error)",
-)
+BANDS_DIFFER = _reason("bands_differ", "reject", "`--bands`: band files differ in size or sample type")
+BAND_NOT_SINGLE = _reason("band_not_single", "reject", "`--bands`: a band file holds several bands or pages")
+FEATURE_FAILED = _reason("feature_failed", "reject", "the feature model cannot take it")
+INFERENCE_FAILED = _reason("inference_failed", "reject", "the model raised on its batch")
 
 # Skipped: a listed file that is not an input.
 SKIPPED = _reason(
     "skipped",
     "skip",
-    "hidden files, `Thumbs.db`, `.DS_Store`, `desktop.ini`, `__MACOSX/`, a symlink loop, the "
-    "`--manifest` or an annotation file lying inside `--input`, and with `--bands` a file that "
-    "names none of the bands",
+    "hidden files, `Thumbs.db`, `.DS_Store`, `desktop.ini`, `__MACOSX/`, symlink loops, the `--manifest` "
+    "or annotation files inside `--input`, files naming no `--bands` band",
 )
 
 # Changes: why a stored image differs from its file, in the order changes.jsonl lists them.
 FORMAT = _reason(
     "format",
     "change",
-    "TensorFlow does not decode the source format as stored (TIFF, WebP, HEIC, BMP, ...): "
-    "stored as JPEG or PNG",
+    "a format TensorFlow cannot decode (TIFF, WebP, HEIC, BMP, ...), stored as JPEG or PNG",
 )
-FORMAT_FORCED = _reason("format_forced", "change", "`--image_format` asked for the other format")
+FORMAT_FORCED = _reason("format_forced", "change", "`--image_format` forced the other format")
 WRONG_EXTENSION = _reason(
     "wrong_extension",
     "change",
-    "the extension names another format (a PNG named `.jpg`); the bytes are kept when they can be",
+    "the extension names another format (a PNG named `.jpg`); bytes kept if possible",
 )
-CMYK = _reason("cmyk", "change", "CMYK converted to RGB")
+CMYK = _reason("cmyk", "change", "CMYK to RGB")
 HIGH_BIT_DEPTH = _reason("high_bit_depth", "change", "16-bit, 32-bit or float pixels scaled to 8 bits")
 PALETTE = _reason("palette", "change", "a palette expanded to RGB or grayscale")
 ALPHA_FLATTENED = _reason("alpha_flattened", "change", "transparency composited over white")
-MODE = _reason("mode", "change", "1-bit, LAB, YCbCr or another pixel mode converted to grayscale or RGB")
-EXIF_ROTATION = _reason("exif_rotation", "change", "the EXIF orientation applied to the pixels")
-FRAMES_DROPPED = _reason("frames_dropped", "change", "only the first frame (an icon's largest size) kept")
-RESIZED = _reason("resized", "change", "resized as `--resize` asks")
-CHANNELS = _reason("channels", "change", "converted to `--channels`' count")
+MODE = _reason("mode", "change", "1-bit, LAB, YCbCr or another mode to grayscale or RGB")
+EXIF_ROTATION = _reason("exif_rotation", "change", "EXIF orientation applied")
+FRAMES_DROPPED = _reason("frames_dropped", "change", "only the first frame kept (an icon's largest size)")
+RESIZED = _reason("resized", "change", "`--resize`")
+CHANNELS = _reason("channels", "change", "`--channels`")
 JPEG_END_MISSING = _reason(
-    "jpeg_end_missing", "change", "a JPEG without its end marker (TensorFlow refuses those), re-encoded"
+    "jpeg_end_missing", "change", "a JPEG missing its end marker (TensorFlow refuses it): re-encoded"
 )
-BOXES_CLIPPED = _reason(
-    "boxes_clipped", "change", "an object's box passed the picture's edge and was clipped to it"
-)
-BOXES_CROPPED = _reason(
-    "boxes_cropped", "change", "the crop of `--resize_mode crop` cut part of an object's box away"
-)
-MASKS_FROM_BOXES = _reason(
-    "masks_from_boxes", "change", "masks were asked and an object has none: its filled box stands for it"
-)
-MASKS_EMPTY = _reason("masks_empty", "change", "an object's mask has no pixel left in the stored image")
-MASKS_DROPPED = _reason(
-    "masks_dropped", "change", "an object's mask was malformed and left out (its box is kept)"
-)
+BOXES_CLIPPED = _reason("boxes_clipped", "change", "a box crossed the edge: clipped")
+BOXES_CROPPED = _reason("boxes_cropped", "change", "`--resize_mode crop` cut part of a box")
+MASKS_FROM_BOXES = _reason("masks_from_boxes", "change", "`--masks`: a maskless object got its filled box")
+MASKS_EMPTY = _reason("masks_empty", "change", "an object's mask has no pixel left")
+MASKS_DROPPED = _reason("masks_dropped", "change", "an object's malformed mask left out (box kept)")
 BOXES_UNROTATED = _reason(
-    "boxes_unrotated", "change", "a rotated box was stored as the axis-aligned box that holds it"
+    "boxes_unrotated", "change", "a rotated box stored axis-aligned, its corners as its mask"
 )
 CLASS_MASK_FROM_COLOURS = _reason(
-    "class_mask_from_colours",
-    "change",
-    "its mask file held colours (an RGB PNG), mapped to class ids through the dataset's palette",
+    "class_mask_from_colours", "change", "an RGB mask mapped to class ids through the palette"
 )
 PANOPTIC_WIDE_IDS = _reason(
     "panoptic_wide_ids",
     "change",
-    "its panoptic masks hold a value past 255 (more than 255 segments, or a category id past 255): "
-    "they are 16-bit PNGs, where Model Garden's converter wraps the values to 8 bits",
+    "panoptic values past 255, stored as 16-bit PNGs (Model Garden's converter wraps them)",
 )
 KEYPOINTS_DROPPED = _reason(
-    "keypoints_dropped", "change", "an object's keypoints were malformed and left out (its box is kept)"
+    "keypoints_dropped", "change", "an object's malformed keypoints left out (box kept)"
 )
 KEYPOINTS_OUTSIDE = _reason(
-    "keypoints_outside",
-    "change",
-    "an object's labelled keypoints fell outside the picture or the crop: stored unlabelled, counted",
+    "keypoints_outside", "change", "labelled keypoints outside the picture or crop: stored unlabelled"
 )
 OBJECTS_DROPPED = _reason(
-    "objects_dropped",
-    "change",
-    "objects of the image were left out of its record (`dropped_objects.jsonl` names each)",
+    "objects_dropped", "change", "objects left out (`dropped_objects.jsonl` names each)"
 )
 
 # Dropped: why an annotated object is not stored.
-UNKNOWN_CATEGORY = _reason("unknown_category", "drop", "its category is not among the class names")
-BAD_OBJECT = _reason("bad_object", "drop", "its box is missing or not numbers")
-INVALID_BOX = _reason("invalid_box", "drop", "a box coordinate is not a finite number")
-ZERO_AREA = _reason("zero_area", "drop", "its box has no width or no height (or a negative one)")
-OUTSIDE_IMAGE = _reason("outside_image", "drop", "its box lies wholly outside the picture")
-CROPPED_OUT = _reason(
-    "cropped_out", "drop", "its box lies wholly in the part of the picture that `--resize_mode crop` removed"
-)
-SIZE_MISMATCH = _reason(
-    "size_mismatch",
-    "drop",
-    "the size the source declares for the image is neither its stored nor its upright size",
-)
-MASK_INVALID = _reason("mask_invalid", "drop", "its mask's run lengths do not cover the picture exactly")
-MASK_SIZE_MISMATCH = _reason(
-    "mask_size_mismatch", "drop", "its mask's run lengths are for another size than the picture's"
-)
+UNKNOWN_CATEGORY = _reason("unknown_category", "drop", "category not a class name")
+BAD_OBJECT = _reason("bad_object", "drop", "box missing or not numbers")
+INVALID_BOX = _reason("invalid_box", "drop", "a box coordinate not finite")
+ZERO_AREA = _reason("zero_area", "drop", "zero or negative box width or height")
+OUTSIDE_IMAGE = _reason("outside_image", "drop", "box wholly outside the picture")
+CROPPED_OUT = _reason("cropped_out", "drop", "box wholly in what `--resize_mode crop` removed")
+SIZE_MISMATCH = _reason("size_mismatch", "drop", "declared image size neither the stored nor the upright one")
+MASK_INVALID = _reason("mask_invalid", "drop", "mask run lengths do not cover the picture")
+MASK_SIZE_MISMATCH = _reason("mask_size_mismatch", "drop", "mask run lengths for another size")
 NOT_DRAWN = _reason(
     "not_drawn",
     "drop",
-    "a shape with no area to fill (a box without an outline, a line, a point) in a class mask drawn "
-    "from shapes, or a line in a detection run",
+    "no area to fill (a box without outline, a line, a point) in a drawn class mask; a line in a detection "
+    "run",
 )
 OTHER_SHAPE = _reason(
     "other_shape",
     "drop",
-    "a shape of a kind the run's task does not store (points in a detection or segmentation run, a box "
-    "or an outline in a keypoints run, a cuboid), where the format keeps every kind of shape in one file",
+    "a shape the task does not store (points in detection or segmentation; boxes, outlines in keypoints; "
+    "cuboids)",
 )
 UNATTACHED_POINT = _reason(
     "unattached_point",
     "drop",
-    "a labelled point that joins no one object (LabelMe's group, Label Studio's parent or the one box "
-    "around it), or a second point of its name there",
+    "a point joining no one object (LabelMe group, Label Studio parent, enclosing box) or repeating a name "
+    "there",
 )
-IMAGE_REJECTED = _reason("image_rejected", "drop", "its image is a reject line (counted, not listed)")
-NO_IMAGE = _reason("no_image", "drop", "its annotation entry names no listed image (counted, not listed)")
+IMAGE_REJECTED = _reason("image_rejected", "drop", "its image rejected (counted, not listed)")
+NO_IMAGE = _reason("no_image", "drop", "its entry names no listed image (counted, not listed)")
 
 # Unmatched: why an annotation entry applies to no listed image.
-MISSING_IMAGE = _reason("missing_image", "unmatched", "it names a file that is not listed")
-AMBIGUOUS_IMAGE = _reason("ambiguous_image", "unmatched", "its file name matches several listed files")
-UNKNOWN_IMAGE = _reason("unknown_image", "unmatched", "it names an image id its file does not list")
-BAD_ENTRY = _reason("bad_entry", "unmatched", "its image entry has no usable id or file name")
+MISSING_IMAGE = _reason("missing_image", "unmatched", "names an unlisted file")
+AMBIGUOUS_IMAGE = _reason("ambiguous_image", "unmatched", "file name matches several listed files")
+UNKNOWN_IMAGE = _reason("unknown_image", "unmatched", "names an image id its file does not list")
+BAD_ENTRY = _reason("bad_entry", "unmatched", "no usable image id or file name")
 
 # Object notes: what changed on one stored object (singular), named in its record's change
 # (plural) above.
-CLIPPED = _reason(
-    "clipped", "object_note", "its box passed the picture's edge and was clipped", BOXES_CLIPPED
-)
-CROPPED = _reason("cropped", "object_note", "the crop cut part of its box away", BOXES_CROPPED)
-MASK_FROM_BOX = _reason(
-    "mask_from_box",
-    "object_note",
-    "masks were asked and it has none; its filled box stands for it",
-    MASKS_FROM_BOXES,
-)
-MASK_EMPTY = _reason("mask_empty", "object_note", "its mask has no pixel in the stored image", MASKS_EMPTY)
-MASK_MALFORMED = _reason(
-    "mask_malformed",
-    "object_note",
-    "its source mask is malformed and left out, its box kept",
-    MASKS_DROPPED,
-)
-ROTATED_BOX = _reason(
-    "rotated_box",
-    "object_note",
-    "a rotated box: stored as the axis-aligned box that holds it, its corners as its mask",
-    BOXES_UNROTATED,
-)
-KEYPOINTS_MALFORMED = _reason(
-    "keypoints_malformed",
-    "object_note",
-    "its source keypoints are not x, y, v triples of its category's count: left out, its box kept",
-    KEYPOINTS_DROPPED,
-)
-POINTS_OUTSIDE = _reason(
-    "points_outside",
-    "object_note",
-    "some of its labelled keypoints fell outside the picture or the crop",
-    KEYPOINTS_OUTSIDE,
-)
+CLIPPED = _reason("clipped", "object_note", "", BOXES_CLIPPED)
+CROPPED = _reason("cropped", "object_note", "", BOXES_CROPPED)
+MASK_FROM_BOX = _reason("mask_from_box", "object_note", "", MASKS_FROM_BOXES)
+MASK_EMPTY = _reason("mask_empty", "object_note", "", MASKS_EMPTY)
+MASK_MALFORMED = _reason("mask_malformed", "object_note", "", MASKS_DROPPED)
+ROTATED_BOX = _reason("rotated_box", "object_note", "", BOXES_UNROTATED)
+KEYPOINTS_MALFORMED = _reason("keypoints_malformed", "object_note", "", KEYPOINTS_DROPPED)
+POINTS_OUTSIDE = _reason("points_outside", "object_note", "", KEYPOINTS_OUTSIDE)
 
 # Changes an option makes to every record: counted, but alone they make no changes.jsonl line
 # (with a resize every record would have one, and the file would say nothing).
@@ -456,12 +328,10 @@ def markdown() -> str:
     lines = [
         "# Reason codes",
         "",
-        "<!-- Generated by `python -m beam_tfrecord.reasons > docs/reasons.md` from "
-        "beam_tfrecord/reasons.py; tests/test_reasons.py checks it. -->",
+        "<!-- Generated from beam_tfrecord/reasons.py: `python -m beam_tfrecord.reasons > "
+        "docs/reasons.md`. -->",
         "",
-        "Every input ends as one record or one line of `rejects.jsonl`, and every annotated object "
-        "is stored or named. These are the codes the output files use, each declared once in "
-        "`beam_tfrecord/reasons.py`.",
+        "The codes in a run's output files.",
     ]
     run_wide = ", ".join(f"`{reason.code}`" for reason in RUN_WIDE)
     for kind, info in KINDS.items():

@@ -47,44 +47,39 @@ TASKS: dict[str, Task] = {
     for task in (
         Task(
             name="classification",
-            help="one class per picture, from its folder, its name or a manifest (or CVAT's tags, "
-            "Label Studio's choices)",
+            help="one class per picture",
             kinds=("class",),
             docs="usage.md",
             listed_labels=True,
         ),
         Task(
             name="detection",
-            help="boxes (and instance masks) per picture, from COCO, Pascal VOC, YOLO, CVAT, LabelMe or "
-            "Label Studio annotations",
+            help="boxes (and masks) per picture",
             kinds=("objects",),
             docs="detection.md",
             negatives=True,
         ),
         Task(
             name="segmentation",
-            help="a class id per pixel, from a mask PNG per picture (Pascal VOC, Cityscapes, ADE20K "
-            "or a pair of folders) or drawn from polygons (YOLO, CVAT, LabelMe, Label Studio)",
+            help="a class id per pixel",
             kinds=("class_mask",),
             docs="segmentation.md",
         ),
         Task(
             name="keypoints",
-            help="boxes with each object's keypoints (COCO keypoints files, Ultralytics pose labels)",
+            help="boxes with each object's keypoints",
             kinds=("objects", "keypoints"),
             docs="keypoints.md",
         ),
         Task(
             name="panoptic",
-            help="each pixel's category and instance, and the things as objects, from COCO panoptic "
-            "files (panoptic_*.json with its PNG folder)",
+            help="a category and instance per pixel",
             kinds=("panoptic", "objects"),
             docs="panoptic.md",
         ),
         Task(
             name="captions",
-            help="the sentences that describe each picture, from COCO captions files or image, caption "
-            "pairs (CSV, TSV, JSONL, Flickr8k's captions.txt)",
+            help="sentences describing each picture",
             kinds=("captions",),
             docs="captions.md",
         ),

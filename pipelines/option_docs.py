@@ -83,10 +83,8 @@ def _default_cell(found: OptionField) -> str:
     if found.path == "source.input":
         return "the bundled sample"
     value = found.default_text
-    if value is None or value in ("", ()) or (spec.value_type is bool and not spec.negated and not value):
-        return "off" if spec.value_type is bool else ""
-    if spec.value_type is bool:
-        return "off"
+    if value is None or value in ("", ()) or spec.value_type is bool:
+        return ""  # a flag is off unless given, as the page says once
     return f"`{value}`"
 
 

@@ -85,10 +85,8 @@ class CommandSettings:
     )
     append: bool = setting(
         False,
-        details="`--output` holds a finished dataset: convert only the files its index does not hold, "
-        "write them as new shards beside the old ones (never re-read or rewritten), keep every label id "
-        "and split, and count files changed or gone since in changed_since_converted.jsonl; refused when "
-        "an option that shapes a record differs from the dataset's first run's (see [Append](append.md))",
+        details="add files not yet in `--output`'s finished dataset as new shards, keeping its label ids "
+        "and splits; refused if a record-shaping option differs ([append](append.md))",
         group="output",
         label="Append",
         value_type=bool,
@@ -96,8 +94,6 @@ class CommandSettings:
     )
     resume: bool = setting(
         True,
-        details="start clean even when `--output` holds an interrupted run of the same command; by default "
-        "its finished shards are kept (see [Guarantees](guarantees.md))",
         negated=True,
         group="output",
         label="Start clean",
@@ -115,8 +111,7 @@ class CommandSettings:
     )
     wait: bool = setting(
         True,
-        details="remote runners: return once the job is submitted instead of waiting to print the summary "
-        "(refused on a local runner, where it cannot apply)",
+        details="remote runners: return once the job is submitted, without the summary (refused locally)",
         negated=True,
         group="running",
         label="Do not wait",
@@ -126,8 +121,8 @@ class CommandSettings:
     )
     dry_run_output: str = setting(
         "dataflow_job.json",
-        details="with Beam's own `--dry_run=true` and `--runner=DataflowRunner`: where the job translated "
-        "offline goes (see [Run on Dataflow](dataflow.md))",
+        details="with Beam's `--dry_run=true` and `--runner=DataflowRunner`: where the offline "
+        "translation goes ([dataflow](dataflow.md))",
         group="running",
         label="Dry run output",
         template=False,

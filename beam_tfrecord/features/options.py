@@ -107,9 +107,9 @@ class FeatureConfig(Config):
     # A Keras application (KERAS_NAMES), or torchvision:NAME / timm:NAME
     feature_model: str | None = setting(
         None,
-        details="store this backbone's output (no classifier) in every record: a Keras application "
-        "(`efficientnet_b0`, `resnet50`, `mobilenet_v2`), or `torchvision:NAME` / `timm:NAME` "
-        "(PyTorch, the `[torch]` extra); see [Feature model](features.md)",
+        details="store a backbone's output (no classifier) in every record: `efficientnet_b0`, "
+        "`resnet50`, `mobilenet_v2` (Keras), `torchvision:NAME` or `timm:NAME` (PyTorch) "
+        "([features](features.md))",
         default_doc="none",
         group="features",
         label="Feature model",
@@ -121,8 +121,8 @@ class FeatureConfig(Config):
     )
     model_weights: str = setting(
         "imagenet",
-        details="`imagenet` (Keras's or torch's cache only on local runs), `none` (random weights) or a "
-        "weights file, local or `gs://` (a `state_dict` for PyTorch)",
+        details="`imagenet`, `none` (random) or a weights file (a `state_dict` for PyTorch); locally, "
+        "`imagenet` only from a cache ([features](features.md#weights-on-a-machine-without-network))",
         group="features",
         label="Feature model weights",
         record=None,
@@ -133,9 +133,8 @@ class FeatureConfig(Config):
     # torch.export .pt2 file (local or gs://)
     model_path: str | None = setting(
         None,
-        details="instead of `--feature_model`, local or `gs://`: a `.keras`/`.h5` file or TensorFlow "
-        "SavedModel folder (Keras), an `.onnx` file (ONNX Runtime), a TorchScript `.pt`/`.pth` or "
-        "`torch.export` `.pt2` file (PyTorch)",
+        details="instead of `--feature_model`: a `.keras`/`.h5` file or SavedModel folder, an `.onnx`, "
+        "TorchScript `.pt`/`.pth` or `torch.export` `.pt2` file",
         group="features",
         label="Saved feature model",
         record=None,
@@ -182,10 +181,8 @@ class FeatureConfig(Config):
     )
     precision: str = setting(
         "float32",
-        details="`mixed`: a Keras `--feature_model` runs under Keras's `mixed_float16` policy (float16 "
-        "compute for GPU tensor cores, float32 weights), a PyTorch one under `torch.autocast` "
-        "(float16 on CUDA, bfloat16 on a CPU); features are stored as `--feature_dtype` either way; "
-        "not for `--model_path`",
+        details="`mixed`: Keras models under `mixed_float16`, PyTorch ones under `torch.autocast`; stored "
+        "as `--feature_dtype` anyway; not for `--model_path`",
         option="feature_precision",
         group="features",
         label="Feature model precision",
@@ -197,9 +194,9 @@ class FeatureConfig(Config):
     # 0: one model in every worker process; None: 1 on a machine with a GPU, else 0.
     model_copies: int | None = setting(
         None,
-        details="feature models per machine, shared by all its worker processes (RunInference's "
-        "`model_copies`); `0` loads one in every worker process; see [GPU](features.md#gpu)",
-        default_doc="1 on a machine with a GPU, else 0",
+        details="models per machine, shared by its worker processes; `0`: one per process "
+        "([features](features.md#gpu))",
+        default_doc="1 with a GPU, else 0",
         group="features",
         label="Feature models per worker machine",
         value_type=int,
@@ -211,9 +208,8 @@ class FeatureConfig(Config):
     # What a model_path model is fed (NORMALIZATIONS); named backbones apply their own.
     input_normalization: str = setting(
         "none",
-        details="what a `--model_path` model is fed: `none` (RGB float 0..255), `unit` (0..1) or `imagenet` "
-        "(0..1 less ImageNet's mean, over its std, per channel: what torchvision and timm weights "
-        "expect)",
+        details="what a `--model_path` model is fed: `none` (RGB 0..255), `unit` (0..1) or `imagenet` (as "
+        "torchvision and timm weights expect)",
         option="model_input_normalization",
         group="features",
         label="Model input normalization",
@@ -225,8 +221,8 @@ class FeatureConfig(Config):
     # an ONNX model with free spatial axes); must agree with a file that does.
     input_size: tuple[int, int] | None = setting(
         None,
-        details="`WIDTHxHEIGHT` a `--model_path` model is fed when its file fixes none (TorchScript always; "
-        "an ONNX model with free spatial axes)",
+        details="`WIDTHxHEIGHT` fed to a `--model_path` model whose file fixes none (TorchScript, ONNX "
+        "with free axes)",
         default_doc="from the model",
         option="model_input_size",
         group="features",

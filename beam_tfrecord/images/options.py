@@ -51,8 +51,7 @@ class ImageConfig(Config):
     )
     resize: tuple[int, int] | None = setting(
         None,
-        details="`WIDTHxHEIGHT` (the reader's `image_size` is `(height, width)`); `crop` and `pad` keep the "
-        "aspect ratio",
+        details="`WIDTHxHEIGHT` (the readers' `image_size` is `(height, width)`)",
         default_doc="none",
         group="images",
         label="Resize",
@@ -90,10 +89,8 @@ class ImageConfig(Config):
     )
     bit_depth: str = setting(
         "full",
-        details="`full` keeps 16-bit and float samples and every band as the source holds them (a 16-bit "
-        "PNG; float, many-band and stacked pictures as arrays: [scientific pictures](scientific.md)); `8` "
-        "scales them to 8-bit grayscale or RGB (`high_bit_depth` in changes.jsonl). 8-bit pictures are "
-        "stored the same either way",
+        details="`full` keeps samples and bands as they are ([scientific](scientific.md)); `8` scales "
+        "them to 8-bit grayscale or RGB; 8-bit pictures are alike either way",
         group="images",
         label="Bit depth",
         record_default=False,
@@ -102,12 +99,8 @@ class ImageConfig(Config):
     )
     additional_channels: bool = setting(
         False,
-        details="a picture of more than 3 bands (RGB and near infrared, a multispectral tile) is stored as "
-        "the Object Detection API reads one with `num_additional_channels`: its first three bands an RGB "
-        "PNG in `image/encoded`, each other band a one-channel PNG in `image/additional_channels/encoded`. "
-        "That API reads 8 bits only, so this implies `--bit_depth 8` for those pictures: 16-bit, float "
-        "and signed samples are scaled by its rule (`high_bit_depth` in changes.jsonl); a stack of "
-        "pages is a reject. Pictures of 1 to 3 bands are stored as usual. The tfds schema only "
+        details="bands past the third as the Object Detection API's `num_additional_channels` reads them: "
+        "one-channel PNGs beside an RGB PNG, 8-bit; tfds schema only "
         "([detection](detection.md#more-than-three-bands))",
         group="images",
         label="Additional channels",
@@ -117,8 +110,8 @@ class ImageConfig(Config):
     )
     max_file_mb: float = setting(
         DEFAULT_MAX_FILE_MB,
-        details="larger files are rejected `too_large` from their listed size, before they are read (each "
-        "input is read whole into memory)",
+        details="reject larger files as `too_large` unread, from their listed size (inputs are read whole "
+        "into memory)",
         group="images",
         label="Maximum file size (MB)",
         value_type=float,

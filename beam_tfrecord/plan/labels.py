@@ -17,7 +17,9 @@ from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.edges import Json
 
 __all__ = [
+    "LABEL_COLUMNS",
     "LABEL_MODES",
+    "PATH_COLUMNS",
     "Manifest",
     "ManifestColumns",
     "ManifestRow",

@@ -20,7 +20,7 @@ from beam_tfrecord.config_base import (
 )
 from beam_tfrecord.plan.annotations.options import AnnotationConfig
 from beam_tfrecord.plan.columns import COLUMN_TYPES, ExtraColumn, parse_extra_columns
-from beam_tfrecord.plan.labels import LABEL_MODES, compile_label_pattern
+from beam_tfrecord.plan.labels import LABEL_COLUMNS, LABEL_MODES, PATH_COLUMNS, compile_label_pattern
 from beam_tfrecord.plan.splits import format_splits, parse_splits
 
 __all__ = ["LABEL_SOURCES", "LabelSourceName", "SourceConfig"]
@@ -61,7 +61,7 @@ class SourceConfig(Config):
 
     input: str = setting(
         shapes_records=False,
-        details="a directory (recursive), a glob (`'data/*/*.jpg'`) or one file, local or `gs://`",
+        details="a directory (recursive), a glob (`'data/*/*.jpg'`) or one file",
         group="input and labels",
         label="Input images",
         pattern=GCS_PATH,
@@ -69,13 +69,9 @@ class SourceConfig(Config):
     )
     bands: tuple[str, ...] | None = setting(
         None,
-        details="`NAME,NAME,...`: each band of a picture is a file of its own (38-Cloud's "
-        "`train_red/red_patch_1.TIF`, Sentinel-2's `..._B02.jp2`), stacked into one picture of "
-        "these bands in this order. A file is band NAME when NAME is a word of its path relative "
-        "to `--input` (a folder's name or the file's name without its extension, cut at `_`, `-` "
-        "and `.`; case ignored), and the picture's key is that path with its band words left out "
-        "(`train/patch_1`); files naming no band are `skipped`; see [bands kept in separate "
-        "files](scientific.md#bands-kept-in-separate-files)",
+        details="`NAME,...`: bands kept as files of their own (38-Cloud's `train_red/red_patch_1.TIF`), "
+        "matched by a word of the path, stacked in this order "
+        "([scientific](scientific.md#bands-kept-in-separate-files))",
         default_doc="one file, one picture",
         group="input and labels",
         label="Bands in separate files",
@@ -90,8 +86,8 @@ class SourceConfig(Config):
     )
     label_source: LabelSourceName = setting(
         "folder",
-        details="`folder` (parent directory is the class), `filename` (with `--label_pattern`), `manifest` "
-        "(with `--manifest`), `none` (Beam's own `--labels` sets Dataflow job labels)",
+        details="`folder` (the parent folder is the class), `filename` (`--label_pattern`), `manifest` "
+        "(`--manifest`) or `none` (Beam's `--labels` are Dataflow job labels)",
         group="input and labels",
         label="Label source",
         choices=LABEL_SOURCES,
@@ -107,9 +103,8 @@ class SourceConfig(Config):
     )
     manifest: str | None = setting(
         None,
-        details="CSV (with a header) or JSONL; a path-or-id column (`path`, `filename`, `file`, `image`, "
-        "`id`, `image_id`, `name`) and a label column (`label`, `class`, `category`, `class_name`, "
-        "`target`); ids may omit the extension; paths are relative to `--input`",
+        details="CSV (with a header) or JSONL of paths or ids (extension optional) and labels; paths "
+        "relative to `--input`",
         group="input and labels",
         label="Label manifest",
         pattern=GCS_OBJECT,
@@ -130,8 +125,8 @@ class SourceConfig(Config):
         help="comma-separated class names fixing the label ids (default: the sorted names found)",
     )
     splits: Mapping[str, float] = setting(
-        details="`NAME=FRACTION,...`; a file's split is a hash of its path relative to `--input` (or of its "
-        "group) and `--split_seed`",
+        details="`NAME=FRACTION,...`, instead of the dataset's own splits; a file's split is a hash of "
+        "its path ([usage](usage.md#how-splits-are-made))",
         factory=lambda: {"train": 1.0},
         option_default=None,  # unset: told apart from an explicit `--splits train=1`
         default_doc="`train=1`",
@@ -160,9 +155,8 @@ class SourceConfig(Config):
     )
     group_pattern: str | None = setting(
         None,
-        details="regex whose first group, searched in the path relative to `--input`, is the file's group: a "
-        "group is split as one, e.g. `'(p\\d+)_'`; see [Splits that cannot "
-        "leak](usage.md#splits-that-cannot-leak)",
+        details="regex whose first group, searched in the relative path, is the file's group, split as "
+        "one: `'(p\\d+)_'` ([usage](usage.md#splits-that-cannot-leak))",
         default_doc="none",
         group="splits and shards",
         label="Group pattern",
@@ -171,8 +165,8 @@ class SourceConfig(Config):
     )
     manifest_path_column: str | None = setting(
         None,
-        details="name the manifest's path-or-id column, e.g. `id` for an `id,breed` header",
-        default_doc="the usual names",
+        details="the `--manifest` column of paths or ids, e.g. `id`",
+        default_doc="the first there of " + ", ".join(f"`{name}`" for name in PATH_COLUMNS),
         group="input and labels",
         label="Manifest path column",
         pattern="^[^,]+$",
@@ -180,8 +174,8 @@ class SourceConfig(Config):
     )
     manifest_label_column: str | None = setting(
         None,
-        details="name the manifest's label column, e.g. `breed` for an `id,breed` header",
-        default_doc="the usual names",
+        details="the `--manifest` column of classes, e.g. `breed`",
+        default_doc="the first there of " + ", ".join(f"`{name}`" for name in LABEL_COLUMNS),
         group="input and labels",
         label="Manifest label column",
         pattern="^[^,]+$",
@@ -189,10 +183,8 @@ class SourceConfig(Config):
     )
     extra_columns: tuple[ExtraColumn, ...] = setting(
         (),
-        details="`NAME[:TYPE],...` manifest columns stored in every record; TYPE `str` (default), `int`, "
-        "`float`, `str_list`, `int_list`, `float_list` (a list is `|`-separated in CSV, an array in "
-        "JSONL); see [Manifests that carry more than a "
-        "label](usage.md#manifests-that-carry-more-than-a-label)",
+        details="`NAME[:TYPE],...`: manifest columns stored in every record, TYPE `str`, `int`, `float` "
+        "or a `_list` of one ([usage](usage.md#manifests-that-carry-more-than-a-label))",
         default_doc="none",
         group="input and labels",
         label="Extra manifest columns",
@@ -206,7 +198,7 @@ class SourceConfig(Config):
     )
     multi_label: bool = setting(
         False,
-        details="a manifest label holds several classes (`cat|outdoor`, or a JSON array): stored as an int64 "
+        details="a manifest label holds several classes (`cat|outdoor`, or a JSON array), stored as a "
         "list of ids",
         group="input and labels",
         label="Multi-label",
@@ -215,14 +207,9 @@ class SourceConfig(Config):
     )
     keep_split_names: bool = setting(
         False,
-        details="the splits the dataset declares keep its own names (Pascal VOC's `val`, `train_aug`, "
-        "`trainval`; a split folder's `val/`), so shards are named as DeepLab's and the Object Detection "
-        "API's scripts name theirs (`val-00000-of-00004.tfrecord`); without it they are the readers' "
-        "`train`, `validation` and `test`. Where lists overlap (`trainval` is `train` + `val`), a "
-        "list that repeats pictures of one taken before is left out, and the log and summary say so; "
-        "see [the VOC to DeepLab recipe](recipe-voc-deeplab.md) and `--overlapping_splits`. For now: "
-        "Pascal VOC's lists (`ImageSets/Segmentation`, `ImageSets/Main`), YOLO's `data.yaml` and "
-        "class-folder split folders; other declared splits are refused in one line",
+        details="the dataset's declared split names (VOC's `val`, `train_aug`, `trainval`; a `val/` "
+        "folder), as DeepLab's and the Object Detection API's scripts expect, not `train`, `validation`, "
+        "`test`; VOC, YOLO's `data.yaml` and split folders only ([recipe](recipe-voc-deeplab.md))",
         group="splits and shards",
         label="Dataset's split names",
         record_default=False,
@@ -232,10 +219,8 @@ class SourceConfig(Config):
     )
     overlapping_splits: bool = setting(
         False,
-        details="with `--keep_split_names`: every list the dataset declares is a split, the lists that "
-        "repeat pictures of others too (`trainval` is `train` + `val`), so a picture is then in two "
-        "splits or more, its record written in each; the summary counts those records (`in two "
-        "splits`), and `inputs + in two splits = records + rejects`",
+        details="with `--keep_split_names`: keep the lists that repeat earlier ones' pictures too (left "
+        "out otherwise), a picture's record written in each of its splits",
         group="splits and shards",
         label="Overlapping splits",
         record_default=False,
@@ -246,7 +231,7 @@ class SourceConfig(Config):
     dedupe: bool = setting(
         False,
         shapes_records=False,
-        details="keep one copy of files with identical bytes (the smallest relative path); the others are "
+        details="keep one copy of files with identical bytes (the smallest path); the others are "
         "`duplicate` rejects",
         group="splits and shards",
         label="Drop exact duplicates",

@@ -46,10 +46,7 @@ class ConvertConfig(Config):
     )
     schema: SchemaName = setting(
         "tfds",
-        details="`tfds` keys (`image/encoded`, `image/format`, `image/height`, `image/width`, "
-        "`image/channels`, `image/class/label`, `image/class/text`, `image/filename`, "
-        "`image/key/sha256`) or `simple` (`image_raw`, `label`, `id`, `height`, `width`, `depth`, "
-        "`sha256`)",
+        details="`tfds` or `simple` record keys ([output-files](output-files.md#record-keys))",
         group="output",
         label="Feature schema",
         choices=SCHEMAS,
@@ -66,8 +63,8 @@ class ConvertConfig(Config):
     file_format: FileFormatName = setting(
         "tfrecord",
         record_default=False,
-        details="`array_record` writes `.array_record` shards, read at random by Grain and TFDS's "
-        "`as_data_source`; the same records, no `.idx` (ArrayRecord is its own index)",
+        details="`array_record`: `.array_record` shards for random access (Grain, TFDS's "
+        "`as_data_source`), the same records, no `.idx` ([ArrayRecord](array_record.md))",
         group="output",
         label="Shard file format",
         choices=FILE_FORMATS,
@@ -76,8 +73,8 @@ class ConvertConfig(Config):
     array_record_options: str = setting(
         DEFAULT_ARRAY_RECORD_OPTIONS,
         record_default=False,
-        details="the `array_record` writer's option string, such as `group_size:64,zstd` (smaller, "
-        "slower to read at random); with `--file_format array_record` only",
+        details="the `array_record` writer's option string, e.g. `group_size:64,zstd` (smaller, slower to "
+        "read at random)",
         group="output",
         label="ArrayRecord writer options",
         help="the ArrayRecord writer's options (TFDS's group_size:1 unless given)",
@@ -93,8 +90,8 @@ class ConvertConfig(Config):
     sink: SinkName = setting(
         "paths",
         shapes_records=False,
-        details="`paths` (shards planned on paths, each written whole by one worker: no image bytes shuffled)"
-        " or `beam` (Beam's `WriteToTFRecord`, which shuffles every record once), on every runner",
+        details="`paths` (each worker writes whole shards planned on paths) or `beam` (Beam's "
+        "`WriteToTFRecord`, shuffling every record once)",
         group="output",
         label="Sink",
         choices=SINKS,
@@ -104,8 +101,8 @@ class ConvertConfig(Config):
     num_shards: int | None = setting(
         None,
         shapes_records=False,
-        details="shards per split (or `--shard_size_mb`, not both); a derived count grows to give every "
-        "worker a shard, down to shards of a quarter of the target",
+        details="shards per split (not with `--shard_size_mb`); derived, at least one per worker, down to "
+        "a quarter of the target size",
         default_doc="derived",
         group="splits and shards",
         label="Shards per split",
@@ -124,10 +121,9 @@ class ConvertConfig(Config):
     read_threads: int = setting(
         1,
         shapes_records=False,
-        details="threads that read and decode inside one shard task, to hide read latency; the parallelism "
-        "comes from the runner's workers",
+        details="threads reading and decoding inside one shard task, hiding read latency",
         option_default=None,
-        default_doc="local input: 2 in one in-process worker, 1 per worker process; gs:// input: 8",
+        default_doc="gs://: 8; local: 2 in one in-process worker, else 1",
         group="storage",
         label="Read threads per shard task",
         value_type=int,

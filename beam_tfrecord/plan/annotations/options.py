@@ -47,15 +47,13 @@ class AnnotationConfig(Config):
 
     format: str | None = setting(
         None,
-        details="the annotations' format, by task: "
+        details="the format, by task: "
         + "; ".join(
-            f"{t.name} {', '.join(f'`{f.name}`' for f in registry.reading(t.name))} "
-            f"(see [{t.name.capitalize()}]({t.docs}))"
+            f"{t.name} {', '.join(f'`{f.name}`' for f in registry.reading(t.name))}"
             for t in tasks.TASKS.values()
             if t.name in ANNOTATION_TASKS
         )
-        + "; left out, the format is found from the layout (with `--task`); given alone, its task is "
-        f"detection for {_either(_DETECTION_FORMATS, 'and')}",
+        + "; left out, found from the layout",
         default_doc="none",
         option="annotations",
         group="annotations",
@@ -68,11 +66,9 @@ class AnnotationConfig(Config):
     path: str | None = setting(
         None,
         shapes_records=False,
-        details="COCO instances files (`a.json,b.json`, or per split `train=a.json,validation=b.json`; "
-        "default: `instances_*.json` under `--input` or beside it), VOC's folder of XML files or one "
-        "XML (default: `Annotations/` beside `JPEGImages/`, `annotations/` beside `images/`, or beside "
-        "each image), YOLO's `data.yaml`, `classes.txt` or labels folder (default: Ultralytics' "
-        "`images/` -> `labels/`); local or `gs://`",
+        details="COCO files (`a.json,b.json` or `train=a.json,validation=b.json`), VOC's XML folder or "
+        "file, YOLO's `data.yaml`, `classes.txt` or labels folder "
+        "([detection](detection.md#where-the-annotations-are-found))",
         default_doc="the format's place",
         option="annotations_path",
         group="annotations",
@@ -83,8 +79,8 @@ class AnnotationConfig(Config):
     )
     masks: bool = setting(
         False,
-        details="store a PNG mask per object (COCO polygons and RLE, YOLO segmentation lines; an object "
-        "without one gets its filled box)",
+        details="a PNG mask per object (COCO polygons and RLE, YOLO segmentation lines), else its filled "
+        "box ([detection](detection.md#masks))",
         group="annotations",
         label="Instance masks",
         value_type=bool,
@@ -92,7 +88,7 @@ class AnnotationConfig(Config):
     )
     unannotated: UnannotatedName = setting(
         "keep",
-        details="an image no annotation names: `keep` it as a negative (counted), or `drop` it (an "
+        details="a picture no annotation names: `keep` it (a negative, counted) or `drop` it (an "
         "`unannotated` reject)",
         group="annotations",
         label="Unannotated images",
@@ -101,9 +97,9 @@ class AnnotationConfig(Config):
     )
     label_map: str | None = setting(
         None,
-        details="an existing Object Detection API `label_map.pbtxt`, or a run's `labels.txt`, whose class "
-        "names and ids the records keep (ids may have gaps); objects of other classes are dropped as "
-        "`unknown_category`; not with `--class_names`; local or `gs://`",
+        details="an Object Detection API `label_map.pbtxt` or a run's `labels.txt`, whose names and ids "
+        "(gaps allowed) the records keep; not with `--class_names` "
+        "([detection](detection.md#class-ids-and-label-maps))",
         default_doc="the classes found",
         group="annotations",
         label="Label map",
@@ -112,9 +108,8 @@ class AnnotationConfig(Config):
     allow_unmatched_annotations: bool = setting(
         False,
         shapes_records=False,
-        details="go on when most pictures have no annotation or most annotation entries name no picture "
-        "(the run ends with a warning that gives the counts); without it such a run stops before the "
-        "pipeline (exit 2). A run where no picture matches any annotation always stops",
+        details="go on, with a warning, when most pictures or most entries find no partner "
+        "([detection](detection.md#when-pictures-and-annotations-do-not-match))",
         group="annotations",
         label="Allow unmatched annotations",
         value_type=bool,
@@ -131,9 +126,8 @@ class AnnotationConfig(Config):
     task: str | None = setting(
         None,
         details="what the labels are: "
-        + "; ".join(f"`{t.name}`, {t.help}" for t in tasks.TASKS.values())
-        + "; given `--annotations` alone, its format's task "
-        f"(detection for {_either(_DETECTION_FORMATS, 'and')})",
+        + "; ".join(f"[`{t.name}`]({t.docs}), {t.help}" for t in tasks.TASKS.values())
+        + f"; alone, `--annotations` means detection for {_either(_DETECTION_FORMATS, 'and')}",
         default_doc="classification, or the format's",
         group="annotations",
         label="Task",
@@ -143,10 +137,9 @@ class AnnotationConfig(Config):
     )
     ignore_value: int = setting(
         255,
-        details="segmentation: the mask value that means \"not labelled\" (VOC's borders, Cityscapes' "
-        "train ids' 255; 65535 in Mask2Former's 16-bit ADE20K-full masks); stored as it is, counted "
-        "in the summary, and what a pad's margins hold; above the last class id, 0 to 65535 (past "
-        "255 the run's masks are 16-bit PNGs)",
+        details='segmentation: the mask value meaning "not labelled", above the last class id, up to '
+        "65535 (past 255, masks are 16-bit); also a pad's margins "
+        "([segmentation](segmentation.md#how-mask-values-become-class-ids))",
         group="annotations",
         label="Ignore value",
         value_type=int,
@@ -156,9 +149,8 @@ class AnnotationConfig(Config):
     )
     train_ids: bool = setting(
         False,
-        details="segmentation, Cityscapes: the 19 training classes (`*_labelTrainIds.png`, or the label ids "
-        "mapped by Cityscapes' table where those were never made), 255 ignored; without it the 34 "
-        "label ids",
+        details="segmentation, Cityscapes: the 19 training classes (`*_labelTrainIds.png`, else mapped by "
+        "Cityscapes' table), 255 ignored, not the 34 label ids",
         group="annotations",
         label="Cityscapes train ids",
         value_type=bool,
