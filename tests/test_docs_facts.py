@@ -59,6 +59,24 @@ def prose(page: Path) -> list[str]:
     return [" ".join(part.split()) for part in parts if part.strip()]
 
 
+def file_lists(page: Path) -> list[str]:
+    """The page's bulleted lists of files (every item starts with a name in backticks), outside
+    fenced blocks, each list joined on one line."""
+    text = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.DOTALL | re.MULTILINE)
+    found, current, items = [], [], []
+    for line in [*text.split("\n"), ""]:
+        if re.match(r"^[-*] ", line):
+            current.append(line)
+            items.append(line[2:])
+        elif current and line.startswith("  ") and line.strip():
+            current.append(line)
+        elif current:
+            if all(item.startswith("`") for item in items):
+                found.append(" ".join(" ".join(current).split()))
+            current, items = [], []
+    return found
+
+
 def tables(page: Path, under: str | None = None) -> list[tuple[list[str], list[list[str]]]]:
     """The page's Markdown tables (header cells, rows of cells), those after heading `under` only."""
     text = page.read_text(encoding="utf-8")
@@ -198,7 +216,7 @@ def test_every_list_of_an_outputs_files_names_them_all(written):
         for language, line, text in blocks(page):
             if not language and re.match(r"^\S+/\s*$", text.split("\n")[0]) and names.SUMMARY_FILE in text:
                 lists.append((f"{_rel(page)}:{line}", text))
-        for paragraph in prose(page):
+        for paragraph in [*prose(page), *file_lists(page)]:
             if paragraph.startswith("|"):
                 continue  # a table names files row by row, each with what it holds
             if all(

@@ -220,8 +220,7 @@ def test_torch_target_holds_masks_and_things(panoptic):
     _, _, out = panoptic
     from beam_tfrecord.read.pytorch import TorchImages
 
-    images = TorchImages(str(out), "train")
-    image, target = images[0]
+    image, target = next(iter(TorchImages(str(out), "train")))  # an IterableDataset
     assert {"category_mask", "instance_mask", "semantic_mask", "boxes", "labels"} <= set(target)
     assert target["category_mask"].shape == tuple(image.shape[1:])
 
