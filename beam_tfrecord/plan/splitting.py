@@ -94,7 +94,7 @@ def split_files(
             splits,
             source.split_seed,
             source.stratify,
-            groups,
+            {**_files_of_pages(labeled), **groups},
         )
     # A COCO file given per split (annotations are read only where the source has their options).
     if annotated is not None and source.annotations is not None and source.annotations.split_names:
@@ -239,14 +239,23 @@ def _object_strata(annotated: AnnotationSet) -> Callable[[str], str]:
     return stratum
 
 
+def _files_of_pages(labeled: Labeled) -> dict[str, str]:
+    """relpath -> its file's, for each page of a multi-page file (`--pages each`): the pages of a
+    file are split as one group, by their file's path, so each lands where the file's stack would,
+    and neighbouring slices are never on both sides of a split. A group of the run's own
+    (group_pattern, a manifest's column) wins: it holds the whole file."""
+    return {f.relpath: f.file_relpath for f, _ in labeled if f.relpath != f.file_relpath}
+
+
 def _groups(
     labeled: Labeled, pattern: re.Pattern[str] | None, label_source: LabelSource
 ) -> tuple[dict[str, str], GroupFacts]:
     """relpath -> group for the files that have one: group_pattern wins over a manifest's
-    `group` column (an option given on the command line is the more deliberate choice)."""
+    `group` column (an option given on the command line is the more deliberate choice). A page
+    (`--pages each`) is in its file's group: the pattern is searched in its file's path."""
     if pattern is not None:
         source = "group_pattern"
-        found = {f.relpath: splits_lib.group_of(f.relpath, pattern) for f, _ in labeled}
+        found = {f.relpath: splits_lib.group_of(f.file_relpath, pattern) for f, _ in labeled}
     elif label_source.manifest is not None and label_source.manifest.has_groups:
         source = "manifest"
         found = {f.relpath: entry.group if entry is not None else None for f, entry in labeled}
