@@ -246,6 +246,13 @@ BAND_NOT_SINGLE = _reason(
     "reject",
     "`--bands`: a band's file holds more than one band (RGB, several pages): it is not one band",
 )
+# One record a page (`--pages each`).
+PAGES_CHANGED = _reason(
+    "pages_changed",
+    "reject",
+    "`--pages each`: the file holds another number of pages than when the run counted them (it "
+    "changed since): the page cannot be told from another",
+)
 FEATURE_FAILED = _reason("feature_failed", "reject", "the feature model cannot be fed the image")
 INFERENCE_FAILED = _reason(
     "inference_failed",
