@@ -24,7 +24,7 @@ from outputcheck import rejects, serialized_records, shard_files, summary
 from PIL import Image
 from test_full_depth import every_reader
 
-from beam_tfrecord import decode_pixels, iter_examples
+from beam_tfrecord import decode_pixels, iter_examples, names
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import Page, PlannedInput, RejectLine
 from beam_tfrecord.images.inputs import prepare_input
@@ -305,3 +305,37 @@ def test_a_page_is_named_after_its_file_and_staged_with_the_plan():
     assert PlannedInput.from_row(json.loads(json.dumps(item.to_row()))) == item
     assert item.file_relpath == "z/stack.tif" and item.weight == 100
     assert Page(1, 4).sha256("ab") != Page(2, 4).sha256("ab") and Page(0, 1).sha256("ab") == "ab"
+
+
+# ---- --append ------------------------------------------------------------------------------------
+
+
+def pages_tiff(count: int, seed: int = 0) -> bytes:
+    """A page sequence of `count` 16-bit pages, as tifffile writes a stack."""
+    out = io.BytesIO()
+    stack = np.random.default_rng(seed).integers(0, 60_000, (count, 8, 10), dtype=np.uint16)
+    tifffile.imwrite(out, stack, photometric="minisblack")
+    return out.getvalue()
+
+
+def test_an_append_converts_new_stacks_page_by_page_and_never_a_changed_one(tmp_path):
+    """A stack that gained pages since it was converted, or whose pages are named anew (12 pages:
+    two digits), is changed: none of its pages is converted again, its old pages are listed in
+    changed_since_converted.jsonl, never called gone; a new stack's pages are appended."""
+    data = tmp_path / "data"
+    imagegen.write_tree(data, {"a/grows.tif": pages_tiff(4), "a/renamed.tif": pages_tiff(5, 1)})
+    out = tmp_path / "out"
+    assert convert(data, out, "--pages", "each") == 0
+    imagegen.write_tree(
+        data,
+        {"a/grows.tif": pages_tiff(6, 2), "a/renamed.tif": pages_tiff(12, 3), "b/new.tif": pages_tiff(3, 4)},
+    )
+    assert convert(data, out, "--pages", "each", "--append") == 0
+    result = summary(out)
+    old = [f"a/grows.tif#{i}" for i in range(4)] + [f"a/renamed.tif#{i}" for i in range(5)]
+    assert sorted(by_name(out)) == sorted([*old, "b/new.tif#0", "b/new.tif#1", "b/new.tif#2"])
+    lines = [json.loads(line) for line in (out / names.CHANGED_SINCE_FILE).read_text().splitlines()]
+    assert sorted(line["path"] for line in lines) == sorted(old)
+    assert {line["change"] for line in lines} == {"changed"}
+    assert result["history"][-1]["changed_since_converted"] == 9 and result["history"][-1]["gone"] == 0
+    assert result["inputs"] == result["records"] + result["rejects"]
