@@ -158,6 +158,13 @@ def test_a_folder_of_stacks_and_single_pages_gives_each_page_labelled_split_and_
     result = summary(out)
     assert result["inputs"] == result["records"] + result["rejects"] == len(truth)
     assert result["rejects"] == 0
+    # The pages of each file are a group: the hash draws 10 stacks and 2 files of one page.
+    assert result["groups"] == {
+        "source": "pages",
+        "groups": 10,
+        "grouped_files": len(truth) - 2,
+        "without_group": 2,
+    }
     records = by_name(out)
     assert sorted(records) == sorted(truth)
     for name, record in records.items():

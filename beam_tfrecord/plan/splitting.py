@@ -25,6 +25,7 @@ from beam_tfrecord.plan.labelling import Labeled, LabelSource
 from beam_tfrecord.plan.source_config import SourceConfig
 
 __all__ = [
+    "PAGES",
     "SPLIT_FOLDERS",
     "GroupFacts",
     "SplitAssignment",
@@ -41,12 +42,16 @@ _LOGGER = logging.getLogger(__name__)
 SPLIT_FOLDERS = "the split folders (train/, val/, test/ above the class folders)"
 
 
+PAGES = "pages"  # GroupFacts.source of a run whose groups are the pages of each file (--pages each)
+
+
 @dataclass(frozen=True)
 class GroupFacts:
     """How files were grouped for splitting: by group_pattern, by a manifest's `group` column,
-    or not at all; `without_group` files kept their own path hash."""
+    the pages of each file (`--pages each`: a group a file of several pages), or not at all;
+    `without_group` files kept their own path hash."""
 
-    source: str | None = None  # "group_pattern" | "manifest" | None
+    source: str | None = None  # "group_pattern" | "manifest" | "pages" | None
     groups: int = 0
     grouped_files: int = 0
     without_group: int = 0
@@ -259,8 +264,11 @@ def _groups(
     elif label_source.manifest is not None and label_source.manifest.has_groups:
         source = "manifest"
         found = {f.relpath: entry.group if entry is not None else None for f, entry in labeled}
-    else:
-        return {}, GroupFacts()
+    else:  # the pages of a file, where a run makes a record of each (--pages each)
+        pages = _files_of_pages(labeled)
+        if not pages:
+            return {}, GroupFacts()
+        return pages, GroupFacts(PAGES, len(set(pages.values())), len(pages), len(labeled) - len(pages))
     groups = {relpath: group for relpath, group in found.items() if group is not None}
     facts = GroupFacts(source, len(set(groups.values())), len(groups), len(found) - len(groups))
     return groups, facts
