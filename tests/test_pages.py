@@ -346,3 +346,31 @@ def test_an_append_converts_new_stacks_page_by_page_and_never_a_changed_one(tmp_
     assert {line["change"] for line in lines} == {"changed"}
     assert result["history"][-1]["changed_since_converted"] == 9 and result["history"][-1]["gone"] == 0
     assert result["inputs"] == result["records"] + result["rejects"]
+
+
+@pytest.mark.parametrize("bit_depth", ["full", "8"])
+@pytest.mark.parametrize("dtype", ["uint16", "uint8"])
+def test_a_page_is_stored_as_a_file_of_that_one_page_is(tmp_path, bit_depth, dtype):
+    """Each page's record holds what a one-page TIFF of its samples gives: a 16-bit PNG, or at
+    `--bit_depth 8` an 8-bit one; an 8-bit page a PNG as photographs are."""
+    high = 60_000 if dtype == "uint16" else 250
+    stack = np.random.default_rng(5).integers(0, high, (4, 9, 11), dtype=dtype)
+    out = io.BytesIO()
+    tifffile.imwrite(out, stack, photometric="minisblack")
+    imagegen.write_tree(tmp_path / "stacks", {"s.tif": out.getvalue()})
+    singles = {}
+    for i, page in enumerate(stack):
+        one = io.BytesIO()
+        tifffile.imwrite(one, page, photometric="minisblack")
+        singles[f"s.tif#{i}"] = one.getvalue()
+    imagegen.write_tree(tmp_path / "singles", singles)
+    options = ("--label_source", "none", "--bit_depth", bit_depth)
+    assert convert(tmp_path / "stacks", tmp_path / "pages", "--pages", "each", *options) == 0
+    assert convert(tmp_path / "singles", tmp_path / "files", *options) == 0
+    pages_, files = by_name(tmp_path / "pages"), by_name(tmp_path / "files")
+    assert sorted(pages_) == sorted(files)
+    for name, record in pages_.items():
+        assert record["image"] == files[name]["image"], name
+        assert record.get("dtype") == files[name].get("dtype"), name
+    changes = [summary(tmp_path / run)["changes_per_reason"] for run in ("pages", "files")]
+    assert changes[0] == changes[1]
