@@ -374,3 +374,41 @@ def test_a_page_is_stored_as_a_file_of_that_one_page_is(tmp_path, bit_depth, dty
         assert record.get("dtype") == files[name].get("dtype"), name
     changes = [summary(tmp_path / run)["changes_per_reason"] for run in ("pages", "files")]
     assert changes[0] == changes[1]
+
+
+TIFFS = [
+    tiffgen.imagej_hyperstack,
+    tiffgen.imagej_zstack,
+    tiffgen.plain_zstack,
+    tiffgen.ome_stack,
+    tiffgen.imagej_claiming_more_slices,
+    tiffgen.gdal_overviews,
+    tiffgen.pyramid_with_thumbnail,
+    tiffgen.thumbnail_first,
+    tiffgen.pages_of_two_sizes,
+    tiffgen.eurosat_tile,
+    tiffgen.bigtiff_big_endian,
+]
+
+
+@pytest.mark.parametrize("make", TIFFS, ids=[make.__name__ for make in TIFFS])
+def test_the_planner_counts_the_pages_the_tiff_reader_reads(tmp_path, make):
+    """The count made from the header while planning is the reader's: each page of the picture
+    is the `stack` record's position, and pages of other series (a thumbnail not marked reduced,
+    a document's page of another size) follow; overviews and pyramid levels are no pages."""
+    from beam_tfrecord.images.deep import PAGES_IN_FILE
+    from beam_tfrecord.images.tiff import read_tiff
+
+    data = make().data
+    (tmp_path / "f.tif").write_bytes(data)
+    count = pages.page_count(str(tmp_path / "f.tif"))
+    whole = read_tiff(data, max_pixels=10**8).samples
+    stack = whole if whole.ndim == 4 else whole[np.newaxis]
+    with tifffile.TiffFile(io.BytesIO(data)) as tif:
+        full = [s for s in tif.series if not (s.keyframe.is_reduced or s.keyframe.is_mask)]
+    assert count == len(stack) + sum(len(s.pages) for s in full[1:])  # the picture is the first
+    for index in range(count):
+        page = read_tiff(data, max_pixels=10**8, page=index)
+        assert page.facts[PAGES_IN_FILE] == count and page.samples.ndim == 3
+        if index < len(stack):
+            assert np.array_equal(page.samples, stack[index]), index
