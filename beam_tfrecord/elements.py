@@ -17,6 +17,7 @@ In flow order, one flow on every runner:
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -27,11 +28,12 @@ import numpy as np
 
 from beam_tfrecord import tasks
 from beam_tfrecord.edges import ByKind, Json, JsonObject
-from beam_tfrecord.keys import FACTS, PixelLayout
+from beam_tfrecord.keys import StoredPixels
 
 __all__ = [
     "MAX_8BIT_MASK_VALUE",
     "MAX_MASK_VALUE",
+    "PAGE_MARK",
     "BandFile",
     "ChangeLine",
     "ColumnValue",
@@ -40,12 +42,12 @@ __all__ = [
     "DroppedObjectLine",
     "DuplicateGroup",
     "Extras",
-    "Fact",
     "FinalShard",
     "ImageAnnotations",
     "Mask",
     "MaskRule",
     "ObjectBox",
+    "Page",
     "PendingRecord",
     "PlannedInput",
     "Polygon",
@@ -55,7 +57,6 @@ __all__ = [
     "ShardKey",
     "ShardTask",
     "StoredObject",
-    "StoredPixels",
     "WrittenShard",
     "mask_from_row",
     "mask_row",
@@ -397,6 +398,40 @@ class BandFile(NamedTuple):
     size: int
 
 
+PAGE_MARK = "#"  # between a file's relative path and its page's index in the page's name
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class Page:
+    """Which page of its file an input is, where every page of a multi-page file is an input of
+    its own (`--pages each`, plan.pages): `index` from 0 (the position in the stack a `stack`
+    record holds), of `count` pages. A file of one page is marked `Page(0, 1)`: its pages were
+    counted, and it is one input under its own name."""
+
+    index: int
+    count: int
+
+    def name(self, relpath: str) -> str:
+        """The input's relative path, its identity in every output: the file's, then `#` and
+        the page's index, as many digits as the last page's (`stack.tif#07` of 12 pages), so a
+        file's pages sort in order; the file's own path where it has one page."""
+        if self.count <= 1:
+            return relpath
+        return f"{relpath}{PAGE_MARK}{self.index:0{len(str(self.count - 1))}d}"
+
+    def file_of(self, name: str) -> str:
+        """The file's relative path from the page's (`name`'s inverse)."""
+        return name if self.count <= 1 else name.rsplit(PAGE_MARK, 1)[0]
+
+    def sha256(self, file_sha256: str) -> str:
+        """A page's content hash (`image/key/sha256`, what `--dedupe` and duplicates.jsonl
+        compare): of its file's sha256 (hex), `#` and its index. Pages of one file differ; the
+        same page of two copies of a file are copies."""
+        if self.count <= 1:
+            return file_sha256
+        return hashlib.sha256(f"{file_sha256}{PAGE_MARK}{self.index}".encode()).hexdigest()
+
+
 @dataclass(frozen=True, slots=True)
 class PlannedInput:
     """One input file with everything the worker needs besides its bytes.
@@ -405,7 +440,8 @@ class PlannedInput:
     are tuples (ids, names) in a multi-label run; `extras` are the manifest columns' values
     (extra_columns), typed while planning. `bands`: a picture whose bands are files of their own,
     its files in the run's band order (`path` is then the first's and `size` their sum); ()
-    for a picture of one file."""
+    for a picture of one file. `page`: one page of a multi-page file (`--pages each`; `relpath`
+    is then the page's name, `path` and `size` the file's); None for a whole file."""
 
     relpath: str
     path: str
@@ -416,14 +452,37 @@ class PlannedInput:
     extras: Extras = ()
     annotations: ImageAnnotations | None = None  # a detection run's objects (none: a negative)
     bands: tuple[BandFile, ...] = ()
+    page: Page | None = None
+
+    @property
+    def file_relpath(self) -> str:
+        """The relative path of the file the input is read from (a page's file's)."""
+        return self.page.file_of(self.relpath) if self.page is not None else self.relpath
+
+    @property
+    def weight(self) -> int:
+        """The bytes the input stands for when shards are balanced: its file's, a page's share of
+        its file's (the pages of a file add up to its size)."""
+        if self.page is None or self.page.count <= 1:
+            return self.size
+        share, left = divmod(self.size, self.page.count)
+        return share + (self.page.index < left)
 
     def to_row(self) -> list[Json]:
         row = self._head_row()
-        if self.annotations is not None or self.bands:
+        if self.annotations is not None or self.bands or self.page is not None:
             row.append(self.annotations.to_row() if self.annotations is not None else None)
-        if self.bands:
-            row.append([list(band) for band in self.bands])
+        row += self._tail_row()
         return row
+
+    def _tail_row(self) -> list[Json]:
+        """The staged form's columns after its annotations: its band files, then its page."""
+        tail: list[Json] = []
+        if self.bands or self.page is not None:
+            tail.append([list(band) for band in self.bands])
+        if self.page is not None:
+            tail.append([self.page.index, self.page.count])
+        return tail
 
     def _head_row(self) -> list[Json]:
         """The staged form without its annotations."""
@@ -437,8 +496,8 @@ class PlannedInput:
         texts = [object_text(o) for o in self.annotations.objects]
         if objects_staged is not None:
             objects_staged(self, texts)
-        bands = f", {_TEXT([list(band) for band in self.bands])}" if self.bands else ""
-        return f"{_TEXT(self._head_row())[:-1]}, {self.annotations.staged_text(texts)}{bands}]"
+        tail = "".join(f", {_TEXT(column)}" for column in self._tail_row())
+        return f"{_TEXT(self._head_row())[:-1]}, {self.annotations.staged_text(texts)}{tail}]"
 
     @classmethod
     def from_row(cls, row: Sequence[Json]) -> PlannedInput:
@@ -449,7 +508,10 @@ class PlannedInput:
         )
         annotations = ImageAnnotations.from_row(rest[1]) if len(rest) > 1 and rest[1] is not None else None
         bands = tuple(BandFile(*band) for band in rest[2]) if len(rest) > 2 else ()
-        return cls(relpath, path, size, split, _tuple(label), _tuple(label_text), extras, annotations, bands)
+        page = Page(*rest[3]) if len(rest) > 3 else None
+        return cls(
+            relpath, path, size, split, _tuple(label), _tuple(label_text), extras, annotations, bands, page
+        )
 
 
 def _tuple(value: Json) -> Json:
@@ -529,29 +591,6 @@ class DroppedObjectLine:
     @classmethod
     def from_json(cls, text: str) -> DroppedObjectLine:
         return cls(**json.loads(text))
-
-
-# A fact of a full-depth source kept beside its pixels (a DICOM's modality, a GeoTIFF's transform).
-Fact: TypeAlias = str | int | float | tuple[float, ...]
-
-
-@dataclass(frozen=True)
-class StoredPixels:
-    """What a record holds of a picture past 8 bits beside its encoded bytes (images.pixels)."""
-
-    dtype: str  # NumPy's name
-    shape: tuple[int, ...]  # [H, W, C] or [D, H, W, C]
-    array: bool  # the samples are an array (`image/array/value`), not a 16-bit PNG
-    facts: Mapping[str, Fact] = field(default_factory=dict)
-    # The Object Detection API's additional channels (`--additional_channels`): a single-channel
-    # 8-bit PNG per band past the first three, which the encoded image holds as 8-bit RGB.
-    additional: tuple[bytes, ...] = ()
-
-    @property
-    def layout(self) -> PixelLayout:
-        facts = tuple(name for name in FACTS if name in self.facts)
-        stacked = len(self.shape) == 4
-        return PixelLayout(self.dtype, self.shape[-1], self.array, stacked, facts, bool(self.additional))
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Literal, TypedDict, get_args
+from typing import Literal, TypeAlias, TypedDict, get_args
 
 __all__ = [
     "COLUMN_TYPES",
@@ -33,11 +33,13 @@ __all__ = [
     "SCHEMAS",
     "TABLES",
     "ColumnType",
+    "Fact",
     "FeatureLayout",
     "KeyTable",
     "PixelLayout",
     "RecordKey",
     "RecordLayout",
+    "StoredPixels",
     "extra_key",
     "key_of",
     "record_keys",
@@ -325,6 +327,29 @@ class PixelLayout:
 
 
 _ADDITIONAL = "additional_channels"  # the token's word for `PixelLayout.additional`
+
+
+# A fact of a full-depth source kept beside its pixels (a DICOM's modality, a GeoTIFF's transform).
+Fact: TypeAlias = str | int | float | tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class StoredPixels:
+    """What a record holds of a picture past 8 bits beside its encoded bytes (images.pixels)."""
+
+    dtype: str  # NumPy's name
+    shape: tuple[int, ...]  # [H, W, C] or [D, H, W, C]
+    array: bool  # the samples are an array (`image/array/value`), not a 16-bit PNG
+    facts: Mapping[str, Fact] = field(default_factory=dict)
+    # The Object Detection API's additional channels (`--additional_channels`): a single-channel
+    # 8-bit PNG per band past the first three, which the encoded image holds as 8-bit RGB.
+    additional: tuple[bytes, ...] = ()
+
+    @property
+    def layout(self) -> PixelLayout:
+        facts = tuple(name for name in FACTS if name in self.facts)
+        stacked = len(self.shape) == 4
+        return PixelLayout(self.dtype, self.shape[-1], self.array, stacked, facts, bool(self.additional))
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from beam_tfrecord.output import file_index, outputs
 from beam_tfrecord.output import resume as resume_lib
 from beam_tfrecord.output.claim import Claim
 from beam_tfrecord.output.mode import OutputMode
-from beam_tfrecord.plan import bands, bulk, staging
+from beam_tfrecord.plan import bands, bulk, pages, staging
 from beam_tfrecord.plan.annotations.growing import objects_digest, objects_digest_of
 from beam_tfrecord.plan.listing import InputFile, list_inputs
 from beam_tfrecord.plan.planner import KnownRecords, LabelSource, Plan, make_plan, shard_tasks
@@ -121,6 +121,8 @@ def prepare(
     shards = ShardSettings(config.num_shards, config.shard_size_mb, parallelism, round_robin)
     listing = list_inputs(source.input) if files is None else files
     listing = bands.grouped(listing, source.bands)  # a picture's band files: one input (--bands)
+    pages.refuse_annotations(config.image.pages, source)
+    listing = pages.expanded(listing, config.image.pages == "each")  # a page, one input (--pages)
     fault_injection.pause_point("listed")
     with bulk.cycles_paused():  # millions of objects in a detection run's plan: see plan.bulk
         staged = _plan_and_stage(listing, source, config, shards, label_source, mode or OutputMode())

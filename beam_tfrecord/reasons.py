@@ -174,6 +174,9 @@ BAND_AMBIGUOUS = _reason(
 )
 BANDS_DIFFER = _reason("bands_differ", "reject", "`--bands`: band files differ in size or sample type")
 BAND_NOT_SINGLE = _reason("band_not_single", "reject", "`--bands`: a band file holds several bands or pages")
+PAGES_CHANGED = _reason(
+    "pages_changed", "reject", "`--pages each`: the file's page count changed since the run counted it"
+)
 FEATURE_FAILED = _reason("feature_failed", "reject", "the feature model cannot take it")
 INFERENCE_FAILED = _reason("inference_failed", "reject", "the model raised on its batch")
 

@@ -28,7 +28,7 @@ import posixpath
 import stat
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, BinaryIO, TypeVar
 
 from beam_tfrecord.edges import Json
 
@@ -52,6 +52,7 @@ __all__ = [
     "make_folders",
     "match",
     "normalize",
+    "open_binary",
     "parents",
     "read_bytes",
     "read_head",
@@ -254,6 +255,17 @@ def read_head(path: str, size: int) -> bytes:
 
     with _filesystems().open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
         return bytes(handle.read(size))
+
+
+def open_binary(path: str) -> BinaryIO:
+    """The file opened for reading as stored, seekable: a header read where it lies (a TIFF's
+    page directories, a DICOM's elements before its pixels) without reading the file whole (a
+    gs:// object is read by range as the reader seeks). The caller closes it."""
+    if _SEPARATOR not in path:
+        return open(path, "rb")  # the caller's to close
+    from apache_beam.io.filesystem import CompressionTypes
+
+    return _filesystems().open(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
 
 def read_text(path: str) -> str:

@@ -104,7 +104,7 @@ class SplitSummary:
 class GroupSummary:
     """How files were grouped for splitting (plan.planner.GroupFacts)."""
 
-    source: str | None = None  # group_pattern | manifest | None
+    source: str | None = None  # group_pattern | manifest | pages | None
     groups: int = 0
     grouped_files: int = 0
     without_group: int = 0

@@ -35,6 +35,7 @@ from beam_tfrecord.elements import (
 )
 from beam_tfrecord.features.options import FeatureConfig
 from beam_tfrecord.images.inputs import ordered_submit, prepare_input
+from beam_tfrecord.images.pages import RecentFiles
 from beam_tfrecord.labels import RunLabels
 from beam_tfrecord.output import resume
 from beam_tfrecord.plan import staging
@@ -140,14 +141,16 @@ class ReadShardFn(RunStepFn):
             self._pool = None
 
     def _prepare(
-        self, work: tuple[PlannedInput, ShardKey, RunLabels]
+        self, work: tuple[PlannedInput, ShardKey, RunLabels, RecentFiles]
     ) -> PendingRecord | ConvertedRecord | RejectLine:
         """One input read and validated; with no model to feed, serialized too (`finish_record`),
         here on a read thread: the record's sha256 then releases the GIL on a thread that holds
         no bundle, not on the one that writes and would wait to take the GIL back: less wall time
         for the same CPU (benchmarks/NOTES.md#local-workers)."""
-        item, shard, labels = work
-        prepared = prepare_input(item, self.config.image, shard, labels=labels, storage=self.config.gcs)
+        item, shard, labels, recent = work
+        prepared = prepare_input(
+            item, self.config.image, shard, labels=labels, storage=self.config.gcs, recent=recent
+        )
         if self.config.features is None and isinstance(prepared, PendingRecord):
             return finish_record(self.config.schema, prepared)
         return prepared
@@ -158,7 +161,8 @@ class ReadShardFn(RunStepFn):
         shard = ShardKey(shard_task.split, shard_task.index, shard_task.count)
         # Read once, for every input of the shard task.
         labels = RunLabels.of(shard_task.kinds, shard_task.settings)
-        work = ((item, shard, labels) for item in shard_task.inputs)
+        recent = RecentFiles()  # the files its pages come from (--pages each), for this shard task
+        work = ((item, shard, labels, recent) for item in shard_task.inputs)
         if self._pool is None:
             return map(self._prepare, work)
         # A batch for each reading thread (the pool's and this one) and one done, waiting for this

@@ -17,7 +17,7 @@ from beam_tfrecord.output import append as append_lib
 from beam_tfrecord.output import grown_files, outputs
 from beam_tfrecord.output.file_index import IndexEntry, load_index
 from beam_tfrecord.output.mode import OutputKind, OutputMode
-from beam_tfrecord.plan import bands
+from beam_tfrecord.plan import bands, pages
 from beam_tfrecord.plan.labels import Unlabeled
 from beam_tfrecord.plan.listing import InputFile, list_inputs
 from beam_tfrecord.plan.planner import KnownRecords
@@ -97,7 +97,9 @@ def prepare_append(settings: CommandSettings) -> AppendJob:
             f"--append: {output}'s {names.INDEX_FILE} lists {len(index)} of the dataset's "
             f"{old.inputs_listed} files: convert it again"
         )
+    pages.refuse_annotations(config.image.pages, source)
     listing = bands.grouped(list_inputs(source.input), source.bands)  # as the index lists them
+    listing = pages.expanded(listing, config.image.pages == "each")  # (a page, an entry: --pages)
     # Against this input's entries alone: another folder's IMG_0001.jpg is another picture.
     number = append_lib.input_number(old, index, source.input)
     delta = append_lib.compare_listing(listing, index, number, append_lib.run_inputs(old))

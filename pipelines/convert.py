@@ -44,7 +44,7 @@ from beam_tfrecord.output import claim as claims
 from beam_tfrecord.output import job_state, outputs
 from beam_tfrecord.output.mode import OutputMode
 from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
-from beam_tfrecord.plan import staging
+from beam_tfrecord.plan import pages, staging
 from beam_tfrecord.plan.listing import list_inputs
 from beam_tfrecord.plan.staging import StagedPlan
 from beam_tfrecord.summary import RunSummary, read_summary
@@ -89,7 +89,7 @@ def plan_run(
     config = dataclasses.replace(settings.config, output=mode.target(settings.config.output))
     files = job.delta.new if job is not None else list_inputs(source.input)
     if runners.is_local(options):
-        size = sum(f.size for f in files)
+        size = pages.file_bytes(files)  # (an append's new pages are one file's bytes: --pages each)
         local = runners.use_local_runner(options, size, given, features=config.features is not None)
         if "read_threads" not in given:
             config = dataclasses.replace(

@@ -19,6 +19,16 @@ def nuclei(root: Path, per_class: int = 3) -> None:
             tifffile.imwrite(root / name / f"{i}.tif", samples, compression="packbits" if i % 2 else "zlib")
 
 
+def zstacks(root: Path, per_class: int = 3, slices: int = 12) -> None:
+    """16-bit confocal z-stacks in class folders, as ImageJ saves them (axes ZYX, a page a slice)."""
+    rng = np.random.default_rng(12)
+    for name in ("nuclei", "debris"):
+        (root / name).mkdir(parents=True, exist_ok=True)
+        for i in range(per_class):
+            stack = rng.integers(0, 44_402, (slices, 24, 32), dtype=np.uint16)
+            tifffile.imwrite(root / name / f"stack_{i}.tif", stack, imagej=True, metadata={"axes": "ZYX"})
+
+
 def eurosat(root: Path, per_class: int = 3) -> None:
     """EuroSAT's multispectral layout: 13-band uint16 64x64 tiles in class folders (smaller here),
     bands interleaved, tiled and Deflate-compressed."""

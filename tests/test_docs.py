@@ -310,6 +310,8 @@ def make_inputs(text: str, folder: Path, weights: Path) -> None:
         labelmegen.sibling(folder / "shots")
     if "--input nuclei" in text:  # 16-bit microscopy in class folders
         scientificgen.nuclei(folder / "nuclei")
+    if "--input zstacks" in text:  # 16-bit ImageJ z-stacks in class folders
+        scientificgen.zstacks(folder / "zstacks")
     if "--input EuroSAT_MS" in text:  # 13-band tiles in class folders
         scientificgen.eurosat(folder / "EuroSAT_MS")
     if "--input orchards" in text:  # RGB + near-infrared tiles with COCO boxes

@@ -1,5 +1,6 @@
 """What the house makes generic, run over trees of pictures past 8 bits (16-bit microscopy TIFFs
-and PNGs, a 13-band Sentinel-2 tile set, float32 depth maps, z-stacks, DICOM slices): an append
+and PNGs, a 13-band Sentinel-2 tile set, float32 depth maps, z-stacks, their pages as records of
+their own (`--pages each`), DICOM slices): an append
 equals a run over every picture and a resumed run keeps its `full_depth` counts, ArrayRecord holds
 the TFRecord run's records (Grain and random access read them), a tree in a bucket gives the
 local tree's records and gs:// output gets TFDS's features, inspect passes and draws each picture
@@ -68,6 +69,19 @@ def _z_stacks(root):
     return (), ["b/2.tif"]
 
 
+def _z_stack_pages(root):
+    """ImageJ z-stacks and plain page sequences, a record a page (`--pages each`)."""
+    files = {
+        f"{c}/{i}.tif": (tiffgen.imagej_zstack if i % 2 else tiffgen.plain_zstack)(
+            seed=i + 10 * (c == "b")
+        ).data
+        for c in "ab"
+        for i in range(3)
+    }
+    imagegen.write_tree(root, files)
+    return ("--pages", "each"), ["b/2.tif"]
+
+
 def _dicom(root):
     pytest.importorskip("pydicom")  # the [dicom] extra
     import dicomgen
@@ -87,6 +101,7 @@ TREES = {
     "sentinel2": _sentinel2,
     "float32_depth": _depth_maps,
     "z_stack": _z_stacks,
+    "z_stack_pages": _z_stack_pages,
     "dicom": _dicom,
 }
 # What summary.json's `full_depth` counts for each tree's pictures.
@@ -96,6 +111,7 @@ TOKENS = {
     "sentinel2": "uint16 x13 array",
     "float32_depth": "float32 x1 array",
     "z_stack": "uint16 x1 array stack",
+    "z_stack_pages": "uint16 x1 png",
     "dicom": "int16 x1 array +modality,photometric_interpretation,rescale_slope,rescale_intercept,"
     "transfer_syntax,bits_stored",
 }
@@ -145,7 +161,7 @@ def test_an_append_equals_a_run_over_every_picture(tmp_path, tree):
     assert inspect.run([str(grown), "--pictures", str(tmp_path / "pictures")]) == 0
 
 
-@pytest.mark.parametrize("tree", ["sentinel2", "microscopy_png"])
+@pytest.mark.parametrize("tree", ["sentinel2", "microscopy_png", "z_stack_pages"])
 def test_a_killed_run_resumes_with_its_full_depth_counts(tmp_path, tree, caplog):
     args, _ = TREES[tree](tmp_path / "data")
     options = (*args, *SPLITS, "--num_shards", "2", "--no_progress")

@@ -13,8 +13,16 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
-from beam_tfrecord.elements import RecordFields, StoredObject, StoredPixels
-from beam_tfrecord.keys import SCHEMAS, FeatureLayout, PixelLayout, RecordLayout, record_keys, reserved_names
+from beam_tfrecord.elements import RecordFields, StoredObject
+from beam_tfrecord.keys import (
+    SCHEMAS,
+    FeatureLayout,
+    PixelLayout,
+    RecordLayout,
+    StoredPixels,
+    record_keys,
+    reserved_names,
+)
 from beam_tfrecord.labels import geometry
 from beam_tfrecord.labels.objects import ObjectLabels
 from beam_tfrecord.plan.columns import ExtraColumn, parse_extra_columns

@@ -16,12 +16,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from beam_tfrecord import reasons
-from beam_tfrecord.elements import BandFile, Fact
+from beam_tfrecord.elements import BandFile
 from beam_tfrecord.images import normalize
 from beam_tfrecord.images.deep import DeepPicture
 from beam_tfrecord.images.depth import describe
 from beam_tfrecord.images.normalize import EncodedImage
 from beam_tfrecord.images.options import ImageConfig
+from beam_tfrecord.keys import Fact
 from beam_tfrecord.reasons import Reject
 
 __all__ = ["encode_bands", "stacked"]

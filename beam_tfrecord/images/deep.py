@@ -13,9 +13,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from beam_tfrecord.elements import Fact
+from beam_tfrecord.keys import Fact
 
-__all__ = ["DeepPicture", "Fact"]
+__all__ = ["PAGES_IN_FILE", "DeepPicture", "Fact"]
+
+# The fact of a picture read as one page of its file (`--pages each`): how many pages the file
+# holds, to check against the plan's count. A reader's own word, never stored in a record.
+PAGES_IN_FILE = "pages_in_file"
 
 
 @dataclass(frozen=True)

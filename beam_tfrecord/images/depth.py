@@ -23,10 +23,10 @@ import numpy as np
 from PIL import Image
 
 from beam_tfrecord import reasons
-from beam_tfrecord.elements import StoredPixels
 from beam_tfrecord.images import dicom, modes, pixels, quiet, tiff
 from beam_tfrecord.images.deep import DeepPicture
 from beam_tfrecord.images.options import ImageConfig
+from beam_tfrecord.keys import StoredPixels
 from beam_tfrecord.labels import geometry
 from beam_tfrecord.labels.geometry import PixelTransform
 from beam_tfrecord.reasons import Reject
@@ -60,14 +60,15 @@ class DeepStored:
 def full_depth_picture(data: bytes, options: ImageConfig) -> DeepPicture | None:
     """The picture at its full depth when the file holds more than 8-bit grayscale or RGB (see
     the module docstring); None sends it the 8-bit way. Raises `Reject` for a file of a
-    full-depth format that cannot be read."""
+    full-depth format that cannot be read. With `--pages first`, a stack's first page alone."""
+    pages = "first" if options.pages == "first" else "stack"  # `each`: a file of one page here
     if dicom.is_dicom(data):
-        return dicom.read_dicom(data, max_pixels=options.max_pixels)
+        return dicom.read_dicom(data, max_pixels=options.max_pixels, pages=pages)
     if not tiff.is_tiff(data) or not (options.full_depth or options.additional_channels):
         return None
     pillow, many_bands = _tiff_look(data)
     if (options.full_depth and not pillow) or (options.additional_channels and many_bands):
-        return tiff.read_tiff(data, max_pixels=options.max_pixels)
+        return tiff.read_tiff(data, max_pixels=options.max_pixels, pages=pages)
     return None
 
 

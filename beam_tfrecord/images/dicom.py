@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from beam_tfrecord import reasons
-from beam_tfrecord.images.deep import DeepPicture, Fact
+from beam_tfrecord.images.deep import PAGES_IN_FILE, DeepPicture, Fact
 from beam_tfrecord.reasons import Reject
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ def _element_end(data: bytes, position: int, explicit: bool) -> int | None:
     return end if end <= len(data) else None
 
 
-def read_dicom(data: bytes, *, max_pixels: int) -> DeepPicture:
+def read_dicom(data: bytes, *, max_pixels: int, pages: str = "stack", page: int | None = None) -> DeepPicture:
     """The picture a DICOM file holds, at full depth, or raise `Reject`.
 
     `pixels` are pydicom's `pixel_array`: the stored values (no rescale, no window), in the
@@ -134,8 +134,12 @@ def read_dicom(data: bytes, *, max_pixels: int) -> DeepPicture:
     `rescale_slope` and `rescale_intercept` where the file has them, `transfer_syntax` (its name)
     and `bits_stored`.
 
-    `max_pixels` bounds rows x columns x frames, judged from the header before a byte is decoded:
-    a multi-frame file is decoded whole."""
+    `pages="first"` decodes the first frame alone (the frames left out are the fact
+    `pages_left_out`); `page=N` frame N alone (`--pages each`; the fact `pages_in_file` is the
+    frame count, and a file of fewer frames is `pages_changed`). `max_pixels` bounds rows x
+    columns x the frames decoded, judged from the header before a byte is decoded."""
+    if pages not in ("stack", "first"):
+        raise ValueError(f"pages must be stack or first, not {pages!r}")
     if not is_dicom(data):
         raise Reject(reasons.NOT_AN_IMAGE, "not a DICOM file (no DICM after the preamble, no data elements)")
     try:
@@ -146,18 +150,22 @@ def read_dicom(data: bytes, *, max_pixels: int) -> DeepPicture:
     tag = _pixel_tag(data, ds)
     syntax = ds.file_meta.TransferSyntaxUID
     frames = max(_int(ds, "NumberOfFrames", 1), 1)
+    if page is not None and page >= frames:
+        raise Reject(reasons.PAGES_CHANGED, f"it holds {frames} frames, no frame {page}: it changed since")
+    index = page if page is not None else 0 if pages == "first" and frames > 1 else None
+    decoded = frames if index is None else 1
     rows, columns = _int(ds, "Rows", 0), _int(ds, "Columns", 0)
     if not rows or not columns:
         raise Reject(reasons.CORRUPT, f"its header declares {columns}x{rows} pixels (Columns x Rows)")
-    if rows * columns * frames > max_pixels:
-        stack = f" x {frames} frames" if frames > 1 else ""
+    if rows * columns * decoded > max_pixels:
+        stack = f" x {decoded} frames" if decoded > 1 else ""
         raise Reject(
             reasons.TOO_LARGE,
-            f"{columns}x{rows}{stack} = {rows * columns * frames} pixels is over max_pixels ({max_pixels})",
+            f"{columns}x{rows}{stack} = {rows * columns * decoded} pixels is over max_pixels ({max_pixels})",
         )
     decoder = _decoder(ds, syntax)
     _check_length(ds, tag, syntax, frames)
-    pixels, properties = _decode(ds, decoder)
+    pixels, properties = _decode(ds, decoder, index)
     photometric = str(properties["photometric_interpretation"])
     bits = ds.get("BitsStored") or ds.get("BitsAllocated")
     if photometric == "PALETTE COLOR":
@@ -170,11 +178,15 @@ def read_dicom(data: bytes, *, max_pixels: int) -> DeepPicture:
             raise Reject(reasons.CORRUPT, f"its palette cannot be applied: {error}") from None
     samples = 3 if photometric == "RGB" else int(properties["samples_per_pixel"])
     # pydicom leaves a band count of 1 and a frame count of 1 out of the shape; put them back.
-    shape = ((frames,) if frames > 1 else ()) + (rows, columns, samples)
+    shape = ((decoded,) if decoded > 1 else ()) + (rows, columns, samples)
     pixels = np.ascontiguousarray(pixels.reshape(shape), dtype=pixels.dtype.newbyteorder("="))
     facts = _facts(ds, photometric, syntax.name)
     if bits is not None:
         facts["bits_stored"] = int(bits)
+    if page is not None:
+        facts[PAGES_IN_FILE] = frames
+    elif index is not None:
+        facts["pages_left_out"] = frames - 1
     return DeepPicture(pixels, SOURCE_FORMAT, facts)
 
 
@@ -342,13 +354,14 @@ def _decoder(ds: Dataset, syntax: UID) -> Decoder:
     )
 
 
-def _decode(ds: Dataset, decoder: Decoder) -> tuple[np.ndarray, dict[str, Any]]:
+def _decode(ds: Dataset, decoder: Decoder, index: int | None) -> tuple[np.ndarray, dict[str, Any]]:
     """`pixel_array`'s own call (pydicom.pixels.pixel_array for a dataset), with the properties
-    of what it gave (the photometric interpretation after YCbCr became RGB)."""
+    of what it gave (the photometric interpretation after YCbCr became RGB); `index`: that
+    frame alone, the others never decoded."""
     from pydicom.pixels import as_pixel_options
 
     try:
-        return decoder.as_array(ds, validate=True, raw=False, **as_pixel_options(ds))
+        return decoder.as_array(ds, index=index, validate=True, raw=False, **as_pixel_options(ds))
     except Exception as error:  # a decoder's own error on bad bytes, whatever its type
         raise Reject(reasons.CORRUPT, f"{type(error).__name__}: {error}") from None
 

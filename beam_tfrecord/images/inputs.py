@@ -3,6 +3,7 @@ the worker's first step, Beam-free; and the ordered thread pool that overlaps re
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -13,7 +14,7 @@ from typing import Generic, TypeVar
 
 from beam_tfrecord import gcs, reasons
 from beam_tfrecord.elements import PendingRecord, PlannedInput, RecordFields, RejectLine, ShardKey
-from beam_tfrecord.images import bands
+from beam_tfrecord.images import bands, pages
 from beam_tfrecord.images.normalize import EncodedImage, encode_for_tensorflow
 from beam_tfrecord.images.options import ImageConfig
 from beam_tfrecord.labels import CLASSIFIED, AnyPlaced, RunLabels
@@ -33,6 +34,7 @@ def prepare_input(
     *,
     labels: RunLabels = CLASSIFIED,
     storage: gcs.GcsConfig | None = None,
+    recent: pages.RecentFiles | None = None,
 ) -> PendingRecord | RejectLine:
     """Read, validate and normalize one planned input: everything but the serialization.
 
@@ -40,15 +42,19 @@ def prepare_input(
     of the run's kinds of label (`labels`, in order) places the picture's labels in the image its
     record stores, moved as the pixels were (`labels.LabelKind.place`); one that cannot makes the
     input a reject. `storage`: how long a gs:// read may wait (the run's settings, passed by the
-    worker that reads)."""
+    worker that reads). `recent`: the files a shard task's pages were read from (`--pages each`),
+    so a file's next page is not read again."""
     limit = image_options.max_file_bytes
-    read = _read_files(item, image_options, storage)
-    if isinstance(read, RejectLine):
-        return read
+    found = _read_files(item, image_options, storage, recent)
+    if isinstance(found, RejectLine):
+        return found
+    read, sha256 = found
     objects = len(item.annotations.objects) if item.annotations is not None else 0
     try:
         if item.bands:  # a picture whose bands are files of their own (--bands)
             image = bands.encode_bands(list(zip(item.bands, read, strict=True)), image_options)
+        elif item.page is not None:  # one page of a multi-page file (--pages each)
+            image = pages.encode_page(read[0], item.page, image_options, name=item.file_relpath)
         else:
             image = encode_for_tensorflow(read[0], image_options, name=item.relpath)
         placed = _placed(item, image, labels, limit, storage)
@@ -65,7 +71,7 @@ def prepare_input(
         width=image.width,
         channels=image.channels,
         relpath=item.relpath,
-        sha256=_sha256(read),
+        sha256=sha256,
         label=item.label,
         label_text=item.label_text,
         extras=item.extras,
@@ -89,18 +95,25 @@ def prepare_input(
 
 
 def _read_files(
-    item: PlannedInput, image_options: ImageConfig, storage: gcs.GcsConfig | None
-) -> list[bytes] | RejectLine:
-    """The input's bytes: its file's, or each of its band files' in band order (`--bands`), each
-    within `max_file_mb`; a file over it or that cannot be read makes the input a reject."""
+    item: PlannedInput,
+    image_options: ImageConfig,
+    storage: gcs.GcsConfig | None,
+    recent: pages.RecentFiles | None = None,
+) -> tuple[list[bytes], str] | RejectLine:
+    """The input's bytes (its file's, or each of its band files' in band order: `--bands`), each
+    within `max_file_mb`, and the record's sha256; a file over the limit or that cannot be read
+    makes the input a reject. A page's file comes from `recent` where it holds it."""
     limit = image_options.max_file_bytes
     files = [(band.path, band.size, f"band {band.band} ({band.relpath}): ") for band in item.bands]
-    found = []
+    found, held = [], None
     for path, size, named in files or [(item.path, item.size, "")]:
         if size > limit:
             return _too_big(item.relpath, size, image_options, named)
         try:
-            data = read_bytes(path, limit, storage)
+            if recent is not None and item.page is not None:
+                data, held = recent.read(path, functools.partial(read_bytes, path, limit, storage))
+            else:
+                data = read_bytes(path, limit, storage)
         except Exception as error:  # permissions, a file gone since listing, a flaky remote read
             return RejectLine(
                 item.relpath, reasons.UNREADABLE.code, f"{named}{type(error).__name__}: {error}"
@@ -108,12 +121,14 @@ def _read_files(
         if len(data) > limit:
             return _too_big(item.relpath, len(data), image_options, named)
         found.append(data)
-    return found
+    sha256 = held or _sha256(found)
+    return found, item.page.sha256(sha256) if item.page is not None else sha256
 
 
 def _sha256(files: list[bytes]) -> str:
     """The record's `sha256`: of its file's bytes, or of its band files' one after another in
-    band order (what `--dedupe` and duplicates.jsonl compare: plan.dedupe.content_hash)."""
+    band order (what `--dedupe` and duplicates.jsonl compare: plan.dedupe.content_hash); a page's
+    of its file's hash and its index (`elements.Page.sha256`)."""
     digest = hashlib.sha256()
     for data in files:
         digest.update(data)

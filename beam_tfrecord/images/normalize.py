@@ -19,11 +19,11 @@ import numpy as np
 from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
 
 from beam_tfrecord import compat, reasons
-from beam_tfrecord.elements import StoredPixels
 from beam_tfrecord.images import depth, dicom, formats, modes, pixels, tiff
 from beam_tfrecord.images.deep import DeepPicture
 from beam_tfrecord.images.options import ImageConfig
 from beam_tfrecord.images.quiet import Captured, captured_stderr, pillow_log
+from beam_tfrecord.keys import StoredPixels
 from beam_tfrecord.labels import geometry
 from beam_tfrecord.labels.geometry import PixelTransform
 from beam_tfrecord.reasons import Reject
@@ -32,6 +32,7 @@ __all__ = [
     "EncodedImage",
     "Reject",
     "encode_for_tensorflow",
+    "page_image",
     "read_samples",
     "stacked_image",
 ]
@@ -87,6 +88,8 @@ def _to_tensorflow(data: bytes, options: ImageConfig, name: str | None) -> Encod
     if not data:
         raise Reject(reasons.EMPTY, "the file has zero bytes")
     deep = depth.full_depth_picture(data, options)
+    if deep is not None and options.pages == "first" and not deep.stacked:
+        return page_image(deep, options, name)
     if deep is not None:
         return _deep_image(deep, data, options, name)
     image = _open(data)
@@ -227,6 +230,27 @@ def stacked_image(picture: DeepPicture, options: ImageConfig = DEFAULT_OPTIONS) 
         mode=depth.describe(picture),
         changes=changes,
     )
+
+
+def page_image(
+    picture: DeepPicture, options: ImageConfig = DEFAULT_OPTIONS, name: str | None = None
+) -> EncodedImage:
+    """The stored image of one page of a multi-page file (`--pages first` or `each`), as the
+    record of a one-page file holding that page would be: a TIFF's page of 8-bit grayscale or RGB
+    the 8-bit way (a PNG, as Pillow's one-page TIFFs are stored), any other as a full-depth
+    picture (`images.depth`); `frames_dropped` where pages were left out (`first`). `name`: the
+    file's relative path, whose extension may name another format."""
+    samples = picture.samples
+    eight = samples.dtype == np.uint8 and not picture.stacked and picture.bands in (1, 3)
+    if picture.source_format != tiff.SOURCE_FORMAT or not eight:
+        return _deep_image(picture, b"", options, name)
+    image = stacked_image(picture, options)
+    codes = set(image.changes)
+    if picture.facts.get("pages_left_out"):
+        codes.add(reasons.FRAMES_DROPPED.code)
+    if name is not None and formats.wrong_extension(name, picture.source_format) is not None:
+        codes.add(reasons.WRONG_EXTENSION.code)
+    return dataclasses.replace(image, changes=tuple(c for c in reasons.codes("change") if c in codes))
 
 
 def _png16_picture(data: bytes) -> DeepPicture:

@@ -12,6 +12,7 @@ __all__ = [
     "DEFAULT_MAX_FILE_MB",
     "DEFAULT_MAX_PIXELS",
     "IMAGE_FORMATS",
+    "PAGES",
     "RESIZE_MODES",
     "ImageConfig",
     "format_size",
@@ -25,6 +26,7 @@ DEFAULT_MAX_FILE_MB = 1024.0
 IMAGE_FORMATS = ("original", "jpeg", "png")
 BIT_DEPTHS = ("full", "8")
 RESIZE_MODES = ("stretch", "crop", "pad")
+PAGES = ("stack", "first", "each")  # what a multi-page file becomes (`pages`)
 
 
 @documented
@@ -97,6 +99,24 @@ class ImageConfig(Config):
         choices=BIT_DEPTHS,
         help="full keeps 16-bit, float and many-band pictures as they are; 8 scales them to 8 bits",
     )
+    pages: str = setting(
+        "stack",
+        details="what a file of several pages becomes (a multi-page TIFF: a z-stack, a time series, "
+        "an ImageJ or OME hyperstack; a multi-frame DICOM): `stack` one record holding every page, "
+        "`[D, H, W, C]`; `first` one record of its first page (`frames_dropped` in changes.jsonl); "
+        "`each` one record a page, each page an input of its own (named `stack.tif#03`: the file, "
+        "`#` and the page's index from 0, as `stack`'s `D` counts it), labelled and split with its "
+        "file, so a file's pages are never in two splits. A page is a position of the stack with "
+        "all its channels as bands; a page of another size is a page too. `each` reads the first "
+        "bytes of every input while planning (a TIFF's or a DICOM's header). A file of one page is "
+        "one record either way ([scientific pictures](scientific.md#one-record-per-page))",
+        group="images",
+        label="Pages",
+        record_default=False,
+        choices=PAGES,
+        help="stack keeps a multi-page file's pages in one record; first keeps its first page; each "
+        "makes a record of every page",
+    )
     additional_channels: bool = setting(
         False,
         details="bands past the third as the Object Detection API's `num_additional_channels` reads them: "
@@ -122,6 +142,7 @@ class ImageConfig(Config):
         check_choice("image_format", self.image_format, IMAGE_FORMATS)
         check_choice("resize_mode", self.resize_mode, RESIZE_MODES)
         check_choice("bit_depth", self.bit_depth, BIT_DEPTHS)
+        check_choice("pages", self.pages, PAGES)
         check_choice("channels", self.channels, (None, 1, 3))
         if not 1 <= self.jpeg_quality <= 100:
             raise ConfigError("jpeg_quality", "must be in 1..100")

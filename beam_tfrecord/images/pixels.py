@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from beam_tfrecord.elements import Fact, StoredPixels
+from beam_tfrecord.keys import Fact, StoredPixels
 
 __all__ = [
     "ARRAY_FORMAT",

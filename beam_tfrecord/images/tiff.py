@@ -17,6 +17,10 @@ What a file becomes (a `DeepPicture`):
   Every other axis (Z, T, pages of unknown meaning) is flattened, in the file's order, into D;
   a picture with D = 1 is [H, W, C]. `pages="first"` keeps the first position of D only, and
   decodes only its pages.
+- `page=N` (`--pages each`: every page an input of its own) reads the file's page N alone, as
+  [H, W, C]: the file's pages are the positions of D of each full-resolution series in turn (the
+  picture's, then those of other series, a document's page of another size among them), as
+  `plan.pages` counts them while planning; the fact `pages_in_file` says how many there are.
 - Values are what tifffile's `asarray()` gives: the stored sample type (bool for 1-bit, uint8
   for 2..8 bits, uint16 for 9..16, float32 for float24, float16 kept), stored values (a
   palette's indices, not colours; MinIsWhite not inverted), in native byte order, C-contiguous.
@@ -51,7 +55,7 @@ import numpy as np
 import tifffile
 
 from beam_tfrecord import reasons
-from beam_tfrecord.images.deep import DeepPicture, Fact
+from beam_tfrecord.images.deep import PAGES_IN_FILE, DeepPicture, Fact
 from beam_tfrecord.images.quiet import Captured, tifffile_log
 from beam_tfrecord.reasons import Reject
 
@@ -80,7 +84,12 @@ def is_tiff(data: bytes) -> bool:
 
 
 def read_tiff(
-    data: bytes, *, max_pixels: int, pages: str = "stack", max_bytes: int = MAX_BYTES
+    data: bytes,
+    *,
+    max_pixels: int,
+    pages: str = "stack",
+    page: int | None = None,
+    max_bytes: int = MAX_BYTES,
 ) -> DeepPicture:
     """Decode a TIFF's picture at full depth, or raise `Reject` with a reason.
 
@@ -89,13 +98,15 @@ def read_tiff(
       max_pixels: a page of more pixels (height x width) is `too_large`, from its header.
       pages: "stack" keeps every page of the picture ([D, H, W, C] when there are several),
         "first" the first position of the stack only ([H, W, C]).
+      page: the file's page N alone ([H, W, C]; see the module's docstring), `pages` aside; a
+        file of fewer pages is `pages_changed`.
       max_bytes: a picture whose pixels would take more is `too_large`, before decoding.
     """
     if pages not in PAGES:
         raise ValueError(f"pages must be one of {PAGES}, not {pages!r}")
     with tifffile_log() as logged:
         try:
-            return _read(data, max_pixels, pages, max_bytes)
+            return _read(data, max_pixels, pages, max_bytes, page)
         except Reject as reject:
             if not logged:
                 raise
@@ -103,7 +114,7 @@ def read_tiff(
             raise reject.with_detail(f"{reject.detail} (tifffile: {said})") from None
 
 
-def _read(data: bytes, max_pixels: int, pages: str, max_bytes: int) -> DeepPicture:
+def _read(data: bytes, max_pixels: int, pages: str, max_bytes: int, page: int | None) -> DeepPicture:
     if not data:
         raise Reject(reasons.EMPTY, "the file has zero bytes")
     if not is_tiff(data):
@@ -117,22 +128,33 @@ def _read(data: bytes, max_pixels: int, pages: str, max_bytes: int) -> DeepPictu
         raise _reject(error, "reading its header") from None
     with tif:
         try:
-            picture, left_out = _picture_series(tif)
+            if page is None:
+                picture, left_out = _picture_series(tif)
+                position, count = (0 if pages == "first" else None), 0
+            else:
+                (picture, position, count), left_out = _page_series(tif, page), 0
             plan = _Plan.of(picture)
             keyframe = picture.keyframe
-            _check_header(keyframe, plan, max_pixels, max_bytes, pages)
-            array, axes = _decode(tif, picture, plan, data, pages)
+            _check_header(keyframe, plan, max_pixels, max_bytes, position is not None)
+            some = position is not None and plan.complete and plan.pages > 1
+            indices = plan.position_pages(position) if some and position is not None else None
+            array, axes = _decode(tif, picture, plan, data, indices)
         except Reject:
             raise
         except Exception as error:  # a tag of the wrong type or count, a field out of range
             raise _reject(error, "reading its pages") from None
         facts = _geo_facts(keyframe)
     stack = _arranged(array, axes, plan)
-    if pages == "first":
-        left_out += plan.pages - len(plan.first_pages())
+    if pages == "first" and page is None:
+        left_out += plan.pages - len(plan.position_pages(0))
     if left_out:
         facts["pages_left_out"] = left_out
-    return DeepPicture(stack[0] if len(stack) == 1 or pages == "first" else stack, SOURCE_FORMAT, facts)
+    if count:
+        facts[PAGES_IN_FILE] = count
+    if position is None:
+        return DeepPicture(stack[0] if len(stack) == 1 else stack, SOURCE_FORMAT, facts)
+    # The pages decoded hold the position's page of the grid, with its slices within a page.
+    return DeepPicture(stack[position % plan.inpage_depth if some else position], SOURCE_FORMAT, facts)
 
 
 def _reject(error: Exception, doing: str) -> Reject:
@@ -209,6 +231,29 @@ def _picture_series(tif: tifffile.TiffFile) -> tuple[tifffile.TiffPageSeries, in
     return picture, left_out
 
 
+def _page_series(tif: tifffile.TiffFile, page: int) -> tuple[tifffile.TiffPageSeries, int, int]:
+    """The series holding the file's page `page` (the positions of its full-resolution series in
+    turn), the page's position in it, and the file's page count."""
+    everything = tif.series
+    if not everything:
+        raise Reject(reasons.CORRUPT, "no page holds an image")
+    full = [series for series in everything if not _reduced(series)] or everything[:1]
+    counts = [_positions(series) for series in full]
+    if page >= sum(counts):
+        raise Reject(reasons.PAGES_CHANGED, f"it holds {sum(counts)} pages, no page {page}: it changed since")
+    for series, count in zip(full, counts, strict=True):
+        if page < count:
+            return series, page, sum(counts)
+        page -= count
+    raise AssertionError("unreachable: the page was counted")
+
+
+def _positions(series: tifffile.TiffPageSeries) -> int:
+    """The positions of D a series holds (plan.pages counts the file's pages alike)."""
+    axes, shape = series.get_axes(False), series.get_shape(False)
+    return math.prod(n for axis, n in zip(axes, shape, strict=True) if axis not in "YX" + _BAND_AXES)
+
+
 def _reduced(series: tifffile.TiffPageSeries) -> bool:
     keyframe = series.keyframe
     return bool(keyframe.is_reduced or keyframe.is_mask)
@@ -260,15 +305,24 @@ class _Plan:
     def depth(self) -> int:
         return math.prod(self.shape) // (self.height * self.width * self.bands)
 
-    def first_pages(self) -> list[int]:
-        """The pages (indices in the series) that hold the first position of the stack: the
-        first of every axis of D, all of the channels."""
-        grid = np.arange(self.pages).reshape(self.shape[: self.grid])
-        first = tuple(slice(None) if axis in _BAND_AXES else 0 for axis in self.axes[: self.grid])
-        return [int(i) for i in grid[first].ravel()]
+    @property
+    def inpage_depth(self) -> int:
+        """The positions of D within one page (the slices of a volumetric tile); 1 mostly."""
+        inside = zip(self.axes[self.grid :], self.shape[self.grid :], strict=True)
+        return math.prod(n for axis, n in inside if axis not in "YX" + _BAND_AXES)
+
+    def position_pages(self, position: int) -> list[int]:
+        """The pages (indices in the series) that hold position `position` of the stack: its
+        place on every axis of D among the pages, all of the channels."""
+        axes, shape = self.axes[: self.grid], self.shape[: self.grid]
+        grid = np.arange(self.pages).reshape(shape)
+        depth = [n for axis, n in zip(axes, shape, strict=True) if axis not in _BAND_AXES]
+        where = iter(np.unravel_index(position // self.inpage_depth, depth) if depth else ())
+        index = tuple(slice(None) if axis in _BAND_AXES else int(next(where)) for axis in axes)
+        return [int(i) for i in grid[index].ravel()]
 
 
-def _check_header(keyframe: Any, plan: _Plan, max_pixels: int, max_bytes: int, pages: str) -> None:
+def _check_header(keyframe: Any, plan: _Plan, max_pixels: int, max_bytes: int, one: bool) -> None:
     """What the header alone refuses: a sample type tifffile cannot give, too many pixels, a
     codec that is not installed."""
     if keyframe.dtype is None:
@@ -283,8 +337,8 @@ def _check_header(keyframe: Any, plan: _Plan, max_pixels: int, max_bytes: int, p
             reasons.TOO_LARGE,
             f"a page of {width}x{height} = {height * width} pixels is over max_pixels ({max_pixels})",
         )
-    # The first position alone is decoded where each page has its directory; else all of it.
-    depth = 1 if pages == "first" and plan.complete else plan.depth
+    # One position's pages alone are decoded where each page has its directory; else all of it.
+    depth = plan.inpage_depth if one and plan.complete else plan.depth
     nbytes = depth * plan.height * plan.width * plan.bands * keyframe.dtype.itemsize
     if nbytes > max_bytes:
         raise Reject(
@@ -342,12 +396,15 @@ def _compression_name(compression: int) -> str:
 
 
 def _decode(
-    tif: tifffile.TiffFile, series: tifffile.TiffPageSeries, plan: _Plan, data: bytes, pages: str
+    tif: tifffile.TiffFile,
+    series: tifffile.TiffPageSeries,
+    plan: _Plan,
+    data: bytes,
+    some: list[int] | None,
 ) -> tuple[np.ndarray, str]:
-    """The samples of the pages to decode, and their axes: the plan's, or for the first position
-    of a stack, its channels' and one page's."""
-    some = pages == "first" and plan.complete and plan.pages > 1
-    indices = plan.first_pages() if some else list(range(plan.pages))
+    """The samples of the pages to decode (`some`: one position's, None: all), and their axes:
+    the plan's, or for one position of a stack, its channels' and one page's."""
+    indices = some if some is not None else list(range(plan.pages))
     chosen = [series.pages[i] for i in indices] if plan.complete else list(series.pages)
     if any(page is None for page in chosen):
         raise Reject(
@@ -355,12 +412,12 @@ def _decode(
             "its series has planes in other files (a multi-file OME-TIFF): read the files as one dataset",
         )
     _check_segments(chosen, data)
-    if not some and series.dataoffset is not None:
+    if some is None and series.dataoffset is not None:
         end = series.dataoffset + series.nbytes
         if end > len(data):
             raise _past_end("the series' contiguous data", end, len(data))
     try:
-        if some:
+        if some is not None:
             grid = zip(plan.axes[: plan.grid], plan.shape, strict=False)
             channels = [(axis, n) for axis, n in grid if axis in _BAND_AXES]
             shape = [n for _, n in channels] + list(plan.shape[plan.grid :])

@@ -37,7 +37,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tfrecord import fault_injection, names, storage
 from beam_tfrecord.config_base import unrecorded_defaults, unshaping_keys
 from beam_tfrecord.edges import JsonObject
-from beam_tfrecord.elements import DuplicateGroup
+from beam_tfrecord.elements import PAGE_MARK, DuplicateGroup
 from beam_tfrecord.labels import kinds as label_kinds
 from beam_tfrecord.names import ShardFormat
 from beam_tfrecord.output import grown_files
@@ -235,7 +235,38 @@ def compare_listing(
     if number is not None:
         listed = {f.relpath for f in listing}
         gone = [entry for entry in mine if entry.relpath not in listed]
+    if any(file.page is not None for file in listing):  # --pages each: a page, an input
+        return _changed_stacks(ListingDelta(new, changed, gone, converted), listing)
     return ListingDelta(new, changed, gone, converted)
+
+
+def _changed_stacks(delta: ListingDelta, listing: Sequence[InputFile]) -> ListingDelta:
+    """A file whose pages are inputs (`--pages each`) and that changed since converted is never
+    converted again, whichever of its pages are new: one that gained pages (the new ones are not
+    converted), or whose pages are named anew (more pages, more digits; one page now, or several)
+    (its old entries are not listed, and are changed, not gone)."""
+    files: dict[str, InputFile] = {}
+    for file in listing:
+        files.setdefault(file.file_relpath, file)
+    renamed = [(entry, found) for entry in delta.gone if (found := _listed_file(entry.relpath, files))]
+    touched = {file.file_relpath for _, file in delta.changed} | {file.file_relpath for _, file in renamed}
+    if not touched:
+        return delta
+    return ListingDelta(
+        [file for file in delta.new if file.file_relpath not in touched],
+        [*delta.changed, *renamed],
+        [entry for entry in delta.gone if _listed_file(entry.relpath, files) is None],
+        delta.converted,
+    )
+
+
+def _listed_file(relpath: str, files: Mapping[str, InputFile]) -> InputFile | None:
+    """The listed file an index entry that is not listed was a page of (`stack.tif#3`), or was
+    when it had one page (`stack.tif`, now of several): its first input."""
+    if relpath in files:
+        return files[relpath]
+    head, mark, index = relpath.rpartition(PAGE_MARK)
+    return files.get(head) if mark and index.isdigit() else None
 
 
 def _base(input_spec: str | None) -> str | None:

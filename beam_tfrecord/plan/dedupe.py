@@ -23,7 +23,15 @@ from beam_tfrecord import reasons, storage
 from beam_tfrecord.elements import RejectLine
 from beam_tfrecord.plan.listing import InputFile
 
-__all__ = ["HASH_THREADS", "content_hash", "content_hashes", "kept_copies", "sources", "without_copies"]
+__all__ = [
+    "HASH_THREADS",
+    "content_hash",
+    "content_hashes",
+    "input_hashes",
+    "kept_copies",
+    "sources",
+    "without_copies",
+]
 
 HASH_THREADS = 8  # reads wait on disk or network; hashlib releases the GIL on large buffers
 Entry = TypeVar("Entry")  # what a candidate carries beside its file (its label entry)
@@ -67,6 +75,20 @@ def content_hashes(paths: Sequence[Sources], threads: int = HASH_THREADS) -> lis
         return list(pool.map(_try_hash, paths, chunksize=16))
 
 
+def input_hashes(files: Sequence[InputFile], threads: int = HASH_THREADS) -> list[str | None]:
+    """Each input's content hash, as the worker hashes its record (`image/key/sha256`): its
+    file's or band files' bytes, a page's of its file's hash and its index (`elements.Page.sha256`,
+    `--pages each`). A file is read once however many of its pages are inputs; None for one that
+    cannot be read now."""
+    unique = list(dict.fromkeys(sources(f) for f in files))
+    hashed = dict(zip(unique, content_hashes(unique, threads), strict=True))
+    found = [hashed[sources(f)] for f in files]
+    return [
+        f.page.sha256(digest) if f.page is not None and digest is not None else digest
+        for f, digest in zip(files, found, strict=True)
+    ]
+
+
 def kept_copies(hashed: Iterable[tuple[str, str | None]]) -> dict[str, str]:
     """relpath -> the relpath of the copy kept instead, for every copy that is not kept.
 
@@ -96,7 +118,7 @@ def without_copies(
     detection run's objects per picture, which a copy's reject line counts (its objects are
     `image_rejected`, so every object is accounted for)."""
     count = objects or (lambda relpath: 0)
-    hashes = content_hashes([sources(f) for f, _ in labeled])
+    hashes = input_hashes([f for f, _ in labeled])
     old = {
         f.relpath: known[h] for (f, _), h in zip(labeled, hashes, strict=True) if h is not None and h in known
     }

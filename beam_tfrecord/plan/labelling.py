@@ -150,8 +150,8 @@ def _labeled_files(
         if file.problem is not None:  # known from the listing: a broken link, a loop, a FIFO
             rejects.append(RejectLine(file.relpath, *file.problem))
             continue
-        try:
-            labeled.append((file, label_source.entry_of(file.relpath)))
+        try:  # a page (`--pages each`) is labelled as its file is
+            labeled.append((file, label_source.entry_of(file.file_relpath)))
         except labels_lib.Unlabeled as error:
             rejects.append(RejectLine(file.relpath, reasons.UNLABELED.code, str(error)))
     return labeled

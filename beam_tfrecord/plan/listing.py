@@ -20,7 +20,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tfrecord import gcs, reasons, storage
 from beam_tfrecord.config_base import ConfigError
-from beam_tfrecord.elements import BandFile
+from beam_tfrecord.elements import BandFile, Page
 
 __all__ = ["InputFile", "list_inputs", "shown_path", "skip_reason", "split_input_spec", "walk_local"]
 
@@ -48,6 +48,15 @@ class InputFile:
     # A picture whose bands are files of their own (`--bands`, plan.bands): those files in band
     # order; `relpath` is then the picture's key, `size` their sum and `mtime` the latest.
     bands: tuple[BandFile, ...] = ()
+    # One page of a multi-page file (`--pages each`, plan.pages): `relpath` is then the page's
+    # name (`stack.tif#03`), `path`, `size` and `mtime` the file's. Page(0, 1): a file of one page.
+    page: Page | None = None
+
+    @property
+    def file_relpath(self) -> str:
+        """The relative path of the file the input is read from: what labels, groups and splits
+        see, so the pages of a file are labelled and split as the file is."""
+        return self.page.file_of(self.relpath) if self.page is not None else self.relpath
 
 
 def split_input_spec(input_spec: str) -> tuple[str, str]:

@@ -85,7 +85,7 @@ class Plan:
     def bytes_per_split(self) -> dict[str, int]:
         totals = dict.fromkeys(self.splits, 0)
         for item in self.inputs:
-            totals[item.split] += item.size
+            totals[item.split] += item.weight
         return totals
 
 
@@ -194,6 +194,7 @@ def _planned_inputs(
             extras=candidates.extras.get(f.relpath, ()),
             annotations=annotations_of(f.relpath) if annotations_of is not None else None,
             bands=f.bands,
+            page=f.page if f.page is not None and f.page.count > 1 else None,
         )
         for f, entry in candidates.files
         for split in (split_of[f.relpath], *(also or {}).get(f.relpath, ()))
@@ -207,7 +208,7 @@ def _shard_counts(
     totals: dict[str, int] = defaultdict(int)
     counts: dict[str, int] = defaultdict(int)
     for item in inputs:
-        totals[item.split] += item.size
+        totals[item.split] += item.weight
         counts[item.split] += 1
     return {name: shards.count_for(totals[name], counts[name]) for name in splits}
 
@@ -223,23 +224,25 @@ def shard_tasks(plan: Plan, split_seed: int = 0) -> list[ShardTask]:
     """Every planned shard with its inputs, balanced by bytes and independent of listing order.
 
     Inputs are taken in path-hash order and each goes to the shard with the fewest bytes so far,
-    so shards of one split differ in size by at most about one image.
+    so shards of one split differ in size by at most about one image. The pages of a file
+    (`--pages each`) go together, in page order, as one input of the file's bytes: the worker
+    reads the file once for all of them (images.pages), never once a shard.
     """
-    by_split: dict[str, list[PlannedInput]] = defaultdict(list)
+    by_split: dict[str, dict[str, list[PlannedInput]]] = defaultdict(lambda: defaultdict(list))
     for item in plan.inputs:
-        by_split[item.split].append(item)
+        by_split[item.split][item.file_relpath].append(item)
     found: list[ShardTask] = []
     kinds, settings = tuple(k.name for k in of_task(plan.task)), worker_settings(plan)
     for split, count in plan.shard_counts.items():
-        items = sorted(
-            by_split[split], key=lambda i: (splits_lib.path_hash(i.relpath, split_seed + 1), i.relpath)
+        files = sorted(
+            by_split[split].items(), key=lambda f: (splits_lib.path_hash(f[0], split_seed + 1), f[0])
         )
         heap = [(0, index) for index in range(count)]
         members: list[list[PlannedInput]] = [[] for _ in range(count)]
-        for item in items:
+        for _, items in files:
             size, index = heapq.heappop(heap)
-            members[index].append(item)
-            heapq.heappush(heap, (size + item.size, index))
+            members[index] += sorted(items, key=lambda i: i.page.index if i.page is not None else 0)
+            heapq.heappush(heap, (size + sum(item.weight for item in items), index))
         found += [
             ShardTask(split, index, count, tuple(members[index]), kinds, settings) for index in range(count)
         ]

@@ -25,6 +25,7 @@ from beam_tfrecord.plan.labelling import Labeled, LabelSource
 from beam_tfrecord.plan.source_config import SourceConfig
 
 __all__ = [
+    "PAGES",
     "SPLIT_FOLDERS",
     "GroupFacts",
     "SplitAssignment",
@@ -41,12 +42,16 @@ _LOGGER = logging.getLogger(__name__)
 SPLIT_FOLDERS = "the split folders (train/, val/, test/ above the class folders)"
 
 
+PAGES = "pages"  # GroupFacts.source of a run whose groups are the pages of each file (--pages each)
+
+
 @dataclass(frozen=True)
 class GroupFacts:
     """How files were grouped for splitting: by group_pattern, by a manifest's `group` column,
-    or not at all; `without_group` files kept their own path hash."""
+    the pages of each file (`--pages each`: a group a file of several pages), or not at all;
+    `without_group` files kept their own path hash."""
 
-    source: str | None = None  # "group_pattern" | "manifest" | None
+    source: str | None = None  # "group_pattern" | "manifest" | "pages" | None
     groups: int = 0
     grouped_files: int = 0
     without_group: int = 0
@@ -94,7 +99,7 @@ def split_files(
             splits,
             source.split_seed,
             source.stratify,
-            groups,
+            {**_files_of_pages(labeled), **groups},
         )
     # A COCO file given per split (annotations are read only where the source has their options).
     if annotated is not None and source.annotations is not None and source.annotations.split_names:
@@ -239,19 +244,31 @@ def _object_strata(annotated: AnnotationSet) -> Callable[[str], str]:
     return stratum
 
 
+def _files_of_pages(labeled: Labeled) -> dict[str, str]:
+    """relpath -> its file's, for each page of a multi-page file (`--pages each`): the pages of a
+    file are split as one group, by their file's path, so each lands where the file's stack would,
+    and neighbouring slices are never on both sides of a split. A group of the run's own
+    (group_pattern, a manifest's column) wins: it holds the whole file."""
+    return {f.relpath: f.file_relpath for f, _ in labeled if f.relpath != f.file_relpath}
+
+
 def _groups(
     labeled: Labeled, pattern: re.Pattern[str] | None, label_source: LabelSource
 ) -> tuple[dict[str, str], GroupFacts]:
     """relpath -> group for the files that have one: group_pattern wins over a manifest's
-    `group` column (an option given on the command line is the more deliberate choice)."""
+    `group` column (an option given on the command line is the more deliberate choice). A page
+    (`--pages each`) is in its file's group: the pattern is searched in its file's path."""
     if pattern is not None:
         source = "group_pattern"
-        found = {f.relpath: splits_lib.group_of(f.relpath, pattern) for f, _ in labeled}
+        found = {f.relpath: splits_lib.group_of(f.file_relpath, pattern) for f, _ in labeled}
     elif label_source.manifest is not None and label_source.manifest.has_groups:
         source = "manifest"
         found = {f.relpath: entry.group if entry is not None else None for f, entry in labeled}
-    else:
-        return {}, GroupFacts()
+    else:  # the pages of a file, where a run makes a record of each (--pages each)
+        pages = _files_of_pages(labeled)
+        if not pages:
+            return {}, GroupFacts()
+        return pages, GroupFacts(PAGES, len(set(pages.values())), len(pages), len(labeled) - len(pages))
     groups = {relpath: group for relpath, group in found.items() if group is not None}
     facts = GroupFacts(source, len(set(groups.values())), len(groups), len(found) - len(groups))
     return groups, facts

@@ -16,7 +16,7 @@ import numpy as np
 from google.protobuf.message import Message
 
 from beam_tfrecord.edges import FeatureValue, Tensor
-from beam_tfrecord.elements import ColumnValue, RecordFields, StoredPixels
+from beam_tfrecord.elements import ColumnValue, RecordFields
 from beam_tfrecord.keys import (
     FACTS,
     SCHEMAS,
@@ -24,6 +24,7 @@ from beam_tfrecord.keys import (
     PixelLayout,
     RecordKey,
     RecordLayout,
+    StoredPixels,
     extra_key,
     key_of,
     record_keys,
