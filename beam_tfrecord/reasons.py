@@ -122,9 +122,7 @@ NOT_AN_IMAGE = _reason("not_an_image", "reject", "no codec recognises the bytes"
 TRUNCATED = _reason("truncated", "reject", "cut short")
 CORRUPT = _reason("corrupt", "reject", "a decoder error (the detail is its message)")
 UNSUPPORTED_FORMAT = _reason("unsupported_format", "reject", "a refused format")
-CODEC_MISSING = _reason(
-    "codec_missing", "reject", "no installed decoder; the detail says what to install"
-)
+CODEC_MISSING = _reason("codec_missing", "reject", "no installed decoder; the detail says what to install")
 NO_PICTURE = _reason(
     "no_picture",
     "reject",
@@ -132,9 +130,7 @@ NO_PICTURE = _reason(
 )
 TOO_LARGE = _reason("too_large", "reject", "over `--max_pixels` or `--max_file_mb`")
 UNREADABLE = _reason("unreadable", "reject", "a broken symlink, a FIFO, an unlistable directory, ...")
-UNDECODABLE_NAME = _reason(
-    "undecodable_name", "reject", "path not UTF-8: rename it"
-)
+UNDECODABLE_NAME = _reason("undecodable_name", "reject", "path not UTF-8: rename it")
 UNLABELED = _reason("unlabeled", "reject", "no label found")
 UNKNOWN_CLASS = _reason("unknown_class", "reject", "class not in `--class_names`")
 BAD_MANIFEST_VALUE = _reason("bad_manifest_value", "reject", "an `--extra_columns` value not of its type")
@@ -233,9 +229,7 @@ KEYPOINTS_DROPPED = _reason(
 KEYPOINTS_OUTSIDE = _reason(
     "keypoints_outside", "change", "labelled keypoints outside the picture or crop, stored unlabelled"
 )
-OBJECTS_DROPPED = _reason(
-    "objects_dropped", "change", "objects left out (listed in `dropped_objects.jsonl`)"
-)
+OBJECTS_DROPPED = _reason("objects_dropped", "change", "objects left out (listed in `dropped_objects.jsonl`)")
 
 # Dropped: why an annotated object is not stored.
 UNKNOWN_CATEGORY = _reason("unknown_category", "drop", "category not a class name")
