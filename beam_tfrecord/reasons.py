@@ -47,13 +47,12 @@ class KindInfo:
 KINDS: dict[Kind, KindInfo] = {
     "reject": KindInfo(
         "Rejects",
-        "An input that cannot become a record: a [`rejects.jsonl`](output-files.md#the-folder) line "
-        "whose `detail` names the file, value or error.",
+        "An input that cannot become a record: a [`rejects.jsonl`](output-files.md#the-folder) line, "
+        "its `detail` naming the file, value or error.",
     ),
     "skip": KindInfo(
         "Skipped files",
-        "A listed file that is not an input: a `rejects.jsonl` line counted as `skipped`, its `detail` "
-        "saying what it is.",
+        "A listed file that is not an input: a `rejects.jsonl` line, its `detail` saying what it is.",
     ),
     "change": KindInfo(
         "Changes",
@@ -66,13 +65,13 @@ KINDS: dict[Kind, KindInfo] = {
     ),
     "unmatched": KindInfo(
         "Annotations without an image",
-        "An annotation entry that names no listed picture: an "
+        "An annotation entry naming no listed picture: an "
         "[`annotations_without_image.jsonl`](output-files.md#the-folder) line; its objects count as "
         "`no_image`.",
     ),
     "object_note": KindInfo(
         "Object notes",
-        "Kept on a stored object in memory, never written; each becomes its record's change:",
+        "Never written: each note on a stored object becomes its record's change:",
     ),
 }
 
@@ -123,19 +122,15 @@ NOT_AN_IMAGE = _reason("not_an_image", "reject", "no codec recognises the bytes"
 TRUNCATED = _reason("truncated", "reject", "cut short")
 CORRUPT = _reason("corrupt", "reject", "a decoder error (the detail is its message)")
 UNSUPPORTED_FORMAT = _reason("unsupported_format", "reject", "a refused format")
-CODEC_MISSING = _reason(
-    "codec_missing", "reject", "no installed decoder (DICOM needs `[dicom]`); the detail says what to install"
-)
+CODEC_MISSING = _reason("codec_missing", "reject", "no installed decoder; the detail says what to install")
 NO_PICTURE = _reason(
     "no_picture",
     "reject",
-    "DICOM without a picture (DICOMDIR, RT Structure Set, report) or a Segmentation (masks of others)",
+    "a DICOM without a picture (DICOMDIR, RT Structure Set, report, Segmentation)",
 )
 TOO_LARGE = _reason("too_large", "reject", "over `--max_pixels` or `--max_file_mb`")
-UNREADABLE = _reason("unreadable", "reject", "unreadable (a broken symlink, a FIFO, an unlistable directory)")
-UNDECODABLE_NAME = _reason(
-    "undecodable_name", "reject", "path not UTF-8, as `image/filename` and JSON need: rename it"
-)
+UNREADABLE = _reason("unreadable", "reject", "a broken symlink, a FIFO, an unlistable directory, ...")
+UNDECODABLE_NAME = _reason("undecodable_name", "reject", "path not UTF-8: rename it")
 UNLABELED = _reason("unlabeled", "reject", "no label found")
 UNKNOWN_CLASS = _reason("unknown_class", "reject", "class not in `--class_names`")
 BAD_MANIFEST_VALUE = _reason("bad_manifest_value", "reject", "an `--extra_columns` value not of its type")
@@ -143,7 +138,7 @@ DUPLICATE = _reason("duplicate", "reject", "`--dedupe`: a copy of another input"
 UNANNOTATED = _reason("unannotated", "reject", "`--unannotated drop`: no annotation names it")
 BAD_ANNOTATION = _reason("bad_annotation", "reject", "a malformed annotation file")
 UNSAFE_ANNOTATION = _reason(
-    "unsafe_annotation", "reject", "annotation XML with entities or external references (never expanded)"
+    "unsafe_annotation", "reject", "annotation XML with entities or external references"
 )
 CONFLICTING_ANNOTATIONS = _reason("conflicting_annotations", "reject", "two annotation entries claim it")
 AMBIGUOUS_ANNOTATION = _reason("ambiguous_annotation", "reject", "an entry may be for it or another file")
@@ -151,12 +146,12 @@ AMBIGUOUS_ANNOTATION = _reason("ambiguous_annotation", "reject", "an entry may b
 CONFLICTING_SPLIT = _reason("conflicting_split", "reject", "two declared splits claim it")
 UNDECLARED_SPLIT = _reason("undeclared_split", "reject", "no declared split names it")
 ANNOTATION_SIZE_MISMATCH = _reason(
-    "annotation_size_mismatch", "reject", "annotated size fits neither the stored nor the upright picture"
+    "annotation_size_mismatch", "reject", "annotated size neither the stored nor the upright picture's"
 )
 # A segmentation run's mask file (the picture's own bytes are fine).
 CLASS_MASK_UNREADABLE = _reason("class_mask_unreadable", "reject", "mask file unreadable or not of class ids")
 CLASS_MASK_SIZE_MISMATCH = _reason(
-    "class_mask_size_mismatch", "reject", "mask fits neither the stored nor the upright picture"
+    "class_mask_size_mismatch", "reject", "mask size neither the stored nor the upright picture's"
 )
 CLASS_MASK_COLOURS = _reason("class_mask_colours", "reject", "mask colours no class of the palette has")
 CLASS_MASK_UNKNOWN_VALUE = _reason(
@@ -165,7 +160,7 @@ CLASS_MASK_UNKNOWN_VALUE = _reason(
 # A panoptic run's PNG of segment ids (the picture's own bytes are fine).
 PANOPTIC_UNREADABLE = _reason("panoptic_unreadable", "reject", "panoptic PNG missing, unreadable or not RGB")
 PANOPTIC_SIZE_MISMATCH = _reason(
-    "panoptic_size_mismatch", "reject", "panoptic PNG fits neither the stored nor the upright picture"
+    "panoptic_size_mismatch", "reject", "panoptic PNG size neither the stored nor the upright picture's"
 )
 # A picture whose bands are files of their own (`--bands`).
 BAND_MISSING = _reason("band_missing", "reject", "`--bands`: a band has no file")
@@ -175,7 +170,7 @@ BAND_AMBIGUOUS = _reason(
 BANDS_DIFFER = _reason("bands_differ", "reject", "`--bands`: band files differ in size or sample type")
 BAND_NOT_SINGLE = _reason("band_not_single", "reject", "`--bands`: a band file holds several bands or pages")
 PAGES_CHANGED = _reason(
-    "pages_changed", "reject", "`--pages each`: the file's page count changed since the run counted it"
+    "pages_changed", "reject", "`--pages each`: the file's page count changed since counted"
 )
 FEATURE_FAILED = _reason("feature_failed", "reject", "the feature model cannot take it")
 INFERENCE_FAILED = _reason("inference_failed", "reject", "the model raised on its batch")
@@ -184,21 +179,21 @@ INFERENCE_FAILED = _reason("inference_failed", "reject", "the model raised on it
 SKIPPED = _reason(
     "skipped",
     "skip",
-    "hidden files, `Thumbs.db`, `.DS_Store`, `desktop.ini`, `__MACOSX/`, symlink loops, the `--manifest` "
-    "or annotation files inside `--input`, files naming no `--bands` band",
+    "hidden files, `Thumbs.db`, `.DS_Store`, `desktop.ini`, `__MACOSX/`, symlink loops, the manifest "
+    "and annotation files, files naming no `--bands` band",
 )
 
 # Changes: why a stored image differs from its file, in the order changes.jsonl lists them.
 FORMAT = _reason(
     "format",
     "change",
-    "a format TensorFlow cannot decode (TIFF, WebP, HEIC, BMP, ...), stored as JPEG or PNG",
+    "TensorFlow cannot decode it (TIFF, WebP, HEIC, BMP, ...): stored as JPEG or PNG",
 )
 FORMAT_FORCED = _reason("format_forced", "change", "`--image_format` forced the other format")
 WRONG_EXTENSION = _reason(
     "wrong_extension",
     "change",
-    "the extension names another format (a PNG named `.jpg`); bytes kept if possible",
+    "the extension names another format (a PNG named `.jpg`); bytes kept where possible",
 )
 CMYK = _reason("cmyk", "change", "CMYK to RGB")
 HIGH_BIT_DEPTH = _reason("high_bit_depth", "change", "16-bit, 32-bit or float pixels scaled to 8 bits")
@@ -210,13 +205,13 @@ FRAMES_DROPPED = _reason("frames_dropped", "change", "only the first frame kept 
 RESIZED = _reason("resized", "change", "`--resize`")
 CHANNELS = _reason("channels", "change", "`--channels`")
 JPEG_END_MISSING = _reason(
-    "jpeg_end_missing", "change", "a JPEG missing its end marker (TensorFlow refuses it): re-encoded"
+    "jpeg_end_missing", "change", "a JPEG missing its end marker, which TensorFlow refuses: re-encoded"
 )
 BOXES_CLIPPED = _reason("boxes_clipped", "change", "a box crossed the edge: clipped")
 BOXES_CROPPED = _reason("boxes_cropped", "change", "`--resize_mode crop` cut part of a box")
 MASKS_FROM_BOXES = _reason("masks_from_boxes", "change", "`--masks`: a maskless object got its filled box")
 MASKS_EMPTY = _reason("masks_empty", "change", "an object's mask has no pixel left")
-MASKS_DROPPED = _reason("masks_dropped", "change", "an object's malformed mask left out (box kept)")
+MASKS_DROPPED = _reason("masks_dropped", "change", "an object's malformed mask left out, its box kept")
 BOXES_UNROTATED = _reason(
     "boxes_unrotated", "change", "a rotated box stored axis-aligned, its corners as its mask"
 )
@@ -232,11 +227,9 @@ KEYPOINTS_DROPPED = _reason(
     "keypoints_dropped", "change", "an object's malformed keypoints left out (box kept)"
 )
 KEYPOINTS_OUTSIDE = _reason(
-    "keypoints_outside", "change", "labelled keypoints outside the picture or crop: stored unlabelled"
+    "keypoints_outside", "change", "labelled keypoints outside the picture or crop, stored unlabelled"
 )
-OBJECTS_DROPPED = _reason(
-    "objects_dropped", "change", "objects left out (`dropped_objects.jsonl` names each)"
-)
+OBJECTS_DROPPED = _reason("objects_dropped", "change", "objects left out (listed in `dropped_objects.jsonl`)")
 
 # Dropped: why an annotated object is not stored.
 UNKNOWN_CATEGORY = _reason("unknown_category", "drop", "category not a class name")
@@ -251,8 +244,7 @@ MASK_SIZE_MISMATCH = _reason("mask_size_mismatch", "drop", "mask run lengths for
 NOT_DRAWN = _reason(
     "not_drawn",
     "drop",
-    "no area to fill (a box without outline, a line, a point) in a drawn class mask; a line in a detection "
-    "run",
+    "nothing to fill in a drawn class mask (a box without outline, a line, a point); a line in detection",
 )
 OTHER_SHAPE = _reason(
     "other_shape",
@@ -263,8 +255,7 @@ OTHER_SHAPE = _reason(
 UNATTACHED_POINT = _reason(
     "unattached_point",
     "drop",
-    "a point joining no one object (LabelMe group, Label Studio parent, enclosing box) or repeating a name "
-    "there",
+    "a point in no one object (LabelMe group, Label Studio parent, enclosing box), or a repeated name",
 )
 IMAGE_REJECTED = _reason("image_rejected", "drop", "its image rejected (counted, not listed)")
 NO_IMAGE = _reason("no_image", "drop", "its entry names no listed image (counted, not listed)")

@@ -95,6 +95,7 @@ class CommandSettings:
     resume: bool = setting(
         True,
         negated=True,
+        details="start clean instead of resuming an interrupted run of the same command",
         group="output",
         label="Start clean",
         value_type=bool,

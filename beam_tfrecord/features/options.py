@@ -181,8 +181,8 @@ class FeatureConfig(Config):
     )
     precision: str = setting(
         "float32",
-        details="`mixed`: Keras models under `mixed_float16`, PyTorch ones under `torch.autocast`; stored "
-        "as `--feature_dtype` anyway; not for `--model_path`",
+        details="`mixed`: Keras `mixed_float16` or PyTorch `torch.autocast`; stored as `--feature_dtype`; "
+        "not for `--model_path`",
         option="feature_precision",
         group="features",
         label="Feature model precision",
@@ -208,8 +208,8 @@ class FeatureConfig(Config):
     # What a model_path model is fed (NORMALIZATIONS); named backbones apply their own.
     input_normalization: str = setting(
         "none",
-        details="what a `--model_path` model is fed: `none` (RGB 0..255), `unit` (0..1) or `imagenet` (as "
-        "torchvision and timm weights expect)",
+        details="what a `--model_path` model is fed: `none` (RGB 0..255), `unit` (0..1) or `imagenet` "
+        "(torchvision's and timm's)",
         option="model_input_normalization",
         group="features",
         label="Model input normalization",

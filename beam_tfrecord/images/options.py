@@ -92,7 +92,7 @@ class ImageConfig(Config):
     bit_depth: str = setting(
         "full",
         details="`full` keeps samples and bands as they are ([scientific](scientific.md)); `8` scales "
-        "them to 8-bit grayscale or RGB; 8-bit pictures are alike either way",
+        "them to 8-bit grayscale or RGB",
         group="images",
         label="Bit depth",
         record_default=False,
@@ -101,15 +101,10 @@ class ImageConfig(Config):
     )
     pages: str = setting(
         "stack",
-        details="what a file of several pages becomes (a multi-page TIFF: a z-stack, a time series, "
-        "an ImageJ or OME hyperstack; a multi-frame DICOM): `stack` one record holding every page, "
-        "`[D, H, W, C]`; `first` one record of its first page (`frames_dropped` in changes.jsonl); "
-        "`each` one record a page, each page an input of its own (named `stack.tif#03`: the file, "
-        "`#` and the page's index from 0, as `stack`'s `D` counts it), labelled and split with its "
-        "file, so a file's pages are never in two splits. A page is a position of the stack with "
-        "all its channels as bands; a page of another size is a page too. `each` reads the first "
-        "bytes of every input while planning (a TIFF's or a DICOM's header). A file of one page is "
-        "one record either way ([scientific pictures](scientific.md#one-record-per-page))",
+        details="what a file of several pages (a TIFF stack or hyperstack, a multi-frame DICOM) "
+        "becomes: `stack` one record, `[D, H, W, C]`; `first` its first page (`frames_dropped` in "
+        "changes.jsonl); `each` a record per page (`stack.tif#03`), split with its file "
+        "([scientific pictures](scientific.md#one-record-per-page))",
         group="images",
         label="Pages",
         record_default=False,
@@ -119,8 +114,8 @@ class ImageConfig(Config):
     )
     additional_channels: bool = setting(
         False,
-        details="bands past the third as the Object Detection API's `num_additional_channels` reads them: "
-        "one-channel PNGs beside an RGB PNG, 8-bit; tfds schema only "
+        details="bands past the third as the Object Detection API's `num_additional_channels`: "
+        "8-bit one-channel PNGs; tfds schema only "
         "([detection](detection.md#more-than-three-bands))",
         group="images",
         label="Additional channels",

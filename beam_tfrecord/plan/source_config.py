@@ -69,8 +69,8 @@ class SourceConfig(Config):
     )
     bands: tuple[str, ...] | None = setting(
         None,
-        details="`NAME,...`: bands kept as files of their own (38-Cloud's `train_red/red_patch_1.TIF`), "
-        "matched by a word of the path, stacked in this order "
+        details="`NAME,...`: bands kept as files of their own (`train_red/red_patch_1.TIF`), "
+        "matched by a word of the path, in this order "
         "([scientific](scientific.md#bands-kept-in-separate-files))",
         default_doc="one file, one picture",
         group="input and labels",
@@ -103,7 +103,7 @@ class SourceConfig(Config):
     )
     manifest: str | None = setting(
         None,
-        details="CSV (with a header) or JSONL of paths or ids (extension optional) and labels; paths "
+        details="CSV (with a header) or JSONL of paths or ids (extension optional) and labels, "
         "relative to `--input`",
         group="input and labels",
         label="Label manifest",
@@ -125,8 +125,8 @@ class SourceConfig(Config):
         help="comma-separated class names fixing the label ids (default: the sorted names found)",
     )
     splits: Mapping[str, float] = setting(
-        details="`NAME=FRACTION,...`, instead of the dataset's own splits; a file's split is a hash of "
-        "its path ([usage](usage.md#how-splits-are-made))",
+        details="`NAME=FRACTION,...` instead of the dataset's own splits; a file's split hashes its "
+        "path ([usage](usage.md#how-splits-are-made))",
         factory=lambda: {"train": 1.0},
         option_default=None,  # unset: told apart from an explicit `--splits train=1`
         default_doc="`train=1`",
@@ -155,8 +155,8 @@ class SourceConfig(Config):
     )
     group_pattern: str | None = setting(
         None,
-        details="regex whose first group, searched in the relative path, is the file's group, split as "
-        "one: `'(p\\d+)_'` ([usage](usage.md#splits-that-cannot-leak))",
+        details="regex whose first group in the relative path is the file's group, split as one:"
+        " `'(p\\d+)_'` ([usage](usage.md#splits-that-cannot-leak))",
         default_doc="none",
         group="splits and shards",
         label="Group pattern",
@@ -198,8 +198,7 @@ class SourceConfig(Config):
     )
     multi_label: bool = setting(
         False,
-        details="a manifest label holds several classes (`cat|outdoor`, or a JSON array), stored as a "
-        "list of ids",
+        details="a manifest label holds several classes (`cat|outdoor` or a JSON array), stored as ids",
         group="input and labels",
         label="Multi-label",
         value_type=bool,
@@ -207,9 +206,9 @@ class SourceConfig(Config):
     )
     keep_split_names: bool = setting(
         False,
-        details="the dataset's declared split names (VOC's `val`, `train_aug`, `trainval`; a `val/` "
-        "folder), as DeepLab's and the Object Detection API's scripts expect, not `train`, `validation`, "
-        "`test`; VOC, YOLO's `data.yaml` and split folders only ([recipe](recipe-voc-deeplab.md))",
+        details="the dataset's split names (VOC's `val`, `train_aug`, `trainval`; a `val/` folder), for "
+        "DeepLab's and the Object Detection API's scripts; VOC, YOLO's `data.yaml` and split folders "
+        "only ([recipe](recipe-voc-deeplab.md))",
         group="splits and shards",
         label="Dataset's split names",
         record_default=False,
@@ -219,8 +218,8 @@ class SourceConfig(Config):
     )
     overlapping_splits: bool = setting(
         False,
-        details="with `--keep_split_names`: keep the lists that repeat earlier ones' pictures too (left "
-        "out otherwise), a picture's record written in each of its splits",
+        details="with `--keep_split_names`: also keep lists repeating earlier ones' pictures, a picture "
+        "then written in each of its splits",
         group="splits and shards",
         label="Overlapping splits",
         record_default=False,
@@ -231,8 +230,7 @@ class SourceConfig(Config):
     dedupe: bool = setting(
         False,
         shapes_records=False,
-        details="keep one copy of files with identical bytes (the smallest path); the others are "
-        "`duplicate` rejects",
+        details="keep one copy of identical files (the smallest path); the others are `duplicate` rejects",
         group="splits and shards",
         label="Drop exact duplicates",
         value_type=bool,

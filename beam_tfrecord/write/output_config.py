@@ -90,8 +90,8 @@ class ConvertConfig(Config):
     sink: SinkName = setting(
         "paths",
         shapes_records=False,
-        details="`paths` (each worker writes whole shards planned on paths) or `beam` (Beam's "
-        "`WriteToTFRecord`, shuffling every record once)",
+        details="`paths` (workers write whole shards planned on paths) or `beam` (Beam's "
+        "`WriteToTFRecord`, shuffling every record)",
         group="output",
         label="Sink",
         choices=SINKS,

@@ -97,8 +97,8 @@ class AnnotationConfig(Config):
     )
     label_map: str | None = setting(
         None,
-        details="an Object Detection API `label_map.pbtxt` or a run's `labels.txt`, whose names and ids "
-        "(gaps allowed) the records keep; not with `--class_names` "
+        details="a `label_map.pbtxt` or a run's `labels.txt` whose names and ids (gaps allowed) are kept; "
+        "not with `--class_names` "
         "([detection](detection.md#class-ids-and-label-maps))",
         default_doc="the classes found",
         group="annotations",
@@ -126,7 +126,7 @@ class AnnotationConfig(Config):
     task: str | None = setting(
         None,
         details="what the labels are: "
-        + "; ".join(f"[`{t.name}`]({t.docs}), {t.help}" for t in tasks.TASKS.values())
+        + ", ".join(f"[`{t.name}`]({t.docs})" for t in tasks.TASKS.values())
         + f"; alone, `--annotations` means detection for {_either(_DETECTION_FORMATS, 'and')}",
         default_doc="classification, or the format's",
         group="annotations",
@@ -137,8 +137,8 @@ class AnnotationConfig(Config):
     )
     ignore_value: int = setting(
         255,
-        details='segmentation: the mask value meaning "not labelled", above the last class id, up to '
-        "65535 (past 255, masks are 16-bit); also a pad's margins "
+        details='segmentation: the "not labelled" mask value, above the last class id, up to 65535 '
+        "(16-bit masks past 255); also a pad's margins "
         "([segmentation](segmentation.md#how-mask-values-become-class-ids))",
         group="annotations",
         label="Ignore value",
@@ -149,8 +149,8 @@ class AnnotationConfig(Config):
     )
     train_ids: bool = setting(
         False,
-        details="segmentation, Cityscapes: the 19 training classes (`*_labelTrainIds.png`, else mapped by "
-        "Cityscapes' table), 255 ignored, not the 34 label ids",
+        details="Cityscapes: the 19 training classes (`*_labelTrainIds.png`, else mapped), 255 ignored, "
+        "not the 34 label ids",
         group="annotations",
         label="Cityscapes train ids",
         value_type=bool,
