@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from beam_tfrecord.config import ConvertConfig
     from beam_tfrecord.features.options import FeatureConfig
     from beam_tfrecord.images.options import ImageConfig
+    from beam_tfrecord.output.claim import claim_output
     from beam_tfrecord.output.mode import OutputKind, OutputMode
     from beam_tfrecord.output.outputs import IncompleteOutput, complete_shards
     from beam_tfrecord.pipeline import ImagesToTFRecords, prepare
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from beam_tfrecord.read.pytorch import TorchImageArray, TorchImages, detection_collate
     from beam_tfrecord.read.random_access import RecordArray, record_parser
     from beam_tfrecord.read.tf_data import load_dataset
+    from beam_tfrecord.runners import parallelism
+    from beam_tfrecord.summary import Summary, read_summary
     from beam_tfrecord.write.schema import parse_spec
 
     # The configs' names before every config ended in Config (`_RENAMED`).
@@ -70,6 +73,10 @@ _EXPORTS = {
     "record_parser": "read.random_access",
     "parse_spec": "write.schema",
     "StagedPlan": "plan.staging",
+    "claim_output": "output.claim",
+    "parallelism": "runners",
+    "Summary": "summary",
+    "read_summary": "summary",
 }
 # The stages in flow order (a stage imports only those before it), then the cross-cutting modules.
 SUBMODULES = (
@@ -110,8 +117,10 @@ __all__ = [
     "RecordArray",
     "SourceConfig",
     "StagedPlan",
+    "Summary",
     "TorchImageArray",
     "TorchImages",
+    "claim_output",
     "class_names",
     "complete_shards",
     "decode_image",
@@ -119,8 +128,10 @@ __all__ = [
     "detection_collate",
     "iter_examples",
     "load_dataset",
+    "parallelism",
     "parse_spec",
     "prepare",
+    "read_summary",
     "record_parser",
 ]
 
