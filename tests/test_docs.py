@@ -37,6 +37,7 @@ from pathlib import Path
 
 import annotationgen
 import captiongen
+import cvatgen
 import imagegen
 import keypointgen
 import labelmegen
@@ -306,6 +307,10 @@ def make_inputs(text: str, folder: Path, weights: Path) -> None:
         segmentationgen.kaggle_binary(folder / "kaggle")
     if "--input coco8-seg" in text:
         yoloseggen.ultralytics_tree(folder / "coco8-seg")
+    if "--input task" in text:  # CVAT's task export: annotations.xml beside images/
+        cvatgen.doc_task(folder / "task")
+    if "--input project" in text:  # CVAT's project export: images/<subset>/
+        cvatgen.doc_project(folder / "project")
     if "--input shots" in text:  # LabelMe's JSON files in annotations/ beside images/
         labelmegen.sibling(folder / "shots")
     if "--input nuclei" in text:  # 16-bit microscopy in class folders
