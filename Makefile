@@ -1,6 +1,6 @@
 # `make demo` converts the bundled sample; `make test` runs lint (ruff, mypy, shellcheck, hadolint)
 # and the whole suite (`make test-fast` most of it in about half the time; `make test-torch` adds
-# PyTorch and runs its reader's and feature models' tests).
+# PyTorch and runs its reader's and feature models' tests, and the docs' PyTorch examples).
 # Each creates .venv on first use: `make demo` with what the converter needs (requirements.txt and the
 # project), `make test` with the test and lint tools too (requirements-dev-nodeps.txt without their
 # dependencies: see its header). `make proto` recompiles beam_tfrecord/write/example.binpb after an
@@ -86,6 +86,7 @@ test-fast: $(VENV)/.installed
 test-torch: $(VENV)/.installed
 	$(PY) -m pip install --quiet -r requirements-torch.txt
 	$(PY) -m pytest tests/test_torch.py tests/torch_feature_cases.py
+	$(PY) -m pytest tests/test_readme_example.py -m torch
 
 format: $(VENV)/.installed
 	$(PY) -m ruff format .

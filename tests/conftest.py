@@ -23,6 +23,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Order only: a file not named here runs after these, in the usual order.
 LONGEST_FILES = (
     "test_docs.py",
+    "test_readme_example.py",
     "test_claim.py",
     "test_append.py",
     "test_portable.py",
@@ -44,11 +45,12 @@ LONGEST_FILES = (
 
 
 # What `make test-fast` (`pytest --fast`) leaves out: the files whose time goes mostly to other
-# processes (the docs' commands, racing and killed runs, job services, stalled storage,
+# processes (the docs' commands and Python, racing and killed runs, job services, stalled storage,
 # TensorFlow loaded again by `pipelines.inspect`, Keras models in worker processes, torch).
 # About 85% of the tests in half the time of `make test`, which runs them all, as CI does.
 PROCESS_FILES = (
     "test_docs.py",
+    "test_readme_example.py",
     "test_claim.py",
     "test_portable.py",
     "test_cli_process.py",

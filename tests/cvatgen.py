@@ -394,7 +394,41 @@ def ellipse_raster(width, height, cx, cy, rx, ry, rotation=0.0) -> np.ndarray:
     return (canvas > 0).astype(np.uint8)
 
 
+# The trees docs/cvat.md shows: a task (a picture in a subfolder of images/) and a project of two
+# subsets, with boxes, polygons and a skeleton a picture, so that every task reads them.
+DOC_LABELS = [
+    Label("car"),
+    Label("road"),
+    Label("person", type="skeleton", svg=skeleton_svg(["head", "foot"], [(0, 1)])),
+    Label("head", type="points", parent="person"),
+    Label("foot", type="points", parent="person"),
+]
+
+
+def _doc_shapes(i: int) -> list[Shape]:
+    person = skeleton("person", [point("head", 30 + i, 8), point("foot", 40 + i, 40)])
+    return [
+        box("car", 2 + i, 3, 20 + i, 18, z_order=1),
+        polygon("road", [0, 30, 63, 30, 63, 47, 0, 47]),
+        person,
+    ]
+
+
+def doc_task(root) -> dict:
+    """`task/`: annotations.xml beside images/, one picture under images/street/."""
+    names = ["a.jpg", "c.jpg", "d.jpg", "e.jpg", "street/b.jpg", "street/f.jpg"]
+    return write_export(root, [Entry(n, 64, 48, _doc_shapes(i)) for i, n in enumerate(names)], DOC_LABELS)
+
+
+def doc_project(root) -> dict:
+    """`project/`: the subsets Train and Validation, each a task, the same name in both."""
+    entries = [Entry(f"x{i}.jpg", 64, 48, _doc_shapes(i), subset="Train", task_id=1) for i in range(4)]
+    entries += [Entry(f"x{i}.jpg", 64, 48, _doc_shapes(i), subset="Validation", task_id=2) for i in range(2)]
+    return write_export(root, entries, DOC_LABELS, project=True)
+
+
 __all__ = [
+    "DOC_LABELS",
     "Entry",
     "Label",
     "annotations_xml",
@@ -402,6 +436,8 @@ __all__ = [
     "cuboid",
     "cvat_rle",
     "disk",
+    "doc_project",
+    "doc_task",
     "ellipse",
     "ellipse_raster",
     "mask",

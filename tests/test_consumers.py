@@ -136,16 +136,3 @@ def test_a_kerashub_detector_trains_a_step_on_load_dataset(shapes_output):
     assert positive == {float(i) for i in CATEGORY_INDEX.values()}
     history = model.fit(train, epochs=1, steps_per_epoch=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])
-
-
-def test_readme_detection_example_runs(shapes_output):
-    from test_readme_example import readme_block
-
-    out, _ = shapes_output
-    block = readme_block("detection")
-    assert 'OUTPUT = "output"' in block
-    namespace: dict = {}
-    exec(block.replace('OUTPUT = "output"', f"OUTPUT = {str(out)!r}"), namespace)
-    assert tuple(namespace["images"].shape) == (6, 128, 192, 3)  # six records: one short batch
-    assert tuple(namespace["targets"]["boxes"].shape) == (6, 16, 4)
-    assert namespace["boxes"].shape[1] == 4 and namespace["labels"].min() >= 0

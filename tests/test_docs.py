@@ -37,6 +37,7 @@ from pathlib import Path
 
 import annotationgen
 import captiongen
+import cvatgen
 import imagegen
 import keypointgen
 import labelmegen
@@ -306,6 +307,10 @@ def make_inputs(text: str, folder: Path, weights: Path) -> None:
         segmentationgen.kaggle_binary(folder / "kaggle")
     if "--input coco8-seg" in text:
         yoloseggen.ultralytics_tree(folder / "coco8-seg")
+    if "--input task" in text:  # CVAT's task export: annotations.xml beside images/
+        cvatgen.doc_task(folder / "task")
+    if "--input project" in text:  # CVAT's project export: images/<subset>/
+        cvatgen.doc_project(folder / "project")
     if "--input shots" in text:  # LabelMe's JSON files in annotations/ beside images/
         labelmegen.sibling(folder / "shots")
     if "--input nuclei" in text:  # 16-bit microscopy in class folders
@@ -561,57 +566,6 @@ def test_the_skip_list_is_small_and_names_only_commands_shown():
     assert len(SKIPPED) <= MAX_SKIPPED
     for start in SKIPPED:
         assert any(command.startswith(start) for command in shown), f"no page shows {start!r} any more"
-
-
-# ---- recipes: the Python a reader runs on what the page's commands made ------------------------
-
-# The recipes whose Python is shown as a block of its own (the others run theirs inside shell blocks),
-# and the scientific pictures' page, whose Python shows what each reader returns.
-RECIPES = sorted(
-    page
-    for page in [*(ROOT / "docs").glob("recipe-*.md"), ROOT / "docs" / "scientific.md"]
-    if "```python" in page.read_text(encoding="utf-8")
-)
-
-
-def fenced(page: Path) -> list[tuple[str, int, int, str]]:
-    """(language, first line, closing line, text) of every fenced block of the page."""
-    found, lines, fence, start = [], page.read_text(encoding="utf-8").split("\n"), None, 0
-    for number, line in enumerate(lines, 1):
-        opening = re.match(r"^```(\w*)\s*$", line)
-        if fence is None and opening:
-            fence, start = opening.group(1), number
-        elif fence is not None and line.startswith("```"):
-            found.append((fence, start, number, "\n".join(lines[start : number - 1]) + "\n"))
-            fence = None
-    return found
-
-
-@pytest.mark.parametrize("page", RECIPES, ids=[p.name for p in RECIPES])
-def test_a_recipes_python_blocks_run_on_what_its_commands_made(page, tmp_path):
-    """The page's commands in order, then each ```python block in a fresh interpreter in the same
-    folder; a ```text block that is the next block after one is what it prints."""
-    blocks = shell_blocks(page)
-    commands = [c for b in blocks for c in b.commands if kind(c) in ("run", "shell")]
-    make_inputs("\n".join(b.text for b in blocks), tmp_path, tmp_path)
-    run_script(commands, tmp_path)
-    found = fenced(page)
-    pythons = [index for index, (language, *_) in enumerate(found) if language == "python"]
-    for index in pythons:
-        _, start, _, text = found[index]
-        done = subprocess.run(
-            [str(tmp_path / ".venv" / "bin" / "python"), "-"],
-            input=text,
-            cwd=tmp_path,
-            env=environment(),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, f"{page.name}:{start}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
-        following = found[index + 1] if index + 1 < len(found) else None
-        if following and following[0] == "text":
-            assert done.stdout == following[3], f"{page.name}:{start} printed\n{done.stdout}"
 
 
 # ---- links ---------------------------------------------------------------------------------

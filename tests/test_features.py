@@ -311,21 +311,6 @@ def test_feature_runs_write_the_planned_shards_with_either_sink(saved_models, sm
         assert sum(1 for _ in records) == split["records"]
 
 
-def test_readme_frozen_head_example_trains_on_features_only_records(saved_models, small_tree, tmp_path):
-    from test_readme_example import readme_block
-
-    _, keras_file, _ = saved_models
-    output = tmp_path / "out"
-    argv = ["--input", str(small_tree), "--output", str(output), "--no_progress", "--model_path", keras_file]
-    assert run([*argv, "--feature_pooling", "avg", "--features_only"]) == 0
-    block = readme_block("frozen-head")
-    assert 'OUTPUT = "pets-features"' in block
-    namespace: dict = {}
-    exec(block.replace('OUTPUT = "pets-features"', f"OUTPUT = {str(output)!r}"), namespace)
-    assert len(namespace["history"].history["loss"]) == 1
-    assert namespace["head"].input_shape == (None, 5)
-
-
 def test_a_model_that_raises_rejects_its_batches_and_the_run_says_so(
     small_tree, tmp_path, monkeypatch, capsys
 ):

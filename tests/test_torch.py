@@ -53,23 +53,6 @@ def test_array_record_output_is_a_map_style_dataset_a_loader_shuffles(tmp_path):
     assert sorted(labels) == [0] * 5 + [1] * 5  # every record once, from worker processes
 
 
-def test_readme_pytorch_example_trains_one_epoch(pets_tree, tmp_path):
-    """In a fresh process without TensorFlow, as a PyTorch job runs: torch's backward pass and
-    TensorFlow's runtime (loaded here by the conversion) in one process can crash each other."""
-    from test_readme_example import readme_block
-
-    out = tmp_path / "out"
-    assert conftest.convert(pets_tree, out) == 0
-    block = readme_block("torch")
-    assert 'OUTPUT = "output"' in block
-    code = block.replace('OUTPUT = "output"', f"OUTPUT = {str(out)!r}")
-    code += "\nimport sys\nassert 'tensorflow' not in sys.modules\n"
-    code += "print(tuple(images.shape[1:]), loss.item() > 0)\n"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.strip().splitlines()[-1] == "(3, 64, 64) True"
-
-
 DETECTION_STEP = """
 import sys
 
