@@ -11,13 +11,13 @@ import shutil
 import numpy as np
 import pytest
 import scientificgen
-import tensorflow_datasets as tfds
 import tifffile
 from conftest import convert
 from outputcheck import rejects, summary
 from PIL import Image
+from test_full_depth import every_reader
 
-from beam_tfrecord import decode_pixels, iter_examples, load_dataset
+from beam_tfrecord import iter_examples, load_dataset
 from beam_tfrecord.config_base import ConfigError
 from beam_tfrecord.elements import BandFile, PlannedInput, ShardTask
 from beam_tfrecord.images import bands as image_bands
@@ -43,29 +43,6 @@ def cloud_truth(root, names, order=scientificgen.CLOUD38_BANDS) -> dict[str, np.
         )
         for name in names
     }
-
-
-def every_reader(out, truth: dict[str, np.ndarray]) -> None:
-    """TFDS's builder_from_directory, load_dataset and iter_examples each give the stack."""
-    builder = tfds.builder_from_directory(str(out))
-    seen = {}
-    for example in tfds.as_numpy(builder.as_dataset(split="train")):
-        image = example["image"]
-        seen[image["filename"].decode()] = image["encoded"] if "encoded" in image else image["array"]
-    assert_equal(seen, truth)
-    dataset = load_dataset(
-        str(out), "train", batch_size=None, shuffle=False, features=True, decode_images=True
-    )
-    seen = {r["image/filename"].numpy().decode(): r["image"].numpy() for r in dataset}
-    assert_equal(seen, truth)
-    assert_equal({r["filename"]: decode_pixels(r) for r in iter_examples(str(out))}, truth)
-
-
-def assert_equal(seen: dict[str, np.ndarray], truth: dict[str, np.ndarray]) -> None:
-    assert sorted(seen) == sorted(truth)
-    for name, samples in truth.items():
-        assert (seen[name].dtype, seen[name].shape) == (samples.dtype, samples.shape), name
-        assert np.array_equal(seen[name], samples), name
 
 
 # ---- which files are a picture's bands: plan.bands, from paths alone ---------------------------

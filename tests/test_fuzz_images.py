@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from beam_tfrecord.images.normalize import Reject, encode_for_tensorflow
 from beam_tfrecord.images.options import ImageConfig
+from beam_tfrecord.images.pixels import from_array_bytes
 
 GALLERY = imagegen.every_format()
 SEEDS = {
@@ -56,7 +57,15 @@ def check(data: bytes) -> None:
     except Reject as reject:
         assert reject.reason and reject.detail
         return
-    pixels = tf.io.decode_image(image.data, expand_animations=False)
+    depth = image.depth
+    if depth is not None and depth.array:  # a picture past 8 bits kept as an array (a stack)
+        samples = from_array_bytes(image.data, depth.dtype, depth.shape)
+        assert samples.shape[-3:] == (image.height, image.width, image.channels)
+        return
+    if depth is not None:  # a 16-bit PNG
+        pixels = tf.io.decode_png(image.data, channels=image.channels, dtype=tf.uint16)
+    else:
+        pixels = tf.io.decode_image(image.data, expand_animations=False)
     assert tuple(pixels.shape) == (image.height, image.width, image.channels)
 
 

@@ -92,19 +92,10 @@ def _to_tensorflow(data: bytes, options: ImageConfig, name: str | None) -> Encod
         return page_image(deep, options, name)
     if deep is not None:
         return _deep_image(deep, data, options, name)
-    image = _open(data)
-    source_format = "JPEG" if image.format == "MPO" else image.format
-    assert source_format is not None  # what Image.open opens names its plugin's format
+    image, source_format = _opened(data, options)
     width, height = image.size
-    if width * height > options.max_pixels:
-        raise Reject(
-            reasons.TOO_LARGE,
-            f"{width}x{height} = {width * height} pixels is over max_pixels ({options.max_pixels})",
-        )
-    if source_format == "PNG":
-        _check_png_chunks(data)
-        if options.full_depth and depth.png16_bands(data) is not None:
-            return _deep_image(_png16_picture(data), data, options, name, keep=_orientation(image) == 1)
+    if source_format == "PNG" and options.full_depth and depth.png16_bands(data) is not None:
+        return _deep_image(_png16_picture(data), data, options, name, keep=_orientation(image) == 1)
     ends = _check_jpeg_segments(data) if source_format == "JPEG" else True
     changes = _changes(data, image, source_format, ends, options)
     keep = not changes  # (a wrong extension alone, added below, keeps the bytes)
@@ -188,18 +179,10 @@ def _samples(data: bytes, options: ImageConfig) -> DeepPicture:
         return dicom.read_dicom(data, max_pixels=options.max_pixels)
     if tiff.is_tiff(data):
         return tiff.read_tiff(data, max_pixels=options.max_pixels)
-    image = _open(data)
-    source_format = "JPEG" if image.format == "MPO" else str(image.format)
+    image, source_format = _opened(data, options)
     width, height = image.size
-    if width * height > options.max_pixels:
-        raise Reject(
-            reasons.TOO_LARGE,
-            f"{width}x{height} = {width * height} pixels is over max_pixels ({options.max_pixels})",
-        )
-    if source_format == "PNG":
-        _check_png_chunks(data)
-        if depth.png16_bands(data) is not None:
-            return _png16_picture(data)
+    if source_format == "PNG" and depth.png16_bands(data) is not None:
+        return _png16_picture(data)
     _load(image, source_format)
     deep = depth.pillow_deep(image)
     if deep is not None:
@@ -283,6 +266,23 @@ def _deep_image(
         transform=stored.transform,
         depth=stored.depth,
     )
+
+
+def _opened(data: bytes, options: ImageConfig) -> tuple[Image.Image, str]:
+    """The picture opened (header only) and its format, a picture over `max_pixels` and a PNG
+    whose chunks fail their checks rejected before any pixel is decoded."""
+    image = _open(data)
+    source_format = "JPEG" if image.format == "MPO" else image.format
+    assert source_format is not None  # what Image.open opens names its plugin's format
+    width, height = image.size
+    if width * height > options.max_pixels:
+        raise Reject(
+            reasons.TOO_LARGE,
+            f"{width}x{height} = {width * height} pixels is over max_pixels ({options.max_pixels})",
+        )
+    if source_format == "PNG":
+        _check_png_chunks(data)
+    return image, source_format
 
 
 def _open(data: bytes) -> Image.Image:
