@@ -26,7 +26,7 @@ from beam_tfrecord import names
 from beam_tfrecord.keys import TABLES, RecordKey, RecordLayout
 from beam_tfrecord.labels import KINDS
 from beam_tfrecord.labels.objects.reading import DETECTION_KEYS
-from beam_tfrecord.read.examples import KEYS, SEGMENTATION_KEYS
+from beam_tfrecord.read.examples import KEYS, PIXEL_KEYS, SEGMENTATION_KEYS
 from pipelines.options import option_fields
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -180,7 +180,13 @@ def test_output_files_key_tables_are_the_declared_keys_and_the_readers_names():
 
 
 def test_reading_md_names_only_the_readers_fields():
-    fields = {*KEYS, *SEGMENTATION_KEYS, *DETECTION_KEYS, *(k.name for k in _declared_keys("tfds").values())}
+    fields = {
+        *KEYS,
+        *PIXEL_KEYS,
+        *SEGMENTATION_KEYS,
+        *DETECTION_KEYS,
+        *(k.name for k in _declared_keys("tfds").values()),
+    }
     for header, rows in tables(DOCS / "reading.md"):
         if not any("iter_examples" in cell for cell in header):
             continue

@@ -18,6 +18,7 @@ all scaled to 8 bits by `--bit_depth 8`'s rule, as that API reads `uint8` only.
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image
@@ -39,22 +40,16 @@ PILLOW_DEEP_MODES = ("I;16", "I;16B", "I;16L", "I;16N", "I", "F")
 _PNG_BANDS = {0: 1, 2: 3, 4: 2, 6: 4}
 
 
+@dataclass(frozen=True, slots=True)
 class DeepStored:
     """What `store_deep` gives `normalize`: the bytes, their format, the record's pixel fields,
-    the transform the labels follow, and the change reasons."""
+    the transform the labels follow, and the change reasons (in `reasons.codes("change")` order)."""
 
-    __slots__ = ("changes", "data", "depth", "format", "transform")
-
-    def __init__(
-        self,
-        data: bytes,
-        format: str,
-        pixels: StoredPixels | None,
-        transform: PixelTransform,
-        changes: tuple[str, ...],
-    ) -> None:
-        self.data, self.format, self.depth = data, format, pixels
-        self.transform, self.changes = transform, changes
+    data: bytes
+    format: str
+    depth: StoredPixels | None
+    transform: PixelTransform
+    changes: tuple[str, ...]
 
 
 def full_depth_picture(data: bytes, options: ImageConfig) -> DeepPicture | None:
@@ -122,14 +117,11 @@ def _tiff_look(data: bytes) -> tuple[bool, bool]:
         return True, False
 
 
-def store_deep(
-    picture: DeepPicture, options: ImageConfig, kept: bytes | None = None
-) -> tuple[DeepStored, tuple[str, ...]]:
+def store_deep(picture: DeepPicture, options: ImageConfig, kept: bytes | None = None) -> DeepStored:
     """Store a full-depth picture: `kept` (a 16-bit PNG's own bytes) when nothing changes it,
     else a 16-bit PNG or an array (`images.pixels`); with `--bit_depth 8`, an 8-bit PNG; with
     `--additional_channels`, a picture of more than 3 bands as the Object Detection API reads one.
-
-    Returns what to store and the change reasons (in `reasons.codes("change")` order)."""
+    """
     samples = picture.samples
     additional = options.additional_channels and picture.bands > _RGB_BANDS
     if options.channels is not None and options.channels != picture.bands:
@@ -155,20 +147,18 @@ def store_deep(
         changes.append(reasons.RESIZED.code)
         kept = None
     if additional:
-        split = _additional_channels(picture, samples, transform, changes)
-        return split, split.changes
+        return _additional_channels(picture, samples, transform, changes)
     if not options.full_depth:
-        eight = _eight_bit(picture, samples, transform, changes)
-        return eight, eight.changes
+        return _eight_bit(picture, samples, transform, changes)
     if kept is not None and pixels.is_png_kind(samples.dtype, picture.bands, picture.stacked):
         shape = tuple(samples.shape)
         stored = StoredPixels("uint16", shape, False, dict(picture.facts))
-        return DeepStored(kept, "png", stored, transform, ()), ()
+        return DeepStored(kept, "png", stored, transform, ())
     data, format, stored = pixels.stored_pixels(samples, picture.facts)
     if format == pixels.ARRAY_FORMAT or picture.source_format != "PNG":
         changes.append(reasons.FORMAT.code)
     ordered = tuple(code for code in reasons.codes("change") if code in changes)
-    return DeepStored(data, format, stored, transform, ordered), ordered
+    return DeepStored(data, format, stored, transform, ordered)
 
 
 def describe(picture: DeepPicture) -> str:
@@ -234,16 +224,9 @@ def _png(plane: np.ndarray) -> bytes:
 
 
 def _resampled(samples: np.ndarray, transform: PixelTransform) -> np.ndarray:
-    """Each band of each page resampled as the 8-bit pictures are (bicubic, `geometry.resample`),
-    in 32-bit float, then back to the samples' own type (integers rounded and clipped)."""
-    pages = samples if samples.ndim == 4 else samples[np.newaxis]
-    out = np.empty((pages.shape[0], transform.height, transform.width, pages.shape[-1]), samples.dtype)
-    for page in range(pages.shape[0]):
-        for band in range(pages.shape[-1]):
-            plane = Image.fromarray(np.ascontiguousarray(pages[page, ..., band], dtype=np.float32), mode="F")
-            resized = np.asarray(geometry.resample(plane, transform, Image.Resampling.BICUBIC, 0))
-            if samples.dtype.kind in "ui":
-                limits = np.iinfo(samples.dtype)
-                resized = np.clip(np.rint(resized), limits.min, limits.max)
-            out[page, ..., band] = resized
-    return out if samples.ndim == 4 else out[0]
+    """Each band of each page resampled as the 8-bit pictures are (bicubic, `geometry.resample`)."""
+    return pixels.each_plane(
+        samples,
+        (transform.height, transform.width),
+        lambda plane: geometry.resample(plane, transform, Image.Resampling.BICUBIC, 0),
+    )

@@ -249,7 +249,8 @@ def _deep_image(
 ) -> EncodedImage:
     """A full-depth picture's stored image (images.depth): a 16-bit PNG's own bytes where
     `keep` and nothing changes it, else a 16-bit PNG or an array; 8 bits with `--bit_depth 8`."""
-    stored, changes = depth.store_deep(picture, options, data if keep else None)
+    stored = depth.store_deep(picture, options, data if keep else None)
+    changes = stored.changes
     if name is not None and formats.wrong_extension(name, picture.source_format) is not None:
         codes = {*changes, reasons.WRONG_EXTENSION.code}
         changes = tuple(code for code in reasons.codes("change") if code in codes)

@@ -16,7 +16,8 @@ writer and reader.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +27,7 @@ __all__ = [
     "ARRAY_FORMAT",
     "StoredPixels",
     "array_bytes",
+    "each_plane",
     "from_array_bytes",
     "from_png16",
     "is_png_kind",
@@ -86,20 +88,30 @@ def from_array_bytes(data: bytes, dtype: str, shape: tuple[int, ...]) -> np.ndar
 
 
 def resized(pixels: np.ndarray, image_size: tuple[int, int]) -> np.ndarray:
-    """Every band of every page stretched to `image_size=(height, width)`, bilinear, in 32-bit
-    float, back in the samples' own type (integers rounded and clipped): what readers that
-    resize give for a picture past 8 bits."""
+    """Every band of every page stretched to `image_size=(height, width)`, bilinear: what
+    readers that resize give for a picture past 8 bits."""
     from PIL import Image
 
-    pages = pixels if pixels.ndim == 4 else pixels[np.newaxis]
     height, width = image_size
-    out = np.empty((pages.shape[0], height, width, pages.shape[-1]), pixels.dtype)
+    return each_plane(
+        pixels, image_size, lambda plane: plane.resize((width, height), Image.Resampling.BILINEAR)
+    )
+
+
+def each_plane(samples: np.ndarray, size: tuple[int, int], resample: Callable[[Any], Any]) -> np.ndarray:
+    """`resample` (a Pillow image in, one of `size=(height, width)` out) on every band of every
+    page, each as a 32-bit float plane (Pillow's `F`), then back in the samples' own type
+    (integers rounded and clipped): how a picture past 8 bits is resized, in its own type."""
+    from PIL import Image
+
+    pages = samples if samples.ndim == 4 else samples[np.newaxis]
+    out = np.empty((pages.shape[0], *size, pages.shape[-1]), samples.dtype)
     for page in range(pages.shape[0]):
         for band in range(pages.shape[-1]):
             plane = Image.fromarray(np.ascontiguousarray(pages[page, ..., band], dtype=np.float32), mode="F")
-            values = np.asarray(plane.resize((width, height), Image.Resampling.BILINEAR))
-            if pixels.dtype.kind in "ui":
-                limits = np.iinfo(pixels.dtype)
+            values = np.asarray(resample(plane))
+            if samples.dtype.kind in "ui":
+                limits = np.iinfo(samples.dtype)
                 values = np.clip(np.rint(values), limits.min, limits.max)
             out[page, ..., band] = values
-    return out if pixels.ndim == 4 else out[0]
+    return out if samples.ndim == 4 else out[0]

@@ -25,6 +25,7 @@ from beam_tfrecord.write.messages import Example
 __all__ = [
     "DETECTION_KEYS",
     "KEYS",
+    "PIXEL_KEYS",
     "SEGMENTATION_KEYS",
     "decode_class_mask",
     "decode_image",
